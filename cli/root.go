@@ -1,0 +1,122 @@
+// Package cli is chime's command line: serve, migrate and version, and the
+// admin commands that talk to a running server's API. cmd/chime is a thin
+// main around it, and so is any program that builds chime with its own task
+// plugins.
+//
+// cli may import app and every package app imports.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+
+	"github.com/chimesched/chime/app"
+	"github.com/chimesched/chime/configs"
+	"github.com/chimesched/chime/internal/logging"
+)
+
+// Main runs the chime command line with os.Args and returns the exit code.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd := NewRootCommand()
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "chime:", err)
+		return 1
+	}
+	return 0
+}
+
+type globals struct {
+	configFile string
+	logFormat  string
+	logLevel   string
+}
+
+// NewRootCommand returns the chime command tree.
+func NewRootCommand() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "chime",
+		Short:         "chime is a job scheduler: schedules fire jobs, jobs run tasks",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.configFile, "config", "", "configuration file (YAML); CHIME_* variables override it")
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "", "text or json (overrides log.format)")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "trace, debug, info, warn or error (overrides log.level)")
+	root.AddCommand(newServeCommand(g), newMigrateCommand(g), newVersionCommand())
+	return root
+}
+
+// load reads configuration and builds the logger for a server-side command.
+func (g *globals) load(stderr io.Writer) (*configs.Config, *logrus.Logger, error) {
+	cfg, err := configs.Load(g.configFile, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if g.logFormat != "" {
+		cfg.Log.Format = g.logFormat
+	}
+	if g.logLevel != "" {
+		cfg.Log.Level = g.logLevel
+	}
+	log, err := logging.New(stderr, cfg.Log.Format, cfg.Log.Level)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, log, nil
+}
+
+func newServeCommand(g *globals) *cobra.Command {
+	var noMigrate bool
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a chime node: schedule engine, task engine and API",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, log, err := g.load(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			return app.Serve(cmd.Context(), cfg, app.Options{NoMigrate: noMigrate, Logger: log})
+		},
+	}
+	cmd.Flags().BoolVar(&noMigrate, "no-migrate", false, "do not apply migrations at start")
+	return cmd
+}
+
+func newMigrateCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply the embedded schema migrations (idempotent)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, log, err := g.load(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			v, err := app.Migrate(cmd.Context(), cfg, log)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "schema version %d (%s)\n", v, cfg.Database.Driver)
+			return nil
+		},
+	}
+}
+
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print chime's version",
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintln(cmd.OutOrStdout(), "chime", app.Version)
+		},
+	}
+}

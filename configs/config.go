@@ -1,0 +1,288 @@
+// Package configs loads chime's configuration: the embedded default
+// chime.yaml, then an optional file, then CHIME_* environment variables.
+// A bad setting is an error that names the setting.
+//
+// configs imports only the standard library and a YAML parser.
+package configs
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+//go:embed chime.yaml
+var defaultYAML []byte
+
+// DefaultYAML returns the embedded default configuration file.
+func DefaultYAML() []byte { return bytes.Clone(defaultYAML) }
+
+// Duration is a time.Duration written as "4s" in YAML and environment.
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// UnmarshalYAML reads a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Config is the whole configuration.
+type Config struct {
+	Database       Database       `yaml:"database"`
+	Node           Node           `yaml:"node"`
+	Log            Log            `yaml:"log"`
+	ScheduleEngine ScheduleEngine `yaml:"scheduleengine"`
+	TaskEngine     TaskEngine     `yaml:"taskengine"`
+	API            API            `yaml:"api"`
+	SMTP           SMTP           `yaml:"smtp"`
+	Cluster        Cluster        `yaml:"cluster"`
+	ShutdownGrace  Duration       `yaml:"shutdown_grace"`
+	RetentionDays  int            `yaml:"retention_days"`
+}
+
+// Database selects the database.
+type Database struct {
+	Driver       string `yaml:"driver"`
+	DSN          string `yaml:"dsn"`
+	MaxOpenConns int    `yaml:"max_open_conns"`
+}
+
+// Node names this process in the cluster.
+type Node struct {
+	ID string `yaml:"id"`
+}
+
+// Log sets up logrus.
+type Log struct {
+	Format string `yaml:"format"`
+	Level  string `yaml:"level"`
+}
+
+// ScheduleEngine configures the schedule engine.
+type ScheduleEngine struct {
+	Enabled          bool     `yaml:"enabled"`
+	SyncInterval     Duration `yaml:"sync_interval"`
+	MisfireThreshold Duration `yaml:"misfire_threshold"`
+	FireAllCap       int      `yaml:"fire_all_cap"`
+	BatchSize        int      `yaml:"batch_size"`
+	BatchWait        Duration `yaml:"batch_wait"`
+}
+
+// TaskEngine configures the task engine.
+type TaskEngine struct {
+	Enabled         bool     `yaml:"enabled"`
+	PollInterval    Duration `yaml:"poll_interval"`
+	PoolSize        int      `yaml:"pool_size"`
+	ControlInterval Duration `yaml:"control_interval"`
+}
+
+// API configures the HTTP API.
+type API struct {
+	Addr  string `yaml:"addr"`
+	Token string `yaml:"token"`
+}
+
+// SMTP configures outgoing email.
+type SMTP struct {
+	Host     string `yaml:"host"`
+	Port     int    `yaml:"port"`
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
+	From     string `yaml:"from"`
+	TLS      string `yaml:"tls"`
+}
+
+// Cluster configures heartbeats and failover.
+type Cluster struct {
+	Heartbeat     Duration `yaml:"heartbeat"`
+	FailoverAfter Duration `yaml:"failover_after"`
+}
+
+// EnvPrefix starts every environment override.
+const EnvPrefix = "CHIME_"
+
+// Load reads the embedded defaults, then file (if not empty), then the
+// environment given by getenv (os.Getenv when nil), and validates the result.
+func Load(file string, getenv func(string) string) (*Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	var c Config
+	if err := decode(defaultYAML, &c); err != nil {
+		return nil, fmt.Errorf("embedded chime.yaml: %w", err)
+	}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--config: %w", err)
+		}
+		if err := decode(b, &c); err != nil {
+			return nil, fmt.Errorf("--config %s: %w", file, err)
+		}
+	}
+	if err := applyEnv(reflect.ValueOf(&c).Elem(), "", getenv); err != nil {
+		return nil, err
+	}
+	if c.Node.ID == "" {
+		host, _ := os.Hostname()
+		c.Node.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func decode(b []byte, c *Config) error {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	// An empty file is no error: yaml reports it as io.EOF.
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+// applyEnv walks the struct by its yaml tags and overrides each leaf from
+// CHIME_<PATH>, so every key in chime.yaml has an environment form for free.
+func applyEnv(v reflect.Value, path string, getenv func(string) string) error {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		key := f.Tag.Get("yaml")
+		name := key
+		if path != "" {
+			name = path + "." + key
+		}
+		fv := v.Field(i)
+		if fv.Kind() == reflect.Struct {
+			if err := applyEnv(fv, name, getenv); err != nil {
+				return err
+			}
+			continue
+		}
+		env := EnvName(name)
+		raw := getenv(env)
+		if raw == "" {
+			continue
+		}
+		if err := setValue(fv, raw); err != nil {
+			return fmt.Errorf("%s (%s=%q): %w", name, env, raw, err)
+		}
+	}
+	return nil
+}
+
+// EnvName returns the environment variable that overrides a key path such as "database.dsn".
+func EnvName(path string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(path, ".", "_"))
+}
+
+func setValue(fv reflect.Value, raw string) error {
+	if fv.Type() == reflect.TypeOf(Duration(0)) {
+		d, err := time.ParseDuration(raw)
+		if err != nil {
+			return err
+		}
+		fv.SetInt(int64(d))
+		return nil
+	}
+	switch fv.Kind() {
+	case reflect.String:
+		fv.SetString(raw)
+	case reflect.Int:
+		n, err := strconv.Atoi(raw)
+		if err != nil {
+			return fmt.Errorf("not a whole number")
+		}
+		fv.SetInt(int64(n))
+	case reflect.Bool:
+		b, err := strconv.ParseBool(raw)
+		if err != nil {
+			return fmt.Errorf("not true or false")
+		}
+		fv.SetBool(b)
+	default:
+		return fmt.Errorf("unsupported kind %s", fv.Kind())
+	}
+	return nil
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s (%s): %s", key, EnvName(key), fmt.Sprintf(format, args...)))
+	}
+	switch c.Database.Driver {
+	case "sqlite", "mysql":
+	default:
+		bad("database.driver", "unknown driver %q, want sqlite or mysql", c.Database.Driver)
+	}
+	if c.Database.DSN == "" {
+		bad("database.dsn", "must not be empty")
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		bad("log.format", "unknown format %q, want text or json", c.Log.Format)
+	}
+	switch strings.ToLower(c.Log.Level) {
+	case "trace", "debug", "info", "warn", "warning", "error":
+	default:
+		bad("log.level", "unknown level %q, want trace, debug, info, warn or error", c.Log.Level)
+	}
+	positive := func(key string, d Duration) {
+		if d <= 0 {
+			bad(key, "must be a positive duration, got %s", d.D())
+		}
+	}
+	positive("scheduleengine.sync_interval", c.ScheduleEngine.SyncInterval)
+	positive("scheduleengine.misfire_threshold", c.ScheduleEngine.MisfireThreshold)
+	positive("taskengine.poll_interval", c.TaskEngine.PollInterval)
+	positive("taskengine.control_interval", c.TaskEngine.ControlInterval)
+	positive("cluster.heartbeat", c.Cluster.Heartbeat)
+	positive("cluster.failover_after", c.Cluster.FailoverAfter)
+	if c.ShutdownGrace < 0 {
+		bad("shutdown_grace", "must not be negative")
+	}
+	if c.Cluster.FailoverAfter > 0 && c.Cluster.FailoverAfter <= c.Cluster.Heartbeat {
+		bad("cluster.failover_after", "must be longer than cluster.heartbeat (%s)", c.Cluster.Heartbeat.D())
+	}
+	if c.TaskEngine.PoolSize <= 0 {
+		bad("taskengine.pool_size", "must be at least 1, got %d", c.TaskEngine.PoolSize)
+	}
+	if c.ScheduleEngine.BatchSize <= 0 {
+		bad("scheduleengine.batch_size", "must be at least 1, got %d", c.ScheduleEngine.BatchSize)
+	}
+	if c.ScheduleEngine.FireAllCap <= 0 {
+		bad("scheduleengine.fire_all_cap", "must be at least 1, got %d", c.ScheduleEngine.FireAllCap)
+	}
+	if c.RetentionDays < 0 {
+		bad("retention_days", "must not be negative")
+	}
+	switch c.SMTP.TLS {
+	case "none", "starttls", "tls":
+	default:
+		bad("smtp.tls", "unknown mode %q, want none, starttls or tls", c.SMTP.TLS)
+	}
+	if c.SMTP.Port <= 0 || c.SMTP.Port > 65535 {
+		bad("smtp.port", "out of range: %d", c.SMTP.Port)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,128 @@
+// Package testdb gives tests real, migrated databases: a fresh SQLite file in
+// t.TempDir(), and a fresh MariaDB/MySQL database created on the server named
+// by CHIME_TEST_MYSQL_DSN and dropped when the test ends.
+//
+// Without CHIME_TEST_MYSQL_DSN the MySQL half of a test is skipped, unless
+// CI=true, where a missing database is a failure: CI must never pass by
+// skipping. testdb imports store and test-only libraries; production code
+// never imports it.
+package testdb
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/sirupsen/logrus"
+
+	"github.com/chimesched/chime/store"
+)
+
+// EnvDSN names the variable that points tests at a MySQL server.
+const EnvDSN = "CHIME_TEST_MYSQL_DSN"
+
+// Dialects lists the databases every storage test runs against.
+var Dialects = []store.Dialect{store.SQLite, store.MySQL}
+
+// ForEach runs fn as a subtest once per dialect, each with its own fresh database.
+func ForEach(t *testing.T, fn func(t *testing.T, st *store.Store)) {
+	t.Helper()
+	for _, d := range Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			fn(t, Open(t, d))
+		})
+	}
+}
+
+// Open returns a fresh migrated database of dialect d, closed at cleanup.
+func Open(t testing.TB, d store.Dialect) *store.Store {
+	t.Helper()
+	cfg := Config(t, d)
+	ctx := context.Background()
+	st, err := store.Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("testdb: open %s: %v", d, err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatalf("testdb: migrate %s: %v", d, err)
+	}
+	return st
+}
+
+// Config creates a fresh, empty database of dialect d and returns the store
+// config that reaches it, for tests that start their own processes.
+func Config(t testing.TB, d store.Dialect) store.Config {
+	t.Helper()
+	log := logrus.New()
+	log.SetLevel(logrus.WarnLevel)
+	if testing.Verbose() {
+		log.SetLevel(logrus.InfoLevel)
+	}
+	switch d {
+	case store.SQLite:
+		return store.Config{Driver: store.SQLite, DSN: filepath.Join(t.TempDir(), "chime.db"), Logger: log}
+	case store.MySQL:
+		return store.Config{Driver: store.MySQL, DSN: CreateMySQLDatabase(t), Logger: log}
+	}
+	t.Fatalf("testdb: unknown dialect %q", d)
+	return store.Config{}
+}
+
+// MySQLServerDSN returns CHIME_TEST_MYSQL_DSN, skipping the test when it is
+// unset, or failing it when CI=true.
+func MySQLServerDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv(EnvDSN)
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("testdb: %s is not set; in CI a missing MySQL database is a failure", EnvDSN)
+		}
+		t.Skipf("testdb: %s not set; skipping the MySQL half", EnvDSN)
+	}
+	return dsn
+}
+
+// CreateMySQLDatabase creates an empty database with a random name on the
+// test server, drops it at cleanup, and returns a DSN for it.
+func CreateMySQLDatabase(t testing.TB) string {
+	t.Helper()
+	cfg, err := mysqldrv.ParseDSN(MySQLServerDSN(t))
+	if err != nil {
+		t.Fatalf("testdb: parse %s: %v", EnvDSN, err)
+	}
+	admin := cfg.Clone()
+	admin.DBName = ""
+	db, err := sql.Open("mysql", admin.FormatDSN())
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	defer db.Close()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "chime_t_" + hex.EncodeToString(b[:])
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := db.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4"); err != nil {
+		if os.Getenv("CI") != "true" {
+			t.Skipf("testdb: MySQL at %s unusable: %v", EnvDSN, err)
+		}
+		t.Fatalf("testdb: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		db, err := sql.Open("mysql", admin.FormatDSN())
+		if err != nil {
+			return
+		}
+		defer db.Close()
+		_, _ = db.Exec("DROP DATABASE IF EXISTS `" + name + "`")
+	})
+	cfg.DBName = name
+	return cfg.FormatDSN()
+}

@@ -1,0 +1,21 @@
+// Package models holds chime's table rows as GORM structs and the enum types
+// stored in them. It is the SQL contract in Go form: column names here are the
+// names admins use in plain SQL, and the schema itself lives in sql/.
+//
+// models imports only the standard library and GORM's schema tags; it holds no
+// queries and imports no engine.
+//
+// Job states move like this:
+//
+//	pending ──claim──▶ queued ──OnQueue──▶ running ──▶ succeeded | failed | stopped
+//	   ▲                 │                  │  ▲
+//	   │  shutdown/crash │                  ▼  │ control=resume
+//	   └─────────────────┘                paused
+//	   ▲                                    │
+//	   └──── failed attempt with attempts left (run_at = now + backoff)
+//
+//	pending | queued ──control=stop──▶ canceled
+//
+// A schedule is active, paused, completed (nothing left to fire) or invalid
+// (it cannot be scheduled; status_reason says why).
+package models

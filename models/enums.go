@@ -1,0 +1,83 @@
+package models
+
+// JobStatus is the jobs.status column.
+type JobStatus string
+
+const (
+	JobPending   JobStatus = "pending"
+	JobQueued    JobStatus = "queued"
+	JobRunning   JobStatus = "running"
+	JobPaused    JobStatus = "paused"
+	JobSucceeded JobStatus = "succeeded"
+	JobFailed    JobStatus = "failed"
+	JobStopped   JobStatus = "stopped"
+	JobCanceled  JobStatus = "canceled"
+)
+
+// Finished reports whether no engine will touch a job in this state again.
+func (s JobStatus) Finished() bool {
+	switch s {
+	case JobSucceeded, JobFailed, JobStopped, JobCanceled:
+		return true
+	}
+	return false
+}
+
+// JobControl is the jobs.control column: an action an admin asked for.
+type JobControl string
+
+const (
+	ControlNone   JobControl = ""
+	ControlPause  JobControl = "pause"
+	ControlResume JobControl = "resume"
+	ControlStop   JobControl = "stop"
+)
+
+// ScheduleType is the schedules.schedule_type column.
+type ScheduleType string
+
+const (
+	ScheduleCron     ScheduleType = "cron"
+	ScheduleInterval ScheduleType = "interval"
+	ScheduleOnce     ScheduleType = "once"
+)
+
+// ScheduleStatus is the schedules.status column.
+type ScheduleStatus string
+
+const (
+	ScheduleActive    ScheduleStatus = "active"
+	SchedulePaused    ScheduleStatus = "paused"
+	ScheduleCompleted ScheduleStatus = "completed"
+	ScheduleInvalid   ScheduleStatus = "invalid"
+)
+
+// MisfirePolicy says what happens to fires missed while no engine was firing.
+type MisfirePolicy string
+
+const (
+	// MisfireFireOnce collapses all missed fires into one catch-up job (the paper's rule).
+	MisfireFireOnce MisfirePolicy = "fire_once"
+	// MisfireSkip drops missed fires and resumes the cadence.
+	MisfireSkip MisfirePolicy = "skip"
+	// MisfireFireAll writes each missed fire, up to a cap.
+	MisfireFireAll MisfirePolicy = "fire_all"
+)
+
+// Concurrency says whether jobs of one schedule may overlap.
+type Concurrency string
+
+const (
+	ConcurrencyAllow  Concurrency = "allow"
+	ConcurrencyForbid Concurrency = "forbid"
+)
+
+// NotifyOn is job_definitions.notify_on.
+type NotifyOn string
+
+const (
+	NotifyNever   NotifyOn = "never"
+	NotifyFailure NotifyOn = "failure"
+	NotifySuccess NotifyOn = "success"
+	NotifyAlways  NotifyOn = "always"
+)

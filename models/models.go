@@ -1,0 +1,151 @@
+package models
+
+import "time"
+
+// JobDefinition is what to run: a task type with its default params and
+// run policy. Table job_definitions.
+type JobDefinition struct {
+	ID                  int64     `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
+	Name                string    `gorm:"column:name" json:"name"`
+	TaskType            string    `gorm:"column:task_type" json:"task_type"`
+	Description         string    `gorm:"column:description" json:"description"`
+	DefaultParams       JSON      `gorm:"column:default_params" json:"default_params"`
+	TimeoutSeconds      int       `gorm:"column:timeout_seconds" json:"timeout_seconds"`
+	MaxAttempts         int       `gorm:"column:max_attempts" json:"max_attempts"`
+	RetryBackoffSeconds int       `gorm:"column:retry_backoff_seconds" json:"retry_backoff_seconds"`
+	NotifyOn            NotifyOn  `gorm:"column:notify_on" json:"notify_on"`
+	NotifyEmails        string    `gorm:"column:notify_emails" json:"notify_emails"`
+	CreatedAt           time.Time `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt           time.Time `gorm:"column:updated_at" json:"updated_at"`
+}
+
+// TableName implements gorm's tabler.
+func (JobDefinition) TableName() string { return "job_definitions" }
+
+// Schedule is when to run a definition: the paper's Schedule table with the
+// trigger spec inline. Table schedules.
+type Schedule struct {
+	ID                   int64          `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
+	Name                 string         `gorm:"column:name" json:"name"`
+	JobDefinitionID      int64          `gorm:"column:job_definition_id" json:"job_definition_id"`
+	ScheduleType         ScheduleType   `gorm:"column:schedule_type" json:"schedule_type"`
+	CronExpr             *string        `gorm:"column:cron_expr" json:"cron_expr"`
+	IntervalSeconds      *int           `gorm:"column:interval_seconds" json:"interval_seconds"`
+	RunAt                *time.Time     `gorm:"column:run_at" json:"run_at"`
+	Timezone             string         `gorm:"column:timezone" json:"timezone"`
+	StartAt              *time.Time     `gorm:"column:start_at" json:"start_at"`
+	EndAt                *time.Time     `gorm:"column:end_at" json:"end_at"`
+	MaxRuns              *int           `gorm:"column:max_runs" json:"max_runs"`
+	MisfirePolicy        MisfirePolicy  `gorm:"column:misfire_policy" json:"misfire_policy"`
+	CatchupWindowSeconds *int           `gorm:"column:catchup_window_seconds" json:"catchup_window_seconds"`
+	Concurrency          Concurrency    `gorm:"column:concurrency" json:"concurrency"`
+	Params               JSON           `gorm:"column:params" json:"params"`
+	Status               ScheduleStatus `gorm:"column:status" json:"status"`
+	StatusReason         string         `gorm:"column:status_reason" json:"status_reason"`
+	CreatedAt            time.Time      `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt            time.Time      `gorm:"column:updated_at" json:"updated_at"`
+}
+
+// TableName implements gorm's tabler.
+func (Schedule) TableName() string { return "schedules" }
+
+// TimeTrigger is the engine's firing state for one schedule (the paper's
+// TimeTrigger). Table time_triggers; only engines write it.
+type TimeTrigger struct {
+	ID             int64      `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
+	ScheduleID     int64      `gorm:"column:schedule_id" json:"schedule_id"`
+	NextFireAt     *time.Time `gorm:"column:next_fire_at" json:"next_fire_at"`
+	LastFireAt     *time.Time `gorm:"column:last_fire_at" json:"last_fire_at"`
+	FiredCount     int64      `gorm:"column:fired_count" json:"fired_count"`
+	RemainingCount *int64     `gorm:"column:remaining_count" json:"remaining_count"`
+	MisfiredCount  int64      `gorm:"column:misfired_count" json:"misfired_count"`
+	CreatedAt      time.Time  `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt      time.Time  `gorm:"column:updated_at" json:"updated_at"`
+}
+
+// TableName implements gorm's tabler.
+func (TimeTrigger) TableName() string { return "time_triggers" }
+
+// Job is one fire or ad-hoc run of a definition (the paper's Job table).
+type Job struct {
+	ID              int64      `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
+	ScheduleID      *int64     `gorm:"column:schedule_id" json:"schedule_id"`
+	JobDefinitionID int64      `gorm:"column:job_definition_id" json:"job_definition_id"`
+	ScheduledAt     time.Time  `gorm:"column:scheduled_at" json:"scheduled_at"`
+	RunAt           time.Time  `gorm:"column:run_at" json:"run_at"`
+	Status          JobStatus  `gorm:"column:status" json:"status"`
+	Control         JobControl `gorm:"column:control" json:"control"`
+	Attempt         int        `gorm:"column:attempt" json:"attempt"`
+	MaxAttempts     int        `gorm:"column:max_attempts" json:"max_attempts"`
+	Params          JSON       `gorm:"column:params" json:"params"`
+	CatchUp         bool       `gorm:"column:catch_up" json:"catch_up"`
+	MissedFires     int        `gorm:"column:missed_fires" json:"missed_fires"`
+	NodeID          string     `gorm:"column:node_id" json:"node_id"`
+	QueuedAt        *time.Time `gorm:"column:queued_at" json:"queued_at"`
+	StartedAt       *time.Time `gorm:"column:started_at" json:"started_at"`
+	FinishedAt      *time.Time `gorm:"column:finished_at" json:"finished_at"`
+	HeartbeatAt     *time.Time `gorm:"column:heartbeat_at" json:"heartbeat_at"`
+	Result          *string    `gorm:"column:result" json:"result"`
+	Error           *string    `gorm:"column:error" json:"error"`
+	CreatedAt       time.Time  `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt       time.Time  `gorm:"column:updated_at" json:"updated_at"`
+}
+
+// TableName implements gorm's tabler.
+func (Job) TableName() string { return "jobs" }
+
+// JobLog is one line of a job's history: a state transition or a line the
+// task logged. Table job_logs.
+type JobLog struct {
+	ID        int64     `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
+	JobID     int64     `gorm:"column:job_id" json:"job_id"`
+	Level     string    `gorm:"column:level" json:"level"`
+	Message   string    `gorm:"column:message" json:"message"`
+	CreatedAt time.Time `gorm:"column:created_at" json:"created_at"`
+}
+
+// TableName implements gorm's tabler.
+func (JobLog) TableName() string { return "job_logs" }
+
+// Configuration is a setting an admin may change at run time (the paper's
+// Configuration table).
+type Configuration struct {
+	Name        string    `gorm:"column:name;primaryKey" json:"name"`
+	Value       string    `gorm:"column:value" json:"value"`
+	Description string    `gorm:"column:description" json:"description"`
+	UpdatedAt   time.Time `gorm:"column:updated_at" json:"updated_at"`
+}
+
+// TableName implements gorm's tabler.
+func (Configuration) TableName() string { return "configurations" }
+
+// Node is one chime process of a cluster (Quartz's SCHEDULER_STATE).
+type Node struct {
+	ID          string    `gorm:"column:id;primaryKey" json:"id"`
+	Hostname    string    `gorm:"column:hostname" json:"hostname"`
+	PID         int       `gorm:"column:pid" json:"pid"`
+	Version     string    `gorm:"column:version" json:"version"`
+	Roles       string    `gorm:"column:roles" json:"roles"`
+	StartedAt   time.Time `gorm:"column:started_at" json:"started_at"`
+	HeartbeatAt time.Time `gorm:"column:heartbeat_at" json:"heartbeat_at"`
+	Status      string    `gorm:"column:status" json:"status"`
+}
+
+// TableName implements gorm's tabler.
+func (Node) TableName() string { return "nodes" }
+
+// Lease is a named, expiring lock held by one node (Quartz's LOCKS, with a
+// deadline so a dead holder cannot keep it).
+type Lease struct {
+	Name      string    `gorm:"column:name;primaryKey" json:"name"`
+	Holder    string    `gorm:"column:holder" json:"holder"`
+	ExpiresAt time.Time `gorm:"column:expires_at" json:"expires_at"`
+}
+
+// TableName implements gorm's tabler.
+func (Lease) TableName() string { return "leases" }
+
+// All lists every model, in creation order, for schema checks.
+func All() []any {
+	return []any{&JobDefinition{}, &Schedule{}, &TimeTrigger{}, &Job{}, &JobLog{}, &Configuration{}, &Node{}, &Lease{}}
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs chime's whole test suite against real databases: a fresh SQLite file per
+# test, and the local MariaDB (started here when it is down). Extra arguments
+# go to `go test`, e.g. scripts/test.sh -run TestFire ./scheduleengine/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ -z "${CHIME_TEST_MYSQL_DSN:-}" ]]; then
+  if ! mariadb -uroot -e 'select 1' >/dev/null 2>&1; then
+    echo "starting MariaDB" >&2
+    start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql
+    for _ in $(seq 1 60); do
+      mariadb -uroot -e 'select 1' >/dev/null 2>&1 && break
+      sleep 1
+    done
+  fi
+  # A TCP user of our own: root may authenticate only through the socket.
+  mariadb -uroot <<'SQL'
+CREATE USER IF NOT EXISTS 'chime_test'@'127.0.0.1' IDENTIFIED BY 'chime_test';
+CREATE USER IF NOT EXISTS 'chime_test'@'localhost' IDENTIFIED BY 'chime_test';
+GRANT ALL PRIVILEGES ON *.* TO 'chime_test'@'127.0.0.1';
+GRANT ALL PRIVILEGES ON *.* TO 'chime_test'@'localhost';
+CREATE DATABASE IF NOT EXISTS chime_test;
+SQL
+  export CHIME_TEST_MYSQL_DSN='chime_test:chime_test@tcp(127.0.0.1:3306)/chime_test'
+fi
+
+if [[ $# -eq 0 ]]; then
+  set -- ./...
+fi
+go vet ./...
+exec go test -race -timeout 18m "$@"

@@ -1,0 +1,124 @@
+package store_test
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+)
+
+// TestModelsMatchSchema proves that every GORM model names exactly the
+// columns the migrations create, so a field added on one side only fails here.
+func TestModelsMatchSchema(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		for _, m := range models.All() {
+			stmt := &gorm.Statement{DB: db}
+			require.NoError(t, stmt.Parse(m))
+			var want []string
+			for _, f := range stmt.Schema.Fields {
+				if f.DBName != "" {
+					want = append(want, f.DBName)
+				}
+			}
+			cols, err := db.Migrator().ColumnTypes(m)
+			require.NoError(t, err, stmt.Schema.Table)
+			var got []string
+			for _, c := range cols {
+				got = append(got, c.Name())
+			}
+			sort.Strings(want)
+			sort.Strings(got)
+			require.Equal(t, want, got, "columns of %s", stmt.Schema.Table)
+		}
+	})
+}
+
+func TestMigrateIsIdempotentAndReversible(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		v1, err := st.SchemaVersion(ctx)
+		require.NoError(t, err)
+		require.Positive(t, v1)
+		v2, err := st.Migrate(ctx)
+		require.NoError(t, err)
+		require.Equal(t, v1, v2)
+		require.NoError(t, st.MigrateDown(ctx))
+		require.False(t, st.DB().Migrator().HasTable("jobs"))
+		v3, err := st.Migrate(ctx)
+		require.NoError(t, err)
+		require.Equal(t, v1, v3)
+		require.True(t, st.DB().Migrator().HasTable("jobs"))
+	})
+}
+
+// TestAdminSQLContract runs the minimal INSERTs the README promises admins,
+// and checks the defaults every other column takes.
+func TestAdminSQLContract(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		require.NoError(t, db.Exec(`INSERT INTO job_definitions (name, task_type) VALUES ('nightly', 'sleep')`).Error)
+		var def models.JobDefinition
+		require.NoError(t, db.Where("name = ?", "nightly").Take(&def).Error)
+		require.Equal(t, 1, def.MaxAttempts)
+		require.Equal(t, models.NotifyNever, def.NotifyOn)
+		require.Nil(t, def.DefaultParams)
+		require.WithinDuration(t, time.Now(), def.CreatedAt, time.Minute)
+		require.Equal(t, time.UTC, def.CreatedAt.Location())
+
+		require.NoError(t, db.Exec(`INSERT INTO schedules (name, job_definition_id, schedule_type, cron_expr) VALUES ('every-minute', ?, 'cron', '* * * * *')`, def.ID).Error)
+		require.NoError(t, db.Exec(`INSERT INTO schedules (name, job_definition_id, schedule_type, interval_seconds) VALUES ('every-10s', ?, 'interval', 10)`, def.ID).Error)
+		require.NoError(t, db.Exec(`INSERT INTO schedules (name, job_definition_id, schedule_type, run_at) VALUES ('once', ?, 'once', '2030-01-01 00:00:00')`, def.ID).Error)
+		var sch models.Schedule
+		require.NoError(t, db.Where("name = ?", "every-minute").Take(&sch).Error)
+		require.Equal(t, models.ScheduleActive, sch.Status)
+		require.Equal(t, "UTC", sch.Timezone)
+		require.Equal(t, models.MisfireFireOnce, sch.MisfirePolicy)
+		require.Equal(t, models.ConcurrencyAllow, sch.Concurrency)
+		var once models.Schedule
+		require.NoError(t, db.Where("name = ?", "once").Take(&once).Error)
+		require.Equal(t, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), once.RunAt.UTC())
+
+		require.NoError(t, db.Exec(`INSERT INTO jobs (job_definition_id) VALUES (?)`, def.ID).Error)
+		var job models.Job
+		require.NoError(t, db.Take(&job).Error)
+		require.Equal(t, models.JobPending, job.Status)
+		require.Nil(t, job.ScheduleID)
+		require.Nil(t, job.Params)
+		require.WithinDuration(t, time.Now(), job.RunAt, time.Minute)
+		require.WithinDuration(t, time.Now(), job.ScheduledAt, time.Minute)
+
+		// Ad-hoc jobs have no schedule, so the unique fire key must not stop a second one.
+		require.NoError(t, db.Exec(`INSERT INTO jobs (job_definition_id) VALUES (?)`, def.ID).Error)
+
+		// A plain UPDATE moves updated_at on both dialects.
+		before := sch.UpdatedAt
+		time.Sleep(5 * time.Millisecond)
+		require.NoError(t, db.Exec(`UPDATE schedules SET status = 'paused' WHERE id = ?`, sch.ID).Error)
+		require.NoError(t, db.Take(&sch, sch.ID).Error)
+		require.True(t, sch.UpdatedAt.After(before), "updated_at %v not after %v", sch.UpdatedAt, before)
+	})
+}
+
+func TestUniqueFireKey(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		at := store.DBTime(time.Now())
+		sid := int64(7)
+		j := models.Job{ScheduleID: &sid, JobDefinitionID: 1, ScheduledAt: at, RunAt: at, Status: models.JobPending}
+		require.NoError(t, db.Create(&j).Error)
+		j2 := models.Job{ScheduleID: &sid, JobDefinitionID: 1, ScheduledAt: at, RunAt: at, Status: models.JobPending}
+		require.ErrorIs(t, db.Create(&j2).Error, gorm.ErrDuplicatedKey)
+	})
+}

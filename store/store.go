@@ -1,0 +1,180 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/sirupsen/logrus"
+	"gorm.io/driver/mysql"
+	"gorm.io/gorm"
+)
+
+// Dialect names a supported database.
+type Dialect string
+
+const (
+	MySQL  Dialect = "mysql"
+	SQLite Dialect = "sqlite"
+)
+
+// Config says which database to open.
+type Config struct {
+	// Driver is "sqlite" (default) or "mysql".
+	Driver Dialect
+	// DSN is a file path for SQLite (default "chime.db") or a go-sql-driver
+	// DSN for MySQL; parseTime, UTC and READ COMMITTED are added to it.
+	DSN string
+	// MaxOpenConns bounds the pool (default 32 on MySQL, 8 on SQLite).
+	MaxOpenConns int
+	// Logger receives GORM's lines (default: logrus's standard logger).
+	Logger logrus.FieldLogger
+	// SlowQuery is the threshold above which GORM logs a query as slow (default 500ms).
+	SlowQuery time.Duration
+}
+
+// Store is an open database.
+type Store struct {
+	db      *gorm.DB
+	sqlDB   *sql.DB
+	dialect Dialect
+	log     logrus.FieldLogger
+}
+
+// Open connects to the database in cfg and checks that it answers.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Driver == "" {
+		cfg.Driver = SQLite
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = logrus.StandardLogger()
+	}
+	if cfg.SlowQuery == 0 {
+		cfg.SlowQuery = 500 * time.Millisecond
+	}
+	gcfg := &gorm.Config{
+		Logger:                 NewGormLogger(cfg.Logger, cfg.SlowQuery),
+		NowFunc:                func() time.Time { return DBTime(time.Now()) },
+		SkipDefaultTransaction: true,
+		TranslateError:         true,
+	}
+	var dialector gorm.Dialector
+	switch cfg.Driver {
+	case MySQL:
+		dsn, err := mysqlDSN(ctx, cfg.DSN)
+		if err != nil {
+			return nil, err
+		}
+		dialector = mysql.New(mysql.Config{DSN: dsn})
+		if cfg.MaxOpenConns == 0 {
+			cfg.MaxOpenConns = 32
+		}
+	case SQLite:
+		dialector = sqlite.Open(sqliteDSN(cfg.DSN))
+		if cfg.MaxOpenConns == 0 {
+			cfg.MaxOpenConns = 8
+		}
+	default:
+		return nil, fmt.Errorf("database.driver: unknown driver %q (want sqlite or mysql)", cfg.Driver)
+	}
+	db, err := gorm.Open(dialector, gcfg)
+	if err != nil {
+		return nil, fmt.Errorf("open %s database: %w", cfg.Driver, err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("open %s database: %w", cfg.Driver, err)
+	}
+	sqlDB.SetMaxOpenConns(cfg.MaxOpenConns)
+	sqlDB.SetMaxIdleConns(cfg.MaxOpenConns)
+	sqlDB.SetConnMaxLifetime(30 * time.Minute)
+	if err := sqlDB.PingContext(ctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("connect to %s database: %w", cfg.Driver, err)
+	}
+	return &Store{db: db, sqlDB: sqlDB, dialect: cfg.Driver, log: cfg.Logger}, nil
+}
+
+// DB returns the GORM handle, for plain CRUD outside the hot paths.
+func (s *Store) DB() *gorm.DB { return s.db }
+
+// SQL returns the underlying database/sql handle.
+func (s *Store) SQL() *sql.DB { return s.sqlDB }
+
+// Dialect says which database this is.
+func (s *Store) Dialect() Dialect { return s.dialect }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.sqlDB.PingContext(ctx) }
+
+// Close closes the connection pool.
+func (s *Store) Close() error { return s.sqlDB.Close() }
+
+// DBTime is the form in which store writes a time: UTC, microseconds.
+func DBTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// sqliteDSN turns a file path into a DSN with the pragmas chime relies on:
+// WAL so readers do not block the writer, a busy timeout instead of
+// SQLITE_BUSY errors, and BEGIN IMMEDIATE so two writers queue up instead of
+// deadlocking on a lock upgrade.
+func sqliteDSN(path string) string {
+	if path == "" {
+		path = "chime.db"
+	}
+	if strings.Contains(path, "?") {
+		return path
+	}
+	return path + "?_pragma=busy_timeout(15000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+}
+
+// mysqlDSN adds what chime needs to a go-sql-driver DSN: parseTime, UTC on
+// both sides of the wire, and READ COMMITTED, under which fire inserts and
+// SKIP LOCKED claims do not deadlock (see DESIGN.md). MariaDB before 11.1
+// calls the isolation variable tx_isolation, MySQL 8 transaction_isolation,
+// so we ask the server which one it knows.
+func mysqlDSN(ctx context.Context, dsn string) (string, error) {
+	if dsn == "" {
+		return "", errors.New("database.dsn: empty; a MySQL DSN looks like root@tcp(127.0.0.1:3306)/chime")
+	}
+	c, err := mysqldrv.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("database.dsn: %w", err)
+	}
+	c.ParseTime = true
+	c.Loc = time.UTC
+	if c.Params == nil {
+		c.Params = map[string]string{}
+	}
+	c.Params["time_zone"] = "'+00:00'"
+	if c.Timeout == 0 {
+		c.Timeout = 5 * time.Second
+	}
+	variable, err := isolationVariable(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	c.Params[variable] = "'READ-COMMITTED'"
+	return c.FormatDSN(), nil
+}
+
+func isolationVariable(ctx context.Context, c *mysqldrv.Config) (string, error) {
+	conn, err := mysqldrv.NewConnector(c)
+	if err != nil {
+		return "", fmt.Errorf("database.dsn: %w", err)
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	var v string
+	if err := db.QueryRowContext(ctx, "SELECT @@transaction_isolation").Scan(&v); err == nil {
+		return "transaction_isolation", nil
+	}
+	if err := db.QueryRowContext(ctx, "SELECT @@tx_isolation").Scan(&v); err != nil {
+		return "", fmt.Errorf("connect to mysql database: %w", err)
+	}
+	return "tx_isolation", nil
+}

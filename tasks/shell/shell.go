@@ -1,0 +1,278 @@
+package shell
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/chimesched/chime/tasks"
+)
+
+// Kind is the task_type of this task.
+const Kind = "shell"
+
+// DefaultKillGrace is the default time between SIGTERM and SIGKILL.
+const DefaultKillGrace = 5 * time.Second
+
+// readerGrace bounds the wait for output after the group is killed: a
+// process that escaped the group (setsid) may hold the pipes open forever.
+const readerGrace = 2 * time.Second
+
+// Params are the task's params.
+type Params struct {
+	Command   string            `json:"command"`
+	Argv      []string          `json:"argv"`
+	Env       map[string]string `json:"env"`
+	Workdir   string            `json:"workdir"`
+	KillGrace *tasks.Duration   `json:"kill_grace"` // nil: DefaultKillGrace
+}
+
+func parse(raw json.RawMessage) (Params, error) {
+	var p Params
+	if err := tasks.DecodeParams(raw, &p); err != nil {
+		return p, err
+	}
+	switch {
+	case p.Command != "" && strings.TrimSpace(p.Command) == "":
+		return p, tasks.FieldError("command", "must not be blank")
+	case p.Command == "" && len(p.Argv) == 0:
+		return p, tasks.FieldError("command", `one of "command" or "argv" is required`)
+	case p.Command != "" && len(p.Argv) > 0:
+		return p, tasks.FieldError("argv", `give "command" or "argv", not both`)
+	case len(p.Argv) > 0 && p.Argv[0] == "":
+		return p, tasks.FieldError("argv", "the first element, the program, must not be empty")
+	}
+	for k := range p.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return p, tasks.FieldError("env", "invalid variable name %q", k)
+		}
+	}
+	return p, nil
+}
+
+func (p Params) killGrace() time.Duration {
+	if p.KillGrace == nil {
+		return DefaultKillGrace
+	}
+	return p.KillGrace.Std()
+}
+
+// Task runs one command. Pause, Resume and Stop are safe to call from
+// another goroutine while Execute runs.
+type Task struct {
+	tasks.Base
+
+	mu     sync.Mutex
+	pgid   int  // process group (= child pid); 0 until started
+	exited bool // child reaped: the pgid may no longer be ours to signal
+}
+
+// New returns a shell task.
+func New() tasks.Task { return &Task{} }
+
+// Validate implements tasks.Validator.
+func (*Task) Validate(params json.RawMessage) error {
+	if _, err := parse(params); err != nil {
+		return fmt.Errorf("shell: %w", err)
+	}
+	return nil
+}
+
+// PID returns the child's pid (also its process group id), or 0 when no
+// child is running. For tests and diagnostics; the engine has no use for it.
+func (t *Task) PID() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.exited {
+		return 0
+	}
+	return t.pgid
+}
+
+// Pause stops the whole process group with SIGSTOP. Before the child
+// starts it only holds Execute at its start.
+func (t *Task) Pause() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.Base.Pause() {
+		return false
+	}
+	if t.pgid != 0 && !t.exited {
+		if err := syscall.Kill(-t.pgid, syscall.SIGSTOP); err != nil {
+			t.Base.Resume()
+			return false
+		}
+	}
+	return true
+}
+
+// Resume continues the process group with SIGCONT.
+func (t *Task) Resume() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.Base.Resume() {
+		return false
+	}
+	if t.pgid != 0 && !t.exited {
+		// ESRCH means the group is gone; it is resumed in every sense
+		// that matters.
+		_ = syscall.Kill(-t.pgid, syscall.SIGCONT)
+	}
+	return true
+}
+
+// Stop is Base.Stop: it cancels the context, and Execute's reaction to that
+// (SIGTERM, then SIGKILL) is shared with the timeout.
+
+// Execute implements tasks.Task.
+func (t *Task) Execute(ctx context.Context, job *tasks.Job) error {
+	p, err := parse(job.Params)
+	if err != nil {
+		return fmt.Errorf("shell: %w", err)
+	}
+	if err := job.Checkpoint(ctx); err != nil {
+		return fmt.Errorf("shell: before start: %w", tasks.ContextError(ctx))
+	}
+
+	var cmd *exec.Cmd
+	if p.Command != "" {
+		cmd = exec.Command("/bin/sh", "-c", p.Command)
+	} else {
+		cmd = exec.Command(p.Argv[0], p.Argv[1:]...)
+	}
+	cmd.Dir = p.Workdir
+	cmd.Env = os.Environ()
+	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
+		cmd.Env = append(cmd.Env, k+"="+p.Env[k])
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	// Our own pipes rather than io.Writers: with writers, exec's copy
+	// goroutines make Wait block until every grandchild closes the pipe.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("shell: stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		_ = outR.Close()
+		_ = outW.Close()
+		return fmt.Errorf("shell: stderr pipe: %w", err)
+	}
+	defer func() { _ = outR.Close(); _ = errR.Close() }()
+	cmd.Stdout, cmd.Stderr = outW, errW
+
+	t.mu.Lock()
+	err = cmd.Start()
+	_ = outW.Close()
+	_ = errW.Close()
+	if err != nil {
+		t.mu.Unlock()
+		if p.Workdir != "" {
+			return fmt.Errorf("shell: start in workdir %q: %w", p.Workdir, err)
+		}
+		return fmt.Errorf("shell: start: %w", err)
+	}
+	pgid := cmd.Process.Pid
+	t.pgid = pgid
+	if job.Paused() { // paused between Checkpoint and Start
+		_ = syscall.Kill(-pgid, syscall.SIGSTOP)
+	}
+	t.mu.Unlock()
+	log := job.Log()
+	log.WithField("pid", pgid).Info("shell: started process")
+
+	stdout, stderr := &tail{max: tailBytes}, &tail{max: tailBytes}
+	var readers sync.WaitGroup
+	readers.Go(func() { drain(outR, stdout, &lineLogger{entry: log, level: logrus.InfoLevel, stream: "stdout"}) })
+	readers.Go(func() { drain(errR, stderr, &lineLogger{entry: log, level: logrus.WarnLevel, stream: "stderr"}) })
+
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	var waitErr error
+	select {
+	case waitErr = <-waited:
+	case <-ctx.Done():
+		waitErr = t.terminate(log, pgid, p.killGrace(), waited)
+	}
+
+	t.mu.Lock()
+	t.exited = true
+	t.mu.Unlock()
+	// Whatever the child left behind in its group goes with it. The pgid
+	// cannot have been reused yet: members keep it alive.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	waitReaders(&readers, outR, errR)
+
+	job.SetResult(result(stdout, stderr))
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("shell: %w (process %v)", tasks.ContextError(ctx), waitErr)
+	case waitErr != nil:
+		var exitErr *exec.ExitError
+		if line := stderr.lastLine(); line != "" && errors.As(waitErr, &exitErr) {
+			return fmt.Errorf("shell: command failed: %w (stderr: %s)", waitErr, line)
+		}
+		return fmt.Errorf("shell: command failed: %w", waitErr)
+	}
+	return nil
+}
+
+// terminate asks the group to end, then forces it after grace.
+func (t *Task) terminate(log *logrus.Entry, pgid int, grace time.Duration, waited <-chan error) error {
+	log.WithField("pid", pgid).Infof("shell: sending SIGTERM to the process group (kill after %v)", grace)
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	// A stopped process keeps SIGTERM pending until continued.
+	t.mu.Lock()
+	_ = syscall.Kill(-pgid, syscall.SIGCONT)
+	t.Base.Resume()
+	t.mu.Unlock()
+
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case err := <-waited:
+		return err
+	case <-timer.C:
+		log.WithField("pid", pgid).Warn("shell: grace period over, sending SIGKILL to the process group")
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		return <-waited
+	}
+}
+
+func waitReaders(wg *sync.WaitGroup, files ...*os.File) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	timer := time.NewTimer(readerGrace)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		for _, f := range files {
+			_ = f.Close() // unblocks the readers
+		}
+		<-done
+	}
+}
+
+func result(stdout, stderr *tail) string {
+	s := stdout.String()
+	if e := stderr.String(); e != "" {
+		if s != "" && !strings.HasSuffix(s, "\n") {
+			s += "\n"
+		}
+		s += "--- stderr ---\n" + e
+	}
+	return s
+}
