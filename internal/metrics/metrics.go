@@ -1,0 +1,80 @@
+// Package metrics declares chime's Prometheus metrics in one place, so every
+// name starts with chime_ and the API serves them all from one registry.
+// Engines update them; nothing here reads the database.
+//
+// metrics imports only the Prometheus client.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Registry holds every chime metric plus the Go and process collectors.
+var Registry = prometheus.NewRegistry()
+
+var (
+	// Fires counts job rows written by the schedule engine, by kind ("normal", "catch_up").
+	Fires = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chime_fires_total", Help: "Fires written as job rows, by kind (normal, catch_up).",
+	}, []string{"kind"})
+	// DuplicateFires counts fires that the unique key turned into no-ops.
+	DuplicateFires = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "chime_fires_duplicate_total", Help: "Fires already written (by this or another node) and skipped by the unique key.",
+	})
+	// MisfiresCollapsed counts missed fires folded into a catch-up job.
+	MisfiresCollapsed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "chime_misfires_collapsed_total", Help: "Missed fires folded into a single catch-up job (fire_once).",
+	})
+	// MisfiresDropped counts missed fires not written (skip, catch-up window, fire_all cap).
+	MisfiresDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "chime_misfires_dropped_total", Help: "Missed fires dropped by policy, catch-up window or cap.",
+	})
+	// FireLateness observes commit time minus scheduled_at.
+	FireLateness = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "chime_fire_lateness_seconds", Help: "Commit time of a fire minus its scheduled_at.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	})
+	// JobsFinished counts jobs reaching a final state, by status.
+	JobsFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chime_jobs_finished_total", Help: "Jobs that reached a final status, and attempts sent back to pending (status=retry).",
+	}, []string{"status"})
+	// JobDuration observes Execute's run time.
+	JobDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "chime_job_duration_seconds", Help: "Run time of job attempts.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 12),
+	})
+	// JobStartLateness observes started_at minus scheduled_at.
+	JobStartLateness = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "chime_job_start_lateness_seconds", Help: "started_at minus scheduled_at of job attempts.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	})
+	// PoolBusy is the number of busy workers.
+	PoolBusy = prometheus.NewGauge(prometheus.GaugeOpts{Name: "chime_pool_busy", Help: "Busy workers in the task pool."})
+	// PoolCapacity is the pool size.
+	PoolCapacity = prometheus.NewGauge(prometheus.GaugeOpts{Name: "chime_pool_capacity", Help: "Workers in the task pool."})
+	// ClaimDuration observes the claim transaction.
+	ClaimDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "chime_claim_duration_seconds", Help: "Duration of one claim transaction.", Buckets: prometheus.DefBuckets,
+	})
+	// PollDuration observes one poll cycle (claim plus dispatch).
+	PollDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "chime_poll_duration_seconds", Help: "Duration of one poll of the job table.", Buckets: prometheus.DefBuckets,
+	})
+	// NotificationFailures counts emails that could not be sent after retries.
+	NotificationFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "chime_notification_failures_total", Help: "Notification emails that failed after retries.",
+	})
+	// IsLeader is 1 while this node holds the scheduler lease.
+	IsLeader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "chime_scheduler_leader", Help: "1 while this node holds the scheduler lease."})
+)
+
+func init() {
+	Registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		Fires, DuplicateFires, MisfiresCollapsed, MisfiresDropped, FireLateness,
+		JobsFinished, JobDuration, JobStartLateness, PoolBusy, PoolCapacity,
+		ClaimDuration, PollDuration, NotificationFailures, IsLeader,
+	)
+}
