@@ -69,7 +69,9 @@ func (p Params) killGrace() time.Duration {
 }
 
 // Task runs one command. Pause, Resume and Stop are safe to call from
-// another goroutine while Execute runs.
+// another goroutine while Execute runs. Stop is Base.Stop: it cancels the
+// context, and Execute's answer to that (SIGTERM, then SIGKILL) is the one
+// a timeout gets too.
 type Task struct {
 	tasks.Base
 
@@ -131,9 +133,6 @@ func (t *Task) Resume() bool {
 	}
 	return true
 }
-
-// Stop is Base.Stop: it cancels the context, and Execute's reaction to that
-// (SIGTERM, then SIGKILL) is shared with the timeout.
 
 // Execute implements tasks.Task.
 func (t *Task) Execute(ctx context.Context, job *tasks.Job) error {

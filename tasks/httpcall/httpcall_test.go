@@ -1,0 +1,177 @@
+package httpcall_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/chimesched/chime/tasks"
+	"github.com/chimesched/chime/tasks/httpcall"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type bundle struct {
+	task tasks.Task
+	job  *tasks.Job
+	ctx  context.Context
+}
+
+func setup(t *testing.T, params map[string]any) *bundle {
+	t.Helper()
+	raw, err := json.Marshal(params)
+	require.NoError(t, err)
+	task := httpcall.New()
+	logger, _ := logtest.NewNullLogger()
+	job := &tasks.Job{ID: 3, TaskType: httpcall.Kind, Params: raw, Logger: logrus.NewEntry(logger)}
+	ctx, cancel := tasks.Prepare(context.Background(), task, job)
+	t.Cleanup(cancel)
+	return &bundle{task: task, job: job, ctx: ctx}
+}
+
+func server(t *testing.T, h http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestHTTPCall(t *testing.T) {
+	t.Parallel()
+
+	t.Run("Success", func(t *testing.T) {
+		t.Parallel()
+		type seen struct {
+			method, path, header, body, host string
+		}
+		got := make(chan seen, 1)
+		srv := server(t, func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			got <- seen{r.Method, r.URL.Path, r.Header.Get("X-Token"), string(b), r.Host}
+			w.WriteHeader(http.StatusCreated)
+			_, _ = io.WriteString(w, `{"ok":true}`)
+		})
+		b := setup(t, map[string]any{
+			"method":  "post",
+			"url":     srv.URL + "/hook",
+			"headers": map[string]string{"X-Token": "s3cret", "Host": "chime.example"},
+			"body":    `{"n":1}`,
+		})
+		require.NoError(t, b.task.Execute(b.ctx, b.job))
+		require.Equal(t, seen{"POST", "/hook", "s3cret", `{"n":1}`, "chime.example"}, <-got)
+		require.Equal(t, "HTTP 201 Created\n{\"ok\":true}", b.job.Result())
+	})
+
+	t.Run("UnexpectedStatus", func(t *testing.T) {
+		t.Parallel()
+		srv := server(t, func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "database is down", http.StatusServiceUnavailable)
+		})
+		b := setup(t, map[string]any{"url": srv.URL})
+		err := b.task.Execute(b.ctx, b.job)
+		require.ErrorContains(t, err, "unexpected status 503 Service Unavailable (expected 2xx)")
+		require.Contains(t, b.job.Result(), "HTTP 503 Service Unavailable\ndatabase is down")
+	})
+
+	t.Run("ExpectStatus", func(t *testing.T) {
+		t.Parallel()
+		srv := server(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNotFound) })
+		b := setup(t, map[string]any{"url": srv.URL, "expect_status": []int{404, 410}})
+		require.NoError(t, b.task.Execute(b.ctx, b.job))
+		require.Equal(t, "HTTP 404 Not Found", b.job.Result())
+
+		b = setup(t, map[string]any{"url": srv.URL, "expect_status": []int{200}})
+		require.ErrorContains(t, b.task.Execute(b.ctx, b.job), "unexpected status 404 Not Found (expected 200)")
+	})
+
+	t.Run("BodyExcerpt", func(t *testing.T) {
+		t.Parallel()
+		srv := server(t, func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, strings.Repeat("a", httpcall.ExcerptBytes)+"TAIL")
+		})
+		b := setup(t, map[string]any{"url": srv.URL})
+		require.NoError(t, b.task.Execute(b.ctx, b.job))
+		res := b.job.Result()
+		require.NotContains(t, res, "TAIL")
+		body, ok := strings.CutSuffix(strings.TrimPrefix(res, "HTTP 200 OK\n"), "\n[... body truncated ...]")
+		require.True(t, ok, res[len(res)-40:])
+		require.Equal(t, strings.Repeat("a", httpcall.ExcerptBytes), body)
+	})
+
+	t.Run("StopCancelsSlowRequest", func(t *testing.T) {
+		t.Parallel()
+		arrived := make(chan struct{})
+		srv := server(t, func(w http.ResponseWriter, r *http.Request) {
+			close(arrived)
+			<-r.Context().Done() // hangs until the client goes away
+		})
+		b := setup(t, map[string]any{"url": srv.URL})
+		done := make(chan error, 1)
+		go func() { done <- b.task.Execute(b.ctx, b.job) }()
+		<-arrived
+		require.True(t, b.task.Stop())
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, tasks.ErrStopped)
+			require.ErrorIs(t, err, context.Canceled)
+		case <-time.After(5 * time.Second):
+			t.Fatal("Stop did not cancel the request")
+		}
+	})
+
+	t.Run("ParamTimeout", func(t *testing.T) {
+		t.Parallel()
+		srv := server(t, func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+		b := setup(t, map[string]any{"url": srv.URL, "timeout": "20ms"})
+		require.ErrorIs(t, b.task.Execute(b.ctx, b.job), context.DeadlineExceeded)
+	})
+
+	t.Run("CredentialsRedacted", func(t *testing.T) {
+		t.Parallel()
+		srv := server(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
+		b := setup(t, map[string]any{"url": strings.Replace(srv.URL, "http://", "http://user:hunter2@", 1)})
+		err := b.task.Execute(b.ctx, b.job)
+		require.Error(t, err)
+		require.NotContains(t, err.Error(), "hunter2")
+	})
+}
+
+func TestHTTPCallParams(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		params  string
+		wantErr string
+	}{
+		{"MissingURL", `{}`, `httpcall: params: field "url": is required`},
+		{"RelativeURL", `{"url":"/hook"}`, `httpcall: params: field "url": must be an absolute http or https URL, got "/hook"`},
+		{"FileURL", `{"url":"file:///etc/passwd"}`, `field "url": must be an absolute http or https URL`},
+		{"NoHost", `{"url":"http://"}`, `field "url": must be an absolute`},
+		{"Garbage", `{"url":"::not a url"}`, `field "url"`},
+		{"BadMethod", `{"url":"http://x","method":"GE T"}`, `field "method": invalid HTTP method "GE T"`},
+		{"BadStatus", `{"url":"http://x","expect_status":[99]}`, `field "expect_status": 99 is not an HTTP status code`},
+		{"BadTimeout", `{"url":"http://x","timeout":"1 fortnight"}`, `field "timeout"`},
+		{"Unknown", `{"url":"http://x","header":{}}`, `httpcall: params: unknown field "header"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			task := httpcall.New()
+			require.ErrorContains(t, task.(tasks.Validator).Validate(json.RawMessage(tt.params)), tt.wantErr)
+			job := &tasks.Job{Params: json.RawMessage(tt.params)}
+			ctx, cancel := tasks.Prepare(context.Background(), task, job)
+			defer cancel()
+			require.ErrorContains(t, task.Execute(ctx, job), tt.wantErr)
+		})
+	}
+}
