@@ -1,0 +1,16 @@
+package scheduleengine
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	// The database drivers keep connection openers alive until their pools
+	// close at test cleanup, after goleak's check.
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"),
+		goleak.IgnoreAnyFunction("github.com/go-sql-driver/mysql.(*mysqlConn).startWatcher.func1"),
+	)
+}

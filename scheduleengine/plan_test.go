@@ -1,0 +1,95 @@
+package scheduleengine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/models"
+)
+
+func everyMinute(t *testing.T) Trigger {
+	trig, err := NewTrigger(&models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * *")})
+	require.NoError(t, err)
+	return trig
+}
+
+func TestComputePlan(t *testing.T) {
+	t.Parallel()
+	// Last fire at t0; now is ten minutes and two seconds later: fires at
+	// +1m..+9m are misfires, +10m is on time (2s late, threshold 5s).
+	now := t0.Add(10*time.Minute + 2*time.Second)
+	tests := []struct {
+		name    string
+		in      planInput
+		fires   []planFire
+		next    time.Time
+		dropped int
+		done    bool
+	}{
+		{"fire_once collapses", planInput{policy: models.MisfireFireOnce},
+			[]planFire{{at: t0.Add(9 * time.Minute), catchUp: true, missedFires: 9}, {at: t0.Add(10 * time.Minute)}}, t0.Add(11 * time.Minute), 0, false},
+		{"skip drops", planInput{policy: models.MisfireSkip},
+			[]planFire{{at: t0.Add(10 * time.Minute)}}, t0.Add(11 * time.Minute), 9, false},
+		{"fire_all up to cap", planInput{policy: models.MisfireFireAll, fireAll: 2},
+			[]planFire{{at: t0.Add(8 * time.Minute), catchUp: true, missedFires: 1}, {at: t0.Add(9 * time.Minute), catchUp: true, missedFires: 1}, {at: t0.Add(10 * time.Minute)}}, t0.Add(11 * time.Minute), 7, false},
+		{"window drops old fires", planInput{policy: models.MisfireFireOnce, window: ptr(3 * time.Minute)},
+			[]planFire{{at: t0.Add(9 * time.Minute), catchUp: true, missedFires: 2}, {at: t0.Add(10 * time.Minute)}}, t0.Add(11 * time.Minute), 7, false},
+		{"max_runs keeps the first", planInput{policy: models.MisfireFireOnce, maxRuns: ptr(3), fired: 2},
+			[]planFire{{at: t0.Add(9 * time.Minute), catchUp: true, missedFires: 9}}, time.Time{}, 1, true},
+		{"forbid while busy", planInput{policy: models.MisfireFireOnce, forbid: true, busy: true},
+			nil, t0.Add(11 * time.Minute), 0, false},
+		{"forbid keeps the latest", planInput{policy: models.MisfireFireOnce, forbid: true},
+			[]planFire{{at: t0.Add(10 * time.Minute)}}, t0.Add(11 * time.Minute), 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			in := tt.in
+			in.trig, in.after, in.threshold = everyMinute(t), t0, 5*time.Second
+			p := computePlan(in, now)
+			if len(tt.fires) == 0 {
+				require.Empty(t, p.fires)
+			} else {
+				require.Equal(t, tt.fires, p.fires)
+			}
+			require.True(t, tt.next.Equal(p.next), "next: want %v, got %v", tt.next, p.next)
+			require.Equal(t, tt.dropped, p.dropped)
+			require.Equal(t, tt.done, p.done)
+			require.Equal(t, t0.Add(10*time.Minute), p.last)
+			require.Equal(t, int64(10), p.misfired+1) // nine late plus the on-time one
+		})
+	}
+}
+
+func TestComputePlanNothingDue(t *testing.T) {
+	t.Parallel()
+	p := computePlan(planInput{trig: everyMinute(t), after: t0, threshold: 5 * time.Second}, t0.Add(30*time.Second))
+	require.Empty(t, p.fires)
+	require.True(t, p.last.IsZero())
+	require.Equal(t, t0.Add(time.Minute), p.next)
+}
+
+// A per-second schedule down for a year must not walk 31 million fires.
+func TestComputePlanLongOutage(t *testing.T) {
+	t.Parallel()
+	trig, err := NewTrigger(&models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")})
+	require.NoError(t, err)
+	now := t0.Add(365 * 24 * time.Hour)
+	start := time.Now()
+	p := computePlan(planInput{trig: trig, after: t0, threshold: 5 * time.Second, policy: models.MisfireFireOnce}, now)
+	require.Less(t, time.Since(start), 10*time.Second, "sanity bound only; see BenchmarkComputePlan")
+	require.Len(t, p.fires, 6) // the catch-up plus the five on-time seconds
+	require.True(t, p.fires[0].catchUp)
+	require.Equal(t, now.Add(-5*time.Second), p.fires[0].at)
+	require.Equal(t, now.Add(time.Second), p.next)
+}
+
+func BenchmarkComputePlan(b *testing.B) {
+	trig, _ := NewTrigger(&models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("*/5 * * * * *")})
+	in := planInput{trig: trig, after: t0, threshold: 5 * time.Second}
+	for b.Loop() {
+		_ = computePlan(in, t0.Add(5*time.Second))
+	}
+}

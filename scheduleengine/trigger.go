@@ -1,0 +1,162 @@
+package scheduleengine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	_ "time/tzdata" // schedules name IANA zones; a bare container may have no zoneinfo
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/chimesched/chime/models"
+)
+
+// Trigger yields the intended fire times of a schedule. Next returns the first
+// fire strictly after t, or the zero time when there is none. It is a pure
+// function of the schedules row, so every node computes the same times and
+// the unique key on (schedule_id, scheduled_at) can catch a duplicate fire.
+type Trigger interface {
+	Next(t time.Time) time.Time
+}
+
+var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// NewTrigger builds the trigger of s, or explains why s cannot be scheduled;
+// the explanation becomes schedules.status_reason.
+func NewTrigger(s *models.Schedule) (Trigger, error) {
+	tz := s.Timezone
+	if tz == "" {
+		tz = "UTC"
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return nil, fmt.Errorf("unknown timezone %q", tz)
+	}
+	if s.StartAt != nil && s.EndAt != nil && s.EndAt.Before(*s.StartAt) {
+		return nil, errors.New("end_at is before start_at")
+	}
+	if s.MaxRuns != nil && *s.MaxRuns < 0 {
+		return nil, fmt.Errorf("max_runs must not be negative, got %d", *s.MaxRuns)
+	}
+	switch s.MisfirePolicy {
+	case "", models.MisfireFireOnce, models.MisfireSkip, models.MisfireFireAll:
+	default:
+		return nil, fmt.Errorf("unknown misfire_policy %q (want fire_once, skip or fire_all)", s.MisfirePolicy)
+	}
+	switch s.Concurrency {
+	case "", models.ConcurrencyAllow, models.ConcurrencyForbid:
+	default:
+		return nil, fmt.Errorf("unknown concurrency %q (want allow or forbid)", s.Concurrency)
+	}
+	if s.CatchupWindowSeconds != nil && *s.CatchupWindowSeconds < 0 {
+		return nil, fmt.Errorf("catchup_window_seconds must not be negative, got %d", *s.CatchupWindowSeconds)
+	}
+	var inner Trigger
+	switch s.ScheduleType {
+	case models.ScheduleCron:
+		if s.CronExpr == nil || strings.TrimSpace(*s.CronExpr) == "" {
+			return nil, errors.New("cron schedule without cron_expr")
+		}
+		expr := strings.TrimSpace(*s.CronExpr)
+		if rest, ok := strings.CutPrefix(expr, "@every "); ok {
+			// robfig's @every counts from whenever it is asked, which differs
+			// per node; anchoring it like an interval makes it deterministic.
+			d, err := time.ParseDuration(strings.TrimSpace(rest))
+			if err != nil || d < time.Second {
+				return nil, fmt.Errorf("bad cron_expr %q: @every needs a duration of at least 1s", expr)
+			}
+			inner = intervalTrigger{anchor: anchor(s), every: d}
+			break
+		}
+		if strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=") {
+			return nil, fmt.Errorf("bad cron_expr %q: set the timezone column instead of a TZ= prefix", expr)
+		}
+		sched, err := cronParser.Parse(expr)
+		if err != nil {
+			return nil, fmt.Errorf("bad cron_expr %q: %v", expr, err)
+		}
+		inner = cronTrigger{sched: sched, loc: loc}
+	case models.ScheduleInterval:
+		if s.IntervalSeconds == nil || *s.IntervalSeconds <= 0 {
+			return nil, errors.New("interval schedule needs interval_seconds > 0")
+		}
+		inner = intervalTrigger{anchor: anchor(s), every: time.Duration(*s.IntervalSeconds) * time.Second}
+	case models.ScheduleOnce:
+		if s.RunAt == nil {
+			return nil, errors.New("once schedule without run_at")
+		}
+		inner = onceTrigger{at: s.RunAt.UTC()}
+	default:
+		return nil, fmt.Errorf("unknown schedule_type %q (want cron, interval or once)", s.ScheduleType)
+	}
+	b := boundedTrigger{inner: inner}
+	if s.StartAt != nil {
+		b.start = s.StartAt.UTC()
+	}
+	if s.EndAt != nil {
+		b.end = s.EndAt.UTC()
+	}
+	return b, nil
+}
+
+// anchor is where an interval's grid starts: start_at when given, else the
+// row's created_at. Both come from the row, so all nodes agree on the grid.
+func anchor(s *models.Schedule) time.Time {
+	if s.StartAt != nil {
+		return s.StartAt.UTC()
+	}
+	return s.CreatedAt.UTC()
+}
+
+type cronTrigger struct {
+	sched cron.Schedule
+	loc   *time.Location
+}
+
+func (c cronTrigger) Next(t time.Time) time.Time {
+	n := c.sched.Next(t.In(c.loc))
+	if n.IsZero() {
+		return n
+	}
+	return n.UTC()
+}
+
+type intervalTrigger struct {
+	anchor time.Time
+	every  time.Duration
+}
+
+func (i intervalTrigger) Next(t time.Time) time.Time {
+	if t.Before(i.anchor) {
+		return i.anchor
+	}
+	k := t.Sub(i.anchor) / i.every
+	return i.anchor.Add((k + 1) * i.every)
+}
+
+type onceTrigger struct{ at time.Time }
+
+func (o onceTrigger) Next(t time.Time) time.Time {
+	if t.Before(o.at) {
+		return o.at
+	}
+	return time.Time{}
+}
+
+// boundedTrigger applies start_at and end_at, both inclusive.
+type boundedTrigger struct {
+	inner      Trigger
+	start, end time.Time
+}
+
+func (b boundedTrigger) Next(t time.Time) time.Time {
+	if !b.start.IsZero() && t.Before(b.start) {
+		t = b.start.Add(-time.Nanosecond)
+	}
+	n := b.inner.Next(t)
+	if n.IsZero() || (!b.end.IsZero() && n.After(b.end)) {
+		return time.Time{}
+	}
+	return n
+}
