@@ -1,0 +1,251 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/chimesched/chime/models"
+)
+
+// ClaimParams says who claims and how much.
+type ClaimParams struct {
+	// NodeID is written to jobs.node_id of every claimed row.
+	NodeID string
+	// Now is compared with run_at and written to queued_at.
+	Now time.Time
+	// Limit is the most rows to claim: the pool's free workers.
+	Limit int
+}
+
+// ClaimedJob is a job moved to queued by ClaimJobs, with what running it
+// needs from its definition and schedule.
+type ClaimedJob struct {
+	models.Job
+	// Definition is nil when the row names a definition that does not exist.
+	Definition *models.JobDefinition
+	// ScheduleName is "" for an ad hoc job.
+	ScheduleName string
+}
+
+// EffectiveMaxAttempts is jobs.max_attempts, or the definition's when the
+// row says 0 (an ad hoc INSERT leaves it 0), and at least 1.
+func (c *ClaimedJob) EffectiveMaxAttempts() int {
+	n := c.MaxAttempts
+	if n <= 0 && c.Definition != nil {
+		n = c.Definition.MaxAttempts
+	}
+	return max(n, 1)
+}
+
+// EffectiveParams is the row's params snapshot, or the definition's
+// default_params when the row has none (an ad hoc INSERT).
+func (c *ClaimedJob) EffectiveParams() models.JSON {
+	if len(c.Params) > 0 || c.Definition == nil {
+		return c.Params
+	}
+	return c.Definition.DefaultParams
+}
+
+// ClaimResult is what one claim did.
+type ClaimResult struct {
+	Jobs []ClaimedJob
+	// Selected counts the rows the claim looked at, claimed or not; when it
+	// equals the limit there are probably more due rows.
+	Selected int
+	// Blocked lists schedules with concurrency = 'forbid' whose due jobs
+	// were left pending because an earlier job of theirs is active.
+	Blocked []int64
+}
+
+// activeStatuses are the states in which a job holds a worker (or is about to).
+var activeStatuses = []models.JobStatus{models.JobQueued, models.JobRunning, models.JobPaused}
+
+// ClaimJobs moves up to p.Limit due pending jobs to queued on p.NodeID in
+// one transaction. On MySQL the rows are picked with FOR UPDATE SKIP LOCKED,
+// so nodes claiming at the same time take disjoint rows without waiting for
+// each other; SQLite has a single writer (BEGIN IMMEDIATE) and needs no lock
+// clause. The pick is served by idx_jobs_claim (status, run_at), so its cost
+// does not grow with finished history.
+//
+// A schedule with concurrency = 'forbid' gets at most one job active: rows
+// of a schedule that already has a queued, running or paused job are not
+// picked, and of several due rows of one such schedule only the earliest is
+// claimed.
+func (s *Store) ClaimJobs(ctx context.Context, p *ClaimParams) (*ClaimResult, error) {
+	if p.Limit <= 0 {
+		return &ClaimResult{}, nil
+	}
+	now := DBTime(p.Now)
+	res := &ClaimResult{}
+	schedNames := map[int64]string{}
+	err := s.InTx(ctx, func(tx *gorm.DB) error {
+		res.Jobs, res.Selected, res.Blocked = nil, 0, nil
+		// Schedules that forbid overlap and have a job holding a worker.
+		// The range on idx_jobs_claim covers only active rows, which are few.
+		var blocked []int64
+		if err := tx.Raw(`SELECT DISTINCT a.schedule_id FROM jobs a JOIN schedules s ON s.id = a.schedule_id
+			WHERE a.status IN ? AND s.concurrency = ?`, activeStatuses, models.ConcurrencyForbid).
+			Scan(&blocked).Error; err != nil {
+			return fmt.Errorf("find busy forbid schedules: %w", err)
+		}
+		q := tx.Model(&models.Job{}).
+			Where("status = ? AND run_at <= ? AND control <> ?", models.JobPending, now, models.ControlStop)
+		if len(blocked) > 0 {
+			q = q.Where("(schedule_id IS NULL OR schedule_id NOT IN ?)", blocked)
+		}
+		q = q.Order("run_at, id").Limit(p.Limit)
+		if s.dialect == MySQL {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
+		}
+		var rows []models.Job
+		if err := q.Find(&rows).Error; err != nil {
+			return fmt.Errorf("select due jobs: %w", err)
+		}
+		res.Selected = len(rows)
+		if len(rows) == 0 {
+			res.Blocked = blocked
+			return nil
+		}
+		var schedIDs []int64
+		for _, r := range rows {
+			if r.ScheduleID != nil {
+				schedIDs = append(schedIDs, *r.ScheduleID)
+			}
+		}
+		forbid := map[int64]bool{}
+		if len(schedIDs) > 0 {
+			var scheds []models.Schedule
+			if err := tx.Select("id, name, concurrency").Where("id IN ?", schedIDs).Find(&scheds).Error; err != nil {
+				return fmt.Errorf("read schedules of due jobs: %w", err)
+			}
+			for _, sc := range scheds {
+				schedNames[sc.ID] = sc.Name
+				forbid[sc.ID] = sc.Concurrency == models.ConcurrencyForbid
+			}
+		}
+		taken := map[int64]bool{}
+		ids := make([]int64, 0, len(rows))
+		for _, r := range rows {
+			if r.ScheduleID != nil && forbid[*r.ScheduleID] {
+				if taken[*r.ScheduleID] {
+					blocked = append(blocked, *r.ScheduleID)
+					continue
+				}
+				taken[*r.ScheduleID] = true
+			}
+			r.Status, r.NodeID, r.QueuedAt = models.JobQueued, p.NodeID, &now
+			res.Jobs = append(res.Jobs, ClaimedJob{Job: r})
+			ids = append(ids, r.ID)
+		}
+		res.Blocked = blocked
+		if err := tx.Exec(`UPDATE `+s.jobsByID()+` SET status = ?, node_id = ?, queued_at = ? WHERE id IN ?`,
+			models.JobQueued, p.NodeID, now, ids).Error; err != nil {
+			return fmt.Errorf("mark jobs queued: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim jobs for node %s: %w", p.NodeID, err)
+	}
+	if len(res.Jobs) == 0 {
+		return res, nil
+	}
+	// Definitions are read after the commit: the claim transaction holds row
+	// locks (and on SQLite the write lock), so it stays as short as it can.
+	defIDs := make([]int64, 0, 4)
+	seen := map[int64]bool{}
+	for _, j := range res.Jobs {
+		if !seen[j.JobDefinitionID] {
+			seen[j.JobDefinitionID] = true
+			defIDs = append(defIDs, j.JobDefinitionID)
+		}
+	}
+	var defs []models.JobDefinition
+	if err := s.db.WithContext(ctx).Where("id IN ?", defIDs).Find(&defs).Error; err != nil {
+		return res, fmt.Errorf("read definitions of claimed jobs: %w", err)
+	}
+	byID := make(map[int64]*models.JobDefinition, len(defs))
+	for i := range defs {
+		byID[defs[i].ID] = &defs[i]
+	}
+	for i := range res.Jobs {
+		j := &res.Jobs[i]
+		j.Definition = byID[j.JobDefinitionID]
+		if j.ScheduleID != nil {
+			j.ScheduleName = schedNames[*j.ScheduleID]
+		}
+	}
+	return res, nil
+}
+
+// WaitingJobsParams selects due pending jobs of some schedules.
+type WaitingJobsParams struct {
+	ScheduleIDs []int64
+	Now         time.Time
+	Limit       int
+}
+
+// WaitingJob is a due job held back by its schedule's concurrency.
+type WaitingJob struct {
+	ID         int64
+	ScheduleID int64
+}
+
+// WaitingJobs lists due pending jobs of p.ScheduleIDs: the jobs a forbid
+// schedule holds back, so the engine can say once why they wait.
+func (s *Store) WaitingJobs(ctx context.Context, p *WaitingJobsParams) ([]WaitingJob, error) {
+	if len(p.ScheduleIDs) == 0 {
+		return nil, nil
+	}
+	var out []WaitingJob
+	err := s.db.WithContext(ctx).Raw(`SELECT id, schedule_id FROM jobs
+		WHERE status = ? AND run_at <= ? AND schedule_id IN ? ORDER BY run_at LIMIT ?`,
+		models.JobPending, DBTime(p.Now), p.ScheduleIDs, max(p.Limit, 1)).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("list jobs waiting on forbid schedules: %w", err)
+	}
+	return out, nil
+}
+
+// ExplainClaim returns the database's plan for the claim's SELECT, for
+// benchmarks and tests that prove it uses idx_jobs_claim.
+func (s *Store) ExplainClaim(ctx context.Context, now time.Time, limit int) (string, error) {
+	sql := `SELECT * FROM jobs WHERE status = 'pending' AND run_at <= ? AND control <> 'stop' ORDER BY run_at, id LIMIT ?`
+	prefix := "EXPLAIN "
+	if s.dialect == SQLite {
+		prefix = "EXPLAIN QUERY PLAN "
+	}
+	rows, err := s.sqlDB.QueryContext(ctx, prefix+sql, DBTime(now), limit)
+	if err != nil {
+		return "", fmt.Errorf("explain claim: %w", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return "", err
+	}
+	var out string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return "", err
+		}
+		for i, c := range cols {
+			v := vals[i]
+			if b, ok := v.([]byte); ok {
+				v = string(b)
+			}
+			out += fmt.Sprintf("%s=%v ", c, v)
+		}
+		out += "\n"
+	}
+	return out, rows.Err()
+}

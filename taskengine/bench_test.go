@@ -1,0 +1,126 @@
+package taskengine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+)
+
+// insertRows writes n jobs with multi-row INSERTs (1,000 rows a statement).
+func insertRows(b testing.TB, db *gorm.DB, n int, defID int64, status models.JobStatus, at time.Time) {
+	b.Helper()
+	const per = 1000
+	at = store.DBTime(at)
+	for done := 0; done < n; done += per {
+		k := min(per, n-done)
+		var sb strings.Builder
+		sb.WriteString("INSERT INTO jobs (job_definition_id, scheduled_at, run_at, status, attempt, finished_at) VALUES ")
+		args := make([]any, 0, 6*k)
+		for i := 0; i < k; i++ {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			sb.WriteString("(?,?,?,?,?,?)")
+			var fin any
+			attempt := 0
+			if status.Finished() {
+				fin, attempt = at, 1
+			}
+			args = append(args, defID, at, at, string(status), attempt, fin)
+		}
+		require.NoError(b, db.Exec(sb.String(), args...).Error)
+	}
+}
+
+// BenchmarkDrain drains 20,000 pending `sleep 0s` jobs with a pool of 100
+// and reports jobs/s from the start of the engine (first claim) to the last
+// outcome written. Run with -benchtime=1x.
+func BenchmarkDrain(b *testing.B) {
+	for _, d := range testdb.Dialects {
+		b.Run(string(d), func(b *testing.B) {
+			const n = 20000
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				st := testdb.Open(b, d)
+				db := st.DB()
+				def := createDef(b, db, "bench", defOpts{Params: `{"duration":"0s"}`})
+				insertRows(b, db, n, def, models.JobPending, time.Now().Add(-time.Second))
+				cfg := testConfig(b, "bench")
+				cfg.PoolSize = 100
+				cfg.PollInterval = 4 * time.Second
+				e, err := New(st, cfg)
+				require.NoError(b, err)
+				b.StartTimer()
+				began := time.Now()
+				require.NoError(b, e.Start(context.Background()))
+				for e.finished.Load() < n {
+					time.Sleep(2 * time.Millisecond)
+				}
+				took := time.Since(began)
+				b.StopTimer()
+				stopBegan := time.Now()
+				require.NoError(b, e.Stop(context.Background()))
+				stopTook := time.Since(stopBegan)
+				var ok, logs int64
+				require.NoError(b, db.Model(&models.Job{}).Where("status = 'succeeded'").Count(&ok).Error)
+				require.NoError(b, db.Model(&models.JobLog{}).Count(&logs).Error)
+				require.EqualValues(b, n, ok)
+				require.EqualValues(b, 3*n, logs, "queued, running, succeeded per job")
+				b.ReportMetric(float64(n)/took.Seconds(), "jobs/s")
+				b.ReportMetric(0, "ns/op")
+				b.Logf("%s: %d jobs in %v = %.0f jobs/s (Stop flushed the rest in %v)", d, n, took.Round(time.Millisecond), float64(n)/took.Seconds(), stopTook.Round(time.Millisecond))
+			}
+		})
+	}
+}
+
+// BenchmarkClaimWithHistory measures one claim of 100 rows from a table
+// holding CHIME_BENCH_HISTORY (default 1,000,000) finished jobs, next to an
+// empty history, and logs the plan: the claim reads idx_jobs_claim, so its
+// cost does not grow with history.
+func BenchmarkClaimWithHistory(b *testing.B) {
+	history := 1_000_000
+	if v := os.Getenv("CHIME_BENCH_HISTORY"); v != "" {
+		history, _ = strconv.Atoi(v)
+	}
+	for _, d := range testdb.Dialects {
+		for _, h := range []int{0, history} {
+			b.Run(fmt.Sprintf("%s/history=%d", d, h), func(b *testing.B) {
+				st := testdb.Open(b, d)
+				db := st.DB()
+				def := createDef(b, db, "bench", defOpts{Params: `{"duration":"0s"}`})
+				insertRows(b, db, h, def, models.JobSucceeded, time.Now().Add(-time.Hour))
+				insertRows(b, db, 2000, def, models.JobPending, time.Now().Add(-time.Minute))
+				ctx := context.Background()
+				if d == store.MySQL {
+					require.NoError(b, db.Exec("ANALYZE TABLE jobs").Error)
+				} else {
+					require.NoError(b, db.Exec("ANALYZE").Error)
+				}
+				plan, err := st.ExplainClaim(ctx, time.Now(), 100)
+				require.NoError(b, err)
+				b.Logf("plan:\n%s", plan)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "bench", Now: time.Now(), Limit: 100})
+					require.NoError(b, err)
+					require.Len(b, res.Jobs, 100)
+					b.StopTimer()
+					require.NoError(b, db.Exec("UPDATE jobs SET status = 'pending', node_id = '', queued_at = NULL WHERE status = 'queued'").Error)
+					b.StartTimer()
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package taskengine
+
+import (
+	"context"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/chimesched/chime/internal/metrics"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+)
+
+// startReq asks the starter to move one queued job to running.
+type startReq struct {
+	id    int64
+	reply chan startReply
+}
+
+type startReply struct {
+	attempt int // 0: the row was no longer ours to start
+	err     error
+}
+
+// start moves the job to running through the starter batch and returns its
+// new attempt number, or 0 when the row changed since the claim.
+func (e *Engine) start(id int64) (int, error) {
+	r := startReq{id: id, reply: make(chan startReply, 1)}
+	e.starter.add(r)
+	rep := <-r.reply
+	return rep.attempt, rep.err
+}
+
+func (e *Engine) flushStarts(ctx context.Context, batch []startReq) {
+	ids := make([]int64, len(batch))
+	for i, r := range batch {
+		ids[i] = r.id
+	}
+	var started map[int64]int
+	var err error
+	for attempt := 1; ; attempt++ {
+		started, err = e.st.StartJobs(ctx, &store.StartJobsParams{NodeID: e.cfg.NodeID, IDs: ids, Now: e.now()})
+		if err == nil || attempt == 3 || ctx.Err() != nil {
+			break
+		}
+		e.log.WithError(err).Warn("marking jobs running failed; retrying")
+		sleepCtx(ctx, time.Duration(attempt)*100*time.Millisecond)
+	}
+	for _, r := range batch {
+		r.reply <- startReply{attempt: started[r.id], err: err}
+	}
+}
+
+// completion is one outcome on its way to the database, with the job_logs
+// line that describes it: the line is written only if the outcome is.
+type completion struct {
+	out    store.JobOutcome
+	log    *logrus.Entry
+	level  logrus.Level
+	msg    string
+	status models.JobStatus // for metrics: the final status, or "retry"
+}
+
+// flushCompletions writes a batch of outcomes. A database error is retried
+// until it succeeds or the engine gives up at the end of Stop: an outcome
+// dropped here would leave the job running forever.
+func (e *Engine) flushCompletions(ctx context.Context, batch []completion) {
+	outs := make([]store.JobOutcome, len(batch))
+	for i := range batch {
+		outs[i] = batch[i].out
+	}
+	var applied []int64
+	for attempt := 1; ; attempt++ {
+		var err error
+		applied, err = e.st.CompleteJobs(ctx, &store.CompleteJobsParams{NodeID: e.cfg.NodeID, Outcomes: outs})
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			e.log.WithError(err).Errorf("dropping %d job outcomes at shutdown; restart recovery will retry those jobs", len(batch))
+			return
+		}
+		e.log.WithError(err).Warn("writing job outcomes failed; retrying")
+		sleepCtx(ctx, min(time.Duration(attempt)*200*time.Millisecond, 5*time.Second))
+	}
+	ok := make(map[int64]bool, len(applied))
+	for _, id := range applied {
+		ok[id] = true
+	}
+	for i := range batch {
+		c := &batch[i]
+		if !ok[c.out.ID] {
+			e.log.WithField(fieldJobID, c.out.ID).Warnf("outcome %q not written: the job was changed meanwhile (canceled or recovered)", c.out.Status)
+			continue
+		}
+		c.log.Log(c.level, c.msg)
+		metrics.JobsFinished.WithLabelValues(string(c.status)).Inc()
+	}
+	e.finished.Add(int64(len(batch)))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,118 @@
+package taskengine
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/sirupsen/logrus"
+
+	"github.com/chimesched/chime/tasks"
+)
+
+// Config configures an Engine. Zero fields take the defaults documented on
+// each; WithDefaults fills them.
+type Config struct {
+	// NodeID names this process in jobs.node_id. Required: crash recovery
+	// finds the jobs of a dead process by it, so a restarted node must
+	// reuse its id.
+	NodeID string
+	// Logger receives the engine's lines and a copy of every job_logs line
+	// (default: logrus's standard logger).
+	Logger logrus.FieldLogger
+	// Clock is the time source for every timestamp and timer (default: the
+	// real clock). Task timeouts run on real time (tasks.WithActiveTimeout).
+	Clock clockwork.Clock
+	// PollInterval is how often the engine looks for due jobs when nothing
+	// wakes it (default 4s, the paper's value; jittered by ±10%).
+	PollInterval time.Duration
+	// PoolSize is the number of jobs run at once (default 16).
+	PoolSize int
+	// ControlInterval is how often jobs.control is read (default 1s; a
+	// request is acted on within two intervals).
+	ControlInterval time.Duration
+	// HeartbeatInterval is how often running jobs' heartbeat_at is
+	// refreshed (default 5s).
+	HeartbeatInterval time.Duration
+	// ShutdownGrace is how long Stop lets running jobs finish before it
+	// stops them (default 30s; Stop's ctx may cut it shorter).
+	ShutdownGrace time.Duration
+	// Registry maps task_type to tasks (default: tasks.Default()).
+	Registry *tasks.Registry
+	// Notifier is handed to every job for completion notices (optional).
+	Notifier tasks.Notifier
+	// MaxBackoff caps the retry delay (default 1h).
+	MaxBackoff time.Duration
+}
+
+// Defaults.
+const (
+	DefaultPollInterval      = 4 * time.Second
+	DefaultPoolSize          = 16
+	DefaultControlInterval   = time.Second
+	DefaultHeartbeatInterval = 5 * time.Second
+	DefaultShutdownGrace     = 30 * time.Second
+	DefaultMaxBackoff        = time.Hour
+)
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = logrus.StandardLogger()
+	}
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	if c.PoolSize == 0 {
+		c.PoolSize = DefaultPoolSize
+	}
+	if c.ControlInterval == 0 {
+		c.ControlInterval = DefaultControlInterval
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = DefaultShutdownGrace
+	}
+	if c.Registry == nil {
+		c.Registry = tasks.Default()
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = DefaultMaxBackoff
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("taskengine: %s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if c.NodeID == "" {
+		bad("NodeID", "required: crash recovery finds a dead process's jobs by it")
+	}
+	if c.PollInterval < 0 {
+		bad("PollInterval", "must be positive, got %v", c.PollInterval)
+	}
+	if c.PoolSize < 0 {
+		bad("PoolSize", "must be at least 1, got %d", c.PoolSize)
+	}
+	if c.ControlInterval < 0 {
+		bad("ControlInterval", "must be positive, got %v", c.ControlInterval)
+	}
+	if c.HeartbeatInterval < 0 {
+		bad("HeartbeatInterval", "must be positive, got %v", c.HeartbeatInterval)
+	}
+	if c.ShutdownGrace < 0 {
+		bad("ShutdownGrace", "must not be negative, got %v", c.ShutdownGrace)
+	}
+	if c.MaxBackoff < 0 {
+		bad("MaxBackoff", "must not be negative, got %v", c.MaxBackoff)
+	}
+	return errors.Join(errs...)
+}

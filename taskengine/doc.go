@@ -1,0 +1,57 @@
+// Package taskengine is chime's second engine (the paper's figure 5): it
+// turns due rows of the jobs table into running tasks in an ants pool and
+// records everything that happens to them in jobs and job_logs.
+//
+// # Usage
+//
+//	eng, err := taskengine.New(st, taskengine.Config{NodeID: "node-1", Registry: reg})
+//	if err := eng.Start(ctx); err != nil { … }
+//	// the schedule engine calls eng.Wake() after committing due jobs
+//	defer eng.Stop(stopCtx) // graceful: see Stop
+//
+// # Lifecycle of a job
+//
+// The poll loop claims due pending rows (every PollInterval, on Wake, and
+// at once again while claims come back full), never more than the pool has
+// free workers, and moves them to queued on this node in one transaction
+// (FOR UPDATE SKIP LOCKED on MySQL). Each claimed job runs on a pool
+// worker: OnQueue → running (started_at, attempt + 1) → Execute under the
+// definition's timeout, which does not count paused time → OnComplete →
+// succeeded, failed or stopped. A failed attempt with attempts left goes
+// back to pending with run_at = now + backoff (exponential from
+// retry_backoff_seconds, jittered, capped). A panic in a task fails that
+// job with the panic and its stack in job_logs; an unknown task_type fails
+// the job with an error naming the registered kinds.
+//
+// Every move out of queued, running or paused is guarded by the row's
+// status and node_id, so a late writer never overwrites a newer state.
+//
+// # Performance
+//
+// Nothing per job is a synchronous round trip of its own: starts and
+// outcomes go through batchers that write a group of jobs in one
+// transaction (group commit: no added wait when idle, large batches under
+// load), and job_logs lines are buffered and written with multi-row
+// INSERTs. Every buffer is flushed before Stop returns.
+//
+// # Control
+//
+// Every ControlInterval the engine reads jobs.control: pause, resume and
+// stop on this node's running or paused jobs call the task's Pause, Resume
+// or Stop and record paused, running or (when Execute returns) stopped, or
+// the refusal; stop on a pending or queued job cancels it (any node does
+// this). A schedule with concurrency = 'forbid' never has two jobs active:
+// later ones wait in pending, and the wait is logged once per job.
+//
+// # Shutdown and crash recovery
+//
+// Stop stops claiming, sends jobs that never started back to pending
+// without using an attempt, waits ShutdownGrace for running jobs, then
+// cancels them (their attempt counts; they are retried if attempts are
+// left). Start first recovers what a dead process with the same NodeID left
+// behind: queued jobs go back to pending, running ones are retried or
+// failed. Failover between nodes belongs to the cluster work, not here.
+//
+// taskengine imports store, models, tasks and internal/metrics; it never
+// imports the schedule engine, the API or the CLI.
+package taskengine

@@ -1,0 +1,248 @@
+package taskengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/ants/v2"
+	"github.com/sirupsen/logrus"
+
+	"github.com/chimesched/chime/internal/metrics"
+	"github.com/chimesched/chime/store"
+)
+
+// errShutdown is the cause of the work context once Stop's grace period is over.
+var errShutdown = errors.New("taskengine: node shutting down and the grace period is over")
+
+// Engine turns due job rows into running tasks. Build it with New, then
+// Start and Stop it; both are idempotent, and Stop before Start is harmless.
+type Engine struct {
+	st     jobStore
+	cfg    Config
+	log    logrus.FieldLogger
+	jobLog *logrus.Logger
+
+	logs      *logWriter
+	starter   *batcher[startReq]
+	completer *batcher[completion]
+	pool      *ants.Pool
+
+	wake      chan struct{} // Wake: size 1, sends never block
+	slotFreed chan struct{} // a run ended: size 1
+	inflight  atomic.Int64  // claimed jobs not yet finished; never above PoolSize
+
+	mu    sync.Mutex
+	state int
+	runs  map[int64]*activeRun // running jobs, for control requests
+
+	waitLogged map[int64]bool // forbid-held jobs already logged; poll goroutine only
+
+	fetchCtx, queueCtx, workCtx, ctlCtx, flushCtx        context.Context
+	fetchCancel, queueCancel, ctlCancel, flushCancel     context.CancelFunc
+	workCancel                                           context.CancelCauseFunc
+	pollWG, runWG, ctlWG, starterWG, completerWG, logsWG sync.WaitGroup
+	stopStarter, stopCompleter, stopLogs                 chan struct{}
+	stopDone                                             chan struct{}
+	stopErr                                              error
+
+	finished atomic.Int64 // outcomes flushed; benchmarks and tests read it
+}
+
+const (
+	stateNew = iota
+	stateStarted
+	stateStopped
+)
+
+// New builds an engine on st. cfg's zero fields take their defaults.
+func New(st *store.Store, cfg Config) (*Engine, error) {
+	if st == nil {
+		return nil, errors.New("taskengine: nil store")
+	}
+	return newEngine(st, cfg)
+}
+
+func newEngine(st jobStore, cfg Config) (*Engine, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		st:         st,
+		cfg:        cfg,
+		log:        cfg.Logger.WithFields(logrus.Fields{"component": "taskengine", fieldNodeID: cfg.NodeID}),
+		wake:       make(chan struct{}, 1),
+		slotFreed:  make(chan struct{}, 1),
+		runs:       map[int64]*activeRun{},
+		stopDone:   make(chan struct{}),
+		waitLogged: map[int64]bool{},
+	}
+	e.logs = newLogWriter(st, e.log)
+	e.jobLog = newJobLogger(e.logs, cfg.Logger)
+	// Batches of a pool's worth: every running job can finish in one flush.
+	size := max(cfg.PoolSize, 64)
+	e.starter = newBatcher(size, e.flushStarts)
+	e.completer = newBatcher(size, e.flushCompletions)
+	return e, nil
+}
+
+// Wake asks the engine to look for due jobs now instead of at the next
+// poll. It never blocks; calls while a look is pending merge into one. The
+// schedule engine calls it after committing due jobs, so a fire on this
+// node starts within milliseconds while the poll remains the path for jobs
+// written by other nodes.
+func (e *Engine) Wake() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start recovers the jobs a previous process with this NodeID left behind
+// (see store.RecoverNode), then starts claiming. The engine keeps running
+// after ctx ends (only its values are kept): Stop is how it ends, so that a
+// canceled serve context still gets a graceful stop.
+func (e *Engine) Start(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch e.state {
+	case stateStarted:
+		return nil
+	case stateStopped:
+		return errors.New("taskengine: start: engine was stopped; build a new one")
+	}
+	rec, err := e.st.RecoverNode(ctx, &store.RecoverNodeParams{NodeID: e.cfg.NodeID, Now: e.now()})
+	if err != nil {
+		return fmt.Errorf("taskengine: start: %w", err)
+	}
+	if n := len(rec.Released) + len(rec.Retried) + len(rec.Failed) + len(rec.Stopped); n > 0 {
+		e.log.WithFields(logrus.Fields{
+			"released": len(rec.Released), "retried": len(rec.Retried), "failed": len(rec.Failed), "stopped": len(rec.Stopped),
+		}).Warn("recovered jobs left by a previous process of this node")
+	}
+	pool, err := ants.NewPool(e.cfg.PoolSize, ants.WithPanicHandler(func(v any) {
+		// run recovers task panics itself; this only catches engine bugs.
+		e.log.Errorf("panic in a pool worker: %v", v)
+	}))
+	if err != nil {
+		return fmt.Errorf("taskengine: start: create pool: %w", err)
+	}
+	e.pool = pool
+	base := context.WithoutCancel(ctx)
+	e.fetchCtx, e.fetchCancel = context.WithCancel(base)
+	e.queueCtx, e.queueCancel = context.WithCancel(base)
+	e.workCtx, e.workCancel = context.WithCancelCause(base)
+	e.ctlCtx, e.ctlCancel = context.WithCancel(base)
+	e.flushCtx, e.flushCancel = context.WithCancel(base)
+	e.stopStarter, e.stopCompleter, e.stopLogs = make(chan struct{}), make(chan struct{}), make(chan struct{})
+
+	metrics.PoolCapacity.Set(float64(e.cfg.PoolSize))
+	e.logsWG.Add(1)
+	go func() { defer e.logsWG.Done(); e.logs.run(e.flushCtx, e.stopLogs) }()
+	e.completerWG.Add(1)
+	go func() { defer e.completerWG.Done(); e.completer.run(e.flushCtx, e.stopCompleter) }()
+	e.starterWG.Add(1)
+	go func() { defer e.starterWG.Done(); e.starter.run(e.flushCtx, e.stopStarter) }()
+	e.ctlWG.Add(1)
+	go func() { defer e.ctlWG.Done(); e.controlLoop(e.ctlCtx) }()
+	e.pollWG.Add(1)
+	go func() { defer e.pollWG.Done(); e.pollLoop(e.fetchCtx) }()
+	e.state = stateStarted
+	e.log.WithFields(logrus.Fields{"pool_size": e.cfg.PoolSize, "poll_interval": e.cfg.PollInterval}).Info("task engine started")
+	return nil
+}
+
+// Stop shuts the engine down gracefully: it stops claiming, puts jobs that
+// were claimed but never started back to pending (no attempt used), lets
+// running jobs finish for up to ShutdownGrace, then cancels them (a run cut
+// off this way has used its attempt and is retried if it has attempts
+// left), and flushes every outcome and log line before it returns. When ctx
+// ends first, Stop returns ctx's error without waiting further.
+func (e *Engine) Stop(ctx context.Context) error {
+	e.mu.Lock()
+	switch e.state {
+	case stateNew:
+		e.state = stateStopped
+		close(e.stopDone)
+		e.mu.Unlock()
+		return nil
+	case stateStopped:
+		e.mu.Unlock()
+		select {
+		case <-e.stopDone:
+			return e.stopErr
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	e.state = stateStopped
+	e.mu.Unlock()
+	e.stopErr = e.stop(ctx)
+	close(e.stopDone)
+	return e.stopErr
+}
+
+func (e *Engine) stop(ctx context.Context) error {
+	// If ctx ends, the writers give up retrying a dead database.
+	stopFlush := context.AfterFunc(ctx, e.flushCancel)
+	defer stopFlush()
+	e.log.Info("task engine stopping: no more claims")
+	e.fetchCancel()
+	e.pollWG.Wait()
+	e.queueCancel()
+
+	runsDone := waitCh(&e.runWG)
+	graceTimer := e.cfg.Clock.NewTimer(e.cfg.ShutdownGrace)
+	defer graceTimer.Stop()
+	select {
+	case <-runsDone:
+	case <-graceTimer.Chan():
+		e.log.WithField("running", e.inflight.Load()).Warn("shutdown grace period over; stopping running jobs")
+		e.workCancel(errShutdown)
+	case <-ctx.Done():
+		e.workCancel(errShutdown)
+	}
+	var err error
+	select {
+	case <-runsDone:
+	case <-ctx.Done():
+		err = fmt.Errorf("taskengine: stop: %d jobs did not return: %w", e.inflight.Load(), ctx.Err())
+	}
+	e.workCancel(context.Canceled)
+	e.ctlCancel()
+	e.ctlWG.Wait()
+	// Order matters: runs feed the starter and completer, which feed the logs.
+	close(e.stopStarter)
+	e.starterWG.Wait()
+	close(e.stopCompleter)
+	e.completerWG.Wait()
+	// A claimed job whose start failed can still be queued here: give it back.
+	if ids, rerr := e.st.ReleaseJobs(e.flushCtx, &store.ReleaseJobsParams{
+		NodeID: e.cfg.NodeID, Now: e.now(), Reason: "released to pending: node shut down before the job started",
+	}); rerr != nil {
+		err = errors.Join(err, rerr)
+	} else if len(ids) > 0 {
+		e.log.WithField("jobs", len(ids)).Info("released queued jobs to pending")
+	}
+	close(e.stopLogs)
+	e.logsWG.Wait()
+	if perr := e.pool.ReleaseTimeout(5 * time.Second); perr != nil && err == nil {
+		err = fmt.Errorf("taskengine: stop: release pool: %w", perr)
+	}
+	metrics.PoolBusy.Set(0)
+	e.log.Info("task engine stopped")
+	return err
+}
+
+func waitCh(wg *sync.WaitGroup) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() { wg.Wait(); close(ch) }()
+	return ch
+}
+
+// now is the engine's clock in the form the database stores.
+func (e *Engine) now() time.Time { return store.DBTime(e.cfg.Clock.Now()) }

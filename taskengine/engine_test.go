@@ -1,0 +1,315 @@
+package taskengine
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+)
+
+// An ad hoc job inserted by plain SQL with only job_definition_id runs
+// once with the definition's defaults, and every transition is logged.
+func TestAdHocJobSucceeds(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		def := createDef(t, db, "adhoc", defOpts{Params: `{"duration":"20ms"}`})
+		id := insertJob(t, db, def, "")
+		startEngine(t, st, testConfig(t, nodeName(t)))
+		j := waitStatus(t, db, id, models.JobSucceeded)
+		require.Equal(t, 1, j.Attempt)
+		require.Equal(t, nodeName(t), j.NodeID)
+		require.Equal(t, "slept 20ms", deref(j.Result))
+		require.Nil(t, j.Error)
+		require.NotNil(t, j.QueuedAt)
+		require.NotNil(t, j.StartedAt)
+		require.NotNil(t, j.FinishedAt)
+		require.NotNil(t, j.HeartbeatAt)
+		require.False(t, j.FinishedAt.Before(*j.StartedAt))
+		waitLog(t, db, id, "succeeded")
+		logs := jobLogs(t, db, id)
+		require.Contains(t, logs[0], "queued on node")
+		require.Contains(t, logs[1], "running: attempt 1 of 1")
+		require.Contains(t, logs[len(logs)-1], "succeeded")
+	})
+}
+
+// A failing job is retried with exponential, jittered backoff until its
+// attempts are used up. The clock is fake, so the test does not wait.
+func TestRetriesWithBackoff(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		clock := clockwork.NewFakeClockAt(time.Now().Add(time.Second))
+		def := createDef(t, db, "flaky", defOpts{Params: `{"duration":"0s","fail":true}`, MaxAttempts: 3, BackoffSeconds: 10})
+		id := insertJob(t, db, def, "")
+		cfg := testConfig(t, nodeName(t))
+		cfg.Clock = clock
+		e := startEngine(t, st, cfg)
+
+		base := 10 * time.Second
+		for attempt := 1; attempt <= 2; attempt++ {
+			j := waitJob(t, db, id, fmt.Sprintf("attempt %d back to pending", attempt), func(j models.Job) bool {
+				return j.Status == models.JobPending && j.Attempt == attempt
+			})
+			require.Contains(t, deref(j.Error), "failing as asked")
+			require.Empty(t, j.NodeID, "a retry may run on any node")
+			require.Nil(t, j.FinishedAt)
+			delay := j.RunAt.Sub(clock.Now())
+			want := base << (attempt - 1)
+			require.GreaterOrEqual(t, delay, want*8/10-time.Millisecond, "attempt %d", attempt)
+			require.LessOrEqual(t, delay, want*12/10, "attempt %d", attempt)
+			waitLog(t, db, id, fmt.Sprintf("attempt %d of 3 failed", attempt))
+			// Not due yet: a wake-up claims nothing.
+			e.Wake()
+			time.Sleep(50 * time.Millisecond)
+			require.Equal(t, models.JobPending, getJob(t, db, id).Status)
+			clock.Advance(want * 13 / 10)
+			e.Wake()
+		}
+		j := waitStatus(t, db, id, models.JobFailed)
+		require.Equal(t, 3, j.Attempt)
+		require.NotNil(t, j.FinishedAt)
+		require.Contains(t, deref(j.Error), "failing as asked")
+		waitLog(t, db, id, "failed (attempt 3 of 3)")
+	})
+}
+
+func TestRetryBackoffBounds(t *testing.T) {
+	t.Parallel()
+	for attempt := 1; attempt <= 20; attempt++ {
+		d := retryBackoff(10*time.Second, attempt, time.Hour)
+		want := min(10*time.Second<<min(attempt-1, 20), time.Hour)
+		require.GreaterOrEqual(t, d, min(want*8/10, time.Hour))
+		require.LessOrEqual(t, d, time.Hour)
+	}
+	require.Zero(t, retryBackoff(0, 3, time.Hour))
+}
+
+func TestTimeoutFailsTheAttempt(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		def := createDef(t, db, "slow", defOpts{Params: `{"duration":"30s"}`, TimeoutSeconds: 1})
+		id := insertJob(t, db, def, "")
+		startEngine(t, st, testConfig(t, nodeName(t)))
+		j := waitStatus(t, db, id, models.JobFailed)
+		require.Contains(t, deref(j.Error), "timeout")
+		require.Less(t, j.FinishedAt.Sub(*j.StartedAt), 20*time.Second)
+	})
+}
+
+// A panicking task fails its job, with the stack in job_logs, and the
+// engine goes on running other jobs.
+func TestPanicFailsOnlyThatJob(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		bad := insertJob(t, db, createDef(t, db, "panics", defOpts{TaskType: "panic"}), "")
+		startEngine(t, st, testConfig(t, nodeName(t)))
+		j := waitStatus(t, db, bad, models.JobFailed)
+		require.Contains(t, deref(j.Error), "boom in the task")
+		waitLog(t, db, bad, "goroutine")
+		waitLog(t, db, bad, "panicTask")
+
+		good := insertJob(t, db, createDef(t, db, "fine", defOpts{Params: `{"duration":"0s"}`}), "")
+		waitStatus(t, db, good, models.JobSucceeded)
+	})
+}
+
+func TestUnknownTaskTypeFails(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		id := insertJob(t, db, createDef(t, db, "typo", defOpts{TaskType: "slep"}), "")
+		startEngine(t, st, testConfig(t, nodeName(t)))
+		j := waitStatus(t, db, id, models.JobFailed)
+		require.Contains(t, deref(j.Error), `"slep"`)
+		require.Contains(t, deref(j.Error), "registered: panic, sleep, slowqueue, stubborn")
+		waitLog(t, db, id, "failed before starting")
+	})
+}
+
+// Pause, resume and stop through jobs.control, a refusal, and a pause that
+// does not count against the timeout.
+func TestControlPauseResumeStop(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		long := insertJob(t, db, createDef(t, db, "long", defOpts{Params: `{"duration":"60s"}`}), "")
+		// 1.2 s of work under a 2 s timeout, paused for 1.5 s in between:
+		// it succeeds only if paused time is not counted.
+		timed := insertJob(t, db, createDef(t, db, "timed", defOpts{Params: `{"duration":"1200ms"}`, TimeoutSeconds: 2}), "")
+		stubborn := insertJob(t, db, createDef(t, db, "stubborn", defOpts{TaskType: "stubborn"}), "")
+		startEngine(t, st, testConfig(t, nodeName(t)))
+		for _, id := range []int64{long, timed, stubborn} {
+			waitStatus(t, db, id, models.JobRunning)
+		}
+		setControl := func(id int64, c models.JobControl) {
+			require.NoError(t, db.Exec(`UPDATE jobs SET control = ? WHERE id = ?`, c, id).Error)
+		}
+		controlDone := func(j models.Job) bool { return j.Control == models.ControlNone }
+
+		setControl(timed, models.ControlPause)
+		setControl(long, models.ControlPause)
+		setControl(stubborn, models.ControlPause)
+		j := waitJob(t, db, timed, "paused", func(j models.Job) bool { return j.Status == models.JobPaused && controlDone(j) })
+		require.Equal(t, models.JobPaused, j.Status)
+		waitJob(t, db, long, "paused", func(j models.Job) bool { return j.Status == models.JobPaused && controlDone(j) })
+		j = waitJob(t, db, stubborn, "pause refused", controlDone)
+		require.Equal(t, models.JobRunning, j.Status)
+		waitLog(t, db, stubborn, "pause refused")
+		waitLog(t, db, long, "paused (control = pause)")
+
+		time.Sleep(1500 * time.Millisecond)
+		setControl(timed, models.ControlResume)
+		setControl(long, models.ControlResume)
+		waitJob(t, db, long, "resumed", func(j models.Job) bool { return j.Status == models.JobRunning && controlDone(j) })
+		waitLog(t, db, long, "resumed")
+		j = waitStatus(t, db, timed, models.JobSucceeded)
+		require.Greater(t, j.FinishedAt.Sub(*j.StartedAt), 2*time.Second, "ran past the timeout thanks to the pause")
+
+		setControl(long, models.ControlStop)
+		setControl(stubborn, models.ControlStop)
+		j = waitStatus(t, db, long, models.JobStopped)
+		require.Contains(t, deref(j.Error), "stopped")
+		require.Equal(t, models.ControlNone, j.Control)
+		waitStatus(t, db, stubborn, models.JobStopped)
+		waitLog(t, db, long, "stop requested")
+	})
+}
+
+// control = stop on a job that has not started cancels it.
+func TestStopCancelsPendingJob(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		def := createDef(t, db, "later", defOpts{Params: `{"duration":"0s"}`})
+		require.NoError(t, db.Exec(`INSERT INTO jobs (job_definition_id, run_at) VALUES (?, ?)`,
+			def, store.DBTime(time.Now().Add(time.Hour))).Error)
+		var id int64
+		require.NoError(t, db.Raw(`SELECT MAX(id) FROM jobs`).Scan(&id).Error)
+		startEngine(t, st, testConfig(t, nodeName(t)))
+		require.NoError(t, db.Exec(`UPDATE jobs SET control = 'stop' WHERE id = ?`, id).Error)
+		j := waitStatus(t, db, id, models.JobCanceled)
+		require.Equal(t, 0, j.Attempt)
+		require.Equal(t, models.ControlNone, j.Control)
+		require.NotNil(t, j.FinishedAt)
+		waitLog(t, db, id, "canceled")
+	})
+}
+
+// concurrency = 'forbid': the second job of a schedule waits until the
+// first is done, and says so once.
+func TestForbidConcurrency(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		def := createDef(t, db, "exclusive", defOpts{Params: `{"duration":"600ms"}`})
+		require.NoError(t, db.Exec(`INSERT INTO schedules (name, job_definition_id, schedule_type, interval_seconds, concurrency)
+			VALUES ('excl', ?, 'interval', 1, 'forbid')`, def).Error)
+		var sid int64
+		require.NoError(t, db.Raw(`SELECT id FROM schedules WHERE name = 'excl'`).Scan(&sid).Error)
+		now := time.Now()
+		var ids []int64
+		for i := 3; i >= 1; i-- {
+			at := store.DBTime(now.Add(-time.Duration(i) * time.Second))
+			j := models.Job{ScheduleID: &sid, JobDefinitionID: def, ScheduledAt: at, RunAt: at, Status: models.JobPending}
+			require.NoError(t, db.Create(&j).Error)
+			ids = append(ids, j.ID)
+		}
+		startEngine(t, st, testConfig(t, nodeName(t)))
+		var prev models.Job
+		for i, id := range ids {
+			j := waitStatus(t, db, id, models.JobSucceeded)
+			if i > 0 {
+				require.False(t, j.StartedAt.Before(*prev.FinishedAt), "job %d started before job %d finished", id, prev.ID)
+			}
+			prev = j
+		}
+		for _, id := range ids[1:] {
+			require.Equal(t, 1, countLogs(t, db, id, "concurrency = forbid"), "job %d: %v", id, jobLogs(t, db, id))
+		}
+	})
+}
+
+// Stop lets short jobs finish, sends never-started jobs back to pending
+// without using an attempt, and cuts off jobs that outlive the grace period.
+func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		short := insertJob(t, db, createDef(t, db, "short", defOpts{Params: `{"duration":"300ms"}`}), "")
+		long := insertJob(t, db, createDef(t, db, "long", defOpts{Params: `{"duration":"60s"}`, MaxAttempts: 2}), "")
+		queued := insertJob(t, db, createDef(t, db, "queued", defOpts{TaskType: "slowqueue"}), "")
+		cfg := testConfig(t, nodeName(t))
+		cfg.ShutdownGrace = 800 * time.Millisecond
+		e, err := New(st, cfg)
+		require.NoError(t, err)
+		require.NoError(t, e.Start(context.Background()))
+		waitStatus(t, db, short, models.JobRunning)
+		waitStatus(t, db, long, models.JobRunning)
+		waitStatus(t, db, queued, models.JobQueued)
+
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		require.NoError(t, e.Stop(ctx))
+		require.NoError(t, e.Stop(ctx), "Stop is idempotent")
+
+		require.Equal(t, models.JobSucceeded, getJob(t, db, short).Status)
+		q := getJob(t, db, queued)
+		require.Equal(t, models.JobPending, q.Status)
+		require.Equal(t, 0, q.Attempt)
+		require.Empty(t, q.NodeID)
+		l := getJob(t, db, long)
+		require.Equal(t, models.JobPending, l.Status, "cut off with an attempt left: retried")
+		require.Equal(t, 1, l.Attempt)
+		require.Contains(t, deref(l.Error), "grace period")
+		// Buffers were flushed before Stop returned.
+		require.Positive(t, countLogs(t, db, queued, "released to pending"))
+		require.Positive(t, countLogs(t, db, short, "succeeded"))
+		require.Positive(t, countLogs(t, db, long, "attempt 1 of 2 failed"))
+	})
+}
+
+func TestStartStopIdempotent(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		e, err := New(st, testConfig(t, nodeName(t)))
+		require.NoError(t, err)
+		require.NoError(t, e.Stop(ctx), "stop before start")
+		require.Error(t, e.Start(ctx), "a stopped engine does not restart")
+
+		for i := 0; i < 5; i++ {
+			e, err := New(st, testConfig(t, nodeName(t)))
+			require.NoError(t, err)
+			require.NoError(t, e.Start(ctx))
+			require.NoError(t, e.Start(ctx))
+			e.Wake()
+			e.Wake()
+			require.NoError(t, e.Stop(ctx))
+			require.NoError(t, e.Stop(ctx))
+		}
+	})
+}
+
+func TestConfigValidation(t *testing.T) {
+	t.Parallel()
+	_, err := newEngine(nil, Config{})
+	require.ErrorContains(t, err, "NodeID")
+	_, err = newEngine(nil, Config{NodeID: "n", PoolSize: -1, PollInterval: -time.Second})
+	require.ErrorContains(t, err, "PoolSize")
+	require.ErrorContains(t, err, "PollInterval")
+	c := Config{NodeID: "n"}.WithDefaults()
+	require.Equal(t, DefaultPollInterval, c.PollInterval)
+	require.Equal(t, DefaultPoolSize, c.PoolSize)
+	require.Equal(t, DefaultShutdownGrace, c.ShutdownGrace)
+}

@@ -1,0 +1,213 @@
+package taskengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/tasks"
+	"github.com/chimesched/chime/tasks/sleep"
+)
+
+// testRegistry has the sleep task and a few tasks that misbehave on purpose.
+func testRegistry() *tasks.Registry {
+	r := tasks.NewRegistry()
+	r.MustRegister(sleep.Kind, sleep.New)
+	r.MustRegister("panic", func() tasks.Task { return &panicTask{} })
+	r.MustRegister("stubborn", func() tasks.Task { return &stubbornTask{} })
+	r.MustRegister("slowqueue", func() tasks.Task { return &slowQueueTask{} })
+	return r
+}
+
+type panicTask struct{ tasks.Base }
+
+func (*panicTask) Execute(context.Context, *tasks.Job) error { panic("boom in the task") }
+
+// stubbornTask refuses to pause and runs until its context ends.
+type stubbornTask struct{ tasks.Base }
+
+func (*stubbornTask) Pause() bool { return false }
+func (*stubbornTask) Execute(ctx context.Context, job *tasks.Job) error {
+	job.Log().Info("stubborn task running")
+	<-ctx.Done()
+	return tasks.ContextError(ctx)
+}
+
+// slowQueueTask never gets past OnQueue until its context ends, which
+// holds a job in queued for the shutdown test.
+type slowQueueTask struct{ tasks.Base }
+
+func (*slowQueueTask) OnQueue(ctx context.Context, _ *tasks.Job) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+func (*slowQueueTask) Execute(context.Context, *tasks.Job) error { return nil }
+
+func testLogger(t testing.TB) *logrus.Logger {
+	l := logrus.New()
+	l.SetLevel(logrus.ErrorLevel)
+	if testing.Verbose() {
+		l.SetLevel(logrus.DebugLevel)
+	}
+	return l
+}
+
+// testConfig uses short intervals so tests take seconds, not minutes.
+func testConfig(t testing.TB, nodeID string) Config {
+	return Config{
+		NodeID:            nodeID,
+		Logger:            testLogger(t),
+		PollInterval:      100 * time.Millisecond,
+		ControlInterval:   50 * time.Millisecond,
+		HeartbeatInterval: 100 * time.Millisecond,
+		ShutdownGrace:     2 * time.Second,
+		PoolSize:          8,
+		Registry:          testRegistry(),
+	}
+}
+
+// startEngine starts an engine and stops it at cleanup.
+func startEngine(t testing.TB, st *store.Store, cfg Config) *Engine {
+	t.Helper()
+	e, err := New(st, cfg)
+	require.NoError(t, err)
+	require.NoError(t, e.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, e.Stop(ctx))
+	})
+	return e
+}
+
+type defOpts struct {
+	TaskType       string
+	Params         string
+	MaxAttempts    int
+	TimeoutSeconds int
+	BackoffSeconds int
+}
+
+func createDef(t testing.TB, db *gorm.DB, name string, o defOpts) int64 {
+	t.Helper()
+	if o.TaskType == "" {
+		o.TaskType = sleep.Kind
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 1
+	}
+	d := models.JobDefinition{
+		Name: name, TaskType: o.TaskType, MaxAttempts: o.MaxAttempts,
+		TimeoutSeconds: o.TimeoutSeconds, RetryBackoffSeconds: o.BackoffSeconds, NotifyOn: models.NotifyNever,
+	}
+	if o.Params != "" {
+		d.DefaultParams = models.JSON(o.Params)
+	}
+	require.NoError(t, db.Create(&d).Error)
+	return d.ID
+}
+
+// insertJob writes a due ad hoc job the way an admin's SQL would: only the
+// definition, plus params when given.
+func insertJob(t testing.TB, db *gorm.DB, defID int64, params string) int64 {
+	t.Helper()
+	if params == "" {
+		require.NoError(t, db.Exec(`INSERT INTO jobs (job_definition_id) VALUES (?)`, defID).Error)
+	} else {
+		require.NoError(t, db.Exec(`INSERT INTO jobs (job_definition_id, params) VALUES (?, ?)`, defID, params).Error)
+	}
+	var id int64
+	require.NoError(t, db.Raw(`SELECT MAX(id) FROM jobs`).Scan(&id).Error)
+	return id
+}
+
+func getJob(t testing.TB, db *gorm.DB, id int64) models.Job {
+	t.Helper()
+	var j models.Job
+	require.NoError(t, db.Take(&j, id).Error)
+	return j
+}
+
+// waitJob polls the row until cond holds; it fails the test after a
+// generous timeout (this is a wait, not a timing assertion).
+func waitJob(t testing.TB, db *gorm.DB, id int64, what string, cond func(models.Job) bool) models.Job {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		j := getJob(t, db, id)
+		if cond(j) {
+			return j
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d: timed out waiting for %s; last row: status=%s attempt=%d control=%q error=%v\nlogs:\n%s",
+				id, what, j.Status, j.Attempt, j.Control, deref(j.Error), strings.Join(jobLogs(t, db, id), "\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func waitStatus(t testing.TB, db *gorm.DB, id int64, s models.JobStatus) models.Job {
+	t.Helper()
+	return waitJob(t, db, id, "status "+string(s), func(j models.Job) bool { return j.Status == s })
+}
+
+// waitLog waits until a job_logs line of job id contains substr; logs are
+// buffered, so they land a few milliseconds after the transition.
+func waitLog(t testing.TB, db *gorm.DB, id int64, substr string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, l := range jobLogs(t, db, id) {
+			if strings.Contains(l, substr) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d: no log line containing %q; logs:\n%s", id, substr, strings.Join(jobLogs(t, db, id), "\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func jobLogs(t testing.TB, db *gorm.DB, id int64) []string {
+	t.Helper()
+	var rows []models.JobLog
+	require.NoError(t, db.Where("job_id = ?", id).Order("id").Find(&rows).Error)
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Level + ": " + r.Message
+	}
+	return out
+}
+
+func countLogs(t testing.TB, db *gorm.DB, id int64, substr string) int {
+	n := 0
+	for _, l := range jobLogs(t, db, id) {
+		if strings.Contains(l, substr) {
+			n++
+		}
+	}
+	return n
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+var errNotYet = errors.New("not yet")
+
+func nodeName(t testing.TB) string {
+	return fmt.Sprintf("node-%s", strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()))
+}

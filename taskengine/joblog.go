@@ -1,0 +1,195 @@
+package taskengine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/chimesched/chime/models"
+)
+
+// logWriter buffers job_logs rows and writes them with multi-row INSERTs,
+// so a job's transitions and its task's lines cost no round trip on the
+// job's path. Lines reach the table within logFlushEvery, and every line
+// accepted before stop is written before stop returns.
+type logWriter struct {
+	st   jobStore
+	log  logrus.FieldLogger
+	in   chan models.JobLog
+	done chan struct{}
+}
+
+const (
+	logBuffer     = 16384
+	logBatch      = 2000
+	logFlushEvery = 20 * time.Millisecond
+)
+
+func newLogWriter(st jobStore, log logrus.FieldLogger) *logWriter {
+	return &logWriter{st: st, log: log, in: make(chan models.JobLog, logBuffer), done: make(chan struct{})}
+}
+
+// add queues one row. It blocks only when the buffer is full, which slows
+// the jobs that log rather than dropping their lines.
+func (w *logWriter) add(l models.JobLog) {
+	select {
+	case w.in <- l:
+	case <-w.done:
+		// After stop nothing writes; keep the line in the app log at least.
+		w.log.WithField("job_id", l.JobID).Warnf("job log line after engine stop: %s", l.Message)
+	}
+}
+
+// run writes until ctx ends, then writes what is left. Rows are flushed
+// every logFlushEvery, so a busy engine writes a few large INSERTs instead
+// of many small ones.
+func (w *logWriter) run(ctx context.Context, stop <-chan struct{}) {
+	batch := make([]models.JobLog, 0, logBatch)
+	ticker := time.NewTicker(logFlushEvery)
+	defer ticker.Stop()
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		w.write(ctx, batch)
+		batch = batch[:0]
+	}
+	for {
+		select {
+		case l := <-w.in:
+			batch = append(batch, l)
+			if len(batch) >= logBatch {
+				flush()
+			}
+		case <-ticker.C:
+			flush()
+		case <-stop:
+			// Writers have finished (Stop waits for them first): drain.
+			for {
+				select {
+				case l := <-w.in:
+					batch = append(batch, l)
+					if len(batch) >= logBatch {
+						flush()
+					}
+				default:
+					flush()
+					close(w.done)
+					return
+				}
+			}
+		}
+	}
+}
+
+func (w *logWriter) write(ctx context.Context, batch []models.JobLog) {
+	for attempt := 1; ; attempt++ {
+		err := w.st.InsertJobLogs(ctx, batch)
+		if err == nil {
+			return
+		}
+		if attempt == 3 || ctx.Err() != nil {
+			w.log.WithError(err).Errorf("dropping %d job log lines", len(batch))
+			return
+		}
+		w.log.WithError(err).Warn("writing job logs failed; retrying")
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+		}
+	}
+}
+
+// jobLogHook sends every line of the job logger to job_logs (when it has a
+// job_id) and to the application logger. The job logger itself writes
+// nowhere: the hook is its only output.
+type jobLogHook struct {
+	w   *logWriter
+	app logrus.FieldLogger
+}
+
+func (h *jobLogHook) Levels() []logrus.Level { return logrus.AllLevels }
+
+func (h *jobLogHook) Fire(e *logrus.Entry) error {
+	if id, ok := e.Data[fieldJobID].(int64); ok && id > 0 {
+		h.w.add(models.JobLog{JobID: id, Level: e.Level.String(), Message: dbMessage(e), CreatedAt: e.Time})
+	}
+	if enabled(h.app, e.Level) {
+		l := h.app.WithFields(e.Data)
+		switch e.Level {
+		case logrus.PanicLevel, logrus.FatalLevel, logrus.ErrorLevel:
+			l.Error(e.Message)
+		case logrus.WarnLevel:
+			l.Warn(e.Message)
+		case logrus.InfoLevel:
+			l.Info(e.Message)
+		default:
+			l.Debug(e.Message)
+		}
+	}
+	return nil
+}
+
+// enabled avoids building the app logger's entry for a level it drops.
+func enabled(l logrus.FieldLogger, lv logrus.Level) bool {
+	switch x := l.(type) {
+	case *logrus.Logger:
+		return x.IsLevelEnabled(lv)
+	case *logrus.Entry:
+		return x.Logger.IsLevelEnabled(lv)
+	}
+	return true
+}
+
+// Fields every job line carries; they are columns (or implied) in job_logs,
+// so dbMessage leaves them out of the message text.
+const (
+	fieldJobID      = "job_id"
+	fieldScheduleID = "schedule_id"
+	fieldNodeID     = "node_id"
+)
+
+// dbMessage is the line as stored: the message, then any extra fields as
+// key=value in a stable order (an error field is what one most often wants).
+func dbMessage(e *logrus.Entry) string {
+	if len(e.Data) <= 3 {
+		return e.Message
+	}
+	keys := make([]string, 0, len(e.Data))
+	for k := range e.Data {
+		switch k {
+		case fieldJobID, fieldScheduleID, fieldNodeID:
+		default:
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	b.WriteString(e.Message)
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%v", k, e.Data[k])
+	}
+	return b.String()
+}
+
+// newJobLogger returns the engine-owned logger that Job.Logger entries
+// derive from. Debug lines are kept: a task's own debug output is worth
+// having in job_logs even when the node logs at info.
+func newJobLogger(w *logWriter, app logrus.FieldLogger) *logrus.Logger {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	l.SetFormatter(nopFormatter{})
+	l.SetLevel(logrus.DebugLevel)
+	l.SetNoLock()
+	l.AddHook(&jobLogHook{w: w, app: app})
+	return l
+}
+
+type nopFormatter struct{}
+
+func (nopFormatter) Format(*logrus.Entry) ([]byte, error) { return nil, nil }
