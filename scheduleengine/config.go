@@ -30,6 +30,10 @@ type Config struct {
 	FireAllCap int
 	// BatchSize is the most fires written in one transaction (default 500).
 	BatchSize int
+	// BatchWait is how long the writer gathers fires handed over by gocron
+	// before it commits them, so a herd due in the same instant is one
+	// transaction per BatchSize rather than one per schedule (default 2ms).
+	BatchWait time.Duration
 	// LeaseName is the row in leases that elects the firing node
 	// (default "scheduler").
 	LeaseName string
@@ -67,6 +71,9 @@ func (c Config) WithDefaults() Config {
 	if c.BatchSize == 0 {
 		c.BatchSize = 500
 	}
+	if c.BatchWait == 0 {
+		c.BatchWait = 2 * time.Millisecond
+	}
 	if c.LeaseName == "" {
 		c.LeaseName = "scheduler"
 	}
@@ -97,6 +104,7 @@ func (c Config) validate() error {
 	}{
 		{"SyncInterval", c.SyncInterval}, {"FullSyncInterval", c.FullSyncInterval},
 		{"MisfireThreshold", c.MisfireThreshold}, {"LeaseTTL", c.LeaseTTL}, {"RetryDelay", c.RetryDelay},
+		{"BatchWait", c.BatchWait},
 	} {
 		if d.v < 0 {
 			bad("scheduleengine: %s must be positive, got %s", d.name, d.v)

@@ -6,30 +6,51 @@
 //
 // # Usage
 //
-//	e, err := scheduleengine.New(scheduleengine.NewDBStore(st), &scheduleengine.Config{NodeID: id, OnFire: taskEngine.Wake})
+//	e, err := scheduleengine.New(st, &scheduleengine.Config{NodeID: id, OnFire: taskEngine.Wake}) // st is a *store.Store
 //	err = e.Start(ctx) // returns at once; the loop runs until Stop or ctx ends
 //	e.Refresh()        // after the API changed a schedule: sync now
 //	err = e.Stop(ctx)  // waits for the loop and releases the lease
 //
 // # Lifecycle
 //
-// One goroutine owns all state. Each tick it renews the scheduler lease
-// (leases table; one leader per cluster, standbys take over within LeaseTTL),
-// re-reads changed schedules (by updated_at every SyncInterval, all of them
-// every FullSyncInterval), and, on the leader, fires everything due in
-// runOnce. It sleeps on the injected clock until the earliest of the next
-// fire, the next lease renewal and the next sync.
+// Start creates a gocron v2 scheduler and one goroutine (run) that owns all
+// engine state. That goroutine renews the scheduler lease (leases table; one
+// leader per cluster, standbys take over within LeaseTTL), re-reads changed
+// schedules (by updated_at every SyncInterval, all of them every
+// FullSyncInterval), and is the only writer of fires. Stop shuts gocron
+// down, waits for the goroutine and gives the lease back.
 //
-// # Why not one gocron job per schedule
+// # gocron is the timer, the Trigger is the truth
 //
-// DESIGN.md proposes gocron timers feeding a writer goroutine. This engine
-// keeps a heap of next fire times instead: scheduled_at must be the exact
-// intended time (the unique key depends on it) and gocron's callbacks do not
-// carry it; a herd of schedules due together is one batch by construction
-// rather than gathered by a timed writer; 100,000 schedules cost one timer,
-// not 100,000; and restore, catch-up and the normal cadence are the same code
-// (computePlan) driven by the injected clock. Cron parsing is robfig/cron/v3,
-// as in gocron.
+// Every active schedule has one gocron job, created with gocron.CronJob and
+// WithCronImplementation: its gocron.Cron is the schedule's Trigger
+// (timer.go), so cron in its time zone and across DST, intervals on their
+// anchored grid, once, start_at and end_at are computed by one function,
+// NewTrigger, which the API also uses to preview fires. gocron arms a
+// timer per job on the injected clock (WithClock), asks the lease before
+// every run (WithDistributedElector: a standby's timers tick without
+// firing) and logs through logrus (WithLogger).
+//
+// A gocron run does no I/O: it hands (schedule_id, intended time) to the run
+// goroutine, which gathers what arrives within BatchWait or up to BatchSize
+// schedules and writes it in one transaction per BatchSize jobs (runOnce,
+// flush): jobs rows with UNIQUE (schedule_id, scheduled_at) and
+// on-conflict-do-nothing, the time_triggers advance, completed schedules.
+// What a schedule writes is computePlan over its Trigger from
+// time_triggers.last_fire_at to now, never the moment the timer ran: the
+// timer only says "look now". That is why scheduled_at is the exact
+// intended time, why a late or repeated gocron run cannot write a wrong or
+// second row, and why restore, catch-up and the normal cadence are the same
+// code. gocron only arms future times, so what is already due when a
+// schedule is (re)loaded (after a restart, a resume, a leader change) is
+// queued by sync itself; and an occurrence gocron skips because it was late
+// re-arming is handed over from the Cron's Next.
+//
+// Sync keeps gocron in step with the rows: a new active schedule gets a job,
+// a changed trigger (type, expression, interval, run_at, time zone, window)
+// gets gocron's Update, a paused, deleted, invalid or completed schedule's
+// job is removed; an unchanged row keeps its job, so the full sync does not
+// re-arm every schedule.
 //
 // # Semantics
 //
@@ -43,7 +64,8 @@
 // schedule applies the same rule to the fires missed while it was paused. A
 // row that cannot be scheduled becomes status invalid with status_reason.
 //
-// scheduleengine imports models, store (only in dbstore.go, which belongs in
-// store/ by the layout rule), internal/metrics and third-party libraries; it
-// never imports the task engine, the API or the CLI.
+// scheduleengine imports models, store (the Store interface's plain types;
+// all SQL is in store/schedule_engine.go, fire.go, trigger.go, lease.go),
+// internal/metrics and third-party libraries; it never imports the task
+// engine, the API or the CLI.
 package scheduleengine

@@ -2,7 +2,6 @@ package scheduleengine
 
 import (
 	"cmp"
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-co-op/gocron/v2"
 	"github.com/sirupsen/logrus"
 
 	"github.com/chimesched/chime/internal/metrics"
@@ -22,8 +22,13 @@ import (
 // already seen.
 const syncOverlap = 10 * time.Second
 
+// fireBuffer is how many handed-over fires may wait for the writer before
+// gocron's task goroutines block on the hand-over.
+const fireBuffer = 4096
+
 // Engine is the schedule engine of one node. One goroutine (run) owns every
-// field below mu's block; the others only signal it.
+// field below mu's block; the others (gocron's timers among them) only
+// signal it.
 type Engine struct {
 	store Store
 	cfg   Config
@@ -35,12 +40,14 @@ type Engine struct {
 	wg      sync.WaitGroup
 
 	refresh chan struct{}
+	fires   chan fireMsg // gocron's timers → the run goroutine
 	leader  atomic.Bool
 
 	// Owned by the run goroutine (or by a test driving tick directly).
+	cron       gocron.Scheduler // times every schedule; created by Start
 	entries    map[int64]*entry
-	heap       fireHeap
-	complete   map[int64]bool // used-up schedules still to mark completed
+	due        map[int64]*entry // to plan at the next write: handed over by gocron, or found due by sync
+	complete   map[int64]bool   // used-up schedules still to mark completed
 	invalid    map[int64]string
 	missing    map[int64]TriggerRow // triggers to create
 	watermark  time.Time
@@ -71,6 +78,7 @@ func New(st Store, cfg *Config) (*Engine, error) {
 		log:     c.Logger.WithFields(logrus.Fields{"component": "scheduleengine", "node_id": c.NodeID}),
 		stopped: closed,
 		refresh: make(chan struct{}, 1),
+		fires:   make(chan fireMsg, fireBuffer),
 	}
 	e.reset()
 	return e, nil
@@ -78,7 +86,7 @@ func New(st Store, cfg *Config) (*Engine, error) {
 
 func (e *Engine) reset() {
 	e.entries = map[int64]*entry{}
-	e.heap = nil
+	e.due = map[int64]*entry{}
 	e.complete = map[int64]bool{}
 	e.invalid = map[int64]string{}
 	e.missing = map[int64]TriggerRow{}
@@ -97,6 +105,10 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.reset()
 	runCtx, cancel := context.WithCancel(ctx)
+	if err := e.open(); err != nil {
+		cancel()
+		return err
+	}
 	e.cancel = cancel
 	e.stopped = make(chan struct{})
 	e.wg.Add(1)
@@ -145,10 +157,36 @@ func (e *Engine) Refresh() {
 	}
 }
 
+// open creates and starts the gocron scheduler. A scheduler cannot start
+// again after Shutdown, so each Start gets a new one.
+func (e *Engine) open() error {
+	c, err := e.newCron()
+	if err != nil {
+		return err
+	}
+	e.cron = c
+	return nil
+}
+
+// closeCron shuts gocron down: no timer fires after it returns.
+func (e *Engine) closeCron() {
+	if e.cron == nil {
+		return
+	}
+	if err := e.cron.Shutdown(); err != nil {
+		e.log.WithError(err).Warn("gocron did not shut down cleanly")
+	}
+	e.cron = nil
+	for _, en := range e.entries {
+		en.timer = nil
+	}
+}
+
 func (e *Engine) run(ctx context.Context, stopped chan struct{}) {
 	defer e.wg.Done()
 	defer close(stopped)
 	defer e.resign(ctx)
+	defer e.closeCron() // before resign: no fire after the lease is given up
 	for {
 		now := e.cfg.Clock.Now()
 		e.tick(ctx, now)
@@ -162,6 +200,10 @@ func (e *Engine) run(ctx context.Context, stopped chan struct{}) {
 		case <-e.refresh:
 			timer.Stop()
 			e.syncDue = time.Time{}
+		case m := <-e.fires:
+			timer.Stop()
+			e.enqueue(m)
+			e.gather(ctx)
 		}
 	}
 }
@@ -175,7 +217,7 @@ func (e *Engine) resign(ctx context.Context) {
 	e.setLeader(false)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := e.store.ReleaseLease(rctx, e.leaseParams(e.cfg.Clock.Now())); err != nil {
+	if err := e.store.ReleaseLeaseAt(rctx, e.leaseParams(e.cfg.Clock.Now())); err != nil {
 		e.log.WithError(err).Warn("could not release the scheduler lease; a standby takes over when it expires")
 	}
 }
@@ -212,14 +254,10 @@ func (e *Engine) nextWake(now time.Time) time.Duration {
 	if e.syncDue.Before(at) {
 		at = e.syncDue
 	}
-	if e.leader.Load() && len(e.heap) > 0 {
-		next := e.heap[0].next
-		if next.Before(e.fireRetry) {
-			next = e.fireRetry
-		}
-		if next.Before(at) {
-			at = next
-		}
+	if e.leader.Load() && (len(e.due) > 0 || len(e.complete) > 0) && e.fireRetry.Before(at) {
+		// The timers for what is due already fired; only a failed write
+		// makes it wait.
+		at = e.fireRetry
 	}
 	return max(at.Sub(now), 0)
 }
@@ -229,7 +267,7 @@ func (e *Engine) leaseParams(now time.Time) *LeaseParams {
 }
 
 func (e *Engine) renewLease(ctx context.Context, now time.Time) {
-	held, err := e.store.AcquireLease(ctx, e.leaseParams(now))
+	held, err := e.store.AcquireLeaseAt(ctx, e.leaseParams(now))
 	switch {
 	case err != nil:
 		e.leaseDue = now.Add(e.cfg.RetryDelay)
@@ -253,6 +291,11 @@ func (e *Engine) renewLease(ctx context.Context, now time.Time) {
 			e.log.Warn("lost the scheduler lease; standing by")
 			e.setLeader(false)
 		}
+	}
+	if !e.leader.Load() {
+		// The leader writes these; on taking over, the full sync finds
+		// whatever is still due.
+		clear(e.due)
 	}
 	e.leaseDue = now.Add(e.cfg.LeaseTTL / 3)
 }
@@ -282,7 +325,9 @@ func (e *Engine) sync(ctx context.Context, now time.Time, full bool) error {
 	for i := range res.Rows {
 		r := &res.Rows[i]
 		seen[r.Schedule.ID] = true
-		e.apply(r)
+		if err := e.apply(ctx, r); err != nil {
+			return err
+		}
 	}
 	if p.ChangedSince == nil {
 		for id := range e.entries {
@@ -300,27 +345,79 @@ func (e *Engine) sync(ctx context.Context, now time.Time, full bool) error {
 	return nil
 }
 
-// apply replaces the engine's view of one schedule with the row's.
-func (e *Engine) apply(r *ScheduleRow) {
+// apply replaces the engine's view of one schedule with the row's and
+// arms, re-arms or removes its gocron job to match. Occurrences already due
+// (restore after a restart, catch-up after a pause or a leader change) are
+// not gocron's: gocron only arms future times, so apply queues them for the
+// next write, where computePlan applies the misfire policy.
+func (e *Engine) apply(ctx context.Context, r *ScheduleRow) error {
 	id := r.Schedule.ID
-	e.remove(id)
+	old := e.entries[id]
 	if r.Schedule.Status != models.ScheduleActive {
-		return
+		e.remove(id)
+		return nil
 	}
 	en, err := newEntry(r)
 	if err != nil {
+		e.remove(id)
 		e.invalid[id] = err.Error()
-		return
+		return nil
 	}
 	if r.Trigger == nil {
 		e.missing[id] = en.triggerRow()
 	}
-	e.entries[id] = en
+	delete(e.due, id)
+	delete(e.complete, id)
 	if en.usedUp() {
+		e.disarm(old)
+		e.entries[id] = en
 		e.complete[id] = true
+		return nil
+	}
+	if old != nil && old.timer != nil && old.key == en.key {
+		en.timer, old.timer = old.timer, nil
+	} else if err := e.arm(ctx, en, old); err != nil {
+		e.remove(id)
+		return err
+	}
+	e.entries[id] = en
+	// Read the clock after arming: an occurrence between the sync's start
+	// and gocron's arming is not armed, so it must be due here.
+	if !en.next.After(e.cfg.Clock.Now()) {
+		e.due[id] = en
+	}
+	return nil
+}
+
+// enqueue takes a fire handed over by gocron. A fire the engine has already
+// written (found due by sync, or handed over twice) or of a schedule it no
+// longer runs is dropped.
+func (e *Engine) enqueue(m fireMsg) {
+	en, ok := e.entries[m.id]
+	if !ok || en.next.IsZero() || en.next.After(m.at) {
 		return
 	}
-	heap.Push(&e.heap, en)
+	e.due[m.id] = en
+}
+
+// gather collects more fires for BatchWait, or until BatchSize schedules are
+// due, so a herd due in the same instant is written in few transactions.
+func (e *Engine) gather(ctx context.Context) {
+	if len(e.due) >= e.cfg.BatchSize {
+		return
+	}
+	t := e.cfg.Clock.NewTimer(e.cfg.BatchWait)
+	defer t.Stop()
+	for len(e.due) < e.cfg.BatchSize {
+		select {
+		case m := <-e.fires:
+			e.enqueue(m)
+		case <-t.Chan():
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func (e *Engine) remove(id int64) {
@@ -328,10 +425,9 @@ func (e *Engine) remove(id int64) {
 	if !ok {
 		return
 	}
-	if en.idx >= 0 {
-		heap.Remove(&e.heap, en.idx)
-	}
+	e.disarm(en)
 	delete(e.entries, id)
+	delete(e.due, id)
 	delete(e.complete, id)
 }
 

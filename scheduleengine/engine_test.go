@@ -29,14 +29,20 @@ func setup(t *testing.T, st *store.Store, nodeID string) *bundle {
 	return setupWithClock(t, st, nodeID, clock)
 }
 
-func setupWithClock(t *testing.T, st *store.Store, nodeID string, clock *clockwork.FakeClock) *bundle {
+func setupWithClock(t *testing.T, st *store.Store, nodeID string, clock *clockwork.FakeClock, opts ...func(*Config)) *bundle {
 	t.Helper()
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
 	b := &bundle{st: st, clock: clock, fired: &atomic.Int64{}}
-	e, err := New(NewDBStore(st), &Config{NodeID: nodeID, Clock: clock, Logger: log, OnFire: func() { b.fired.Add(1) }})
+	cfg := &Config{NodeID: nodeID, Clock: clock, Logger: log, OnFire: func() { b.fired.Add(1) }}
+	for _, o := range opts {
+		o(cfg)
+	}
+	e, err := New(st, cfg)
 	require.NoError(t, err)
 	b.e = e
+	require.NoError(t, e.open())
+	t.Cleanup(e.closeCron)
 	db := st.DB()
 	var def models.JobDefinition
 	if db.Where("name = ?", "def").First(&def).Error != nil {
@@ -71,12 +77,42 @@ func (b *bundle) schedule(t *testing.T, s models.Schedule, created time.Time) mo
 	return s
 }
 
-// at moves the fake clock to now and runs one tick there.
+// at moves the fake clock to now, runs one tick there (lease, sync, what
+// sync found due), then plays the run goroutine's part for gocron: it takes
+// the fires gocron's timers hand over until every occurrence up to now is
+// written. gocron runs its timers on goroutines of its own, so this waits on
+// that hand-over, not on time.
 func (b *bundle) at(t *testing.T, now time.Time) {
 	t.Helper()
 	b.clock.Advance(now.Sub(b.clock.Now()))
-	b.e.tick(t.Context(), now)
+	ctx := t.Context()
+	b.e.tick(ctx, now)
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	for b.e.IsLeader() && pendingAt(b.e, now) {
+		select {
+		case m := <-b.e.fires:
+			b.e.enqueue(m)
+		case <-timeout.C:
+			t.Fatalf("gocron handed over no fire for a schedule due at %s", now)
+		}
+		require.NoError(t, b.e.runOnce(ctx, now))
+	}
 }
+
+// pendingAt reports whether a schedule has an occurrence at or before now
+// that is not written yet.
+func pendingAt(e *Engine, now time.Time) bool {
+	for _, en := range e.entries {
+		if !e.complete[en.sched.ID] && !en.next.IsZero() && !en.next.After(now) {
+			return true
+		}
+	}
+	return false
+}
+
+// cronJobs counts the gocron jobs of e.
+func cronJobs(e *Engine) int { return len(e.cron.Jobs()) }
 
 func jobsOf(t *testing.T, st *store.Store, scheduleID int64) []models.Job {
 	t.Helper()
@@ -246,7 +282,8 @@ func TestPausedAndDeletedStopFiring(t *testing.T) {
 		b.at(t, start.Add(10*time.Second))
 		require.Len(t, jobsOf(t, st, p.ID), 1)
 		require.Len(t, jobsOf(t, st, d.ID), 1)
-		require.Empty(t, b.e.heap)
+		require.Empty(t, b.e.entries)
+		require.Zero(t, cronJobs(b.e), "their gocron jobs are removed")
 	})
 }
 
@@ -308,6 +345,48 @@ func TestForbidSkipsWhileJobUnfinished(t *testing.T) {
 	})
 }
 
+// With sync out of the way, every fire after the first must come from a
+// gocron timer; the jobs still carry the Trigger's intended times.
+func TestGocronDrivesFires(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		clock := clockwork.NewFakeClockAt(time.Now().UTC().Truncate(time.Minute).Add(time.Minute))
+		b := setupWithClock(t, st, "n1", clock, func(c *Config) { c.SyncInterval, c.FullSyncInterval = time.Hour, time.Hour })
+		start := clock.Now()
+		s := b.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("*/10 * * * * *"), Timezone: "Europe/Berlin"}, start)
+		once := b.schedule(t, models.Schedule{Name: "once", ScheduleType: models.ScheduleOnce, RunAt: ptr(start.Add(25 * time.Second))}, start)
+		b.at(t, start.Add(time.Second)) // lease, the only sync, the fire at created_at
+		require.Equal(t, 2, cronJobs(b.e), "one gocron job per active schedule")
+		for _, d := range []time.Duration{10, 20, 30} {
+			b.at(t, start.Add(d*time.Second+time.Millisecond))
+		}
+		// Several occurrences at once: gocron re-arms only future times, and
+		// the skipped ones still reach the writer, as a catch-up.
+		b.at(t, start.Add(62*time.Second))
+		jobs := jobsOf(t, st, s.ID)
+		require.Len(t, jobs, 6) // +0 … +30, +50 (catch-up for +40, +50), +60
+		for i, want := range []time.Duration{0, 10, 20, 30, 50, 60} {
+			require.True(t, start.Add(want*time.Second).Equal(jobs[i].ScheduledAt), "job %d at %s", i, jobs[i].ScheduledAt)
+		}
+		require.True(t, jobs[4].CatchUp)
+		require.Equal(t, 2, jobs[4].MissedFires)
+		require.Len(t, jobsOf(t, st, once.ID), 1)
+		require.Equal(t, models.ScheduleCompleted, reload(t, st, once).Status)
+		require.Equal(t, 1, cronJobs(b.e), "a completed schedule's gocron job is removed")
+	})
+}
+
+func TestTimerNeverReturnsZero(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	tm := &timer{trig: onceTrigger{at: at}, clock: clockwork.NewFakeClockAt(at.Add(-time.Hour))}
+	require.True(t, at.Equal(tm.Next(at.Add(-time.Minute))))
+	// gocron's catch-up loops call Next until the result is not before
+	// now; a zero time would never get there.
+	require.Equal(t, farFuture, tm.Next(at))
+	require.True(t, tm.Next(farFuture).After(farFuture))
+}
+
 // The loop itself, on the real clock: start, fire, stop, restart.
 func TestStartStop(t *testing.T) {
 	t.Parallel()
@@ -315,6 +394,7 @@ func TestStartStop(t *testing.T) {
 		log := logrus.New()
 		log.SetLevel(logrus.WarnLevel)
 		e, err := New(NewDBStore(st), &Config{NodeID: "n1", Logger: log, SyncInterval: 200 * time.Millisecond})
+		// NewDBStore stays for app's wiring; *store.Store is a Store itself.
 		require.NoError(t, err)
 		ctx := t.Context()
 		require.NoError(t, e.Stop(ctx), "stop before start is harmless")

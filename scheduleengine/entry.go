@@ -2,7 +2,6 @@ package scheduleengine
 
 import (
 	"bytes"
-	"container/heap"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +21,8 @@ type entry struct {
 	fired       int64
 	misfired    int64
 	next        time.Time // first occurrence after last; zero when used up
-	idx         int       // position in the heap, -1 when not in it
+	key         string    // triggerKey of the row
+	timer       *timer    // the gocron job timing this schedule; nil when none
 }
 
 // after is the instant whose successor is the schedule's next occurrence.
@@ -77,7 +77,7 @@ func newEntry(r *ScheduleRow) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &entry{sched: s, trig: trig, params: params, maxAttempts: max(r.Definition.MaxAttempts, 1), idx: -1}
+	e := &entry{sched: s, trig: trig, params: params, maxAttempts: max(r.Definition.MaxAttempts, 1), key: triggerKey(r)}
 	if t := r.Trigger; t != nil {
 		if t.LastFireAt != nil {
 			l := t.LastFireAt.UTC()
@@ -124,24 +124,3 @@ func jsonObject(j models.JSON, what string) (map[string]json.RawMessage, error) 
 	}
 	return m, nil
 }
-
-// fireHeap orders entries by next fire time.
-type fireHeap []*entry
-
-func (h fireHeap) Len() int           { return len(h) }
-func (h fireHeap) Less(i, j int) bool { return h[i].next.Before(h[j].next) }
-func (h fireHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].idx, h[j].idx = i, j
-}
-func (h *fireHeap) Push(x any) { e := x.(*entry); e.idx = len(*h); *h = append(*h, e) }
-func (h *fireHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	e.idx = -1
-	return e
-}
-
-var _ heap.Interface = (*fireHeap)(nil)

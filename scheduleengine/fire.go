@@ -1,8 +1,9 @@
 package scheduleengine
 
 import (
-	"container/heap"
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -17,16 +18,24 @@ type planned struct {
 	p  plan
 }
 
-// runOnce writes every fire due at now, in batches of at most BatchSize
-// jobs, one transaction each: a thundering herd costs one commit per batch,
-// not one per schedule. On error the failed and remaining schedules keep
-// their state and are planned again on the next call, which recomputes the
-// same rows: duplicates are no-ops.
+// runOnce writes the fires of every schedule queued as due (by gocron's
+// timers or by sync), in batches of at most BatchSize jobs, one transaction
+// each: a thundering herd costs one commit per batch, not one per schedule.
+// Each schedule's rows come from computePlan at now, so scheduled_at is
+// always the Trigger's intended time, whenever the timer ran. On error the
+// failed and remaining schedules keep their state and stay queued; the next
+// call recomputes the same rows, and duplicates are no-ops.
 func (e *Engine) runOnce(ctx context.Context, now time.Time) error {
-	var due []*entry
-	for len(e.heap) > 0 && !e.heap[0].next.After(now) {
-		due = append(due, heap.Pop(&e.heap).(*entry))
+	due := make([]*entry, 0, len(e.due))
+	for _, en := range e.due {
+		if !en.next.IsZero() && !en.next.After(now) {
+			due = append(due, en)
+		}
 	}
+	clear(e.due)
+	// Id order: two leaders in a split brain lock the same rows in the
+	// same order.
+	slices.SortFunc(due, func(a, b *entry) int { return cmp.Compare(a.sched.ID, b.sched.ID) })
 	var completeOnly []*entry
 	for id := range e.complete {
 		if en, ok := e.entries[id]; ok {
@@ -173,9 +182,8 @@ func (e *Engine) flush(ctx context.Context, batch *WriteFiresParams, items []pla
 		if p.done {
 			log.Info("schedule has no fires left; marked completed")
 			e.remove(id)
-			continue
 		}
-		heap.Push(&e.heap, en)
+		// Otherwise gocron has already armed the next occurrence.
 	}
 	metrics.Fires.WithLabelValues("normal").Add(float64(res.Inserted))
 	metrics.Fires.WithLabelValues("catch_up").Add(float64(res.InsertedCatchUp))
@@ -189,12 +197,11 @@ func (e *Engine) flush(ctx context.Context, batch *WriteFiresParams, items []pla
 	return nil
 }
 
-// requeue puts entries whose fires were not written back in the heap
-// unchanged.
+// requeue queues entries whose fires were not written again, unchanged.
 func (e *Engine) requeue(ens []*entry) {
 	for _, en := range ens {
-		if en.idx < 0 && !en.next.IsZero() && e.entries[en.sched.ID] == en {
-			heap.Push(&e.heap, en)
+		if !en.next.IsZero() && e.entries[en.sched.ID] == en {
+			e.due[en.sched.ID] = en
 		}
 	}
 }
