@@ -53,6 +53,7 @@ func NewRootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "", "text or json (overrides log.format)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "trace, debug, info, warn or error (overrides log.level)")
 	root.AddCommand(newServeCommand(g), newMigrateCommand(g), newVersionCommand())
+	root.AddCommand(adminCommands()...)
 	return root
 }
 
@@ -76,19 +77,30 @@ func (g *globals) load(stderr io.Writer) (*configs.Config, *logrus.Logger, error
 }
 
 func newServeCommand(g *globals) *cobra.Command {
-	var noMigrate bool
+	var noMigrate, scheduler, worker bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a chime node: schedule engine, task engine and API",
+		Long: `Run a chime node until SIGINT or SIGTERM. Both engines run by default;
+--scheduler=false makes a worker-only node and --worker=false a scheduler-only
+node, so a cluster can split the roles.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, log, err := g.load(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("scheduler") {
+				cfg.ScheduleEngine.Enabled = scheduler
+			}
+			if cmd.Flags().Changed("worker") {
+				cfg.TaskEngine.Enabled = worker
+			}
 			return app.Serve(cmd.Context(), cfg, app.Options{NoMigrate: noMigrate, Logger: log})
 		},
 	}
 	cmd.Flags().BoolVar(&noMigrate, "no-migrate", false, "do not apply migrations at start")
+	cmd.Flags().BoolVar(&scheduler, "scheduler", true, "run the schedule engine (overrides scheduleengine.enabled)")
+	cmd.Flags().BoolVar(&worker, "worker", true, "run the task engine (overrides taskengine.enabled)")
 	return cmd
 }
 

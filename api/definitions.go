@@ -1,0 +1,93 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/chimesched/chime/models"
+)
+
+func (s *Server) listDefinitions(w http.ResponseWriter, r *http.Request) *apiError {
+	p, e := listQuery(r, []string{"name", "since", "until"}, nil)
+	if e != nil {
+		return e
+	}
+	items, err := s.cfg.Store.Admin().ListDefinitions(r.Context(), p)
+	if err != nil {
+		return s.fromStore(r, err, "job definition")
+	}
+	writeJSON(w, http.StatusOK, pageOf(items, p, func(d *models.JobDefinition) int64 { return d.ID }))
+	return nil
+}
+
+func (s *Server) getDefinition(w http.ResponseWriter, r *http.Request) *apiError {
+	id, e := pathID(r, "job definition")
+	if e != nil {
+		return e
+	}
+	d, err := s.cfg.Store.Admin().GetDefinition(r.Context(), id)
+	if err != nil {
+		return s.fromStore(r, err, "a job definition")
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+func (s *Server) createDefinition(w http.ResponseWriter, r *http.Request) *apiError {
+	req := newDefinitionRequest()
+	if e := decodeBody(w, r, req); e != nil {
+		return e
+	}
+	d, e := validateDefinition(s.cfg.Registry, req)
+	if e != nil {
+		return e
+	}
+	if err := s.cfg.Store.Admin().CreateDefinition(r.Context(), d); err != nil {
+		return s.fromStore(r, err, "a job definition")
+	}
+	w.Header().Set("Location", Prefix+"/definitions/"+itoa(d.ID))
+	writeJSON(w, http.StatusCreated, d)
+	return nil
+}
+
+// updateDefinition applies the body's fields over the stored row (JSON
+// merge semantics: absent keys keep their value) and validates the result
+// as a whole.
+func (s *Server) updateDefinition(w http.ResponseWriter, r *http.Request) *apiError {
+	id, e := pathID(r, "job definition")
+	if e != nil {
+		return e
+	}
+	admin := s.cfg.Store.Admin()
+	cur, err := admin.GetDefinition(r.Context(), id)
+	if err != nil {
+		return s.fromStore(r, err, "a job definition")
+	}
+	req := definitionRequestOf(cur)
+	if e := decodeBody(w, r, req); e != nil {
+		return e
+	}
+	d, e := validateDefinition(s.cfg.Registry, req)
+	if e != nil {
+		return e
+	}
+	d.ID, d.CreatedAt = id, cur.CreatedAt
+	if err := admin.UpdateDefinition(r.Context(), d); err != nil {
+		return s.fromStore(r, err, "a job definition")
+	}
+	// Schedules of this definition fire its new defaults and policy.
+	s.schedulesChanged(0)
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+func (s *Server) deleteDefinition(w http.ResponseWriter, r *http.Request) *apiError {
+	id, e := pathID(r, "job definition")
+	if e != nil {
+		return e
+	}
+	if err := s.cfg.Store.Admin().DeleteDefinition(r.Context(), id); err != nil {
+		return s.fromStore(r, err, "a job definition")
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,19 @@
+// Package api is chime's HTTP JSON admin API: job definitions, schedules,
+// jobs and their logs and control actions, nodes and configurations under
+// /api/v1, plus /healthz, /readyz, /metrics and the OpenAPI document at
+// /api/v1/openapi.json (kept in this directory as openapi.json).
+//
+// Everything an engine would reject is rejected here first, with 400 and
+// {"error": "...", "field": "..."}: nothing invalid reaches the tables
+// through the API. JSON field names are the column names of the SQL
+// contract (see models). Changes take effect at once on the serving node
+// through Config.OnSchedulesChanged and Config.OnJobsAdded.
+//
+// Lifecycle: New validates the configuration (it refuses a non-loopback
+// address without a token), Start listens and serves in the background,
+// Stop shuts down gracefully. Handler serves tests without a listener.
+//
+// api may import store, models, tasks, configs (to check settings),
+// scheduleengine (for its triggers) and internal/metrics; it never imports
+// app, cli or the task engine.
+package api

@@ -1,0 +1,164 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+)
+
+var jobStatuses = []string{
+	string(models.JobPending), string(models.JobQueued), string(models.JobRunning), string(models.JobPaused),
+	string(models.JobSucceeded), string(models.JobFailed), string(models.JobStopped), string(models.JobCanceled),
+}
+
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) *apiError {
+	p, e := listQuery(r, []string{"status", "schedule_id", "job_definition_id", "since", "until"}, jobStatuses)
+	if e != nil {
+		return e
+	}
+	items, err := s.cfg.Store.Admin().ListJobs(r.Context(), p)
+	if err != nil {
+		return s.fromStore(r, err, "a job")
+	}
+	writeJSON(w, http.StatusOK, pageOf(items, p, func(j *models.Job) int64 { return j.ID }))
+	return nil
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request) *apiError {
+	id, e := pathID(r, "job")
+	if e != nil {
+		return e
+	}
+	return s.writeJob(w, r, http.StatusOK, id)
+}
+
+func (s *Server) writeJob(w http.ResponseWriter, r *http.Request, status int, id int64) *apiError {
+	j, err := s.cfg.Store.Admin().GetJob(r.Context(), id)
+	if err != nil {
+		return s.fromStore(r, err, "a job")
+	}
+	writeJSON(w, status, j)
+	return nil
+}
+
+// jobLogs lists a job's log lines oldest first; next_cursor continues after
+// the last line shown, so a client can poll it to follow a running job.
+// Unlike the other lists, next_cursor is set whenever lines were returned.
+func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request) *apiError {
+	id, e := pathID(r, "job")
+	if e != nil {
+		return e
+	}
+	p, e := listQuery(r, nil, nil)
+	if e != nil {
+		return e
+	}
+	admin := s.cfg.Store.Admin()
+	if _, err := admin.GetJob(r.Context(), id); err != nil {
+		return s.fromStore(r, err, "a job")
+	}
+	// For logs the cursor is the last id seen and the walk goes up.
+	lines, err := admin.ListJobLogs(r.Context(), id, p.BeforeID, p.Limit-1)
+	if err != nil {
+		return s.fromStore(r, err, "a job")
+	}
+	out := List[models.JobLog]{Items: lines}
+	if out.Items == nil {
+		out.Items = []models.JobLog{}
+	}
+	if n := len(lines); n > 0 {
+		out.NextCursor = encodeCursor(lines[n-1].ID)
+	} else if p.BeforeID > 0 {
+		out.NextCursor = encodeCursor(p.BeforeID)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) pauseJob(w http.ResponseWriter, r *http.Request) *apiError {
+	return s.controlJob(w, r, models.ControlPause)
+}
+
+func (s *Server) resumeJob(w http.ResponseWriter, r *http.Request) *apiError {
+	return s.controlJob(w, r, models.ControlResume)
+}
+
+func (s *Server) stopJob(w http.ResponseWriter, r *http.Request) *apiError {
+	return s.controlJob(w, r, models.ControlStop)
+}
+
+// controlJob records a control request; the node running the job acts on
+// it within its control interval. The answer is 202 with the row as it is
+// now: control shows the request, status changes when the engine acts (or
+// at once, to canceled, for a pending job asked to stop).
+func (s *Server) controlJob(w http.ResponseWriter, r *http.Request, c models.JobControl) *apiError {
+	id, e := pathID(r, "job")
+	if e != nil {
+		return e
+	}
+	j, err := s.cfg.Store.Admin().ControlJob(r.Context(), id, c)
+	if err != nil {
+		return s.fromStore(r, err, "a job")
+	}
+	entry := s.log.WithFields(logrus.Fields{"job_id": id, "control": string(c), "status": string(j.Status)})
+	if j.ScheduleID != nil {
+		entry = entry.WithField("schedule_id", *j.ScheduleID)
+	}
+	entry.Info("api: job control requested")
+	writeJSON(w, http.StatusAccepted, j)
+	return nil
+}
+
+// runJob writes an ad hoc job of a definition: its default params merged
+// with the request's params, due at run_at (default now).
+func (s *Server) runJob(w http.ResponseWriter, r *http.Request) *apiError {
+	var req runRequest
+	if e := decodeBody(w, r, &req); e != nil {
+		return e
+	}
+	if req.JobDefinitionID <= 0 {
+		return badRequest("job_definition_id", "job_definition_id is required")
+	}
+	params, e := checkObject("params", req.Params)
+	if e != nil {
+		return e
+	}
+	admin := s.cfg.Store.Admin()
+	def, err := admin.GetDefinition(r.Context(), req.JobDefinitionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return badRequest("job_definition_id", "job definition %d does not exist", req.JobDefinitionID)
+	}
+	if err != nil {
+		return s.fromStore(r, err, "a job definition")
+	}
+	merged := mergeParams(def.DefaultParams, params)
+	if e := checkTaskParams(s.cfg.Registry, def.TaskType, "params", merged); e != nil {
+		return e
+	}
+	now := s.now()
+	runAt := now
+	if req.RunAt != nil {
+		if req.RunAt.Year() < 1970 || req.RunAt.Year() > 9999 {
+			return badRequest("run_at", "run_at must be between the years 1970 and 9999")
+		}
+		runAt = *req.RunAt
+	}
+	job := &models.Job{
+		JobDefinitionID: def.ID, ScheduledAt: runAt, RunAt: runAt,
+		MaxAttempts: max(def.MaxAttempts, 1), Params: merged,
+	}
+	if err := admin.InsertJob(r.Context(), job, fmt.Sprintf("ad hoc run of job definition %d requested through the API", def.ID)); err != nil {
+		return s.fromStore(r, err, "a job")
+	}
+	if !runAt.After(now) {
+		s.jobsAdded()
+	}
+	w.Header().Set("Location", Prefix+"/jobs/"+strconv.FormatInt(job.ID, 10))
+	return s.writeJob(w, r, http.StatusCreated, job.ID)
+}

@@ -1,0 +1,142 @@
+package api
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+)
+
+func TestJobs(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		b := setup(t, st)
+		const path = "/api/v1/jobs"
+		def := itoa(b.definition("report"))
+
+		// Ad hoc run: defaults merged with the request's params.
+		j := b.ok(201, "POST", path, `{"job_definition_id":`+def+`,"params":{"fail":true}}`)
+		jid := itoa(id(j))
+		require.Nil(t, j["schedule_id"])
+		require.Equal(t, "pending", j["status"])
+		require.Equal(t, map[string]any{"duration": "10ms", "fail": true}, j["params"])
+		require.Equal(t, 1, b.added)
+		later := b.ok(201, "POST", path, `{"job_definition_id":`+def+`,"run_at":"2031-01-01T00:00:00Z"}`)
+		require.Equal(t, "2031-01-01T00:00:00Z", later["run_at"])
+		require.Equal(t, 1, b.added, "a job due later does not wake the task engine")
+		b.fails(400, "job_definition_id", "does not exist", "POST", path, `{"job_definition_id":999}`)
+		b.fails(400, "job_definition_id", "required", "POST", path, `{}`)
+		b.fails(400, "params.duration", "invalid duration", "POST", path, `{"job_definition_id":`+def+`,"params":{"duration":"x"}}`)
+		b.fails(400, "params", "must be a JSON object", "POST", path, `{"job_definition_id":`+def+`,"params":[]}`)
+		b.fails(400, "schedule_id", "unknown field", "POST", path, `{"job_definition_id":`+def+`,"schedule_id":1}`)
+
+		got := b.ok(200, "GET", path+"/"+jid, "")
+		require.Equal(t, j["id"], got["id"])
+		b.fails(404, "", "job 999 does not exist", "GET", path+"/999", "")
+
+		// Logs, oldest first, with a cursor to follow.
+		logs := b.ok(200, "GET", path+"/"+jid+"/logs", "")
+		require.Len(t, items(logs), 1)
+		require.Contains(t, items(logs)[0].(map[string]any)["message"], "ad hoc run")
+		follow := b.ok(200, "GET", path+"/"+jid+"/logs?cursor="+logs["next_cursor"].(string), "")
+		require.Empty(t, items(follow))
+		require.Equal(t, logs["next_cursor"], follow["next_cursor"], "an empty poll keeps the cursor")
+		b.fails(404, "", "does not exist", "GET", path+"/999/logs", "")
+
+		// Control: a pending job cannot pause; stop cancels it at once.
+		b.fails(409, "", "only a queued or running job can be paused", "POST", path+"/"+jid+"/pause", "")
+		b.fails(409, "", "only a paused job can be resumed", "POST", path+"/"+jid+"/resume", "")
+		stopped := b.ok(202, "POST", path+"/"+jid+"/stop", "")
+		require.Equal(t, "canceled", stopped["status"])
+		require.NotNil(t, stopped["finished_at"])
+		b.fails(409, "", "already canceled", "POST", path+"/"+jid+"/stop", "")
+
+		// A running job gets control requests for its engine.
+		run := id(later)
+		require.NoError(t, st.DB().Model(&models.Job{}).Where("id = ?", run).
+			Updates(map[string]any{"status": models.JobRunning, "node_id": "n1"}).Error)
+		rid := itoa(run)
+		require.Equal(t, "pause", b.ok(202, "POST", path+"/"+rid+"/pause", "")["control"])
+		// Resume before the engine acted withdraws the pause.
+		require.Equal(t, "", b.ok(202, "POST", path+"/"+rid+"/resume", "")["control"])
+		require.NoError(t, st.DB().Model(&models.Job{}).Where("id = ?", run).Update("status", models.JobPaused).Error)
+		require.Equal(t, "resume", b.ok(202, "POST", path+"/"+rid+"/resume", "")["control"])
+		s := b.ok(202, "POST", path+"/"+rid+"/stop", "")
+		require.Equal(t, "stop", s["control"])
+		require.Equal(t, "paused", s["status"], "the engine moves it; the API only asks")
+		b.fails(404, "", "does not exist", "POST", path+"/999/pause", "")
+		b.fails(404, "", "does not exist", "POST", path+"/999/resume", "")
+		b.fails(404, "", "does not exist", "POST", path+"/999/stop", "")
+		require.Len(t, items(b.ok(200, "GET", path+"/"+rid+"/logs", "")), 5, "every request is in the job's log")
+
+		// Filters.
+		require.Len(t, items(b.ok(200, "GET", path+"?status=canceled", "")), 1)
+		require.Len(t, items(b.ok(200, "GET", path+"?job_definition_id="+def, "")), 2)
+		require.Empty(t, items(b.ok(200, "GET", path+"?schedule_id=5", "")))
+		require.Len(t, items(b.ok(200, "GET", path+"?since=2030-12-31T00:00:00Z", "")), 1)
+		require.Len(t, items(b.ok(200, "GET", path+"?until=2030-12-31T00:00:00Z", "")), 1)
+		b.fails(400, "status", "unknown status", "GET", path+"?status=done", "")
+		b.fails(400, "since", "RFC 3339", "GET", path+"?since=yesterday", "")
+		b.fails(400, "until", "after since", "GET", path+"?since=2030-01-02T00:00:00Z&until=2030-01-01T00:00:00Z", "")
+		b.fails(400, "schedule_id", "positive integer", "GET", path+"?schedule_id=x", "")
+		b.fails(400, "limit", "from 1 to 500", "GET", path+"?limit=501", "")
+		b.fails(400, "cursor", "not one this API returned", "GET", path+"?cursor=!!", "")
+		b.fails(400, "status", "given 2 times", "GET", path+"?status=failed&status=pending", "")
+	})
+}
+
+// TestPagination walks every list with a small page and checks that each
+// item comes exactly once, newest first.
+func TestPagination(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		b := setup(t, st)
+		defID := b.definition("d0")
+		const n = 23
+		jobs := make([]models.Job, n)
+		for i := range jobs {
+			at := store.DBTime(time.Now())
+			jobs[i] = models.Job{JobDefinitionID: defID, ScheduledAt: at, RunAt: at, Status: models.JobSucceeded, MaxAttempts: 1}
+		}
+		require.NoError(t, st.DB().Create(&jobs).Error)
+		for i := 1; i < 7; i++ {
+			b.definition("d" + itoa(int64(i)))
+			b.ok(201, "POST", "/api/v1/schedules", `{"name":"s`+itoa(int64(i))+`","job_definition_id":`+itoa(defID)+`,"schedule_type":"cron","cron_expr":"@hourly"}`)
+		}
+		for _, c := range []struct {
+			path  string
+			total int
+		}{{"/api/v1/jobs", n}, {"/api/v1/definitions", 7}, {"/api/v1/schedules", 6}} {
+			seen := map[int64]bool{}
+			last := int64(1 << 62)
+			cursor := ""
+			pages := 0
+			for {
+				url := c.path + "?limit=5"
+				if cursor != "" {
+					url += "&cursor=" + cursor
+				}
+				page := b.ok(200, "GET", url, "")
+				pages++
+				for _, it := range items(page) {
+					i := id(it.(map[string]any))
+					require.Less(t, i, last, "newest first")
+					require.False(t, seen[i], "item %d twice", i)
+					seen[i], last = true, i
+				}
+				cursor = page["next_cursor"].(string)
+				if cursor == "" {
+					break
+				}
+			}
+			require.Len(t, seen, c.total, c.path)
+			require.Equal(t, (c.total+4)/5, pages, c.path)
+		}
+		// A limit of exactly the total leaves no next page.
+		require.Empty(t, b.ok(200, "GET", "/api/v1/jobs?limit=23", "")["next_cursor"])
+	})
+}

@@ -1,0 +1,226 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+
+	"gorm.io/gorm"
+
+	"github.com/chimesched/chime/store"
+)
+
+// maxBody bounds a request body; no admin request comes near it.
+const maxBody = 1 << 20
+
+// Error is the body of every error answer.
+type Error struct {
+	// Error says what is wrong, in words an admin can act on.
+	Error string `json:"error"`
+	// Field names the request field at fault (a JSON key, a query
+	// parameter or a path segment), when there is one.
+	Field string `json:"field,omitempty"`
+}
+
+// apiError is an error with its HTTP status, returned by handlers.
+type apiError struct {
+	status int
+	Error
+}
+
+func badRequest(field, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, Error: Error{Error: fmt.Sprintf(format, args...), Field: field}}
+}
+
+func notFound(format string, args ...any) *apiError {
+	return &apiError{status: http.StatusNotFound, Error: Error{Error: fmt.Sprintf(format, args...)}}
+}
+
+func conflict(field, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusConflict, Error: Error{Error: fmt.Sprintf(format, args...), Field: field}}
+}
+
+// fromStore maps a store error to an answer: ErrNotFound is 404, a
+// duplicate key, ErrInUse and ErrJobState are 409, anything else is a 500
+// whose detail goes to the log, not to the client.
+func (s *Server) fromStore(r *http.Request, err error, what string) *apiError {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return notFound("%s", trimSentinel(err))
+	case errors.Is(err, gorm.ErrDuplicatedKey):
+		return conflict("name", "%s already exists with that name", what)
+	case errors.Is(err, store.ErrInUse), errors.Is(err, store.ErrJobState):
+		return conflict("", "%s", trimSentinel(err))
+	}
+	s.log.WithError(err).WithField("path", r.URL.Path).Error("api: database error")
+	return &apiError{status: http.StatusInternalServerError, Error: Error{Error: "internal error while accessing the database; see the server log"}}
+}
+
+// trimSentinel drops the ": not found" style suffix the store wraps in, as
+// the message before it already says it in full.
+func trimSentinel(err error) string {
+	msg := err.Error()
+	for _, e := range []error{store.ErrInUse, store.ErrJobState} {
+		if m, ok := strings.CutSuffix(msg, ": "+e.Error()); ok {
+			return m
+		}
+	}
+	if m, ok := strings.CutSuffix(msg, ": "+store.ErrNotFound.Error()); ok {
+		return m + " does not exist"
+	}
+	return msg
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	writeJSON(w, e.status, e.Error)
+}
+
+// decodeBody decodes a JSON object strictly into v: unknown fields, wrong
+// types, trailing data and an empty body are 400s naming the field.
+// v may be pre-filled; keys absent from the body keep their values, which
+// is how defaults (create) and partial updates (PATCH) work.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) *apiError {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &apiError{status: http.StatusRequestEntityTooLarge, Error: Error{Error: fmt.Sprintf("request body is larger than %d bytes", maxBody)}}
+		}
+		return badRequest("", "read request body: %v", err)
+	}
+	return decodeJSON(body, v)
+}
+
+// decodeJSON is decodeBody without the HTTP: the fuzz target calls it.
+func decodeJSON(body []byte, v any) *apiError {
+	data := bytes.TrimSpace(body)
+	if len(data) == 0 {
+		return badRequest("", "request body is empty; send a JSON object")
+	}
+	if data[0] != '{' {
+		if !json.Valid(data) {
+			return badRequest("", "malformed JSON: %v", syntaxError(data))
+		}
+		return badRequest("", "request body must be a JSON object")
+	}
+	if err := strictDecode(data, v); err != nil {
+		return decodeError(data, v, err)
+	}
+	return nil
+}
+
+func syntaxError(data []byte) error {
+	var x any
+	return json.Unmarshal(data, &x)
+}
+
+var errTrailing = errors.New("unexpected data after the JSON object")
+
+func strictDecode(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errTrailing
+	}
+	return nil
+}
+
+func decodeError(data []byte, v any, err error) *apiError {
+	var (
+		syntaxErr *json.SyntaxError
+		typeErr   *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.Is(err, errTrailing):
+		return badRequest("", "malformed JSON: %v", err)
+	case errors.As(err, &syntaxErr):
+		return badRequest("", "malformed JSON at offset %d: %v", syntaxErr.Offset, err)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("", "malformed JSON: the body ends in the middle of a value")
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return badRequest(typeErr.Field, "field %s: expected %s, got JSON %s", typeErr.Field, jsonTypeName(typeErr.Type), typeErr.Value)
+	}
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		field := strings.Trim(rest, `"`)
+		return badRequest(field, "unknown field %s; see /api/v1/openapi.json for the accepted fields", rest)
+	}
+	// An error from a field's own UnmarshalJSON (time.Time, say) names no
+	// field; find it by decoding the top-level keys one at a time.
+	field := failingField(data, v)
+	msg = strings.TrimPrefix(msg, "json: ")
+	if field != "" {
+		if strings.Contains(msg, "parsing time") || strings.Contains(msg, "Time.UnmarshalJSON") {
+			return badRequest(field, "field %s: expected an RFC 3339 time string such as \"2025-01-02T15:04:05Z\" (%s)", field, msg)
+		}
+		return badRequest(field, "field %s: %s", field, msg)
+	}
+	return badRequest("", "malformed request: %s", msg)
+}
+
+func failingField(data []byte, v any) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(data, &fields) != nil {
+		return ""
+	}
+	rt := reflect.TypeOf(v)
+	if rt == nil || rt.Kind() != reflect.Pointer {
+		return ""
+	}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		one, err := json.Marshal(map[string]json.RawMessage{k: fields[k]})
+		if err != nil {
+			continue
+		}
+		if strictDecode(one, reflect.New(rt.Elem()).Interface()) != nil {
+			return k
+		}
+	}
+	return ""
+}
+
+func jsonTypeName(t reflect.Type) string {
+	if t == nil {
+		return "a value"
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonTypeName(t.Elem())
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return t.String()
+}

@@ -1,0 +1,302 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/scheduleengine"
+	"github.com/chimesched/chime/store"
+)
+
+// previewFires is how many fire times a schedule shows.
+const previewFires = 5
+
+// ScheduleView is a schedules row as the API shows it: the columns plus
+// the next fire times, so an admin can check a cron expression and time zone.
+type ScheduleView struct {
+	models.Schedule
+	// NextFires are the next fire times after now, in UTC; empty when the
+	// schedule will not fire (completed, invalid, past its end, no runs left).
+	NextFires []time.Time `json:"next_fires"`
+}
+
+var scheduleStatuses = []string{string(models.ScheduleActive), string(models.SchedulePaused), string(models.ScheduleCompleted), string(models.ScheduleInvalid)}
+
+func (s *Server) views(ctx context.Context, rows []models.Schedule) ([]ScheduleView, error) {
+	ids := make([]int64, len(rows))
+	for i := range rows {
+		ids[i] = rows[i].ID
+	}
+	trig, err := s.cfg.Store.Admin().ScheduleTriggers(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	out := make([]ScheduleView, len(rows))
+	for i := range rows {
+		out[i] = ScheduleView{Schedule: rows[i], NextFires: []time.Time{}}
+		row := &out[i].Schedule
+		if row.Status != models.ScheduleActive && row.Status != models.SchedulePaused {
+			continue
+		}
+		t, err := scheduleengine.NewTrigger(row)
+		if err != nil {
+			continue
+		}
+		n := previewFires
+		if tt, ok := trig[row.ID]; ok && tt.RemainingCount != nil {
+			n = min(n, int(max(*tt.RemainingCount, 0)))
+		} else if row.MaxRuns != nil {
+			n = min(n, max(*row.MaxRuns, 0))
+		}
+		out[i].NextFires = nextFires(t, now, n)
+	}
+	return out, nil
+}
+
+func (s *Server) view(ctx context.Context, row *models.Schedule) (*ScheduleView, error) {
+	v, err := s.views(ctx, []models.Schedule{*row})
+	if err != nil {
+		return nil, err
+	}
+	return &v[0], nil
+}
+
+func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) *apiError {
+	p, e := listQuery(r, []string{"name", "status", "job_definition_id", "since", "until"}, scheduleStatuses)
+	if e != nil {
+		return e
+	}
+	rows, err := s.cfg.Store.Admin().ListSchedules(r.Context(), p)
+	if err != nil {
+		return s.fromStore(r, err, "a schedule")
+	}
+	page := pageOf(rows, p, func(s *models.Schedule) int64 { return s.ID })
+	items, err := s.views(r.Context(), page.Items)
+	if err != nil {
+		return s.fromStore(r, err, "a schedule")
+	}
+	writeJSON(w, http.StatusOK, List[ScheduleView]{Items: items, NextCursor: page.NextCursor})
+	return nil
+}
+
+func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) *apiError {
+	id, e := pathID(r, "schedule")
+	if e != nil {
+		return e
+	}
+	row, err := s.cfg.Store.Admin().GetSchedule(r.Context(), id)
+	if err != nil {
+		return s.fromStore(r, err, "a schedule")
+	}
+	return s.writeSchedule(w, r, http.StatusOK, row)
+}
+
+func (s *Server) writeSchedule(w http.ResponseWriter, r *http.Request, status int, row *models.Schedule) *apiError {
+	v, err := s.view(r.Context(), row)
+	if err != nil {
+		return s.fromStore(r, err, "a schedule")
+	}
+	writeJSON(w, status, v)
+	return nil
+}
+
+// definitionFor loads the definition a schedule request names; a missing
+// one is nil, for validateSchedule to report on the right field.
+func (s *Server) definitionFor(r *http.Request, id int64) (*models.JobDefinition, *apiError) {
+	if id <= 0 {
+		return nil, nil
+	}
+	d, err := s.cfg.Store.Admin().GetDefinition(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.fromStore(r, err, "a job definition")
+	}
+	return d, nil
+}
+
+// createSchedule writes a schedule; with ?dry_run=true it only validates
+// and answers 200 with the row it would write and its next fire times.
+func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) *apiError {
+	dryRun, e := dryRunParam(r)
+	if e != nil {
+		return e
+	}
+	req := newScheduleRequest()
+	if e := decodeBody(w, r, req); e != nil {
+		return e
+	}
+	def, e := s.definitionFor(r, req.JobDefinitionID)
+	if e != nil {
+		return e
+	}
+	row, _, e := validateSchedule(s.cfg.Registry, req, def, s.now())
+	if e != nil {
+		return e
+	}
+	if dryRun {
+		return s.writeSchedule(w, r, http.StatusOK, row)
+	}
+	if err := s.cfg.Store.Admin().CreateSchedule(r.Context(), row); err != nil {
+		if errors.Is(err, store.ErrNoDefinition) {
+			return badRequest("job_definition_id", "job definition %d does not exist", row.JobDefinitionID)
+		}
+		return s.fromStore(r, err, "a schedule")
+	}
+	s.schedulesChanged(row.ID)
+	w.Header().Set("Location", Prefix+"/schedules/"+itoa(row.ID))
+	return s.writeSchedule(w, r, http.StatusCreated, row)
+}
+
+func dryRunParam(r *http.Request) (bool, *apiError) {
+	q := r.URL.Query()
+	for name := range q {
+		if name != "dry_run" {
+			return false, badRequest(name, "unknown query parameter %q (accepted: dry_run)", name)
+		}
+	}
+	switch v := q.Get("dry_run"); v {
+	case "", "false", "0":
+		return false, nil
+	case "true", "1":
+		return true, nil
+	default:
+		return false, badRequest("dry_run", "dry_run must be true or false, got %q", v)
+	}
+}
+
+// updateSchedule applies the body's fields over the stored row (absent
+// keys keep their value, null clears a nullable column) and validates the
+// result as a whole. Editing an invalid or completed schedule makes it
+// active again unless the body sets status: the edit is how an admin fixes
+// or extends it, and the engine re-judges it at once.
+func (s *Server) updateSchedule(w http.ResponseWriter, r *http.Request) *apiError {
+	id, e := pathID(r, "schedule")
+	if e != nil {
+		return e
+	}
+	admin := s.cfg.Store.Admin()
+	cur, err := admin.GetSchedule(r.Context(), id)
+	if err != nil {
+		return s.fromStore(r, err, "a schedule")
+	}
+	req := scheduleRequestOf(cur)
+	if cur.Status == models.ScheduleInvalid || cur.Status == models.ScheduleCompleted {
+		req.Status = models.ScheduleActive
+	}
+	if e := decodeBody(w, r, req); e != nil {
+		return e
+	}
+	def, e := s.definitionFor(r, req.JobDefinitionID)
+	if e != nil {
+		return e
+	}
+	row, _, e := validateSchedule(s.cfg.Registry, req, def, cur.CreatedAt)
+	if e != nil {
+		return e
+	}
+	row.ID = id
+	if err := admin.UpdateSchedule(r.Context(), row); err != nil {
+		if errors.Is(err, store.ErrNoDefinition) {
+			return badRequest("job_definition_id", "job definition %d does not exist", row.JobDefinitionID)
+		}
+		return s.fromStore(r, err, "a schedule")
+	}
+	s.schedulesChanged(id)
+	return s.getSchedule(w, r)
+}
+
+func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) *apiError {
+	id, e := pathID(r, "schedule")
+	if e != nil {
+		return e
+	}
+	if err := s.cfg.Store.Admin().DeleteSchedule(r.Context(), id); err != nil {
+		return s.fromStore(r, err, "a schedule")
+	}
+	s.schedulesChanged(id)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request) *apiError {
+	return s.setScheduleStatus(w, r, models.SchedulePaused, models.ScheduleActive)
+}
+
+func (s *Server) resumeSchedule(w http.ResponseWriter, r *http.Request) *apiError {
+	return s.setScheduleStatus(w, r, models.ScheduleActive, models.SchedulePaused)
+}
+
+// setScheduleStatus pauses or resumes. Asking for the state a schedule is
+// already in succeeds without a change; a completed or invalid schedule is
+// a 409, since pausing or resuming it cannot mean anything.
+func (s *Server) setScheduleStatus(w http.ResponseWriter, r *http.Request, to, from models.ScheduleStatus) *apiError {
+	id, e := pathID(r, "schedule")
+	if e != nil {
+		return e
+	}
+	row, changed, err := s.cfg.Store.Admin().SetScheduleStatus(r.Context(), id, to, from)
+	if err != nil {
+		return s.fromStore(r, err, "a schedule")
+	}
+	if !changed && row.Status != to {
+		verb := map[models.ScheduleStatus]string{models.SchedulePaused: "paused", models.ScheduleActive: "resumed"}[to]
+		reason := ""
+		if row.StatusReason != "" {
+			reason = " (" + row.StatusReason + ")"
+		}
+		return conflict("", "schedule %d is %s%s and cannot be %s; edit it to make it active again", id, row.Status, reason, verb)
+	}
+	if changed {
+		s.schedulesChanged(id)
+	}
+	return s.writeSchedule(w, r, http.StatusOK, row)
+}
+
+// triggerSchedule fires a schedule now: one pending job with
+// scheduled_at = now, the definition's defaults merged with the schedule's
+// params, and the definition's max_attempts, as the engine would write it.
+// It works on a paused schedule too: a manual run is what pause leaves open.
+func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) *apiError {
+	id, e := pathID(r, "schedule")
+	if e != nil {
+		return e
+	}
+	admin := s.cfg.Store.Admin()
+	sch, err := admin.GetSchedule(r.Context(), id)
+	if err != nil {
+		return s.fromStore(r, err, "a schedule")
+	}
+	def, err := admin.GetDefinition(r.Context(), sch.JobDefinitionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return conflict("job_definition_id", "schedule %d names job definition %d, which does not exist", id, sch.JobDefinitionID)
+	}
+	if err != nil {
+		return s.fromStore(r, err, "a job definition")
+	}
+	params := mergeParams(def.DefaultParams, sch.Params)
+	if e := checkTaskParams(s.cfg.Registry, def.TaskType, "params", params); e != nil {
+		return conflict(e.Field, "schedule %d cannot run: %s", id, e.Error.Error)
+	}
+	now := s.now()
+	job := &models.Job{
+		ScheduleID: &sch.ID, JobDefinitionID: def.ID, ScheduledAt: now, RunAt: now,
+		MaxAttempts: max(def.MaxAttempts, 1), Params: params,
+	}
+	if err := admin.InsertJob(r.Context(), job, fmt.Sprintf("triggered through the API from schedule %d", id)); err != nil {
+		if errors.Is(err, gorm.ErrDuplicatedKey) {
+			return conflict("", "schedule %d already has a job at %s; try again", id, now.UTC().Format(time.RFC3339Nano))
+		}
+		return s.fromStore(r, err, "a job")
+	}
+	s.jobsAdded()
+	return s.writeJob(w, r, http.StatusCreated, job.ID)
+}

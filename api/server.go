@@ -1,0 +1,268 @@
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/sirupsen/logrus"
+
+	"github.com/chimesched/chime/internal/metrics"
+	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/tasks"
+)
+
+// DefaultAddr is where the API listens when Config.Addr is empty.
+const DefaultAddr = "127.0.0.1:8080"
+
+// Config configures the API server.
+type Config struct {
+	// Store is the database. Required.
+	Store *store.Store
+	// Registry lists the task types this node knows; definitions naming
+	// another type are refused. Default: tasks.Default().
+	Registry *tasks.Registry
+	// Token is the bearer token every /api/v1 request must carry. Empty
+	// disables auth, which is allowed only on a loopback Addr.
+	Token string
+	// Addr is the listen address (default DefaultAddr).
+	Addr string
+	// Logger receives the server's lines (default: logrus's standard logger).
+	Logger logrus.FieldLogger
+	// NodeID names this node in log lines.
+	NodeID string
+	// OnSchedulesChanged, when set, is called after a schedule is created,
+	// changed, paused, resumed or deleted through the API, so the local
+	// schedule engine applies it at once instead of at its next sync scan.
+	// scheduleID is 0 when a job definition changed, which may change how
+	// any of its schedules fire. It must not block.
+	OnSchedulesChanged func(scheduleID int64)
+	// OnJobsAdded, when set, is called after the API wrote a due job (a
+	// trigger or an ad hoc run), so the local task engine polls at once.
+	// It must not block.
+	OnJobsAdded func()
+}
+
+// Server is the HTTP API.
+type Server struct {
+	cfg     Config
+	log     logrus.FieldLogger
+	handler http.Handler
+	now     func() time.Time
+
+	mu       sync.Mutex
+	srv      *http.Server
+	listener net.Listener
+	done     chan struct{}
+	serveErr error
+}
+
+// New checks cfg and builds the server. It refuses an empty Token on an
+// address that is not loopback: the API can create jobs that run shell
+// commands, so it must not be open to the network without auth.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("api: Config.Store is required")
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = tasks.Default()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = logrus.StandardLogger()
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = DefaultAddr
+	}
+	loopback, err := isLoopback(cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("api.addr %q: %w", cfg.Addr, err)
+	}
+	log := cfg.Logger.WithField("component", "api")
+	if cfg.NodeID != "" {
+		log = log.WithField("node_id", cfg.NodeID)
+	}
+	if cfg.Token == "" {
+		if !loopback {
+			return nil, fmt.Errorf("api.addr %q is not a loopback address and api.token is empty: "+
+				"set api.token (CHIME_API_TOKEN) or listen on 127.0.0.1", cfg.Addr)
+		}
+		log.Warn("api.token is empty: the API accepts unauthenticated requests from this host; set api.token (CHIME_API_TOKEN)")
+	}
+	s := &Server{cfg: cfg, log: log, now: time.Now}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// isLoopback reports whether addr (host:port) can only be reached from
+// this host. An empty host means every interface.
+func isLoopback(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, err
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true, nil
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback(), nil
+}
+
+// Handler returns the API's HTTP handler, for tests and for embedding in
+// another server.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Start listens on Config.Addr and serves in the background until Stop.
+// Calling it again while running is a no-op.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv != nil {
+		return nil
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("api: listen on %s: %w", s.cfg.Addr, err)
+	}
+	base := context.WithoutCancel(ctx)
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return base },
+	}
+	done := make(chan struct{})
+	s.srv, s.listener, s.done, s.serveErr = srv, ln, done, nil
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.WithError(err).Error("api: server stopped")
+			s.mu.Lock()
+			s.serveErr = err
+			s.mu.Unlock()
+		}
+	}()
+	s.log.WithField("addr", ln.Addr().String()).Info("api listening")
+	return nil
+}
+
+// Addr returns the address the server listens on (useful with port 0),
+// or "" when it is not started.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listener == nil {
+		return ""
+	}
+	return s.listener.Addr().String()
+}
+
+// Stop shuts the server down gracefully: it stops accepting, lets requests
+// in flight finish until ctx ends, then closes what is left. Stop before
+// Start, or twice, is harmless.
+func (s *Server) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	srv, done := s.srv, s.done
+	s.srv, s.listener = nil, nil
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		_ = srv.Close()
+	}
+	<-done
+	s.mu.Lock()
+	serveErr := s.serveErr
+	s.mu.Unlock()
+	return errors.Join(err, serveErr)
+}
+
+// authorize wraps the /api/v1 routes with the bearer token check.
+func (s *Server) authorize(next http.Handler) http.Handler {
+	if s.cfg.Token == "" {
+		return next
+	}
+	want := []byte(s.cfg.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="chime"`)
+			msg := "missing bearer token: send Authorization: Bearer <CHIME_API_TOKEN>"
+			if ok {
+				msg = "invalid bearer token"
+			}
+			writeJSON(w, http.StatusUnauthorized, Error{Error: msg})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// logRequests logs every request at debug level, and 5xx answers as warnings.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		entry := s.log.WithFields(logrus.Fields{
+			"method": r.Method, "path": r.URL.Path, "status": rec.status, "duration": time.Since(start).Round(time.Microsecond),
+		})
+		if rec.status >= 500 {
+			entry.Warn("api request failed")
+		} else {
+			entry.Debug("api request")
+		}
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.cfg.Store.Ping(ctx); err != nil {
+		s.log.WithError(err).Warn("api: readiness check: database unreachable")
+		writeJSON(w, http.StatusServiceUnavailable, Error{Error: "database unreachable: " + err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+var metricsHandler = promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{})
+
+func (s *Server) schedulesChanged(id int64) {
+	if s.cfg.OnSchedulesChanged != nil {
+		s.cfg.OnSchedulesChanged(id)
+	}
+}
+
+func (s *Server) jobsAdded() {
+	if s.cfg.OnJobsAdded != nil {
+		s.cfg.OnJobsAdded()
+	}
+}

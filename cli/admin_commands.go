@@ -1,0 +1,471 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chimesched/chime/api"
+	"github.com/chimesched/chime/models"
+)
+
+type (
+	nodeRow       = models.Node
+	definitionRow = models.JobDefinition
+	jobRow        = models.Job
+	scheduleRow   = api.ScheduleView
+)
+
+const (
+	definitionsPath = api.Prefix + "/definitions"
+	schedulesPath   = api.Prefix + "/schedules"
+	jobsPath        = api.Prefix + "/jobs"
+)
+
+func newDefinitionCommand() *cobra.Command {
+	cmd, f := adminGroup("definition", "Manage job definitions (what to run)",
+		"A job definition names a task type with its default params and run policy. Schedules and ad hoc runs refer to one.")
+	cmd.Aliases = []string{"definitions", "def"}
+
+	var (
+		add        = map[string]any{}
+		params     string
+		taskType   string
+		descr      string
+		notifyOn   string
+		emails     string
+		timeout    int
+		attempts   int
+		backoff    int
+		pf         pageFlags
+		listByName string
+	)
+	addCmd := &cobra.Command{
+		Use:   "add NAME --task-type TYPE [flags]",
+		Short: "Create a job definition",
+		Example: `  chime definition add nightly-backup --task-type shell --params '{"command":"backup.sh"}' --max-attempts 3
+  chime definition add ping --task-type httpcall --params '{"url":"https://example.com/health"}' --notify-on failure --notify-emails ops@example.com`,
+		Args: cobra.ExactArgs(1),
+		RunE: runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
+			add["name"], add["task_type"] = args[0], taskType
+			if params != "" {
+				p, err := jsonFlag("params", params)
+				if err != nil {
+					return err
+				}
+				add["default_params"] = p
+			}
+			return c.post(ctx, out, definitionsPath, add)
+		}),
+	}
+	fl := addCmd.Flags()
+	fl.StringVar(&taskType, "task-type", "", "registered task type (sleep, shell, httpcall, email, or a plugin's)")
+	fl.StringVar(&params, "params", "", "default params, a JSON object")
+	fl.StringVar(&descr, "description", "", "free text")
+	fl.IntVar(&timeout, "timeout", 0, "seconds before a run is stopped (0 = none)")
+	fl.IntVar(&attempts, "max-attempts", 1, "attempts per job, retries included")
+	fl.IntVar(&backoff, "retry-backoff", 10, "seconds between attempts")
+	fl.StringVar(&notifyOn, "notify-on", "never", "email on never, failure, success or always")
+	fl.StringVar(&emails, "notify-emails", "", "comma-separated addresses")
+	_ = addCmd.MarkFlagRequired("task-type")
+	addCmd.PreRun = func(cmd *cobra.Command, _ []string) {
+		// Send only what was given, so the server's defaults apply.
+		set := func(flag, key string, v any) {
+			if cmd.Flags().Changed(flag) {
+				add[key] = v
+			}
+		}
+		set("description", "description", &descr)
+		set("timeout", "timeout_seconds", &timeout)
+		set("max-attempts", "max_attempts", &attempts)
+		set("retry-backoff", "retry_backoff_seconds", &backoff)
+		set("notify-on", "notify_on", &notifyOn)
+		set("notify-emails", "notify_emails", &emails)
+	}
+
+	listCmd := &cobra.Command{
+		Use:   "list",
+		Short: "List job definitions, newest first",
+		Args:  cobra.NoArgs,
+		RunE: runner(f, func(ctx context.Context, c *client, out io.Writer, _ []string) error {
+			q := pf.query()
+			if listByName != "" {
+				q.Set("name", listByName)
+			}
+			return list(ctx, c, out, definitionsPath, q,
+				[]string{"ID", "NAME", "TASK TYPE", "MAX ATTEMPTS", "TIMEOUT", "NOTIFY", "DESCRIPTION"},
+				func(d *definitionRow) []string {
+					return []string{itoa(d.ID), d.Name, d.TaskType, strconv.Itoa(d.MaxAttempts), strconv.Itoa(d.TimeoutSeconds) + "s",
+						string(d.NotifyOn), str(d.Description)}
+				})
+		}),
+	}
+	pf.register(listCmd)
+	listCmd.Flags().StringVar(&listByName, "name", "", "only the definition with this name")
+
+	showCmd := &cobra.Command{
+		Use: "show ID|NAME", Short: "Show a job definition", Args: cobra.ExactArgs(1),
+		RunE: runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
+			id, err := c.resolve(ctx, definitionsPath, "job definition", args[0])
+			if err != nil {
+				return err
+			}
+			return c.show(ctx, out, definitionsPath+"/"+id)
+		}),
+	}
+	deleteCmd := &cobra.Command{
+		Use: "delete ID|NAME", Short: "Delete a job definition no schedule or unfinished job uses", Args: cobra.ExactArgs(1),
+		RunE: runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
+			id, err := c.resolve(ctx, definitionsPath, "job definition", args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.do(ctx, "DELETE", definitionsPath+"/"+id, nil, nil, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "deleted job definition %s\n", id)
+			return nil
+		}),
+	}
+	cmd.AddCommand(addCmd, listCmd, showCmd, deleteCmd)
+	return cmd
+}
+
+func newScheduleCommand() *cobra.Command {
+	cmd, f := adminGroup("schedule", "Manage schedules (when to run a definition)",
+		"A schedule fires jobs of a job definition on a cron expression, a fixed interval, or once.")
+	cmd.Aliases = []string{"schedules", "sched"}
+
+	var (
+		def, cron, every, at, tz, start, end, misfire, concurrency, params string
+		maxRuns, catchup                                                   int
+		paused, dryRun                                                     bool
+	)
+	addCmd := &cobra.Command{
+		Use:   "add NAME --definition ID|NAME (--cron EXPR | --every DURATION | --at TIME) [flags]",
+		Short: "Create a schedule (or preview it with --dry-run)",
+		Example: `  chime schedule add weekday-report --definition report --cron "0 9 * * MON-FRI" --timezone Europe/Paris
+  chime schedule add poll --definition ping --every 30s
+  chime schedule add migrate-once --definition migrate --at 2030-01-01T02:00:00Z
+  chime schedule add try --definition report --cron "*/15 * * * *" --dry-run`,
+		Args: cobra.ExactArgs(1),
+		RunE: runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
+			body := map[string]any{"name": args[0]}
+			n := 0
+			for _, s := range []string{cron, every, at} {
+				if s != "" {
+					n++
+				}
+			}
+			if n != 1 {
+				return errors.New("give exactly one of --cron, --every or --at")
+			}
+			switch {
+			case cron != "":
+				body["schedule_type"], body["cron_expr"] = models.ScheduleCron, cron
+			case every != "":
+				d, err := time.ParseDuration(every)
+				if err != nil || d < time.Second || d%time.Second != 0 {
+					return fmt.Errorf("--every %q: want a whole number of seconds such as 30s, 5m or 1h", every)
+				}
+				body["schedule_type"], body["interval_seconds"] = models.ScheduleInterval, int64(d/time.Second)
+			default:
+				body["schedule_type"], body["run_at"] = models.ScheduleOnce, at
+			}
+			for flag, v := range map[string]string{"timezone": tz, "start_at": start, "end_at": end, "misfire_policy": misfire, "concurrency": concurrency} {
+				if v != "" {
+					body[flag] = v
+				}
+			}
+			if maxRuns > 0 {
+				body["max_runs"] = maxRuns
+			}
+			if catchup >= 0 {
+				body["catchup_window_seconds"] = catchup
+			}
+			if paused {
+				body["status"] = models.SchedulePaused
+			}
+			if params != "" {
+				p, err := jsonFlag("params", params)
+				if err != nil {
+					return err
+				}
+				body["params"] = p
+			}
+			id, err := c.resolve(ctx, definitionsPath, "job definition", def)
+			if err != nil {
+				return err
+			}
+			body["job_definition_id"], _ = strconv.ParseInt(id, 10, 64)
+			q := url.Values{}
+			if dryRun {
+				q.Set("dry_run", "true")
+			}
+			var raw json.RawMessage
+			if err := c.do(ctx, "POST", schedulesPath, q, body, &raw); err != nil {
+				return err
+			}
+			if !dryRun || c.output == "json" {
+				return c.printRow(out, raw)
+			}
+			var v api.ScheduleView
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return fmt.Errorf("decode schedule: %w", err)
+			}
+			return printFires(out, &v)
+		}),
+	}
+	fl := addCmd.Flags()
+	fl.StringVar(&def, "definition", "", "job definition to run, by id or name")
+	fl.StringVar(&cron, "cron", "", `cron expression: 5 fields, 6 with seconds, or "@daily", "@every 5m"`)
+	fl.StringVar(&every, "every", "", "fixed interval, such as 30s, 5m, 1h")
+	fl.StringVar(&at, "at", "", "run once at this RFC 3339 time")
+	fl.StringVar(&tz, "timezone", "", "IANA time zone of the cron expression (default UTC)")
+	fl.StringVar(&start, "start-at", "", "no fire before this RFC 3339 time")
+	fl.StringVar(&end, "end-at", "", "no fire after this RFC 3339 time")
+	fl.IntVar(&maxRuns, "max-runs", 0, "stop after this many fires (0 = no limit)")
+	fl.StringVar(&misfire, "misfire-policy", "", "fire_once (default), skip or fire_all")
+	fl.IntVar(&catchup, "catchup-window", -1, "seconds: missed fires older than this are dropped; -1 = no bound")
+	fl.StringVar(&concurrency, "concurrency", "", "allow (default) or forbid overlapping jobs")
+	fl.StringVar(&params, "params", "", "params merged over the definition's defaults, a JSON object")
+	fl.BoolVar(&paused, "paused", false, "create it paused")
+	fl.BoolVar(&dryRun, "dry-run", false, "validate and print the next fire times without saving")
+	_ = addCmd.MarkFlagRequired("definition")
+
+	var (
+		pf                         pageFlags
+		listStatus, listDefinition string
+	)
+	listCmd := &cobra.Command{
+		Use: "list", Short: "List schedules, newest first, with their next fire time", Args: cobra.NoArgs,
+		RunE: runner(f, func(ctx context.Context, c *client, out io.Writer, _ []string) error {
+			q := pf.query()
+			if listStatus != "" {
+				q.Set("status", listStatus)
+			}
+			if listDefinition != "" {
+				id, err := c.resolve(ctx, definitionsPath, "job definition", listDefinition)
+				if err != nil {
+					return err
+				}
+				q.Set("job_definition_id", id)
+			}
+			return list(ctx, c, out, schedulesPath, q,
+				[]string{"ID", "NAME", "DEFINITION", "TYPE", "SPEC", "TIMEZONE", "STATUS", "NEXT FIRE"},
+				func(s *scheduleRow) []string {
+					next := "-"
+					if len(s.NextFires) > 0 {
+						next = timeCell(&s.NextFires[0])
+					}
+					return []string{itoa(s.ID), s.Name, itoa(s.JobDefinitionID), string(s.ScheduleType), spec(&s.Schedule),
+						s.Timezone, string(s.Status), next}
+				})
+		}),
+	}
+	pf.register(listCmd)
+	listCmd.Flags().StringVar(&listStatus, "status", "", "only active, paused, completed or invalid schedules")
+	listCmd.Flags().StringVar(&listDefinition, "definition", "", "only schedules of this job definition (id or name)")
+
+	byID := func(use, short string, act func(ctx context.Context, c *client, out io.Writer, id string) error) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " ID|NAME", Short: short, Args: cobra.ExactArgs(1),
+			RunE: runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
+				id, err := c.resolve(ctx, schedulesPath, "schedule", args[0])
+				if err != nil {
+					return err
+				}
+				return act(ctx, c, out, id)
+			}),
+		}
+	}
+	action := func(verb string) func(ctx context.Context, c *client, out io.Writer, id string) error {
+		return func(ctx context.Context, c *client, out io.Writer, id string) error {
+			return c.post(ctx, out, schedulesPath+"/"+id+"/"+verb, nil)
+		}
+	}
+	cmd.AddCommand(addCmd, listCmd,
+		byID("show", "Show a schedule and its next fire times", func(ctx context.Context, c *client, out io.Writer, id string) error {
+			return c.show(ctx, out, schedulesPath+"/"+id)
+		}),
+		byID("pause", "Pause a schedule: no fires until resumed", action("pause")),
+		byID("resume", "Resume a paused schedule", action("resume")),
+		byID("trigger", "Fire a schedule now (prints the job written)", action("trigger")),
+		byID("delete", "Delete a schedule (its jobs stay)", func(ctx context.Context, c *client, out io.Writer, id string) error {
+			if err := c.do(ctx, "DELETE", schedulesPath+"/"+id, nil, nil, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "deleted schedule %s\n", id)
+			return nil
+		}),
+	)
+	return cmd
+}
+
+// spec is the schedule's trigger in one cell.
+func spec(s *models.Schedule) string {
+	switch {
+	case s.CronExpr != nil:
+		return *s.CronExpr
+	case s.IntervalSeconds != nil:
+		return "every " + (time.Duration(*s.IntervalSeconds) * time.Second).String()
+	case s.RunAt != nil:
+		return "at " + timeCell(s.RunAt)
+	}
+	return "-"
+}
+
+// printFires is the --dry-run answer: each fire in UTC and in the
+// schedule's own zone, which is what an admin checks a cron against.
+func printFires(out io.Writer, v *api.ScheduleView) error {
+	loc, err := time.LoadLocation(v.Timezone)
+	if err != nil {
+		loc = time.UTC
+	}
+	fmt.Fprintf(out, "schedule %q is valid (not saved). Next fire times:\n", v.Name)
+	if len(v.NextFires) == 0 {
+		fmt.Fprintln(out, "  none: it would never fire")
+		return nil
+	}
+	rows := make([][]string, len(v.NextFires))
+	for i, t := range v.NextFires {
+		rows[i] = []string{t.UTC().Format(time.RFC3339), t.In(loc).Format("Mon 2006-01-02 15:04:05 MST")}
+	}
+	return table(out, []string{"UTC", strings.ToUpper(v.Timezone)}, rows)
+}
+
+func newJobCommand() *cobra.Command {
+	cmd, f := adminGroup("job", "Inspect and control jobs (runs of a definition)",
+		"A job is one fire of a schedule or one ad hoc run. Control actions are carried out by the node running the job within a few seconds.")
+	cmd.Aliases = []string{"jobs"}
+
+	var (
+		pf                                       pageFlags
+		status, schedule, definition, since, til string
+	)
+	listCmd := &cobra.Command{
+		Use: "list", Short: "List jobs, newest first", Args: cobra.NoArgs,
+		RunE: runner(f, func(ctx context.Context, c *client, out io.Writer, _ []string) error {
+			q := pf.query()
+			for k, v := range map[string]string{"status": status, "since": since, "until": til} {
+				if v != "" {
+					q.Set(k, v)
+				}
+			}
+			for _, r := range []struct{ arg, path, what, key string }{
+				{schedule, schedulesPath, "schedule", "schedule_id"}, {definition, definitionsPath, "job definition", "job_definition_id"},
+			} {
+				if r.arg == "" {
+					continue
+				}
+				id, err := c.resolve(ctx, r.path, r.what, r.arg)
+				if err != nil {
+					return err
+				}
+				q.Set(r.key, id)
+			}
+			return list(ctx, c, out, jobsPath, q,
+				[]string{"ID", "SCHEDULE", "DEFINITION", "STATUS", "CONTROL", "ATTEMPT", "SCHEDULED AT", "STARTED", "FINISHED", "NODE"},
+				func(j *jobRow) []string {
+					return []string{itoa(j.ID), intCell(j.ScheduleID), itoa(j.JobDefinitionID), string(j.Status), str(string(j.Control)),
+						fmt.Sprintf("%d/%d", j.Attempt, j.MaxAttempts), timeCell(&j.ScheduledAt), timeCell(j.StartedAt), timeCell(j.FinishedAt), str(j.NodeID)}
+				})
+		}),
+	}
+	pf.register(listCmd)
+	lf := listCmd.Flags()
+	lf.StringVar(&status, "status", "", "only jobs in this status (pending, queued, running, paused, succeeded, failed, stopped, canceled)")
+	lf.StringVar(&schedule, "schedule", "", "only jobs of this schedule (id or name)")
+	lf.StringVar(&definition, "definition", "", "only jobs of this job definition (id or name)")
+	lf.StringVar(&since, "since", "", "only jobs scheduled at or after this RFC 3339 time")
+	lf.StringVar(&til, "until", "", "only jobs scheduled before this RFC 3339 time")
+
+	jobArg := func(use, short string, act func(ctx context.Context, c *client, out io.Writer, id string) error) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " ID", Short: short, Args: cobra.ExactArgs(1),
+			RunE: runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
+				if _, err := strconv.ParseInt(args[0], 10, 64); err != nil {
+					return fmt.Errorf("job id %q: want a number", args[0])
+				}
+				return act(ctx, c, out, args[0])
+			}),
+		}
+	}
+	control := func(verb string) func(ctx context.Context, c *client, out io.Writer, id string) error {
+		return func(ctx context.Context, c *client, out io.Writer, id string) error {
+			return c.post(ctx, out, jobsPath+"/"+id+"/"+verb, nil)
+		}
+	}
+	var logLimit int
+	logsCmd := jobArg("logs", "Print a job's log, oldest first", func(ctx context.Context, c *client, out io.Writer, id string) error {
+		q := url.Values{"limit": {strconv.Itoa(logLimit)}}
+		var raw json.RawMessage
+		if err := c.do(ctx, "GET", jobsPath+"/"+id+"/logs", q, nil, &raw); err != nil {
+			return err
+		}
+		if c.output == "json" {
+			return printJSON(out, raw)
+		}
+		var page api.List[models.JobLog]
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return fmt.Errorf("decode logs: %w", err)
+		}
+		for _, l := range page.Items {
+			fmt.Fprintf(out, "%s  %-5s  %s\n", l.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"), l.Level, l.Message)
+		}
+		return nil
+	})
+	logsCmd.Flags().IntVar(&logLimit, "limit", api.MaxLimit, fmt.Sprintf("most lines to print (1-%d)", api.MaxLimit))
+
+	var runParams, runAt string
+	runCmd := &cobra.Command{
+		Use:   "run DEFINITION [--params JSON] [--at TIME]",
+		Short: "Run a job definition now (ad hoc), with optional params",
+		Example: `  chime job run nightly-backup
+  chime job run report --params '{"month":"2025-01"}'`,
+		Args: cobra.ExactArgs(1),
+		RunE: runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
+			id, err := c.resolve(ctx, definitionsPath, "job definition", args[0])
+			if err != nil {
+				return err
+			}
+			defID, _ := strconv.ParseInt(id, 10, 64)
+			body := map[string]any{"job_definition_id": defID}
+			if runParams != "" {
+				p, err := jsonFlag("params", runParams)
+				if err != nil {
+					return err
+				}
+				body["params"] = p
+			}
+			if runAt != "" {
+				body["run_at"] = runAt
+			}
+			return c.post(ctx, out, jobsPath, body)
+		}),
+	}
+	runCmd.Flags().StringVar(&runParams, "params", "", "params merged over the definition's defaults, a JSON object")
+	runCmd.Flags().StringVar(&runAt, "at", "", "run at this RFC 3339 time instead of now")
+
+	cmd.AddCommand(listCmd,
+		jobArg("show", "Show a job", func(ctx context.Context, c *client, out io.Writer, id string) error {
+			return c.show(ctx, out, jobsPath+"/"+id)
+		}),
+		logsCmd,
+		jobArg("pause", "Ask the running node to pause a job", control("pause")),
+		jobArg("resume", "Ask the running node to resume a paused job", control("resume")),
+		jobArg("stop", "Stop a job (a pending one is canceled at once)", control("stop")),
+		runCmd,
+	)
+	return cmd
+}
+
+func itoa(id int64) string { return strconv.FormatInt(id, 10) }

@@ -1,0 +1,241 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/chimesched/chime/models"
+)
+
+// Admin holds the queries behind the admin API: lists, plain CRUD and the
+// control requests an admin sends to jobs. They live on their own type so
+// their names cannot clash with the engines' hot-path queries on Store.
+type Admin struct{ s *Store }
+
+// Admin returns the admin queries of s.
+func (s *Store) Admin() *Admin { return &Admin{s: s} }
+
+// Sentinels the admin queries wrap; the API maps them to 404 and 409.
+var (
+	// ErrNotFound: no row has that id (or name).
+	ErrNotFound = errors.New("not found")
+	// ErrNoDefinition: a schedule names a job definition that does not exist.
+	ErrNoDefinition = errors.New("job definition does not exist")
+	// ErrInUse: the row is referenced by others and cannot be deleted.
+	ErrInUse = errors.New("in use")
+	// ErrJobState: the job's status does not allow the requested action.
+	ErrJobState = errors.New("not allowed in this job state")
+)
+
+// AdminListParams asks for one page of a list, newest first (id descending).
+// Zero values mean "no filter".
+type AdminListParams struct {
+	// BeforeID returns only rows with id < BeforeID (the page cursor); 0 starts at the newest.
+	BeforeID int64
+	// Limit is the most rows returned; the API asks for one more than it
+	// shows to learn whether another page exists.
+	Limit int
+	// Name filters definitions and schedules by exact name.
+	Name string
+	// Status filters schedules and jobs.
+	Status string
+	// ScheduleID and JobDefinitionID filter schedules (definition only) and jobs.
+	ScheduleID      int64
+	JobDefinitionID int64
+	// Since (inclusive) and Until (exclusive) bound created_at, or
+	// scheduled_at for jobs.
+	Since, Until time.Time
+}
+
+func (a *Admin) page(ctx context.Context, p *AdminListParams, timeCol string, out any) error {
+	q := a.s.db.WithContext(ctx).Order("id DESC").Limit(max(p.Limit, 1))
+	if p.BeforeID > 0 {
+		q = q.Where("id < ?", p.BeforeID)
+	}
+	if p.Name != "" {
+		q = q.Where("name = ?", p.Name)
+	}
+	if p.Status != "" {
+		q = q.Where("status = ?", p.Status)
+	}
+	if p.ScheduleID != 0 {
+		q = q.Where("schedule_id = ?", p.ScheduleID)
+	}
+	if p.JobDefinitionID != 0 {
+		q = q.Where("job_definition_id = ?", p.JobDefinitionID)
+	}
+	// Times go through DBTime: SQLite compares them as text.
+	if !p.Since.IsZero() {
+		q = q.Where(timeCol+" >= ?", DBTime(p.Since))
+	}
+	if !p.Until.IsZero() {
+		q = q.Where(timeCol+" < ?", DBTime(p.Until))
+	}
+	return q.Find(out).Error
+}
+
+// ListDefinitions returns a page of job_definitions.
+func (a *Admin) ListDefinitions(ctx context.Context, p *AdminListParams) ([]models.JobDefinition, error) {
+	var out []models.JobDefinition
+	if err := a.page(ctx, p, "created_at", &out); err != nil {
+		return nil, fmt.Errorf("list job definitions: %w", err)
+	}
+	return out, nil
+}
+
+// ListSchedules returns a page of schedules.
+func (a *Admin) ListSchedules(ctx context.Context, p *AdminListParams) ([]models.Schedule, error) {
+	var out []models.Schedule
+	if err := a.page(ctx, p, "created_at", &out); err != nil {
+		return nil, fmt.Errorf("list schedules: %w", err)
+	}
+	return out, nil
+}
+
+// ListJobs returns a page of jobs; Since and Until bound scheduled_at.
+func (a *Admin) ListJobs(ctx context.Context, p *AdminListParams) ([]models.Job, error) {
+	var out []models.Job
+	if err := a.page(ctx, p, "scheduled_at", &out); err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return out, nil
+}
+
+// ListJobLogs returns up to limit lines of job jobID with id > afterID,
+// oldest first: a log reads as a story, and a follower polls with the last
+// id it saw. Served by idx_job_logs_job (job_id, id).
+func (a *Admin) ListJobLogs(ctx context.Context, jobID, afterID int64, limit int) ([]models.JobLog, error) {
+	var out []models.JobLog
+	err := a.s.db.WithContext(ctx).Where("job_id = ? AND id > ?", jobID, afterID).
+		Order("id ASC").Limit(max(limit, 1)).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("list logs of job %d: %w", jobID, err)
+	}
+	return out, nil
+}
+
+// ListNodes returns every node row, the most recently started first.
+func (a *Admin) ListNodes(ctx context.Context) ([]models.Node, error) {
+	var out []models.Node
+	if err := a.s.db.WithContext(ctx).Order("started_at DESC, id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	return out, nil
+}
+
+// ListConfigurations returns every configuration row by name.
+func (a *Admin) ListConfigurations(ctx context.Context) ([]models.Configuration, error) {
+	var out []models.Configuration
+	if err := a.s.db.WithContext(ctx).Order("name").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list configurations: %w", err)
+	}
+	return out, nil
+}
+
+// GetConfiguration returns one configuration row or ErrNotFound.
+func (a *Admin) GetConfiguration(ctx context.Context, name string) (*models.Configuration, error) {
+	var c models.Configuration
+	if err := first(a.s.db.WithContext(ctx).Where("name = ?", name), &c); err != nil {
+		return nil, fmt.Errorf("configuration %q: %w", name, err)
+	}
+	return &c, nil
+}
+
+// SetConfiguration inserts or replaces the row named c.Name.
+func (a *Admin) SetConfiguration(ctx context.Context, c *models.Configuration) error {
+	c.UpdatedAt = DBTime(time.Now())
+	err := a.s.db.WithContext(ctx).Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "name"}},
+		DoUpdates: clause.AssignmentColumns([]string{"value", "description", "updated_at"}),
+	}).Create(c).Error
+	if err != nil {
+		return fmt.Errorf("set configuration %q: %w", c.Name, err)
+	}
+	return nil
+}
+
+// first reads one row into out, turning gorm's not-found into ErrNotFound.
+func first(q *gorm.DB, out any) error {
+	err := q.Limit(1).Find(out)
+	if err.Error != nil {
+		return err.Error
+	}
+	if err.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// GetDefinition returns one job definition or ErrNotFound.
+func (a *Admin) GetDefinition(ctx context.Context, id int64) (*models.JobDefinition, error) {
+	var d models.JobDefinition
+	if err := first(a.s.db.WithContext(ctx).Where("id = ?", id), &d); err != nil {
+		return nil, fmt.Errorf("job definition %d: %w", id, err)
+	}
+	return &d, nil
+}
+
+// CreateDefinition inserts d and fills its id and times. A duplicate name
+// returns an error wrapping gorm.ErrDuplicatedKey.
+func (a *Admin) CreateDefinition(ctx context.Context, d *models.JobDefinition) error {
+	now := DBTime(time.Now())
+	d.ID, d.CreatedAt, d.UpdatedAt = 0, now, now
+	if err := a.s.db.WithContext(ctx).Create(d).Error; err != nil {
+		return fmt.Errorf("create job definition %q: %w", d.Name, err)
+	}
+	return nil
+}
+
+var definitionColumns = []string{"name", "task_type", "description", "default_params", "timeout_seconds",
+	"max_attempts", "retry_backoff_seconds", "notify_on", "notify_emails", "updated_at"}
+
+// UpdateDefinition writes every admin-owned column of d (row d.ID).
+func (a *Admin) UpdateDefinition(ctx context.Context, d *models.JobDefinition) error {
+	d.UpdatedAt = DBTime(time.Now())
+	r := a.s.db.WithContext(ctx).Model(&models.JobDefinition{}).Where("id = ?", d.ID).
+		Select(definitionColumns).Updates(d)
+	if r.Error != nil {
+		return fmt.Errorf("update job definition %d: %w", d.ID, r.Error)
+	}
+	if r.RowsAffected == 0 {
+		return fmt.Errorf("job definition %d: %w", d.ID, ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteDefinition deletes definition id unless a schedule or an
+// unfinished job still refers to it (ErrInUse): deleting it would leave
+// them unable to run.
+func (a *Admin) DeleteDefinition(ctx context.Context, id int64) error {
+	return a.s.InTx(ctx, func(tx *gorm.DB) error {
+		var d models.JobDefinition
+		// Locking the row orders this delete with a concurrent schedule
+		// create, which locks it too (see CreateSchedule).
+		if err := first(a.s.forUpdate(tx.Where("id = ?", id)), &d); err != nil {
+			return fmt.Errorf("job definition %d: %w", id, err)
+		}
+		var schedules, jobs int64
+		if err := tx.Model(&models.Schedule{}).Where("job_definition_id = ?", id).Count(&schedules).Error; err != nil {
+			return fmt.Errorf("count schedules of job definition %d: %w", id, err)
+		}
+		if err := tx.Model(&models.Job{}).Where("job_definition_id = ? AND status IN ?", id, unfinishedStatuses).
+			Count(&jobs).Error; err != nil {
+			return fmt.Errorf("count jobs of job definition %d: %w", id, err)
+		}
+		if schedules > 0 || jobs > 0 {
+			return fmt.Errorf("job definition %d is used by %d schedule(s) and %d unfinished job(s); delete or move those first: %w",
+				id, schedules, jobs, ErrInUse)
+		}
+		if err := tx.Delete(&models.JobDefinition{}, id).Error; err != nil {
+			return fmt.Errorf("delete job definition %d: %w", id, err)
+		}
+		return nil
+	})
+}
+
+var unfinishedStatuses = []models.JobStatus{models.JobPending, models.JobQueued, models.JobRunning, models.JobPaused}
