@@ -1,7 +1,8 @@
-// Package app assembles a chime server from configuration: the store, the
-// schedule engine, the task engine and the API, with one start and one
-// graceful stop. It is what `chime serve` runs, and what a program that adds
-// its own task plugins embeds (see examples/).
+// Package app assembles a chime node from configuration: the store, the
+// schedule engine, the task engine, email notifications and the API, with one
+// start and one graceful stop. It is what `chime serve` runs, and what a
+// program that adds its own task plugins runs through cli.Main (see
+// examples/report).
 //
 // app may import every chime package except cli and cmd.
 package app
@@ -10,20 +11,33 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/api"
 	"github.com/chimesched/chime/configs"
+	"github.com/chimesched/chime/internal/metrics"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/notify"
+	"github.com/chimesched/chime/scheduleengine"
 	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/taskengine"
+	"github.com/chimesched/chime/tasks"
+	"github.com/chimesched/chime/tasks/builtin"
 )
 
 // Options are what a caller may set beyond the configuration.
 type Options struct {
 	// NoMigrate skips applying migrations at start.
 	NoMigrate bool
-	// Logger receives every line (default: built from cfg.Log).
+	// Logger receives every line (default: logrus's standard logger).
 	Logger *logrus.Logger
+	// Registry holds the task types this node runs (default: tasks.Default()).
+	// The built-in tasks are added to it unless it already has them.
+	Registry *tasks.Registry
 }
 
 // OpenStore opens the configured database.
@@ -36,8 +50,23 @@ func OpenStore(ctx context.Context, cfg *configs.Config, log logrus.FieldLogger)
 	})
 }
 
-// Serve runs a chime node until ctx ends, then stops it gracefully within
-// cfg.ShutdownGrace plus a few seconds.
+// Migrate applies the embedded migrations and returns the schema version.
+func Migrate(ctx context.Context, cfg *configs.Config, log logrus.FieldLogger) (int64, error) {
+	st, err := OpenStore(ctx, cfg, log)
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	v, err := st.Migrate(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("migrate: %w", err)
+	}
+	return v, nil
+}
+
+// Serve runs a chime node until ctx ends, then stops it gracefully: the
+// schedule engine first (no new fires), then the task engine (running jobs
+// get cfg.ShutdownGrace to finish), then the mailer's queue.
 func Serve(ctx context.Context, cfg *configs.Config, opts Options) error {
 	log := opts.Logger
 	if log == nil {
@@ -53,28 +82,184 @@ func Serve(ctx context.Context, cfg *configs.Config, opts Options) error {
 		if err != nil {
 			return err
 		}
-		log.WithField("version", v).Info("schema is up to date")
+		log.WithField("schema_version", v).Info("schema is up to date")
 	}
-	log.WithFields(logrus.Fields{"node_id": cfg.Node.ID, "driver": cfg.Database.Driver, "version": Version}).Info("chime node started")
+	if err := applyConfigurations(ctx, st, cfg); err != nil {
+		return err
+	}
+	n := &node{cfg: cfg, log: log, st: st}
+	if err := n.start(ctx, opts); err != nil {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		return errors.Join(err, n.stop(stopCtx))
+	}
+	log.WithFields(logrus.Fields{
+		"node_id": cfg.Node.ID, "driver": cfg.Database.Driver, "version": Version,
+		"scheduler": cfg.ScheduleEngine.Enabled, "worker": cfg.TaskEngine.Enabled,
+	}).Info("chime node started")
 	<-ctx.Done()
-	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownGrace.D()+5*time.Second)
+	log.Info("shutting down")
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownGrace.D()+10*time.Second)
 	defer cancel()
-	var errs []error
-	_ = stopCtx
+	err = n.stop(stopCtx)
 	log.Info("chime node stopped")
+	return err
+}
+
+// node is one running chime process's parts, started in dependency order
+// and stopped in reverse.
+type node struct {
+	cfg *configs.Config
+	log *logrus.Logger
+	st  *store.Store
+
+	mailer *notify.Mailer
+	tasks  *taskengine.Engine
+	sched  *scheduleengine.Engine
+	api    *api.Server
+}
+
+func (n *node) start(ctx context.Context, opts Options) error {
+	cfg := n.cfg
+	reg := opts.Registry
+	if reg == nil {
+		reg = tasks.Default()
+	}
+	if cfg.SMTP.Host != "" {
+		m, err := notify.New(notify.Config{
+			Host: cfg.SMTP.Host, Port: cfg.SMTP.Port, Username: cfg.SMTP.Username,
+			Password: cfg.SMTP.Password, From: cfg.SMTP.From, TLS: cfg.SMTP.TLS,
+		}, &notify.Options{
+			Logger:    n.log,
+			LogTailer: logTailer{n.st},
+			OnFailure: func(int64, error) { metrics.NotificationFailures.Inc() },
+		})
+		if err != nil {
+			return err
+		}
+		n.mailer = m
+	}
+	if !slices.Contains(reg.Kinds(), "sleep") {
+		var bopts []builtin.Option
+		if n.mailer != nil {
+			bopts = append(bopts, builtin.WithSender(n.mailer))
+		}
+		if err := builtin.Register(reg, bopts...); err != nil {
+			return err
+		}
+	}
+	var wake func()
+	if cfg.TaskEngine.Enabled {
+		var notifier tasks.Notifier
+		if n.mailer != nil {
+			notifier = n.mailer
+		}
+		te, err := taskengine.New(n.st, taskengine.Config{
+			NodeID:          cfg.Node.ID,
+			Logger:          n.log,
+			PollInterval:    cfg.TaskEngine.PollInterval.D(),
+			PoolSize:        cfg.TaskEngine.PoolSize,
+			ControlInterval: cfg.TaskEngine.ControlInterval.D(),
+			ShutdownGrace:   cfg.ShutdownGrace.D(),
+			Registry:        reg,
+			Notifier:        notifier,
+		})
+		if err != nil {
+			return err
+		}
+		if err := te.Start(ctx); err != nil {
+			return err
+		}
+		n.tasks = te
+		wake = te.Wake
+	}
+	if cfg.ScheduleEngine.Enabled {
+		se, err := scheduleengine.New(n.st, &scheduleengine.Config{
+			NodeID:           cfg.Node.ID,
+			Logger:           n.log,
+			SyncInterval:     cfg.ScheduleEngine.SyncInterval.D(),
+			MisfireThreshold: cfg.ScheduleEngine.MisfireThreshold.D(),
+			FireAllCap:       cfg.ScheduleEngine.FireAllCap,
+			BatchSize:        cfg.ScheduleEngine.BatchSize,
+			BatchWait:        cfg.ScheduleEngine.BatchWait.D(),
+			OnFire:           wake,
+		})
+		if err != nil {
+			return err
+		}
+		if err := se.Start(ctx); err != nil {
+			return err
+		}
+		n.sched = se
+	}
+	srv, err := api.New(api.Config{
+		Store: n.st, Registry: reg, Token: cfg.API.Token, Addr: cfg.API.Addr,
+		Logger: n.log, NodeID: cfg.Node.ID,
+		OnSchedulesChanged: func(int64) {
+			if n.sched != nil {
+				n.sched.Refresh()
+			}
+		},
+		OnJobsAdded: wake,
+	})
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	n.api = srv
+	return nil
+}
+
+func (n *node) stop(ctx context.Context) error {
+	var errs []error
+	if n.api != nil {
+		errs = append(errs, n.api.Stop(ctx))
+	}
+	if n.sched != nil {
+		errs = append(errs, n.sched.Stop(ctx))
+	}
+	if n.tasks != nil {
+		errs = append(errs, n.tasks.Stop(ctx))
+	}
+	if n.mailer != nil {
+		errs = append(errs, n.mailer.Close(ctx))
+	}
 	return errors.Join(errs...)
 }
 
-// Migrate applies the embedded migrations and returns the schema version.
-func Migrate(ctx context.Context, cfg *configs.Config, log logrus.FieldLogger) (int64, error) {
-	st, err := OpenStore(ctx, cfg, log)
-	if err != nil {
-		return 0, err
+// applyConfigurations lets the paper's Configuration table override the file:
+// a row named like a key path ("smtp.from", "taskengine.pool_size") wins over
+// chime.yaml, and CHIME_* variables still win over both, since an operator
+// sets those for one process on purpose.
+func applyConfigurations(ctx context.Context, st *store.Store, cfg *configs.Config) error {
+	var rows []models.Configuration
+	if err := st.DB().WithContext(ctx).Find(&rows).Error; err != nil {
+		return fmt.Errorf("read configurations: %w", err)
 	}
-	defer st.Close()
-	v, err := st.Migrate(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("migrate: %w", err)
+	if len(rows) == 0 {
+		return nil
 	}
-	return v, nil
+	settings := make(map[string]string, len(rows))
+	for _, r := range rows {
+		settings[strings.TrimSpace(r.Name)] = r.Value
+	}
+	return cfg.ApplySettings(settings, nil)
+}
+
+// logTailer gives the mailer the last lines of a job's log.
+type logTailer struct{ st *store.Store }
+
+func (l logTailer) TailLogs(ctx context.Context, jobID int64, n int) ([]string, error) {
+	var logs []models.JobLog
+	err := l.st.DB().WithContext(ctx).Where("job_id = ?", jobID).Order("id DESC").Limit(n).Find(&logs).Error
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(logs))
+	for i := len(logs) - 1; i >= 0; i-- {
+		out = append(out, fmt.Sprintf("%s %-5s %s", logs[i].CreatedAt.UTC().Format("15:04:05.000"), logs[i].Level, logs[i].Message))
+	}
+	return out, nil
 }

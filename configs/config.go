@@ -286,3 +286,68 @@ func (c *Config) validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// ApplySettings overrides keys from settings, a map of key paths such as
+// "smtp.from" to values (the configurations table), then re-applies the
+// environment (os.Getenv when getenv is nil) so CHIME_* still wins, and
+// validates. Names that are not configuration keys are ignored: the table
+// may hold settings of other components.
+func (c *Config) ApplySettings(settings map[string]string, getenv func(string) string) error {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	for key, raw := range settings {
+		fv, ok := field(reflect.ValueOf(c).Elem(), strings.Split(key, "."))
+		if !ok {
+			continue
+		}
+		if err := setValue(fv, raw); err != nil {
+			return fmt.Errorf("%s (configurations table, %q): %w", key, raw, err)
+		}
+	}
+	if err := applyEnv(reflect.ValueOf(c).Elem(), "", getenv); err != nil {
+		return err
+	}
+	return c.validate()
+}
+
+// Keys lists every configuration key path, in file order.
+func Keys() []string {
+	var keys []string
+	var walk func(t reflect.Type, path string)
+	walk = func(t reflect.Type, path string) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name := f.Tag.Get("yaml")
+			if path != "" {
+				name = path + "." + name
+			}
+			if f.Type.Kind() == reflect.Struct {
+				walk(f.Type, name)
+				continue
+			}
+			keys = append(keys, name)
+		}
+	}
+	walk(reflect.TypeOf(Config{}), "")
+	return keys
+}
+
+func field(v reflect.Value, path []string) (reflect.Value, bool) {
+	for _, p := range path {
+		if v.Kind() != reflect.Struct {
+			return reflect.Value{}, false
+		}
+		found := false
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).Tag.Get("yaml") == p {
+				v, found = v.Field(i), true
+				break
+			}
+		}
+		if !found {
+			return reflect.Value{}, false
+		}
+	}
+	return v, v.Kind() != reflect.Struct
+}

@@ -89,3 +89,22 @@ func TestUnknownKeyInFile(t *testing.T) {
 	_, err := Load(f, env(nil))
 	require.ErrorContains(t, err, "pool_sise")
 }
+
+func TestApplySettings(t *testing.T) {
+	t.Parallel()
+	c, err := Load("", env(nil))
+	require.NoError(t, err)
+	require.NoError(t, c.ApplySettings(map[string]string{
+		"smtp.from":            "chime@example.com",
+		"taskengine.pool_size": "7",
+		"not.a.key":            "ignored",
+		"log.level":            "debug",
+	}, env(map[string]string{"CHIME_LOG_LEVEL": "error"})))
+	require.Equal(t, "chime@example.com", c.SMTP.From)
+	require.Equal(t, 7, c.TaskEngine.PoolSize)
+	require.Equal(t, "error", c.Log.Level, "the environment wins over the table")
+
+	err = c.ApplySettings(map[string]string{"taskengine.pool_size": "lots"}, env(nil))
+	require.ErrorContains(t, err, "taskengine.pool_size (configurations table")
+	require.Contains(t, Keys(), "smtp.tls")
+}
