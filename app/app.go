@@ -18,6 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/chimesched/chime/api"
+	"github.com/chimesched/chime/cluster"
 	"github.com/chimesched/chime/configs"
 	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/models"
@@ -113,10 +114,11 @@ type node struct {
 	log *logrus.Logger
 	st  *store.Store
 
-	mailer *notify.Mailer
-	tasks  *taskengine.Engine
-	sched  *scheduleengine.Engine
-	api    *api.Server
+	cluster *cluster.Node
+	mailer  *notify.Mailer
+	tasks   *taskengine.Engine
+	sched   *scheduleengine.Engine
+	api     *api.Server
 }
 
 func (n *node) start(ctx context.Context, opts Options) error {
@@ -139,6 +141,27 @@ func (n *node) start(ctx context.Context, opts Options) error {
 		}
 		n.mailer = m
 	}
+	// Membership first: the task engine's recovery and the scheduler's
+	// election both assume this node is registered and beating.
+	var roles []string
+	if cfg.ScheduleEngine.Enabled {
+		roles = append(roles, "scheduler")
+	}
+	if cfg.TaskEngine.Enabled {
+		roles = append(roles, "worker")
+	}
+	cn, err := cluster.New(n.st, &cluster.Config{
+		NodeID: cfg.Node.ID, Roles: strings.Join(roles, ","), Version: Version,
+		Heartbeat: cfg.Cluster.Heartbeat.D(), FailoverAfter: cfg.Cluster.FailoverAfter.D(),
+		RetentionDays: cfg.RetentionDays, Logger: n.log,
+	})
+	if err != nil {
+		return err
+	}
+	if err := cn.Start(ctx); err != nil {
+		return err
+	}
+	n.cluster = cn
 	if !slices.Contains(reg.Kinds(), "sleep") {
 		var bopts []builtin.Option
 		if n.mailer != nil {
@@ -161,8 +184,11 @@ func (n *node) start(ctx context.Context, opts Options) error {
 			PoolSize:        cfg.TaskEngine.PoolSize,
 			ControlInterval: cfg.TaskEngine.ControlInterval.D(),
 			ShutdownGrace:   cfg.ShutdownGrace.D(),
-			Registry:        reg,
-			Notifier:        notifier,
+			// Running jobs' heartbeat_at must beat as often as the node, or the
+			// reconciler would take them for stalled in a short failover window.
+			HeartbeatInterval: cfg.Cluster.Heartbeat.D(),
+			Registry:          reg,
+			Notifier:          notifier,
 		})
 		if err != nil {
 			return err
@@ -174,7 +200,7 @@ func (n *node) start(ctx context.Context, opts Options) error {
 		wake = te.Wake
 	}
 	if cfg.ScheduleEngine.Enabled {
-		se, err := scheduleengine.New(n.st, &scheduleengine.Config{
+		se, err := scheduleengine.New(electedStore{Store: n.st, el: cn.SchedulerElector()}, &scheduleengine.Config{
 			NodeID:           cfg.Node.ID,
 			Logger:           n.log,
 			SyncInterval:     cfg.ScheduleEngine.SyncInterval.D(),
@@ -183,6 +209,8 @@ func (n *node) start(ctx context.Context, opts Options) error {
 			BatchSize:        cfg.ScheduleEngine.BatchSize,
 			BatchWait:        cfg.ScheduleEngine.BatchWait.D(),
 			OnFire:           wake,
+			// The engine re-reads the cluster's elector every LeaseTTL/3.
+			LeaseTTL: time.Second,
 		})
 		if err != nil {
 			return err
@@ -226,8 +254,26 @@ func (n *node) stop(ctx context.Context) error {
 	if n.mailer != nil {
 		errs = append(errs, n.mailer.Close(ctx))
 	}
+	if n.cluster != nil {
+		errs = append(errs, n.cluster.Stop(ctx))
+	}
 	return errors.Join(errs...)
 }
+
+// electedStore hands the schedule engine's lease questions to the cluster's
+// elector, which judges the scheduler lease on the database's clock: the
+// engine then fires only while this node leads, and never writes the lease
+// row itself with its own clock.
+type electedStore struct {
+	*store.Store
+	el *cluster.Elector
+}
+
+func (s electedStore) AcquireLeaseAt(context.Context, *store.LeaseParams) (bool, error) {
+	return s.el.Leading(), nil
+}
+
+func (s electedStore) ReleaseLeaseAt(context.Context, *store.LeaseParams) error { return nil }
 
 // applyConfigurations lets the paper's Configuration table override the file:
 // a row named like a key path ("smtp.from", "taskengine.pool_size") wins over

@@ -1,0 +1,243 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+	"github.com/jonboulle/clockwork"
+	"github.com/sirupsen/logrus"
+
+	"github.com/chimesched/chime/store"
+)
+
+// ErrNotLeader is what Elector.IsLeader returns on a node that must not fire.
+var ErrNotLeader = errors.New("cluster: this node does not hold the lease")
+
+// leaseStore is what an Elector needs from the database.
+type leaseStore interface {
+	TryAcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, time.Time, error)
+	ReleaseLease(ctx context.Context, name, holder string) error
+}
+
+// ElectorConfig configures an Elector.
+type ElectorConfig struct {
+	// Name is the lease row, e.g. SchedulerLease. Required.
+	Name string
+	// Holder is this node's id. Required.
+	Holder string
+	// TTL is the lease's lifetime from each renewal, in database time.
+	TTL time.Duration
+	// Renew is how often the lease is renewed, or a standby tries to take it.
+	Renew time.Duration
+	// Margin is how long before the lease can expire the holder stops
+	// leading. Must be less than TTL.
+	Margin time.Duration
+	// Timeout bounds one renewal call.
+	Timeout time.Duration
+	Clock   clockwork.Clock
+	Logger  logrus.FieldLogger
+}
+
+// Elector holds one lease for this node, or stands by for it. It
+// implements gocron v2's Elector, so the schedule engine can hand it to
+// gocron.WithDistributedElector, and it is cheap to ask: no call touches
+// the database except the renewal loop.
+//
+// Leadership is judged twice. The database decides who may take the lease
+// (expires_at against its own clock). The holder decides, on its own
+// monotonic clock, when to stop: at the start of the renewal request that
+// last succeeded, plus TTL, minus Margin. The database set expires_at to its
+// now + TTL when it executed that request, which was after the request
+// started, so the holder always stops at least Margin before any other node
+// can take the lease, whatever the nodes' wall clocks say.
+type Elector struct {
+	cfg ElectorConfig
+	st  leaseStore
+	log logrus.FieldLogger
+
+	mu       sync.Mutex
+	held     bool      // the last renewal succeeded
+	until    time.Time // on cfg.Clock: lead until then
+	leading  bool      // the state last published to onChange
+	onChange []func(bool)
+	failures int // consecutive failed renewals, for the log
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+// NewElector returns an elector for one lease; it does nothing until Start.
+func NewElector(st leaseStore, cfg ElectorConfig) *Elector {
+	if cfg.Name == "" || cfg.Holder == "" || cfg.TTL <= 0 || cfg.Renew <= 0 || cfg.Margin < 0 || cfg.Margin >= cfg.TTL {
+		panic(fmt.Sprintf("cluster: bad ElectorConfig %+v", cfg))
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = logrus.StandardLogger()
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = max(cfg.TTL/2, time.Second)
+	}
+	return &Elector{cfg: cfg, st: st, log: cfg.Logger.WithField("lease", cfg.Name)}
+}
+
+// IsLeader implements gocron.Elector: nil while this node holds the lease,
+// ErrNotLeader otherwise.
+func (e *Elector) IsLeader(context.Context) error {
+	if e.Leading() {
+		return nil
+	}
+	return ErrNotLeader
+}
+
+// Leading reports whether this node holds the lease now. It turns false by
+// itself when the deadline passes without a renewal, even while the renewal
+// is still waiting for the database.
+func (e *Elector) Leading() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.held && e.cfg.Clock.Now().Before(e.until)
+}
+
+// OnChange registers fn to be called with the new state each time this node
+// gains or loses the lease. Calls come from the elector's goroutine, in
+// order, and must not block; register before Start to see every change.
+func (e *Elector) OnChange(fn func(leading bool)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.onChange = append(e.onChange, fn)
+}
+
+// Start runs the renewal loop until Stop or ctx ends. Calling it again
+// while running does nothing.
+func (e *Elector) Start(ctx context.Context) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cancel != nil {
+		return
+	}
+	ctx, e.cancel = context.WithCancel(ctx)
+	e.done = make(chan struct{})
+	go e.run(ctx, e.done)
+}
+
+// Stop ends the loop and gives the lease back if this node holds it, so a
+// standby takes over at once. It is safe to call more than once, or before
+// Start.
+func (e *Elector) Stop(ctx context.Context) error {
+	e.mu.Lock()
+	cancel, done := e.cancel, e.done
+	e.cancel, e.done = nil, nil
+	e.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("stop %s elector: %w", e.cfg.Name, ctx.Err())
+	}
+	e.mu.Lock()
+	held := e.held
+	e.held = false
+	e.mu.Unlock()
+	e.publish()
+	if !held {
+		return nil
+	}
+	if err := e.st.ReleaseLease(ctx, e.cfg.Name, e.cfg.Holder); err != nil {
+		return fmt.Errorf("stop %s elector: %w; a standby takes over when it expires", e.cfg.Name, err)
+	}
+	e.log.Info("released the lease")
+	return nil
+}
+
+func (e *Elector) run(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	for {
+		start := e.cfg.Clock.Now()
+		e.renew(ctx)
+		// Renew every Renew from start to start, not Renew after a slow
+		// call returns, so a loaded database does not stretch the period.
+		wait := max(e.cfg.Renew-e.cfg.Clock.Since(start), 0)
+		e.mu.Lock()
+		if e.held {
+			// Wake at the deadline too, so OnChange hears of a lost lease
+			// on time even when renewals keep failing.
+			wait = min(wait, max(e.until.Sub(e.cfg.Clock.Now()), 0))
+		}
+		e.mu.Unlock()
+		timer := e.cfg.Clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.Chan():
+		}
+	}
+}
+
+// renew makes one attempt to take or keep the lease, then publishes any
+// change. It is the loop's body, kept apart so tests can drive it.
+func (e *Elector) renew(ctx context.Context) {
+	start := e.cfg.Clock.Now()
+	rctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	held, expires, err := e.st.TryAcquireLease(rctx, e.cfg.Name, e.cfg.Holder, e.cfg.TTL)
+	cancel()
+	e.mu.Lock()
+	if err == nil {
+		e.failures = 0
+	}
+	switch {
+	case err != nil:
+		// Keep the old deadline: the lease may or may not have been renewed,
+		// and only the deadline we know is safe. Log the first failure and
+		// every tenth: an outage should read clearly, not flood the log.
+		e.failures++
+		if ctx.Err() == nil && (e.failures == 1 || e.failures%10 == 0) {
+			e.log.WithError(err).WithField("failures", e.failures).Warn("could not renew or acquire the lease; retrying every heartbeat")
+		}
+	case held:
+		e.held, e.until = true, start.Add(e.cfg.TTL-e.cfg.Margin)
+	default:
+		e.held = false
+	}
+	e.mu.Unlock()
+	if held && err == nil {
+		e.log.WithField("expires_at", expires).Trace("lease renewed")
+	}
+	e.publish()
+}
+
+// publish calls onChange if Leading differs from the last state published.
+func (e *Elector) publish() {
+	now := e.Leading()
+	e.mu.Lock()
+	if now == e.leading {
+		e.mu.Unlock()
+		return
+	}
+	e.leading = now
+	fns := slices.Clone(e.onChange)
+	e.mu.Unlock()
+	if now {
+		e.log.WithField("node_id", e.cfg.Holder).Info("acquired the lease; this node leads")
+	} else {
+		e.log.WithField("node_id", e.cfg.Holder).Warn("no longer holds the lease; standing by")
+	}
+	for _, fn := range fns {
+		fn(now)
+	}
+}
+
+var (
+	_ leaseStore     = (*store.Store)(nil)
+	_ gocron.Elector = (*Elector)(nil)
+)

@@ -1,0 +1,108 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+)
+
+// A silent node is declared dead and nothing stays on it: queued jobs go
+// back to pending without using an attempt, interrupted ones are retried or
+// fail with the reason when no attempt is left. A node judges only after a
+// full failover window of its own contact with the database.
+func TestDeadNodeFailover(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		def := testDef(t, st, 2)
+		require.NoError(t, st.RegisterNode(ctx, &store.RegisterNodeParams{ID: "dead1", Roles: "worker"}))
+		hb := store.DBTime(time.Now())
+		queued := testJob(t, st, def, models.JobQueued, "dead1", 0, nil)
+		retry := testJob(t, st, def, models.JobRunning, "dead1", 1, &hb)
+		exhausted := testJob(t, st, def, models.JobRunning, "dead1", 2, &hb)
+		paused := testJob(t, st, def, models.JobPaused, "dead1", 1, &hb)
+		ageNode(t, st, "dead1", time.Minute)
+
+		clock := clockwork.NewFakeClockAt(time.Now())
+		b := newTestNode(t, st, "b", clock)
+		live := testJob(t, st, def, models.JobRunning, "b", 1, &hb)
+		b.beatOnce(ctx)
+		require.Equal(t, store.NodeAlive, nodeStatus(t, st, "dead1"), "no judgement before a full window of contact")
+
+		clock.Advance(testFailover)
+		b.beatOnce(ctx)
+		require.Equal(t, store.NodeDead, nodeStatus(t, st, "dead1"))
+
+		j := getJob(t, st, queued.ID)
+		require.Equal(t, models.JobPending, j.Status)
+		require.Equal(t, 0, j.Attempt, "a queued job uses no attempt")
+		require.Empty(t, j.NodeID)
+		for _, id := range []int64{retry.ID, paused.ID} {
+			j = getJob(t, st, id)
+			require.Equal(t, models.JobPending, j.Status)
+			require.Empty(t, j.NodeID)
+		}
+		j = getJob(t, st, exhausted.ID)
+		require.Equal(t, models.JobFailed, j.Status)
+		require.NotNil(t, j.Error)
+		require.Contains(t, *j.Error, "node dead1 died")
+		require.Equal(t, models.JobRunning, getJob(t, st, live.ID).Status)
+
+		var left int64
+		require.NoError(t, st.DB().Model(&models.Job{}).Where("node_id = ? AND status IN ?", "dead1",
+			[]models.JobStatus{models.JobQueued, models.JobRunning, models.JobPaused}).Count(&left).Error)
+		require.Zero(t, left, "nothing stays on a dead node")
+	})
+}
+
+// Two nodes with their loops running: the leader's process dies without a
+// word (its loops stop, nothing is released); the other declares it dead,
+// takes the scheduler lease and recovers its job within the failover window
+// plus a heartbeat and some slack for a loaded test machine.
+func TestCrashedLeaderIsReplaced(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		const hb, failover = 100 * time.Millisecond, 600 * time.Millisecond
+		cfg := func(id string) *Config {
+			return &Config{NodeID: id, Roles: "scheduler,worker", Heartbeat: hb, FailoverAfter: failover, Logger: testLogger()}
+		}
+		n1, err := New(st, cfg("n1"))
+		require.NoError(t, err)
+		n2, err := New(st, cfg("n2"))
+		require.NoError(t, err)
+		ctx1, crash := context.WithCancel(context.Background())
+		require.NoError(t, n1.Start(ctx1))
+		require.Eventually(t, n1.sched.Leading, 5*time.Second, 10*time.Millisecond)
+		require.NoError(t, n2.Start(context.Background()))
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = n2.Stop(ctx)
+			_ = n1.Stop(ctx)
+		})
+		def := testDef(t, st, 1)
+		now := store.DBTime(time.Now())
+		job := testJob(t, st, def, models.JobRunning, "n1", 1, &now)
+		// n2 must have been in contact for a window before it may judge.
+		require.Eventually(t, func() bool { return n2.members.ContactFor() >= failover }, 5*time.Second, 10*time.Millisecond)
+
+		crash()
+		killed := time.Now()
+		require.Eventually(t, n2.sched.Leading, failover+hb+2*time.Second, 5*time.Millisecond)
+		took := time.Since(killed)
+		require.Eventually(t, func() bool { return nodeStatus(t, st, "n1") == store.NodeDead }, 5*time.Second, 10*time.Millisecond)
+		// Nobody heartbeats this job (there is no task engine here), so the
+		// reconciler may fail it before the reaper does; either way it ends
+		// failed with a reason.
+		require.Eventually(t, func() bool { return getJob(t, st, job.ID).Status == models.JobFailed }, 5*time.Second, 10*time.Millisecond)
+		require.NotNil(t, getJob(t, st, job.ID).Error)
+		t.Logf("lease taken over %s after the leader died (failover %s, heartbeat %s)", took.Round(time.Millisecond), failover, hb)
+	})
+}

@@ -1,0 +1,114 @@
+package cluster
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/chimesched/chime/store"
+)
+
+// Membership is this node's row in nodes: registration, heartbeats on the
+// database's clock, and the stopped mark on the way out. It also tracks how
+// long this node has been in unbroken contact with the database, which
+// gates every judgement of other nodes (see ContactFor).
+type Membership struct {
+	st   *store.Store
+	cfg  *Config
+	info store.RegisterNodeParams
+	log  logrus.FieldLogger
+
+	mu           sync.Mutex
+	contactSince time.Time // on cfg.Clock; zero while out of contact
+	failures     int       // consecutive failed beats
+	firstFailure time.Time
+}
+
+func newMembership(st *store.Store, cfg *Config) *Membership {
+	return &Membership{
+		st:  st,
+		cfg: cfg,
+		info: store.RegisterNodeParams{
+			ID: cfg.NodeID, Hostname: cfg.Hostname, PID: cfg.PID, Version: cfg.Version, Roles: cfg.Roles,
+		},
+		log: cfg.Logger.WithField("node_id", cfg.NodeID),
+	}
+}
+
+// Register writes this node as alive, now by the database's clock.
+func (m *Membership) Register(ctx context.Context) error {
+	start := m.cfg.Clock.Now()
+	if err := m.st.RegisterNode(ctx, &m.info); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.contactSince = start
+	m.mu.Unlock()
+	return nil
+}
+
+// Beat is one heartbeat. A failure is logged and left for the next beat to
+// retry (database/sql replaces broken connections by itself); the first
+// failure and every tenth after it are logged, and the recovery once, so an
+// outage reads clearly without flooding the log.
+func (m *Membership) Beat(ctx context.Context) error {
+	start := m.cfg.Clock.Now()
+	bctx, cancel := context.WithTimeout(ctx, m.cfg.opTimeout())
+	prev, err := m.st.HeartbeatNode(bctx, &m.info)
+	cancel()
+	m.mu.Lock()
+	if err != nil {
+		m.contactSince = time.Time{}
+		m.failures++
+		if m.failures == 1 {
+			m.firstFailure = start
+		}
+		n, since := m.failures, start.Sub(m.firstFailure)
+		m.mu.Unlock()
+		if ctx.Err() == nil && (n == 1 || n%10 == 0) {
+			m.log.WithError(err).WithFields(logrus.Fields{"failures": n, "since": since.Round(time.Millisecond).String()}).
+				Error("heartbeat failed: cannot reach the database; retrying every heartbeat")
+		}
+		return err
+	}
+	failures, since := m.failures, start.Sub(m.firstFailure)
+	m.failures = 0
+	if m.contactSince.IsZero() {
+		m.contactSince = start
+	}
+	m.mu.Unlock()
+	if failures > 0 {
+		m.log.WithFields(logrus.Fields{"failed_beats": failures, "outage": since.Round(time.Millisecond).String()}).
+			Warn("heartbeat succeeded again: the database is reachable")
+	}
+	switch prev {
+	case store.NodeDead:
+		m.log.Error("the cluster had declared this node dead (no heartbeat within the failover window) and handed its jobs to other nodes; it is alive again")
+		if m.cfg.OnDeclaredDead != nil {
+			m.cfg.OnDeclaredDead()
+		}
+	case "":
+		m.log.Warn("this node's row had gone from nodes; registered it again")
+	}
+	return nil
+}
+
+// ContactFor returns how long this node has beaten without a failure, or 0
+// while it is out of contact. A node judges others only once this reaches
+// FailoverAfter: after an outage all heartbeats are stale, and the others
+// need one window to beat again before silence means death.
+func (m *Membership) ContactFor() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.contactSince.IsZero() {
+		return 0
+	}
+	return m.cfg.Clock.Since(m.contactSince)
+}
+
+// Leave marks this node stopped, so the others know at once that it is gone.
+func (m *Membership) Leave(ctx context.Context) error {
+	return m.st.SetNodeStatus(ctx, m.cfg.NodeID, store.NodeStopped)
+}

@@ -1,0 +1,192 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/chimesched/chime/store"
+)
+
+// Node is this process's part in the cluster: membership, reaping, the
+// scheduler and maintenance leases, the reconciler and retention.
+type Node struct {
+	st      *store.Store
+	cfg     Config
+	log     logrus.FieldLogger
+	members *Membership
+	sched   *Elector
+	maint   *Elector
+
+	mu      sync.Mutex
+	nudged  map[int64]time.Time // schedule id → when the reconciler last touched it
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	stopped chan struct{}
+}
+
+// New returns a Node for st; it does nothing until Start.
+func New(st *store.Store, cfg *Config) (*Node, error) {
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{st: st, cfg: c, log: c.Logger.WithField("node_id", c.NodeID), nudged: map[int64]time.Time{}}
+	n.members = newMembership(st, &n.cfg)
+	ec := func(name string) ElectorConfig {
+		return ElectorConfig{
+			Name: name, Holder: c.NodeID, TTL: c.FailoverAfter, Renew: c.Heartbeat, Margin: c.LeaseMargin,
+			Timeout: c.opTimeout(), Clock: c.Clock, Logger: c.Logger,
+		}
+	}
+	n.sched = NewElector(st, ec(SchedulerLease))
+	n.maint = NewElector(st, ec(MaintenanceLease))
+	return n, nil
+}
+
+// SchedulerElector is the scheduler lease's elector: hand it to the
+// schedule engine (gocron.WithDistributedElector, and OnChange to restore
+// and catch up on gaining the lease). On a node without the scheduler role
+// it never leads.
+func (n *Node) SchedulerElector() *Elector { return n.sched }
+
+// Membership is this node's row in nodes.
+func (n *Node) Membership() *Membership { return n.members }
+
+// Start registers the node (an error here is returned: a node that cannot
+// reach the database at start should not start), then runs the heartbeat,
+// the electors and the maintenance loop until Stop or ctx ends. Call it
+// before the engines start, so the node is alive before it claims jobs.
+func (n *Node) Start(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cancel != nil {
+		return nil
+	}
+	if err := n.members.Register(ctx); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	ctx, n.cancel = context.WithCancel(ctx)
+	n.stopped = make(chan struct{})
+	if hasRole(n.cfg.Roles, "scheduler") {
+		n.sched.Start(ctx)
+	}
+	n.maint.Start(ctx)
+	n.wg.Add(2)
+	go n.beatLoop(ctx)
+	go n.maintLoop(ctx)
+	n.log.WithFields(logrus.Fields{
+		"heartbeat": n.cfg.Heartbeat.String(), "failover_after": n.cfg.FailoverAfter.String(), "roles": n.cfg.Roles,
+	}).Info("joined the cluster")
+	return nil
+}
+
+// Stop ends the loops, gives back the leases this node holds and marks it
+// stopped. Call it after the engines have stopped. Idempotent; harmless
+// before Start.
+func (n *Node) Stop(ctx context.Context) error {
+	n.mu.Lock()
+	cancel, stopped := n.cancel, n.stopped
+	n.cancel = nil
+	n.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	errs := []error{n.sched.Stop(ctx), n.maint.Stop(ctx)}
+	done := make(chan struct{})
+	go func() { n.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("cluster: stop: %w", ctx.Err()))
+	}
+	if err := n.members.Leave(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: %w", err))
+	} else {
+		n.log.Info("left the cluster (node marked stopped)")
+	}
+	close(stopped)
+	return errors.Join(errs...)
+}
+
+// Stopped is closed when Stop has finished; nil before Start.
+func (n *Node) Stopped() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.stopped
+}
+
+// beatLoop heartbeats and reaps every Heartbeat.
+func (n *Node) beatLoop(ctx context.Context) {
+	defer n.wg.Done()
+	t := n.cfg.Clock.NewTicker(n.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.Chan():
+		}
+		n.beatOnce(ctx)
+	}
+}
+
+// beatOnce is one heartbeat and, when this node has been in contact for a
+// full failover window, one reap pass.
+func (n *Node) beatOnce(ctx context.Context) {
+	if err := n.members.Beat(ctx); err != nil {
+		return
+	}
+	if n.members.ContactFor() < n.cfg.FailoverAfter {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, n.cfg.opTimeout())
+	defer cancel()
+	if _, err := n.reap(rctx); err != nil && ctx.Err() == nil {
+		n.log.WithError(err).Warn("reaping dead nodes failed; retrying next heartbeat")
+	}
+}
+
+// maintLoop runs the reconciler and retention while this node holds the
+// maintenance lease.
+func (n *Node) maintLoop(ctx context.Context) {
+	defer n.wg.Done()
+	t := n.cfg.Clock.NewTicker(n.cfg.ReconcileEvery)
+	defer t.Stop()
+	var wasLeading bool
+	var retainDue time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.Chan():
+		}
+		leading := n.maint.Leading()
+		now := n.cfg.Clock.Now()
+		if leading && !wasLeading {
+			retainDue = now.Add(n.cfg.Heartbeat)
+		}
+		wasLeading = leading
+		// The same contact rule as reaping: after an outage every job
+		// heartbeat is stale until the workers have beaten once more.
+		if !leading || n.members.ContactFor() < n.cfg.FailoverAfter {
+			continue
+		}
+		if _, err := n.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			n.log.WithError(err).Warn("reconcile failed; retrying next pass")
+		}
+		if !now.Before(retainDue) {
+			if _, err := n.retain(ctx, n.maint.Leading); err != nil && ctx.Err() == nil {
+				n.log.WithError(err).Warn("deleting old jobs failed; retrying next pass")
+				retainDue = now.Add(n.cfg.ReconcileEvery)
+			} else {
+				retainDue = now.Add(n.cfg.RetentionEvery)
+			}
+		}
+	}
+}

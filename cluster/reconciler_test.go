@@ -1,0 +1,79 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+)
+
+// The reconciler retries a running job whose heartbeat stopped, releases a
+// queued job its node never started, and hands
+// an active schedule without a trigger back to the schedule engine by
+// touching it, once.
+func TestReconcile(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		a := newTestNode(t, st, "a", clockwork.NewFakeClockAt(time.Now()))
+		a.sched.renew(ctx) // a live scheduler lease: someone to act on a nudge
+		def := testDef(t, st, 2)
+		old := store.DBTime(time.Now().Add(-time.Minute))
+		stalled := testJob(t, st, def, models.JobRunning, "a", 1, &old)
+		queued := testJob(t, st, def, models.JobQueued, "a", 0, nil)
+		require.NoError(t, st.DB().Exec("UPDATE jobs SET updated_at = ?, queued_at = ? WHERE id IN ?", old, old, []int64{stalled.ID, queued.ID}).Error)
+		expr := "* * * * *"
+		s := models.Schedule{
+			Name: "s", JobDefinitionID: def.ID, ScheduleType: models.ScheduleCron, CronExpr: &expr, Timezone: "UTC",
+			MisfirePolicy: models.MisfireFireOnce, Concurrency: models.ConcurrencyAllow, Status: models.ScheduleActive,
+		}
+		require.NoError(t, st.DB().Create(&s).Error)
+		require.NoError(t, st.DB().Exec("UPDATE schedules SET updated_at = ? WHERE id = ?", store.DBTime(time.Now().Add(-time.Hour)), s.ID).Error)
+
+		rep, err := a.Reconcile(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []int64{stalled.ID}, rep.Stalled.Retried)
+		require.Equal(t, models.JobPending, getJob(t, st, stalled.ID).Status)
+		require.Equal(t, []int64{queued.ID}, rep.Released)
+		require.Equal(t, models.JobPending, getJob(t, st, queued.ID).Status)
+		require.Equal(t, []int64{s.ID}, rep.Schedules.MissingTrigger)
+		require.Equal(t, []int64{s.ID}, rep.Nudged)
+
+		rep, err = a.Reconcile(ctx)
+		require.NoError(t, err)
+		require.Empty(t, rep.Nudged, "touched once; the schedule engine has it now")
+
+		j, err := a.ResetJob(ctx, stalled.ID)
+		require.NoError(t, err, "resetting a pending job is a no-op")
+		require.Equal(t, models.JobPending, j.Status)
+	})
+}
+
+// Retention deletes old finished jobs in batches until none are left.
+func TestRetention(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		a := newTestNode(t, st, "a", clockwork.NewRealClock())
+		def := testDef(t, st, 1)
+		old := store.DBTime(time.Now().Add(-31 * 24 * time.Hour))
+		jobs := make([]models.Job, 25)
+		for i := range jobs {
+			jobs[i] = models.Job{JobDefinitionID: def.ID, ScheduledAt: old.Add(time.Duration(i) * time.Second), RunAt: old, Status: models.JobSucceeded, FinishedAt: &old}
+		}
+		require.NoError(t, st.DB().Create(&jobs).Error)
+		keep := testJob(t, st, def, models.JobRunning, "a", 1, nil)
+		n, err := a.retain(ctx, func() bool { return true })
+		require.NoError(t, err)
+		require.Equal(t, 25, n)
+		var left []int64
+		require.NoError(t, st.DB().Model(&models.Job{}).Pluck("id", &left).Error)
+		require.Equal(t, []int64{keep.ID}, left)
+	})
+}

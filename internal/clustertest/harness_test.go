@@ -1,0 +1,378 @@
+package clustertest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+)
+
+// Cluster settings every process of these tests runs with: short windows
+// so a failover takes seconds, not the production 20 s.
+const (
+	heartbeat = 500 * time.Millisecond
+	failover  = 2 * time.Second
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+	buildDir  string
+)
+
+// chimeBinary builds ./cmd/chime once per test binary into a temporary
+// directory removed by TestMain.
+func chimeBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "chime-clustertest-")
+		if buildErr != nil {
+			return
+		}
+		binPath = filepath.Join(buildDir, "chime")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/chimesched/chime/cmd/chime").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, buildErr)
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// syncBuffer collects a child's output; exec's copier writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// nodeProc is one `chime serve` child process.
+type nodeProc struct {
+	id   string
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error // set before done closes
+}
+
+// nodeEnv is the environment of every node on dsn.
+func nodeEnv(dsn, id string) []string {
+	return append(os.Environ(),
+		"CHIME_DATABASE_DRIVER=mysql",
+		"CHIME_DATABASE_DSN="+dsn,
+		"CHIME_NODE_ID="+id,
+		"CHIME_CLUSTER_HEARTBEAT="+heartbeat.String(),
+		"CHIME_CLUSTER_FAILOVER_AFTER="+failover.String(),
+		"CHIME_TASKENGINE_POLL_INTERVAL=500ms",
+		"CHIME_TASKENGINE_POOL_SIZE=32",
+		// Below the failover gap, so the fires a failover misses are
+		// collapsed into one catch-up job rather than written late one by one.
+		"CHIME_SCHEDULEENGINE_MISFIRE_THRESHOLD=1s",
+		"CHIME_SCHEDULEENGINE_SYNC_INTERVAL=1s",
+		"CHIME_API_ADDR=127.0.0.1:0",
+		"CHIME_SHUTDOWN_GRACE=2s",
+		"CHIME_LOG_FORMAT=json",
+	)
+}
+
+// migrate runs `chime migrate` once, so the serving nodes need not race to
+// apply the schema.
+func migrate(t *testing.T, bin, dsn string) {
+	t.Helper()
+	cmd := exec.Command(bin, "migrate")
+	cmd.Env = nodeEnv(dsn, "migrate")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "chime migrate: %s", out)
+}
+
+// startNode starts `chime serve --no-migrate` as node id; it is killed at cleanup.
+func startNode(t *testing.T, bin, dsn, id string) *nodeProc {
+	t.Helper()
+	p := &nodeProc{id: id, out: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(bin, "serve", "--no-migrate")
+	p.cmd.Env = nodeEnv(dsn, id)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	require.NoError(t, p.cmd.Start())
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.kill()
+		// CHIME_CLUSTERTEST_LOGDIR keeps every node's full log for a post-mortem.
+		if dir := os.Getenv("CHIME_CLUSTERTEST_LOGDIR"); dir != "" {
+			_ = os.WriteFile(filepath.Join(dir, t.Name()[strings.LastIndex(t.Name(), "/")+1:]+"-"+id+".log"), []byte(p.out.String()), 0o644)
+		}
+		if t.Failed() {
+			t.Logf("output of node %s (last 4 KiB):\n%s", id, tail(p.out.String(), 4096))
+		}
+	})
+	return p
+}
+
+func (p *nodeProc) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill sends SIGKILL: no deferred code, no lease release, no goodbye.
+func (p *nodeProc) kill() {
+	if p.running() {
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	}
+	<-p.done
+}
+
+// stop sends SIGTERM and waits up to d for a graceful exit.
+func (p *nodeProc) stop(t *testing.T, d time.Duration) {
+	t.Helper()
+	if !p.running() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(d):
+		t.Errorf("node %s did not stop within %s after SIGTERM", p.id, d)
+		p.kill()
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+// openStore opens the test's own connection to the cluster's database.
+func openStore(t *testing.T, dsn string) *store.Store {
+	t.Helper()
+	log := logrus.New()
+	log.SetLevel(logrus.ErrorLevel)
+	st, err := store.Open(context.Background(), store.Config{Driver: store.MySQL, DSN: dsn, Logger: log, MaxOpenConns: 4})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// seedSchedules inserts a sleep definition and n schedules firing every
+// second, the way an admin would: plain rows in schedules.
+func seedSchedules(t *testing.T, st *store.Store, n int, sleep string) []int64 {
+	t.Helper()
+	db := st.DB()
+	def := models.JobDefinition{
+		Name: "cluster-sleep", TaskType: "sleep", MaxAttempts: 1, NotifyOn: models.NotifyNever,
+		DefaultParams: models.JSON(`{"duration":"` + sleep + `"}`),
+	}
+	require.NoError(t, db.Create(&def).Error)
+	expr := "* * * * * *"
+	scheds := make([]models.Schedule, n)
+	for i := range scheds {
+		scheds[i] = models.Schedule{
+			Name: fmt.Sprintf("every-second-%03d", i), JobDefinitionID: def.ID, ScheduleType: models.ScheduleCron, CronExpr: &expr,
+			Timezone: "UTC", MisfirePolicy: models.MisfireFireOnce, Concurrency: models.ConcurrencyAllow, Status: models.ScheduleActive,
+		}
+	}
+	require.NoError(t, db.Create(&scheds).Error)
+	ids := make([]int64, n)
+	for i, s := range scheds {
+		ids[i] = s.ID
+	}
+	return ids
+}
+
+// waitFor polls cond every 50 ms until it holds or d passes; the bound is
+// the assertion, the polling only how soon we notice.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	return waitForOr(t, d, what, cond, nil)
+}
+
+// waitForOr is waitFor that adds diag() to the failure message.
+func waitForOr(t *testing.T, d time.Duration, what string, cond func() bool, diag func() string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > d {
+			msg := ""
+			if diag != nil {
+				msg = "\n" + diag()
+			}
+			t.Fatalf("timed out after %s waiting for %s%s", d, what, msg)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+func count(t *testing.T, st *store.Store, q string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, st.DB().Raw(q, args...).Scan(&n).Error)
+	return n
+}
+
+// fireRow is what the checks need of a job.
+type fireRow struct {
+	ID          int64
+	ScheduleID  int64
+	ScheduledAt time.Time
+	CatchUp     bool
+	MissedFires int
+	Status      models.JobStatus
+	NodeID      string
+	Error       *string
+	CreatedAt   time.Time
+}
+
+func fires(t *testing.T, st *store.Store) []fireRow {
+	t.Helper()
+	var rows []fireRow
+	require.NoError(t, st.DB().Raw(`SELECT id, schedule_id, scheduled_at, catch_up, missed_fires, status, node_id, error, created_at
+		FROM jobs WHERE schedule_id IS NOT NULL ORDER BY schedule_id, scheduled_at`).Scan(&rows).Error)
+	return rows
+}
+
+// checkFires asserts, for the fires of every schedule: no (schedule_id,
+// scheduled_at) twice, exactly wantCatchUps catch-up jobs among those
+// scheduled after since, and no hole in the cadence: each fire follows the
+// previous by one second, or by missed_fires seconds when it is the
+// catch-up job standing for that many missed fires.
+func checkFires(t *testing.T, st *store.Store, scheduleIDs []int64, since time.Time, wantCatchUps int) {
+	t.Helper()
+	require.Zero(t, count(t, st, `SELECT COUNT(*) FROM (SELECT schedule_id, scheduled_at FROM jobs WHERE schedule_id IS NOT NULL
+		GROUP BY schedule_id, scheduled_at HAVING COUNT(*) > 1) d`), "a (schedule_id, scheduled_at) was written twice")
+	bySched := map[int64][]fireRow{}
+	for _, f := range fires(t, st) {
+		bySched[f.ScheduleID] = append(bySched[f.ScheduleID], f)
+	}
+	var problems []string
+	for _, id := range scheduleIDs {
+		fs := bySched[id]
+		sort.Slice(fs, func(i, j int) bool { return fs[i].ScheduledAt.Before(fs[j].ScheduledAt) })
+		catchUps := 0
+		for i, f := range fs {
+			if f.CatchUp && f.ScheduledAt.After(since) {
+				catchUps++
+			}
+			if i == 0 {
+				continue
+			}
+			step := f.ScheduledAt.Sub(fs[i-1].ScheduledAt)
+			want := time.Second
+			if f.CatchUp {
+				want = time.Duration(f.MissedFires) * time.Second
+			}
+			if step != want {
+				problems = append(problems, fmt.Sprintf("schedule %d: %s after %s (catch_up=%v missed=%d): step %s, want %s",
+					id, f.ScheduledAt.Format("15:04:05.000"), fs[i-1].ScheduledAt.Format("15:04:05.000"), f.CatchUp, f.MissedFires, step, want))
+			}
+		}
+		if catchUps != wantCatchUps {
+			problems = append(problems, fmt.Sprintf("schedule %d: %d catch-up jobs after %s, want %d", id, catchUps, since.Format("15:04:05.000"), wantCatchUps))
+		}
+	}
+	if len(problems) > 0 {
+		t.Errorf("%d problems in the fire record, first ones:\n%s", len(problems), strings.Join(problems[:min(len(problems), 20)], "\n"))
+	}
+}
+
+// figures are the throughput and lateness of jobs in a window.
+type figures struct {
+	FiredPerSec, FinishedPerSec float64
+	// FireLateMs is created_at − scheduled_at (the fire written), StartLateMs
+	// started_at − scheduled_at (the task started), both averages in ms.
+	FireLateMs, StartLateMs, MaxStartLateMs float64
+}
+
+func (f figures) String() string {
+	return fmt.Sprintf("%.0f fires/s, %.0f of them/s succeeded, fire written %.0f ms after scheduled_at, task started %.0f ms after (max %.0f ms)",
+		f.FiredPerSec, f.FinishedPerSec, f.FireLateMs, f.StartLateMs, f.MaxStartLateMs)
+}
+
+// measure reads the figures of jobs scheduled in [from, to) (MySQL SQL);
+// callers leave a second after to, so those jobs have had time to finish.
+func measure(t *testing.T, st *store.Store, from, to time.Time) figures {
+	t.Helper()
+	secs := to.Sub(from).Seconds()
+	var f figures
+	var fired, finished int64
+	var fireLate, startLate, maxStart *float64
+	require.NoError(t, st.DB().Raw(`SELECT COUNT(*), COALESCE(SUM(status = 'succeeded'), 0), AVG(TIMESTAMPDIFF(MICROSECOND, scheduled_at, created_at)) / 1000,
+		AVG(TIMESTAMPDIFF(MICROSECOND, scheduled_at, started_at)) / 1000, MAX(TIMESTAMPDIFF(MICROSECOND, scheduled_at, started_at)) / 1000
+		FROM jobs WHERE scheduled_at >= ? AND scheduled_at < ?`, from, to).Row().Scan(&fired, &finished, &fireLate, &startLate, &maxStart))
+	f.FiredPerSec, f.FinishedPerSec = float64(fired)/secs, float64(finished)/secs
+	for _, p := range []struct {
+		dst *float64
+		src *float64
+	}{{&f.FireLateMs, fireLate}, {&f.StartLateMs, startLate}, {&f.MaxStartLateMs, maxStart}} {
+		if p.src != nil {
+			*p.dst = *p.src
+		}
+	}
+	return f
+}
+
+// unfinished describes the jobs scheduled before at that have not finished.
+func unfinished(t *testing.T, st *store.Store, at time.Time) string {
+	t.Helper()
+	var rows []struct {
+		Status  string
+		NodeID  string
+		Control string
+		N       int
+		Oldest  time.Time
+		MinID   int64
+	}
+	require.NoError(t, st.DB().Raw(`SELECT status, node_id, control, COUNT(*) AS n, MIN(scheduled_at) AS oldest, MIN(id) AS min_id
+		FROM jobs WHERE scheduled_at < ? AND status NOT IN ('succeeded', 'failed') GROUP BY status, node_id, control`, at).Scan(&rows).Error)
+	var b strings.Builder
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%d %s on %q (control %q), oldest scheduled %s, e.g. job %d\n", r.N, r.Status, r.NodeID, r.Control, r.Oldest.Format("15:04:05.000"), r.MinID)
+		var logs []models.JobLog
+		_ = st.DB().Where("job_id = ?", r.MinID).Order("id").Find(&logs).Error
+		for _, l := range logs {
+			fmt.Fprintf(&b, "    %s %s %s\n", l.CreatedAt.Format("15:04:05.000"), l.Level, l.Message)
+		}
+	}
+	return b.String()
+}

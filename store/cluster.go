@@ -1,0 +1,206 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Node statuses in nodes.status.
+const (
+	NodeAlive   = "alive"
+	NodeStopped = "stopped"
+	NodeDead    = "dead"
+)
+
+// sqliteTimeLayout is how the SQLite driver writes a time.Time, and so how
+// dbNowExpr must write one: SQLite compares timestamps as text.
+const sqliteTimeLayout = "2006-01-02 15:04:05.999999999-07:00"
+
+// dbNowExpr returns an SQL expression for the database's clock plus off, and
+// its one argument. Cluster judgements (heartbeats, leases, who is dead) are
+// made with it inside the statement, so no node's own clock takes part.
+// MySQL uses UTC_TIMESTAMP(6), which does not depend on the session time
+// zone; SQLite's strftime has millisecond precision, which is plenty for
+// timeouts measured in seconds.
+func (s *Store) dbNowExpr(off time.Duration) (string, any) {
+	if s.dialect == MySQL {
+		return "TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(6))", off.Microseconds()
+	}
+	return "strftime('%Y-%m-%d %H:%M:%f+00:00', 'now', ?)", fmt.Sprintf("%+.3f seconds", off.Seconds())
+}
+
+// DBNow returns the database's clock, UTC. Callers that must pass a time to
+// a query whose outcome other nodes rely on (recovering a dead node's jobs,
+// retention cut-offs) take it from here rather than from their own clock.
+func (s *Store) DBNow(ctx context.Context) (time.Time, error) {
+	if s.dialect == MySQL {
+		var t time.Time
+		if err := s.sqlDB.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(6)").Scan(&t); err != nil {
+			return time.Time{}, fmt.Errorf("read the database clock: %w", err)
+		}
+		return DBTime(t), nil
+	}
+	expr, arg := s.dbNowExpr(0)
+	var v string
+	if err := s.sqlDB.QueryRowContext(ctx, "SELECT "+expr, arg).Scan(&v); err != nil {
+		return time.Time{}, fmt.Errorf("read the database clock: %w", err)
+	}
+	t, err := time.Parse(sqliteTimeLayout, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the database clock: %w", err)
+	}
+	return DBTime(t), nil
+}
+
+// RegisterNodeParams describes this process for the nodes table.
+type RegisterNodeParams struct {
+	ID       string
+	Hostname string
+	PID      int
+	Version  string
+	Roles    string
+}
+
+// RegisterNode writes p as an alive node whose started_at and heartbeat_at
+// are the database's now. A row left by an earlier process with the same id
+// is taken over: the id names the node, not the process.
+func (s *Store) RegisterNode(ctx context.Context, p *RegisterNodeParams) error {
+	now, arg := s.dbNowExpr(0)
+	q := "INSERT INTO nodes (id, hostname, pid, version, roles, started_at, heartbeat_at, status) VALUES (?, ?, ?, ?, ?, " +
+		now + ", " + now + ", ?) "
+	if s.dialect == MySQL {
+		q += "ON DUPLICATE KEY UPDATE hostname = VALUES(hostname), pid = VALUES(pid), version = VALUES(version), " +
+			"roles = VALUES(roles), started_at = VALUES(started_at), heartbeat_at = VALUES(heartbeat_at), status = VALUES(status)"
+	} else {
+		q += "ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, pid = excluded.pid, version = excluded.version, " +
+			"roles = excluded.roles, started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, status = excluded.status"
+	}
+	if _, err := s.sqlDB.ExecContext(ctx, q, p.ID, p.Hostname, p.PID, p.Version, p.Roles, arg, arg, NodeAlive); err != nil {
+		return fmt.Errorf("register node %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+// HeartbeatNode sets the node's heartbeat_at to the database's now and its
+// status to alive, and returns the status it had before: "alive" normally,
+// "dead" when other nodes gave up on it (its jobs were handed over), ""
+// when the row had gone, in which case it is registered again from p.
+func (s *Store) HeartbeatNode(ctx context.Context, p *RegisterNodeParams) (string, error) {
+	now, arg := s.dbNowExpr(0)
+	// The common case is one UPDATE; only when it matches nothing do we look
+	// closer, so a healthy cluster pays one statement per node and beat.
+	res, err := s.sqlDB.ExecContext(ctx, "UPDATE nodes SET heartbeat_at = "+now+" WHERE id = ? AND status = ?", arg, p.ID, NodeAlive)
+	if err != nil {
+		return "", fmt.Errorf("heartbeat of node %s: %w", p.ID, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n > 0 {
+		return NodeAlive, nil
+	}
+	var prev string
+	err = s.InTx(ctx, func(tx *gorm.DB) error {
+		prev = ""
+		q := "SELECT status FROM nodes WHERE id = ?"
+		if s.dialect == MySQL {
+			q += " FOR UPDATE"
+		}
+		err := tx.Statement.ConnPool.QueryRowContext(tx.Statement.Context, q, p.ID).Scan(&prev)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return nil
+		case err != nil:
+			return err
+		}
+		_, err = tx.Statement.ConnPool.ExecContext(tx.Statement.Context,
+			"UPDATE nodes SET heartbeat_at = "+now+", status = ? WHERE id = ?", arg, NodeAlive, p.ID)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("heartbeat of node %s: %w", p.ID, err)
+	}
+	if prev == "" {
+		return "", s.RegisterNode(ctx, p)
+	}
+	return prev, nil
+}
+
+// SetNodeStatus sets a node's status, e.g. stopped on a graceful exit, so
+// the others need not wait for the failover window to know it is gone.
+func (s *Store) SetNodeStatus(ctx context.Context, id, status string) error {
+	if _, err := s.sqlDB.ExecContext(ctx, "UPDATE nodes SET status = ? WHERE id = ?", status, id); err != nil {
+		return fmt.Errorf("set node %s %s: %w", id, status, err)
+	}
+	return nil
+}
+
+// DeadNode is a node that DeclareDeadNodes found silent.
+type DeadNode struct {
+	ID          string
+	HeartbeatAt time.Time
+	// Silence is how long it had been silent, by the database clock.
+	Silence time.Duration
+}
+
+// DeclareDeadNodes marks dead every alive node whose heartbeat_at is older
+// than failoverAfter by the database's clock, and returns them. Each row is
+// taken by a guarded UPDATE, so when several nodes reap at once each dead
+// node is declared exactly once, and a node whose heartbeat lands first is
+// left alone.
+func (s *Store) DeclareDeadNodes(ctx context.Context, failoverAfter time.Duration) ([]DeadNode, error) {
+	dbNow, err := s.DBNow(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cutoff, cutArg := s.dbNowExpr(-failoverAfter)
+	rows, err := s.sqlDB.QueryContext(ctx, "SELECT id, heartbeat_at FROM nodes WHERE status = ? AND heartbeat_at < "+cutoff, NodeAlive, cutArg)
+	if err != nil {
+		return nil, fmt.Errorf("find silent nodes: %w", err)
+	}
+	var silent []DeadNode
+	for rows.Next() {
+		var d DeadNode
+		if err := rows.Scan(&d.ID, &d.HeartbeatAt); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("find silent nodes: %w", err)
+		}
+		silent = append(silent, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("find silent nodes: %w", err)
+	}
+	var dead []DeadNode
+	for _, d := range silent {
+		res, err := s.sqlDB.ExecContext(ctx, "UPDATE nodes SET status = ? WHERE id = ? AND status = ? AND heartbeat_at < "+cutoff,
+			NodeDead, d.ID, NodeAlive, cutArg)
+		if err != nil {
+			return dead, fmt.Errorf("declare node %s dead: %w", d.ID, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			continue // it beat in time, or another node declared it first
+		}
+		d.Silence = dbNow.Sub(d.HeartbeatAt)
+		dead = append(dead, d)
+	}
+	return dead, nil
+}
+
+// OrphanNodes returns the node ids that hold queued, running or paused jobs
+// but are not alive in nodes: dead, stopped without releasing everything,
+// or unknown. Their jobs are due for RecoverNode. A reaper that crashed
+// between declaring a node dead and recovering its jobs is finished here.
+func (s *Store) OrphanNodes(ctx context.Context) ([]string, error) {
+	var ids []string
+	err := s.db.WithContext(ctx).Raw(
+		"SELECT DISTINCT node_id FROM jobs WHERE status IN ? AND node_id <> '' "+
+			"AND node_id NOT IN (SELECT id FROM nodes WHERE status = ?)", activeStatuses, NodeAlive).
+		Scan(&ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("find nodes holding jobs without being alive: %w", err)
+	}
+	return ids, nil
+}

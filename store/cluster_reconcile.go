@@ -1,0 +1,247 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/chimesched/chime/models"
+)
+
+// stalledStatuses are the states in which the task engine heartbeats a job.
+var stalledStatuses = []models.JobStatus{models.JobRunning, models.JobPaused}
+
+// RecoverStalledJobs finds jobs running or paused whose heartbeat_at (or,
+// before the first heartbeat, started_at) is older than silentFor by the
+// database's clock, and whose row has not been written for as long either
+// (updated_at is set by the database on every write, trigger or ON UPDATE,
+// so it is a heartbeat on the database's clock even when the node's own
+// clock, which writes heartbeat_at, is minutes behind). Each is treated
+// like a job of a dead node: back to
+// pending for another attempt while attempts remain, else failed with the
+// reason; one asked to stop becomes stopped. This should never happen while
+// nodes heartbeat their jobs; it catches what a bug or a lost update left.
+// Every move is guarded by the job's status, as all moves out of running.
+func (s *Store) RecoverStalledJobs(ctx context.Context, silentFor time.Duration) (*RecoverNodeResult, error) {
+	now, err := s.DBNow(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cutoff := now.Add(-silentFor)
+	res := &RecoverNodeResult{}
+	err = s.InTx(ctx, func(tx *gorm.DB) error {
+		*res = RecoverNodeResult{}
+		var jobs []models.Job
+		q := tx.Select("id, job_definition_id, status, control, attempt, max_attempts, node_id, heartbeat_at").
+			Where("status IN ? AND COALESCE(heartbeat_at, started_at, updated_at) < ? AND updated_at < ?", stalledStatuses, cutoff, cutoff).
+			Order("id").Limit(1000)
+		if err := s.forUpdate(q).Find(&jobs).Error; err != nil {
+			return fmt.Errorf("select stalled jobs: %w", err)
+		}
+		if len(jobs) == 0 {
+			return nil
+		}
+		defMax, err := definitionMaxAttempts(tx, jobs)
+		if err != nil {
+			return err
+		}
+		var logs []models.JobLog
+		for _, j := range jobs {
+			maxAttempts := j.MaxAttempts
+			if maxAttempts <= 0 {
+				maxAttempts = defMax[j.JobDefinitionID]
+			}
+			maxAttempts = max(maxAttempts, 1)
+			why := fmt.Sprintf("no heartbeat from node %s for more than %s during attempt %d of %d", j.NodeID, silentFor, j.Attempt, maxAttempts)
+			var level, msg, stmt string
+			var args []any
+			switch {
+			case j.Control == models.ControlStop:
+				res.Stopped = append(res.Stopped, j.ID)
+				level, msg = "warning", "stopped by the reconciler: "+why+"; it had been asked to stop"
+				stmt, args = `UPDATE jobs SET status = ?, control = '', finished_at = ?, error = ? WHERE id = ? AND status IN ?`,
+					[]any{models.JobStopped, now, why, j.ID, stalledStatuses}
+			case j.Attempt < maxAttempts:
+				res.Retried = append(res.Retried, j.ID)
+				level, msg = "warning", "reset to pending by the reconciler: "+why
+				stmt, args = `UPDATE jobs SET status = ?, node_id = '', control = '', run_at = ?, error = ? WHERE id = ? AND status IN ?`,
+					[]any{models.JobPending, now, why, j.ID, stalledStatuses}
+			default:
+				res.Failed = append(res.Failed, j.ID)
+				level, msg = "error", "failed by the reconciler: "+why+"; no attempts left"
+				stmt, args = `UPDATE jobs SET status = ?, control = '', finished_at = ?, error = ? WHERE id = ? AND status IN ?`,
+					[]any{models.JobFailed, now, why + "; no attempts left", j.ID, stalledStatuses}
+			}
+			if err := tx.Exec(stmt, args...).Error; err != nil {
+				return fmt.Errorf("recover stalled job %d: %w", j.ID, err)
+			}
+			logs = append(logs, models.JobLog{JobID: j.ID, Level: level, Message: msg, CreatedAt: now})
+		}
+		return insertJobLogs(tx, logs)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recover stalled jobs: %w", err)
+	}
+	return res, nil
+}
+
+// ReleaseStuckQueued sends back to pending, without using an attempt, jobs
+// queued on a node that never started them: queued_at and the row's last
+// write both older than olderThan by the database's clock. A task engine
+// starts a queued job as soon as its OnQueue returns, and a release that
+// failed (the database was away) leaves the row queued on a live node that
+// no longer knows it, which the dead-node reaper does not see. Releasing a
+// job a node does still hold is safe: its start is guarded by status and
+// node_id, so that node will not run it.
+func (s *Store) ReleaseStuckQueued(ctx context.Context, olderThan time.Duration) ([]int64, error) {
+	now, err := s.DBNow(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cutoff := now.Add(-olderThan)
+	var ids []int64
+	err = s.InTx(ctx, func(tx *gorm.DB) error {
+		ids = nil
+		var jobs []models.Job
+		q := tx.Select("id, node_id").Where("status = ? AND COALESCE(queued_at, updated_at) < ? AND updated_at < ?", models.JobQueued, cutoff, cutoff).
+			Order("id").Limit(1000)
+		if err := s.forUpdate(q).Find(&jobs).Error; err != nil {
+			return fmt.Errorf("select stuck queued jobs: %w", err)
+		}
+		var logs []models.JobLog
+		for _, j := range jobs {
+			res := tx.Exec(`UPDATE jobs SET status = ?, node_id = '', queued_at = NULL WHERE id = ? AND status = ?`,
+				models.JobPending, j.ID, models.JobQueued)
+			if res.Error != nil {
+				return fmt.Errorf("release stuck queued job %d: %w", j.ID, res.Error)
+			}
+			if res.RowsAffected == 0 {
+				continue
+			}
+			ids = append(ids, j.ID)
+			logs = append(logs, models.JobLog{JobID: j.ID, Level: "warning", CreatedAt: now, Message: fmt.Sprintf(
+				"released to pending by the reconciler: queued on node %s for more than %s without starting", j.NodeID, olderThan)})
+		}
+		return insertJobLogs(tx, logs)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("release stuck queued jobs: %w", err)
+	}
+	return ids, nil
+}
+
+// ResetJob forces one queued, running or paused job back to pending, due
+// now, whatever node holds it and whatever its attempts: the admin's repair
+// for a job that is stuck (`chime job reset ID`, POST /api/v1/jobs/{id}/reset).
+// The attempt count is kept, so the next run is the next attempt. A node
+// still running it cannot report it afterwards: completions are guarded by
+// node_id and status. A pending job is returned unchanged; a finished one is
+// ErrJobState, a missing one ErrNotFound.
+func (s *Store) ResetJob(ctx context.Context, id int64, reason string) (*models.Job, error) {
+	now, err := s.DBNow(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if reason == "" {
+		reason = "an admin"
+	}
+	var job models.Job
+	err = s.InTx(ctx, func(tx *gorm.DB) error {
+		job = models.Job{}
+		if err := first(s.forUpdate(tx.Where("id = ?", id)), &job); err != nil {
+			return err
+		}
+		switch {
+		case job.Status == models.JobPending:
+			return nil
+		case job.Status.Finished():
+			return fmt.Errorf("job %d is %s: %w", id, job.Status, ErrJobState)
+		}
+		msg := fmt.Sprintf("reset to pending by %s (was %s on node %s, attempt %d)", reason, job.Status, job.NodeID, job.Attempt)
+		if err := tx.Exec(`UPDATE jobs SET status = ?, node_id = '', control = '', queued_at = NULL, run_at = ? WHERE id = ? AND status = ?`,
+			models.JobPending, now, id, job.Status).Error; err != nil {
+			return err
+		}
+		if err := insertJobLogs(tx, []models.JobLog{{JobID: id, Level: "warning", Message: msg, CreatedAt: now}}); err != nil {
+			return err
+		}
+		return first(tx.Where("id = ?", id), &job)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reset job %d: %w", id, err)
+	}
+	return &job, nil
+}
+
+// OverdueTrigger is an active schedule's trigger whose next fire is far in
+// the past: no leader has fired it for longer than a failover takes.
+type OverdueTrigger struct {
+	ScheduleID int64
+	NextFireAt time.Time
+	Overdue    time.Duration
+}
+
+// ScheduleAnomalies is what FindScheduleAnomalies saw.
+type ScheduleAnomalies struct {
+	// MissingTrigger lists active schedules without a time_triggers row.
+	MissingTrigger []int64
+	// Overdue lists active schedules whose next_fire_at is older than the bound.
+	Overdue []OverdueTrigger
+}
+
+// Empty reports whether nothing was found.
+func (a *ScheduleAnomalies) Empty() bool { return len(a.MissingTrigger) == 0 && len(a.Overdue) == 0 }
+
+// FindScheduleAnomalies lists, up to limit each, active schedules without a
+// trigger row, and triggers whose next_fire_at is more than overdueAfter
+// behind the database's clock. Schedules created in the last overdueAfter
+// are left out: the schedule engine creates their trigger on its next sync.
+func (s *Store) FindScheduleAnomalies(ctx context.Context, overdueAfter time.Duration, limit int) (*ScheduleAnomalies, error) {
+	now, err := s.DBNow(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cutoff := now.Add(-overdueAfter)
+	out := &ScheduleAnomalies{}
+	db := s.db.WithContext(ctx)
+	err = db.Raw(`SELECT s.id FROM schedules s LEFT JOIN time_triggers t ON t.schedule_id = s.id
+		WHERE s.status = ? AND t.id IS NULL AND s.updated_at < ? ORDER BY s.id LIMIT ?`,
+		models.ScheduleActive, cutoff, limit).Scan(&out.MissingTrigger).Error
+	if err != nil {
+		return nil, fmt.Errorf("find active schedules without a trigger: %w", err)
+	}
+	var trigs []models.TimeTrigger
+	err = db.Raw(`SELECT t.schedule_id, t.next_fire_at FROM time_triggers t JOIN schedules s ON s.id = t.schedule_id
+		WHERE s.status = ? AND t.next_fire_at < ? AND s.updated_at < ? ORDER BY t.next_fire_at LIMIT ?`,
+		models.ScheduleActive, cutoff, cutoff, limit).Scan(&trigs).Error
+	if err != nil {
+		return nil, fmt.Errorf("find overdue triggers: %w", err)
+	}
+	for _, t := range trigs {
+		if t.NextFireAt != nil {
+			out.Overdue = append(out.Overdue, OverdueTrigger{ScheduleID: t.ScheduleID, NextFireAt: t.NextFireAt.UTC(), Overdue: now.Sub(*t.NextFireAt)})
+		}
+	}
+	return out, nil
+}
+
+// TouchSchedules sets updated_at = the database's now on active schedules,
+// which is how any node tells the schedule engine to look at a schedule
+// again: its sync re-reads rows by updated_at, creating a missing trigger
+// and catching up an overdue one under the schedule's misfire policy.
+func (s *Store) TouchSchedules(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	now, err := s.DBNow(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.db.WithContext(ctx).Exec("UPDATE schedules SET updated_at = ? WHERE id IN ? AND status = ?",
+		now, ids, models.ScheduleActive).Error; err != nil {
+		return fmt.Errorf("touch %d schedules: %w", len(ids), err)
+	}
+	return nil
+}

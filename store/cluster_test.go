@@ -1,0 +1,274 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+)
+
+// clDef inserts a job definition allowing maxAttempts attempts.
+func clDef(t *testing.T, st *store.Store, name string, maxAttempts int) models.JobDefinition {
+	t.Helper()
+	d := models.JobDefinition{Name: name, TaskType: "sleep", MaxAttempts: maxAttempts, NotifyOn: models.NotifyNever}
+	require.NoError(t, st.DB().Create(&d).Error)
+	return d
+}
+
+// clJob inserts a job in status on node, heartbeating at hb.
+func clJob(t *testing.T, st *store.Store, def models.JobDefinition, status models.JobStatus, node string, attempt int, hb *time.Time) models.Job {
+	t.Helper()
+	now := store.DBTime(time.Now())
+	j := models.Job{JobDefinitionID: def.ID, ScheduledAt: now, RunAt: now, Status: status, NodeID: node, Attempt: attempt, HeartbeatAt: hb, StartedAt: hb}
+	require.NoError(t, st.DB().Create(&j).Error)
+	return j
+}
+
+func clGet(t *testing.T, st *store.Store, id int64) models.Job {
+	t.Helper()
+	var j models.Job
+	require.NoError(t, st.DB().First(&j, id).Error)
+	return j
+}
+
+func TestDBNowIsTheDatabaseClock(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		now, err := st.DBNow(context.Background())
+		require.NoError(t, err)
+		// Same machine in tests, so the two clocks agree closely.
+		require.WithinDuration(t, time.Now(), now, 5*time.Second)
+		require.Equal(t, time.UTC, now.Location())
+	})
+}
+
+// A lease is taken only when free or expired by the database's clock, is
+// renewed by its holder, and is free at once after a release.
+func TestLeaseTakeoverOnlyAfterExpiry(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		held, exp, err := st.TryAcquireLease(ctx, "scheduler", "a", time.Minute)
+		require.NoError(t, err)
+		require.True(t, held)
+		require.WithinDuration(t, time.Now().Add(time.Minute), exp, 5*time.Second)
+
+		held, _, err = st.TryAcquireLease(ctx, "scheduler", "b", time.Minute)
+		require.NoError(t, err)
+		require.False(t, held, "b must not take a live lease")
+
+		held, exp2, err := st.TryAcquireLease(ctx, "scheduler", "a", time.Minute)
+		require.NoError(t, err)
+		require.True(t, held, "the holder renews")
+		require.False(t, exp2.Before(exp))
+
+		// Expire it by the database's clock: now b may take it.
+		require.NoError(t, st.DB().Exec("UPDATE leases SET expires_at = ? WHERE name = ?", store.DBTime(time.Now().Add(-time.Second)), "scheduler").Error)
+		l, err := st.GetLease(ctx, "scheduler")
+		require.NoError(t, err)
+		require.False(t, l.Live)
+		held, _, err = st.TryAcquireLease(ctx, "scheduler", "b", time.Minute)
+		require.NoError(t, err)
+		require.True(t, held, "b takes an expired lease")
+		held, _, err = st.TryAcquireLease(ctx, "scheduler", "a", time.Minute)
+		require.NoError(t, err)
+		require.False(t, held, "a lost it")
+
+		require.NoError(t, st.ReleaseLease(ctx, "scheduler", "a"), "releasing a lease not held is a no-op")
+		l, err = st.GetLease(ctx, "scheduler")
+		require.NoError(t, err)
+		require.Equal(t, "b", l.Holder)
+		require.True(t, l.Live)
+		require.NoError(t, st.ReleaseLease(ctx, "scheduler", "b"))
+		held, _, err = st.TryAcquireLease(ctx, "scheduler", "a", time.Minute)
+		require.NoError(t, err)
+		require.True(t, held, "a released lease is free at once")
+	})
+}
+
+// Dead means silent for the window by the database's clock; each dead node
+// is declared once, and a beat from a dead node brings it back.
+func TestDeclareDeadNodes(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		for _, id := range []string{"fresh", "old"} {
+			require.NoError(t, st.RegisterNode(ctx, &store.RegisterNodeParams{ID: id, Hostname: "h", PID: 1, Roles: "worker"}))
+		}
+		dbNow, err := st.DBNow(ctx)
+		require.NoError(t, err)
+		require.NoError(t, st.DB().Exec("UPDATE nodes SET heartbeat_at = ? WHERE id = ?", dbNow.Add(-time.Minute), "old").Error)
+
+		dead, err := st.DeclareDeadNodes(ctx, 20*time.Second)
+		require.NoError(t, err)
+		require.Len(t, dead, 1)
+		require.Equal(t, "old", dead[0].ID)
+		require.Greater(t, dead[0].Silence, 50*time.Second)
+		dead, err = st.DeclareDeadNodes(ctx, 20*time.Second)
+		require.NoError(t, err)
+		require.Empty(t, dead, "declared once")
+
+		prev, err := st.HeartbeatNode(ctx, &store.RegisterNodeParams{ID: "old"})
+		require.NoError(t, err)
+		require.Equal(t, store.NodeDead, prev)
+		prev, err = st.HeartbeatNode(ctx, &store.RegisterNodeParams{ID: "fresh"})
+		require.NoError(t, err)
+		require.Equal(t, store.NodeAlive, prev)
+		prev, err = st.HeartbeatNode(ctx, &store.RegisterNodeParams{ID: "gone", Roles: "worker"})
+		require.NoError(t, err)
+		require.Empty(t, prev, "a missing row is registered again")
+		var nodes []models.Node
+		require.NoError(t, st.DB().Order("id").Find(&nodes).Error)
+		require.Len(t, nodes, 3)
+		for _, n := range nodes {
+			require.Equal(t, store.NodeAlive, n.Status, n.ID)
+		}
+		require.NoError(t, st.SetNodeStatus(ctx, "fresh", store.NodeStopped))
+		dead, err = st.DeclareDeadNodes(ctx, 0)
+		require.NoError(t, err)
+		require.Len(t, dead, 2, "a stopped node is not declared dead")
+	})
+}
+
+func TestOrphanNodes(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		def := clDef(t, st, "d", 1)
+		require.NoError(t, st.RegisterNode(ctx, &store.RegisterNodeParams{ID: "live"}))
+		require.NoError(t, st.RegisterNode(ctx, &store.RegisterNodeParams{ID: "stopped"}))
+		require.NoError(t, st.SetNodeStatus(ctx, "stopped", store.NodeStopped))
+		clJob(t, st, def, models.JobRunning, "live", 1, nil)
+		clJob(t, st, def, models.JobQueued, "stopped", 0, nil)
+		clJob(t, st, def, models.JobRunning, "unknown", 1, nil)
+		clJob(t, st, def, models.JobSucceeded, "other", 1, nil)
+		ids, err := st.OrphanNodes(ctx)
+		require.NoError(t, err)
+		require.ElementsMatch(t, []string{"stopped", "unknown"}, ids)
+	})
+}
+
+// Running jobs without a heartbeat for the window are retried or failed
+// with the reason; fresh ones are left alone.
+func TestRecoverStalledJobs(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		def := clDef(t, st, "d", 2)
+		now, err := st.DBNow(ctx)
+		require.NoError(t, err)
+		old, fresh := now.Add(-time.Minute), now
+		retry := clJob(t, st, def, models.JobRunning, "n1", 1, &old)
+		exhausted := clJob(t, st, def, models.JobPaused, "n1", 2, &old)
+		live := clJob(t, st, def, models.JobRunning, "n1", 1, &fresh)
+		// heartbeat_at written by a node whose clock is a minute behind, but
+		// the row was written just now by the database's clock: alive.
+		skewed := clJob(t, st, def, models.JobRunning, "n2", 1, &old)
+		require.NoError(t, st.DB().Exec("UPDATE jobs SET updated_at = ? WHERE id IN ?", old, []int64{retry.ID, exhausted.ID}).Error)
+
+		res, err := st.RecoverStalledJobs(ctx, 20*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, []int64{retry.ID}, res.Retried)
+		require.Equal(t, []int64{exhausted.ID}, res.Failed)
+
+		j := clGet(t, st, retry.ID)
+		require.Equal(t, models.JobPending, j.Status)
+		require.Empty(t, j.NodeID)
+		j = clGet(t, st, exhausted.ID)
+		require.Equal(t, models.JobFailed, j.Status)
+		require.NotNil(t, j.Error)
+		require.Contains(t, *j.Error, "no heartbeat from node n1")
+		require.NotNil(t, j.FinishedAt)
+		require.Equal(t, models.JobRunning, clGet(t, st, live.ID).Status)
+		require.Equal(t, models.JobRunning, clGet(t, st, skewed.ID).Status)
+		var logs int64
+		require.NoError(t, st.DB().Model(&models.JobLog{}).Where("job_id IN ?", []int64{retry.ID, exhausted.ID}).Count(&logs).Error)
+		require.EqualValues(t, 2, logs)
+	})
+}
+
+func TestResetJob(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		def := clDef(t, st, "d", 1)
+		hb := store.DBTime(time.Now())
+		running := clJob(t, st, def, models.JobRunning, "n1", 1, &hb)
+		done := clJob(t, st, def, models.JobSucceeded, "n1", 1, nil)
+
+		j, err := st.ResetJob(ctx, running.ID, "test")
+		require.NoError(t, err)
+		require.Equal(t, models.JobPending, j.Status)
+		require.Empty(t, j.NodeID)
+		require.Equal(t, 1, j.Attempt, "the attempt count is kept")
+		_, err = st.ResetJob(ctx, done.ID, "test")
+		require.ErrorIs(t, err, store.ErrJobState)
+		_, err = st.ResetJob(ctx, 999999, "test")
+		require.ErrorIs(t, err, store.ErrNotFound)
+	})
+}
+
+func TestFindScheduleAnomalies(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		def := clDef(t, st, "d", 1)
+		now, err := st.DBNow(ctx)
+		require.NoError(t, err)
+		expr := "* * * * *"
+		var ids []int64
+		for i := range 4 {
+			s := models.Schedule{
+				Name: fmt.Sprint("s", i), JobDefinitionID: def.ID, ScheduleType: models.ScheduleCron, CronExpr: &expr,
+				Timezone: "UTC", MisfirePolicy: models.MisfireFireOnce, Concurrency: models.ConcurrencyAllow, Status: models.ScheduleActive,
+			}
+			require.NoError(t, st.DB().Create(&s).Error)
+			ids = append(ids, s.ID)
+		}
+		long, soon := now.Add(-time.Hour), now.Add(time.Minute)
+		// 0: no trigger; 1: overdue; 2: fine; 3: no trigger but just changed.
+		require.NoError(t, st.DB().Create(&[]models.TimeTrigger{{ScheduleID: ids[1], NextFireAt: &long}, {ScheduleID: ids[2], NextFireAt: &soon}}).Error)
+		require.NoError(t, st.DB().Exec("UPDATE schedules SET updated_at = ? WHERE id IN ?", now.Add(-2*time.Hour), ids[:3]).Error)
+
+		an, err := st.FindScheduleAnomalies(ctx, 5*time.Minute, 100)
+		require.NoError(t, err)
+		require.Equal(t, []int64{ids[0]}, an.MissingTrigger)
+		require.Len(t, an.Overdue, 1)
+		require.Equal(t, ids[1], an.Overdue[0].ScheduleID)
+		require.Greater(t, an.Overdue[0].Overdue, 50*time.Minute)
+
+		require.NoError(t, st.TouchSchedules(ctx, []int64{ids[0], ids[1]}))
+		an, err = st.FindScheduleAnomalies(ctx, 5*time.Minute, 100)
+		require.NoError(t, err)
+		require.True(t, an.Empty(), "touched schedules are the schedule engine's for a while")
+	})
+}
+
+// Queued jobs that never started go back to pending without using an
+// attempt; recently queued ones stay.
+func TestReleaseStuckQueued(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		def := clDef(t, st, "d", 1)
+		stuck := clJob(t, st, def, models.JobQueued, "n1", 0, nil)
+		recent := clJob(t, st, def, models.JobQueued, "n1", 0, nil)
+		old := store.DBTime(time.Now().Add(-time.Hour))
+		require.NoError(t, st.DB().Exec("UPDATE jobs SET queued_at = ?, updated_at = ? WHERE id = ?", old, old, stuck.ID).Error)
+		require.NoError(t, st.DB().Exec("UPDATE jobs SET queued_at = ? WHERE id = ?", old, recent.ID).Error)
+		ids, err := st.ReleaseStuckQueued(ctx, time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, []int64{stuck.ID}, ids)
+		j := clGet(t, st, stuck.ID)
+		require.Equal(t, models.JobPending, j.Status)
+		require.Empty(t, j.NodeID)
+		require.Equal(t, 0, j.Attempt)
+		require.Equal(t, models.JobQueued, clGet(t, st, recent.ID).Status, "its row was written just now by the database's clock")
+	})
+}

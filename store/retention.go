@@ -1,0 +1,79 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/chimesched/chime/models"
+)
+
+// finishedStatuses are the states no engine moves a job out of.
+var finishedStatuses = []models.JobStatus{models.JobSucceeded, models.JobFailed, models.JobStopped, models.JobCanceled}
+
+// DeleteFinishedJobs deletes at most batch finished jobs whose finished_at
+// is older than olderThan by the database's clock, with their job_logs, in
+// one transaction, and returns how many jobs went. Callers loop until it
+// returns fewer than batch: small transactions keep row locks and undo logs
+// short, so claims and fires on the same tables are not held up.
+//
+// Deleting an old fire frees its (schedule_id, scheduled_at) key; that is
+// safe because the schedule engine never fires a time before the trigger's
+// last_fire_at again.
+func (s *Store) DeleteFinishedJobs(ctx context.Context, olderThan time.Duration, batch int) (int, error) {
+	if batch <= 0 {
+		batch = 500
+	}
+	now, err := s.DBNow(ctx)
+	if err != nil {
+		return 0, err
+	}
+	cutoff := now.Add(-olderThan)
+	var n int
+	err = s.InTx(ctx, func(tx *gorm.DB) error {
+		n = 0
+		var ids []int64
+		// idx_jobs_finished serves this range scan; status keeps a job that
+		// an admin re-queued (finished_at left set) out of it.
+		if err := tx.Model(&models.Job{}).Where("finished_at < ? AND status IN ?", cutoff, finishedStatuses).
+			Order("finished_at").Limit(batch).Pluck("id", &ids).Error; err != nil {
+			return fmt.Errorf("select finished jobs: %w", err)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		if err := tx.Exec("DELETE FROM job_logs WHERE job_id IN ?", ids).Error; err != nil {
+			return fmt.Errorf("delete job logs: %w", err)
+		}
+		res := tx.Exec("DELETE FROM jobs WHERE id IN ? AND status IN ?", ids, finishedStatuses)
+		if res.Error != nil {
+			return fmt.Errorf("delete jobs: %w", res.Error)
+		}
+		n = int(res.RowsAffected)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete finished jobs older than %s: %w", olderThan, err)
+	}
+	return n, nil
+}
+
+// DeleteGoneNodes deletes the rows of nodes stopped or dead for longer than
+// olderThan by the database's clock that hold no unfinished job. A node id
+// defaults to hostname-pid, so every restart adds a row; without this the
+// table would only grow.
+func (s *Store) DeleteGoneNodes(ctx context.Context, olderThan time.Duration) (int, error) {
+	now, err := s.DBNow(ctx)
+	if err != nil {
+		return 0, err
+	}
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM nodes WHERE status IN ? AND heartbeat_at < ?
+		AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.node_id = nodes.id AND jobs.status IN ?)`,
+		[]string{NodeStopped, NodeDead}, now.Add(-olderThan), activeStatuses)
+	if res.Error != nil {
+		return 0, fmt.Errorf("delete nodes gone for %s: %w", olderThan, res.Error)
+	}
+	return int(res.RowsAffected), nil
+}

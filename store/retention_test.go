@@ -1,0 +1,71 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+)
+
+// Old finished jobs go in batches with their logs; recent ones, unfinished
+// ones and other jobs' logs stay.
+func TestDeleteFinishedJobsInBatches(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		db := st.DB()
+		def := clDef(t, st, "d", 1)
+		now := store.DBTime(time.Now())
+		old, recent := now.Add(-40*24*time.Hour), now.Add(-time.Hour)
+		var jobs []models.Job
+		for i := range 25 {
+			jobs = append(jobs, models.Job{JobDefinitionID: def.ID, ScheduledAt: now.Add(time.Duration(i) * time.Second), RunAt: now,
+				Status: models.JobSucceeded, FinishedAt: &old})
+		}
+		jobs = append(jobs,
+			models.Job{JobDefinitionID: def.ID, ScheduledAt: now, RunAt: now, Status: models.JobFailed, FinishedAt: &recent},
+			models.Job{JobDefinitionID: def.ID, ScheduledAt: now, RunAt: now, Status: models.JobPending, FinishedAt: &old})
+		require.NoError(t, db.Create(&jobs).Error)
+		var logs []models.JobLog
+		for _, j := range jobs {
+			logs = append(logs, models.JobLog{JobID: j.ID, Message: "x", CreatedAt: now}, models.JobLog{JobID: j.ID, Message: "y", CreatedAt: now})
+		}
+		require.NoError(t, st.InsertJobLogs(ctx, logs))
+
+		var batches []int
+		for {
+			n, err := st.DeleteFinishedJobs(ctx, 30*24*time.Hour, 10)
+			require.NoError(t, err)
+			batches = append(batches, n)
+			if n < 10 {
+				break
+			}
+		}
+		require.Equal(t, []int{10, 10, 5}, batches)
+		var left []models.Job
+		require.NoError(t, db.Order("id").Find(&left).Error)
+		require.Len(t, left, 2)
+		var logCount int64
+		require.NoError(t, db.Model(&models.JobLog{}).Count(&logCount).Error)
+		require.EqualValues(t, 4, logCount, "only the kept jobs' logs remain")
+
+		for _, id := range []string{"alive", "gone", "holding", "recent"} {
+			require.NoError(t, st.RegisterNode(ctx, &store.RegisterNodeParams{ID: id}))
+		}
+		require.NoError(t, db.Exec("UPDATE nodes SET status = ?, heartbeat_at = ? WHERE id IN ?", store.NodeDead, old, []string{"gone", "holding"}).Error)
+		require.NoError(t, db.Exec("UPDATE nodes SET heartbeat_at = ? WHERE id = ?", old, "alive").Error)
+		require.NoError(t, st.SetNodeStatus(ctx, "recent", store.NodeStopped))
+		clJob(t, st, def, models.JobQueued, "holding", 0, nil)
+		n, err := st.DeleteGoneNodes(ctx, 30*24*time.Hour)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		var ids []string
+		require.NoError(t, db.Model(&models.Node{}).Order("id").Pluck("id", &ids).Error)
+		require.Equal(t, []string{"alive", "holding", "recent"}, ids)
+	})
+}
