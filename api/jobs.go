@@ -93,6 +93,27 @@ func (s *Server) stopJob(w http.ResponseWriter, r *http.Request) *apiError {
 	return s.controlJob(w, r, models.ControlStop)
 }
 
+// resetJob is the admin's repair for a job stuck in queued, running or
+// paused (say, on a node that will never come back): it goes back to
+// pending for another attempt, as failover would do. A pending job is left
+// as it is; a finished one is a 409.
+func (s *Server) resetJob(w http.ResponseWriter, r *http.Request) *apiError {
+	id, e := pathID(r, "job")
+	if e != nil {
+		return e
+	}
+	j, err := s.cfg.Store.ResetJob(r.Context(), id, "an admin via the API")
+	if err != nil {
+		return s.fromStore(r, err, "a job")
+	}
+	s.log.WithFields(logrus.Fields{"job_id": id, "status": string(j.Status)}).Info("api: job reset")
+	if s.cfg.OnJobsAdded != nil {
+		s.cfg.OnJobsAdded()
+	}
+	writeJSON(w, http.StatusOK, j)
+	return nil
+}
+
 // controlJob records a control request; the node running the job acts on
 // it within its control interval. The answer is 202 with the row as it is
 // now: control shows the request, status changes when the engine acts (or

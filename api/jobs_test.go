@@ -140,3 +140,28 @@ func TestPagination(t *testing.T) {
 		require.Empty(t, b.ok(200, "GET", "/api/v1/jobs?limit=23", "")["next_cursor"])
 	})
 }
+
+func TestResetJob(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		b := setup(t, st)
+		const path = "/api/v1/jobs"
+		def := itoa(b.definition("report"))
+		j := b.ok(201, "POST", path, `{"job_definition_id":`+def+`}`)
+		jid := itoa(id(j))
+		added := b.added
+
+		// Stuck running on a node that is gone: reset puts it back to pending.
+		require.NoError(t, st.DB().Model(&models.Job{}).Where("id = ?", id(j)).
+			Updates(map[string]any{"status": models.JobRunning, "node_id": "gone", "attempt": 1}).Error)
+		got := b.ok(200, "POST", path+"/"+jid+"/reset", "")
+		require.Equal(t, "pending", got["status"])
+		require.Equal(t, "", got["node_id"])
+		require.Equal(t, added+1, b.added, "a reset job is due: the task engine is woken")
+		require.Equal(t, "pending", b.ok(200, "POST", path+"/"+jid+"/reset", "")["status"], "pending stays pending")
+
+		require.NoError(t, st.DB().Model(&models.Job{}).Where("id = ?", id(j)).Update("status", models.JobSucceeded).Error)
+		b.fails(409, "", "", "POST", path+"/"+jid+"/reset", "")
+		b.fails(404, "", "does not exist", "POST", path+"/999/reset", "")
+	})
+}

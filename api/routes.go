@@ -45,6 +45,7 @@ var routeTable = []route{
 	{method: "POST", path: Prefix + "/jobs/{id}/pause", handler: (*Server).pauseJob},
 	{method: "POST", path: Prefix + "/jobs/{id}/resume", handler: (*Server).resumeJob},
 	{method: "POST", path: Prefix + "/jobs/{id}/stop", handler: (*Server).stopJob},
+	{method: "POST", path: Prefix + "/jobs/{id}/reset", handler: (*Server).resetJob},
 
 	{method: "GET", path: Prefix + "/nodes", handler: (*Server).listNodes},
 

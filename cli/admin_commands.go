@@ -463,6 +463,7 @@ func newJobCommand() *cobra.Command {
 		jobArg("pause", "Ask the running node to pause a job", control("pause")),
 		jobArg("resume", "Ask the running node to resume a paused job", control("resume")),
 		jobArg("stop", "Stop a job (a pending one is canceled at once)", control("stop")),
+		jobArg("reset", "Put a job stuck in queued, running or paused back to pending (admin repair)", control("reset")),
 		runCmd,
 	)
 	return cmd
