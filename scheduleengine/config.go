@@ -30,9 +30,10 @@ type Config struct {
 	FireAllCap int
 	// BatchSize is the most fires written in one transaction (default 500).
 	BatchSize int
-	// BatchWait is how long the writer gathers fires handed over by gocron
-	// before it commits them, so a herd due in the same instant is one
-	// transaction per BatchSize rather than one per schedule (default 2ms).
+	// BatchWait is how long a lone fire handed over by gocron waits for
+	// others before it is written, so schedules due microseconds apart share
+	// a transaction (default 2ms). A herd due in the same instant does not
+	// wait: the first hand-over sweeps every schedule due (doc.go).
 	BatchWait time.Duration
 	// LeaseName is the row in leases that elects the firing node
 	// (default "scheduler").

@@ -13,12 +13,17 @@
 //
 // # Lifecycle
 //
-// Start creates a gocron v2 scheduler and one goroutine (run) that owns all
-// engine state. That goroutine renews the scheduler lease (leases table; one
-// leader per cluster, standbys take over within LeaseTTL), re-reads changed
-// schedules (by updated_at every SyncInterval, all of them every
-// FullSyncInterval), and is the only writer of fires. Stop shuts gocron
-// down, waits for the goroutine and gives the lease back.
+// Start creates a gocron v2 scheduler, one goroutine (run) that owns all
+// engine state, and two writer goroutines that only run fire transactions.
+// The run goroutine renews the scheduler lease (leases table; one leader per
+// cluster, standbys take over within LeaseTTL), merges re-read schedules
+// (by updated_at every SyncInterval, all of them every FullSyncInterval; the
+// read itself runs on a short-lived goroutine so a large one never holds up
+// fires), and plans every fire. Stop shuts gocron down, waits for the
+// writers and reads in flight, and gives the lease back. A node that has
+// just taken the lease writes nothing until a full sync started after
+// taking it has been merged: the last leader advanced triggers it has not
+// read.
 //
 // # gocron is the timer, the Trigger is the truth
 //
@@ -32,10 +37,30 @@
 // firing) and logs through logrus (WithLogger).
 //
 // A gocron run does no I/O: it hands (schedule_id, intended time) to the run
-// goroutine, which gathers what arrives within BatchWait or up to BatchSize
-// schedules and writes it in one transaction per BatchSize jobs (runOnce,
-// flush): jobs rows with UNIQUE (schedule_id, scheduled_at) and
-// on-conflict-do-nothing, the time_triggers advance, completed schedules.
+// goroutine. gocron dispatches every job of an instant separately (a
+// goroutine and several round trips to its scheduler goroutine each), so
+// the last of 10,000 runs due together starts long after the first. The
+// first hand-over is enough: the run goroutine sweeps every schedule whose
+// next intended time has come from a min-heap of entries by next time
+// (heap.go), and marks their timers so gocron's later runs of that instant
+// hand nothing over. gocron still decides when to look; the heap only says
+// who else is due. A lone hand-over waits BatchWait for company.
+//
+// runOnce plans the due schedules in id order and cuts them into batches of
+// at most BatchSize jobs, spread over the writers (a herd of 1,000 is two
+// batches of 500 written side by side). A schedule is in at most one batch
+// in flight, so its fires stay ordered, and two batches never touch the
+// same rows; at most two batches per writer are queued, and what is due
+// beyond that waits in Engine.due, unplanned, for the next free slot.
+// finish applies each result on the run goroutine. One batch is one
+// transaction (store.WriteFires): the status check, jobs rows with UNIQUE
+// (schedule_id, scheduled_at) and on-conflict-do-nothing, and the
+// time_triggers advance. Schedules used up by a fire are marked completed
+// by a later batch, once no fire is due or in flight, so a herd of once
+// schedules commits its jobs first; the trigger row written with the last
+// fire already says nothing is left, and a restore completes the schedule
+// if the process dies in between. Tests that drive tick directly run
+// without writers: runOnce then writes inline.
 // What a schedule writes is computePlan over its Trigger from
 // time_triggers.last_fire_at to now, never the moment the timer ran: the
 // timer only says "look now". That is why scheduled_at is the exact
@@ -50,7 +75,10 @@
 // a changed trigger (type, expression, interval, run_at, time zone, window)
 // gets gocron's Update, a paused, deleted, invalid or completed schedule's
 // job is removed; an unchanged row keeps its job, so the full sync does not
-// re-arm every schedule.
+// re-arm every schedule, and a row equal to the one its entry was built
+// from (the delta scan re-reads the last syncOverlap of changes) keeps the
+// entry as it is. Fire state only moves forward: a row read before a commit
+// this engine has since applied does not set its entry back.
 //
 // # Semantics
 //

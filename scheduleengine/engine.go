@@ -26,6 +26,18 @@ const syncOverlap = 10 * time.Second
 // gocron's task goroutines block on the hand-over.
 const fireBuffer = 4096
 
+// writers is how many fire transactions may be in flight at once. Each
+// batch holds disjoint schedules (a schedule is in at most one batch in
+// flight), so one commit's latency overlaps the next batch's statements and
+// the database works on two cores; a schedule's fires stay in order.
+const writers = 2
+
+// maxQueued bounds the batches handed to writers and not yet finished: one
+// running and one waiting per writer. What is due beyond that stays in
+// Engine.due and joins the next batch, so a trickle of fires coalesces
+// while the writers are busy instead of queueing as many small batches.
+const maxQueued = 2 * writers
+
 // Engine is the schedule engine of one node. One goroutine (run) owns every
 // field below mu's block; the others (gocron's timers among them) only
 // signal it.
@@ -43,11 +55,21 @@ type Engine struct {
 	fires   chan fireMsg // gocron's timers → the run goroutine
 	leader  atomic.Bool
 
+	// The writer goroutines, started by Start. Both are nil when the engine
+	// is driven by tests through tick: runOnce then writes inline.
+	work   chan *writeReq  // the run goroutine → writers
+	done   chan *writeReq  // writers → the run goroutine
+	synced chan syncResult // a sync's read → the run goroutine; nil: tick reads inline
+	bg     sync.WaitGroup  // writers and sync reads, waited for before the lease is given up
+
 	// Owned by the run goroutine (or by a test driving tick directly).
 	cron       gocron.Scheduler // times every schedule; created by Start
 	entries    map[int64]*entry
 	due        map[int64]*entry // to plan at the next write: handed over by gocron, or found due by sync
 	complete   map[int64]bool   // used-up schedules still to mark completed
+	heap       dueHeap          // entries by next intended time
+	inflight   map[int64]bool   // schedules in a batch a writer has not finished
+	queued     int              // batches handed to writers and not finished
 	invalid    map[int64]string
 	missing    map[int64]TriggerRow // triggers to create
 	watermark  time.Time
@@ -56,6 +78,22 @@ type Engine struct {
 	syncDue    time.Time
 	fullDue    time.Time
 	fireRetry  time.Time
+	syncing    bool // a sync's read is in flight
+	leaseGen   int  // counts lease acquisitions
+	stale      bool // leader, but no full sync read since the lease was acquired
+	// leaderSince is when this engine last started firing. Every occurrence
+	// up to it passed while no engine of this node fired, so it is missed
+	// whatever the misfire threshold says (the paper's restore rule).
+	leaderSince time.Time
+}
+
+// syncResult is one LoadSchedules read, made off the run goroutine so a
+// large read never holds up the fires.
+type syncResult struct {
+	gen int // leaseGen when the read started
+	p   *LoadSchedulesParams
+	res *LoadSchedulesResult
+	err error
 }
 
 // New returns a stopped engine writing through st.
@@ -88,10 +126,14 @@ func (e *Engine) reset() {
 	e.entries = map[int64]*entry{}
 	e.due = map[int64]*entry{}
 	e.complete = map[int64]bool{}
+	e.heap = nil
+	e.inflight = map[int64]bool{}
+	e.queued = 0
 	e.invalid = map[int64]string{}
 	e.missing = map[int64]TriggerRow{}
 	e.watermark = time.Time{}
 	e.leaseUntil, e.leaseDue, e.syncDue, e.fullDue, e.fireRetry = time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	e.syncing, e.stale = false, false
 	e.leader.Store(false)
 }
 
@@ -111,6 +153,12 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.cancel = cancel
 	e.stopped = make(chan struct{})
+	e.work = make(chan *writeReq, maxQueued)
+	e.done = make(chan *writeReq, maxQueued)
+	e.synced = make(chan syncResult, 1)
+	for range writers {
+		e.bg.Go(func() { e.writer(runCtx, e.work, e.done) })
+	}
 	e.wg.Add(1)
 	go e.run(runCtx, e.stopped)
 	e.log.Info("schedule engine started")
@@ -186,7 +234,8 @@ func (e *Engine) run(ctx context.Context, stopped chan struct{}) {
 	defer e.wg.Done()
 	defer close(stopped)
 	defer e.resign(ctx)
-	defer e.closeCron() // before resign: no fire after the lease is given up
+	defer e.bg.Wait() // before resign: no commit after the lease is given up
+	defer e.closeCron()
 	for {
 		now := e.cfg.Clock.Now()
 		e.tick(ctx, now)
@@ -202,10 +251,59 @@ func (e *Engine) run(ctx context.Context, stopped chan struct{}) {
 			e.syncDue = time.Time{}
 		case m := <-e.fires:
 			timer.Stop()
-			e.enqueue(m)
-			e.gather(ctx)
+			e.takeFires(ctx, m)
+		case r := <-e.done:
+			timer.Stop()
+			_ = e.finish(r) // logs and schedules the retry itself
+		case r := <-e.synced:
+			timer.Stop()
+			e.afterLoad(ctx, r)
 		}
 	}
+}
+
+// takeFires handles gocron's hand-over of m and whatever else is waiting.
+// gocron dispatches each schedule's job on its own goroutine, so when ten
+// thousand come due in one instant the last run starts long after the first.
+// The first one is enough: the sweep queues every schedule whose next
+// intended time has come, straight from the heap, and marks their timers so
+// gocron's later runs of the same instant hand nothing over (enqueue would
+// drop them anyway). A lone fire (schedules whose instants differ by
+// microseconds, as intervals anchored at created_at do) still waits
+// BatchWait for company.
+func (e *Engine) takeFires(ctx context.Context, m fireMsg) {
+	e.enqueue(m)
+	handed := 1
+	for more := true; more; {
+		select {
+		case m := <-e.fires:
+			e.enqueue(m)
+			handed++
+		default:
+			more = false
+		}
+	}
+	e.sweep(e.cfg.Clock.Now())
+	if len(e.due) <= handed {
+		e.gather(ctx)
+		e.sweep(e.cfg.Clock.Now())
+	}
+}
+
+// sweep queues every schedule due at now. It also tells each one's timer
+// that its instant is taken care of, so gocron's own run of it, still to
+// come, hands nothing over. It runs only on a gocron hand-over: gocron
+// stays the clock that says when to look.
+func (e *Engine) sweep(now time.Time) {
+	if !e.leader.Load() {
+		return
+	}
+	e.heap.popDue(now, func(en *entry) {
+		e.due[en.sched.ID] = en
+		if en.timer != nil {
+			en.timer.handedOver(en.next)
+		}
+	})
 }
 
 // resign gives the lease back on the way out. ctx is already done, so the
@@ -227,17 +325,8 @@ func (e *Engine) tick(ctx context.Context, now time.Time) {
 	if !now.Before(e.leaseDue) {
 		e.renewLease(ctx, now)
 	}
-	if !now.Before(e.syncDue) {
-		full := !now.Before(e.fullDue)
-		if err := e.sync(ctx, now, full); err != nil {
-			e.log.WithError(err).Warn("schedule sync failed; retrying")
-			e.syncDue = now.Add(e.cfg.RetryDelay)
-		} else {
-			e.syncDue = now.Add(e.cfg.SyncInterval)
-			if full {
-				e.fullDue = now.Add(e.cfg.FullSyncInterval)
-			}
-		}
+	if !now.Before(e.syncDue) && !e.syncing {
+		e.startSync(ctx, now)
 	}
 	if e.leader.Load() && !now.Before(e.fireRetry) {
 		if err := e.runOnce(ctx, now); err != nil {
@@ -251,10 +340,10 @@ func (e *Engine) tick(ctx context.Context, now time.Time) {
 
 func (e *Engine) nextWake(now time.Time) time.Duration {
 	at := e.leaseDue
-	if e.syncDue.Before(at) {
+	if e.syncDue.Before(at) && !e.syncing {
 		at = e.syncDue
 	}
-	if e.leader.Load() && (len(e.due) > 0 || len(e.complete) > 0) && e.fireRetry.Before(at) {
+	if e.leader.Load() && e.writable() && e.fireRetry.Before(at) {
 		// The timers for what is due already fired; only a failed write
 		// makes it wait.
 		at = e.fireRetry
@@ -282,8 +371,13 @@ func (e *Engine) renewLease(ctx context.Context, now time.Time) {
 		e.leaseUntil = now.Add(e.cfg.LeaseTTL)
 		if !e.leader.Load() {
 			e.log.Info("acquired the scheduler lease; this node fires schedules")
-			// The last leader advanced triggers this node has not seen.
+			// The last leader advanced triggers this node has not seen:
+			// write nothing until a full sync started from now has read
+			// them (the read runs beside the run goroutine).
 			e.fullDue, e.syncDue = time.Time{}, time.Time{}
+			e.leaseGen++
+			e.stale = true
+			e.leaderSince = now
 			e.setLeader(true)
 		}
 	default:
@@ -294,7 +388,12 @@ func (e *Engine) renewLease(ctx context.Context, now time.Time) {
 	}
 	if !e.leader.Load() {
 		// The leader writes these; on taking over, the full sync finds
-		// whatever is still due.
+		// whatever is still due, and the sweep what gocron times.
+		for id, en := range e.due {
+			if e.entries[id] == en {
+				e.heap.track(en)
+			}
+		}
 		clear(e.due)
 	}
 	e.leaseDue = now.Add(e.cfg.LeaseTTL / 3)
@@ -309,27 +408,69 @@ func (e *Engine) setLeader(v bool) {
 	}
 }
 
-// sync merges schedules changed in the database into the engine: all active
-// ones when full, else those updated since the watermark.
-func (e *Engine) sync(ctx context.Context, now time.Time, full bool) error {
+// startSync reads schedules changed in the database: all active ones when
+// the full sync is due, else those updated since the watermark. With the
+// engine running the read happens on a goroutine of its own and afterLoad
+// merges it on the run goroutine; driven by tests, it all happens inline.
+// The next sync is set due here, optimistically; a failed one is retried
+// after RetryDelay, and Refresh or a new lease, which clear the due times
+// meanwhile, get a sync once this one is merged.
+func (e *Engine) startSync(ctx context.Context, now time.Time) {
+	full := !now.Before(e.fullDue)
 	p := &LoadSchedulesParams{}
 	if !full && !e.watermark.IsZero() {
 		since := e.watermark.Add(-syncOverlap)
 		p.ChangedSince = &since
 	}
-	res, err := e.store.LoadSchedules(ctx, p)
-	if err != nil {
-		return err
+	e.syncDue = now.Add(e.cfg.SyncInterval)
+	if full {
+		e.fullDue = now.Add(e.cfg.FullSyncInterval)
 	}
+	gen := e.leaseGen
+	e.syncing = true
+	if e.synced == nil {
+		res, err := e.store.LoadSchedules(ctx, p)
+		e.afterLoad(ctx, syncResult{gen: gen, p: p, res: res, err: err})
+		return
+	}
+	e.bg.Go(func() {
+		res, err := e.store.LoadSchedules(ctx, p)
+		e.synced <- syncResult{gen: gen, p: p, res: res, err: err} // never blocks: one read at a time, cap 1
+	})
+}
+
+// afterLoad merges one sync's read into the engine.
+func (e *Engine) afterLoad(ctx context.Context, r syncResult) {
+	e.syncing = false
+	if err := e.merge(ctx, r); err != nil {
+		if ctx.Err() == nil {
+			e.log.WithError(err).Warn("schedule sync failed; retrying")
+		}
+		e.syncDue = e.cfg.Clock.Now().Add(e.cfg.RetryDelay)
+		if r.p.ChangedSince == nil {
+			e.fullDue = time.Time{}
+		}
+		return
+	}
+	if r.p.ChangedSince == nil && r.gen == e.leaseGen {
+		e.stale = false
+	}
+}
+
+func (e *Engine) merge(ctx context.Context, r syncResult) error {
+	if r.err != nil {
+		return r.err
+	}
+	res := r.res
 	seen := make(map[int64]bool, len(res.Rows))
 	for i := range res.Rows {
-		r := &res.Rows[i]
-		seen[r.Schedule.ID] = true
-		if err := e.apply(ctx, r); err != nil {
+		row := &res.Rows[i]
+		seen[row.Schedule.ID] = true
+		if err := e.apply(ctx, row); err != nil {
 			return err
 		}
 	}
-	if p.ChangedSince == nil {
+	if r.p.ChangedSince == nil {
 		for id := range e.entries {
 			if !seen[id] {
 				e.remove(id)
@@ -340,7 +481,7 @@ func (e *Engine) sync(ctx context.Context, now time.Time, full bool) error {
 		e.watermark = res.MaxUpdatedAt
 	}
 	if e.leader.Load() {
-		return e.writeBookkeeping(ctx, now)
+		return e.writeBookkeeping(ctx, e.cfg.Clock.Now())
 	}
 	return nil
 }
@@ -357,11 +498,34 @@ func (e *Engine) apply(ctx context.Context, r *ScheduleRow) error {
 		e.remove(id)
 		return nil
 	}
+	if old != nil && old.timer != nil && old.unchanged(r) {
+		// The row as this entry was built from it (a re-read: the delta
+		// scan's overlap, the full sync), and no fire newer than the
+		// entry's: keep the entry and its gocron job as they are.
+		if r.Trigger == nil {
+			e.missing[id] = old.triggerRow()
+		}
+		if !old.next.After(e.cfg.Clock.Now()) {
+			e.due[id] = old
+		}
+		return nil
+	}
 	en, err := newEntry(r)
 	if err != nil {
 		e.remove(id)
 		e.invalid[id] = err.Error()
 		return nil
+	}
+	if old == nil && r.Trigger != nil {
+		// A schedule this engine did not drive but that has fired before:
+		// resumed from paused, or revived from invalid. What passed while
+		// it was not driven is missed, however recent.
+		en.restoreUpTo = e.cfg.Clock.Now()
+	}
+	if old != nil && old.last != nil {
+		// The row may have been read before a fire this engine committed
+		// (a writer's transaction was in flight during the read).
+		en.catchUpTo(*old.last, old.fired, old.misfired)
 	}
 	if r.Trigger == nil {
 		e.missing[id] = en.triggerRow()
@@ -370,7 +534,7 @@ func (e *Engine) apply(ctx context.Context, r *ScheduleRow) error {
 	delete(e.complete, id)
 	if en.usedUp() {
 		e.disarm(old)
-		e.entries[id] = en
+		e.setEntry(en)
 		e.complete[id] = true
 		return nil
 	}
@@ -380,7 +544,7 @@ func (e *Engine) apply(ctx context.Context, r *ScheduleRow) error {
 		e.remove(id)
 		return err
 	}
-	e.entries[id] = en
+	e.setEntry(en)
 	// Read the clock after arming: an occurrence between the sync's start
 	// and gocron's arming is not armed, so it must be due here.
 	if !en.next.After(e.cfg.Clock.Now()) {
@@ -420,12 +584,22 @@ func (e *Engine) gather(ctx context.Context) {
 	}
 }
 
+// setEntry makes en the entry of its schedule, in the map and the heap.
+func (e *Engine) setEntry(en *entry) {
+	if old := e.entries[en.sched.ID]; old != nil && old != en {
+		e.heap.untrack(old)
+	}
+	e.entries[en.sched.ID] = en
+	e.heap.track(en)
+}
+
 func (e *Engine) remove(id int64) {
 	en, ok := e.entries[id]
 	if !ok {
 		return
 	}
 	e.disarm(en)
+	e.heap.untrack(en)
 	delete(e.entries, id)
 	delete(e.due, id)
 	delete(e.complete, id)

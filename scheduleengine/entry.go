@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"time"
 
 	"github.com/chimesched/chime/models"
@@ -14,6 +15,7 @@ import (
 // entry is the engine's view of one active schedule.
 type entry struct {
 	sched       models.Schedule
+	def         *models.JobDefinition // as read with sched; shared by the schedules of one definition
 	trig        Trigger
 	params      models.JSON // definition defaults merged with the schedule's params
 	maxAttempts int
@@ -23,6 +25,8 @@ type entry struct {
 	next        time.Time // first occurrence after last; zero when used up
 	key         string    // triggerKey of the row
 	timer       *timer    // the gocron job timing this schedule; nil when none
+	hidx        int       // position in Engine.heap; -1 when not there
+	restoreUpTo time.Time // occurrences up to this passed while the schedule was not driven: missed
 }
 
 // after is the instant whose successor is the schedule's next occurrence.
@@ -77,7 +81,7 @@ func newEntry(r *ScheduleRow) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &entry{sched: s, trig: trig, params: params, maxAttempts: max(r.Definition.MaxAttempts, 1), key: triggerKey(r)}
+	e := &entry{sched: s, def: r.Definition, trig: trig, params: params, maxAttempts: max(r.Definition.MaxAttempts, 1), key: triggerKey(r), hidx: -1}
 	if t := r.Trigger; t != nil {
 		if t.LastFireAt != nil {
 			l := t.LastFireAt.UTC()
@@ -87,6 +91,33 @@ func newEntry(r *ScheduleRow) (*entry, error) {
 	}
 	e.next = trig.Next(e.after())
 	return e, nil
+}
+
+// unchanged reports whether r is the row en was built from, with no fire
+// recorded in it that en has not seen: re-applying it would build the same
+// entry.
+func (e *entry) unchanged(r *ScheduleRow) bool {
+	if r.Definition == nil || !reflect.DeepEqual(e.sched, r.Schedule) || !reflect.DeepEqual(e.def, r.Definition) {
+		return false
+	}
+	t := r.Trigger
+	if t == nil || t.LastFireAt == nil {
+		return true
+	}
+	return e.last != nil && !t.LastFireAt.After(*e.last)
+}
+
+// catchUpTo moves en's firing state forward to that of a commit the row en
+// was built from did not show yet (read before the commit, applied after
+// it). Fire state only ever moves forward, so the later of the two wins.
+func (e *entry) catchUpTo(last time.Time, fired, misfired int64) {
+	if last.IsZero() || (e.last != nil && !e.last.Before(last)) {
+		return
+	}
+	l := last
+	e.last = &l
+	e.fired, e.misfired = fired, misfired
+	e.next = e.trig.Next(last)
 }
 
 // mergeParams lays the schedule's params over the definition's defaults, key

@@ -3,6 +3,7 @@ package scheduleengine
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -14,31 +15,64 @@ import (
 
 // planned is one due schedule with what it will do.
 type planned struct {
-	en *entry
-	p  plan
+	en           *entry
+	p            plan
+	completeOnly bool // used up before this write: only mark it completed
+}
+
+// writeReq is one batch on its way through a writer.
+type writeReq struct {
+	batch     *WriteFiresParams
+	items     []planned
+	res       *WriteFiresResult
+	err       error
+	committed time.Time
 }
 
 // runOnce writes the fires of every schedule queued as due (by gocron's
-// timers or by sync), in batches of at most BatchSize jobs, one transaction
-// each: a thundering herd costs one commit per batch, not one per schedule.
-// Each schedule's rows come from computePlan at now, so scheduled_at is
-// always the Trigger's intended time, whenever the timer ran. On error the
-// failed and remaining schedules keep their state and stay queued; the next
-// call recomputes the same rows, and duplicates are no-ops.
+// timers, the sweep or sync), in batches of at most BatchSize jobs, one
+// transaction each: a thundering herd costs one commit per batch, not one
+// per schedule. Each schedule's rows come from computePlan at now, so
+// scheduled_at is always the Trigger's intended time, whenever the timer
+// ran. A schedule in a batch still in flight waits in due for its result.
+// On error the failed and remaining schedules keep their state and stay
+// queued; the next call recomputes the same rows, and duplicates are no-ops.
+//
+// With writers running (Start), batches go to them and runOnce returns at
+// once; finish applies each result on the run goroutine. Without them (tests
+// driving tick), runOnce writes inline and returns the first error.
 func (e *Engine) runOnce(ctx context.Context, now time.Time) error {
+	if e.stale || (e.work != nil && e.queued >= maxQueued) {
+		return nil // the full sync, or finish as writers free up, calls again
+	}
 	due := make([]*entry, 0, len(e.due))
-	for _, en := range e.due {
-		if !en.next.IsZero() && !en.next.After(now) {
+	for id, en := range e.due {
+		if e.inflight[id] {
+			continue
+		}
+		delete(e.due, id)
+		switch {
+		case en.next.IsZero() || e.entries[id] != en:
+		case en.next.After(now):
+			e.heap.track(en) // a late or repeated hand-over: its next is not due yet
+		default:
 			due = append(due, en)
 		}
 	}
-	clear(e.due)
 	// Id order: two leaders in a split brain lock the same rows in the
 	// same order.
 	slices.SortFunc(due, func(a, b *entry) int { return cmp.Compare(a.sched.ID, b.sched.ID) })
+	// Fires first: marking used-up schedules completed waits until no fire
+	// is due or in flight, so a herd of once schedules commits its jobs without the
+	// schedules UPDATE in the same transactions. The trigger row written
+	// with the last fire already says nothing is left, so a crash in
+	// between loses nothing: the restore finds the schedule used up.
 	var completeOnly []*entry
 	for id := range e.complete {
-		if en, ok := e.entries[id]; ok {
+		if len(due) > 0 || e.queued > 0 {
+			break
+		}
+		if en, ok := e.entries[id]; ok && !e.inflight[id] {
 			completeOnly = append(completeOnly, en)
 		}
 	}
@@ -51,21 +85,81 @@ func (e *Engine) runOnce(ctx context.Context, now time.Time) error {
 		return err
 	}
 
-	batch := &WriteFiresParams{}
-	var items []planned
-	for _, en := range completeOnly {
-		batch.Triggers = append(batch.Triggers, en.triggerRow())
-		batch.Complete = append(batch.Complete, en.sched.ID)
-		items = append(items, planned{en: en, p: plan{done: true, fired: en.fired, last: timeOrZero(en.last)}})
+	// Spread what is due over the writers, so a herd of 1,000 is two
+	// batches of 500 written side by side, not 500 then 500 after it; but
+	// not so thin that a handful of fires costs several commits. Most
+	// schedules write one fire, so the count of schedules stands for the
+	// count of fires.
+	size := e.cfg.BatchSize
+	if e.work != nil {
+		size = min(size, max((len(due)+len(completeOnly)+writers-1)/writers, minSplit))
 	}
-	for i, en := range due {
-		p := computePlan(e.planInput(en, busy[en.sched.ID]), now)
-		if len(batch.Jobs)+len(p.fires) > e.cfg.BatchSize && len(items) > 0 {
-			if err := e.flush(ctx, batch, items); err != nil {
+	var items, pending []planned
+	for _, en := range completeOnly {
+		pending = append(pending, planned{en: en, p: plan{done: true, fired: en.fired, last: timeOrZero(en.last)}, completeOnly: true})
+	}
+	weight := 0 // fires in items, a completion counting as one
+	for i := 0; i < len(due) || len(pending) > 0; {
+		// Plan up to one batch; a schedule with several fires (fire_all)
+		// may end it early, the first one never.
+		for len(pending) > 0 && (len(items) == 0 || weight < size) {
+			items, pending = append(items, pending[0]), pending[1:]
+			weight++
+		}
+		for len(pending) == 0 && i < len(due) {
+			en := due[i]
+			p := computePlan(e.planInput(en, busy[en.sched.ID]), now)
+			w := max(len(p.fires), 1)
+			if len(items) > 0 && weight+w > size {
+				break
+			}
+			weight += w
+			items = append(items, planned{en: en, p: p})
+			i++
+		}
+		r := e.batchOf(items)
+		items, weight = nil, 0
+		if e.work == nil {
+			r.batch.Now = e.cfg.Clock.Now()
+			r.res, r.err = e.store.WriteFires(ctx, r.batch)
+			r.committed = e.cfg.Clock.Now()
+			if err := e.finish(r); err != nil {
 				e.requeue(due[i:])
 				return err
 			}
-			batch, items = &WriteFiresParams{}, nil
+			if i == len(due) && len(completeOnly) == 0 && len(e.complete) > 0 {
+				return e.runOnce(ctx, now) // the completions the fires left
+			}
+			continue
+		}
+		for _, it := range r.items {
+			e.inflight[it.en.sched.ID] = true
+		}
+		e.queued++
+		e.work <- r // never blocks: cap(work) is maxQueued
+		if e.queued >= maxQueued {
+			// The rest waits, unplanned, for a writer to finish.
+			e.requeue(due[i:])
+			return nil
+		}
+	}
+	return nil
+}
+
+// minSplit is the fewest fires per batch when a herd is spread over the
+// writers.
+const minSplit = 64
+
+// batchOf turns planned schedules into one WriteFires call.
+func (e *Engine) batchOf(items []planned) *writeReq {
+	batch := &WriteFiresParams{}
+	for _, it := range items {
+		en, p := it.en, &it.p
+		if it.completeOnly {
+			// Used up before this write (completeOnly): the trigger row as it is.
+			batch.Triggers = append(batch.Triggers, en.triggerRow())
+			batch.Complete = append(batch.Complete, en.sched.ID)
+			continue
 		}
 		for _, f := range p.fires {
 			batch.Jobs = append(batch.Jobs, FireJob{
@@ -73,16 +167,46 @@ func (e *Engine) runOnce(ctx context.Context, now time.Time) error {
 				MaxAttempts: en.maxAttempts, Params: en.params, CatchUp: f.catchUp, MissedFires: f.missedFires,
 			})
 		}
-		batch.Triggers = append(batch.Triggers, e.advancedRow(en, &p))
-		if p.done {
-			batch.Complete = append(batch.Complete, en.sched.ID)
+		batch.Triggers = append(batch.Triggers, e.advancedRow(en, p))
+	}
+	return &writeReq{batch: batch, items: items}
+}
+
+// writer commits the batches runOnce hands it, one at a time, and hands
+// each result back to the run goroutine.
+func (e *Engine) writer(ctx context.Context, work <-chan *writeReq, done chan<- *writeReq) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-work:
+			r.batch.Now = e.cfg.Clock.Now()
+			r.res, r.err = e.store.WriteFires(ctx, r.batch)
+			r.committed = e.cfg.Clock.Now()
+			done <- r // never blocks: cap(done) is maxQueued
 		}
-		items = append(items, planned{en: en, p: p})
 	}
-	if len(items) > 0 {
-		return e.flush(ctx, batch, items)
+}
+
+// writable reports whether runOnce has something to hand over now.
+func (e *Engine) writable() bool {
+	if e.stale || (e.work != nil && e.queued >= maxQueued) {
+		return false
 	}
-	return nil
+	for id := range e.due {
+		if !e.inflight[id] {
+			return true
+		}
+	}
+	for id := range e.complete {
+		if e.queued > 0 {
+			break // runOnce waits for the fires in flight
+		}
+		if !e.inflight[id] {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *Engine) planInput(en *entry, busy bool) planInput {
@@ -90,6 +214,10 @@ func (e *Engine) planInput(en *entry, busy bool) planInput {
 		trig: en.trig, after: en.after(), fired: en.fired, maxRuns: en.sched.MaxRuns,
 		policy: en.sched.MisfirePolicy, threshold: e.cfg.MisfireThreshold, fireAll: e.cfg.FireAllCap,
 		forbid: en.sched.Concurrency == models.ConcurrencyForbid, busy: busy,
+		restoreUpTo: en.restoreUpTo,
+	}
+	if e.leaderSince.After(in.restoreUpTo) {
+		in.restoreUpTo = e.leaderSince
 	}
 	if w := en.sched.CatchupWindowSeconds; w != nil {
 		d := time.Duration(*w) * time.Second
@@ -129,30 +257,43 @@ func (e *Engine) advancedRow(en *entry, p *plan) TriggerRow {
 	return row
 }
 
-// flush commits one batch and, only once it is committed, moves the
-// entries on.
-func (e *Engine) flush(ctx context.Context, batch *WriteFiresParams, items []planned) error {
-	batch.Now = e.cfg.Clock.Now()
-	res, err := e.store.WriteFires(ctx, batch)
-	if err != nil {
-		ens := make([]*entry, len(items))
-		for i, it := range items {
-			ens[i] = it.en
+// finish applies one batch's outcome: on success it moves the entries on,
+// only now that the fires are committed; on failure they stay as they were
+// and are queued again.
+func (e *Engine) finish(r *writeReq) error {
+	if e.work != nil {
+		e.queued--
+		for _, it := range r.items {
+			delete(e.inflight, it.en.sched.ID)
 		}
-		e.requeue(ens)
-		return err
 	}
-	committed := e.cfg.Clock.Now()
+	if r.err != nil {
+		for _, it := range r.items {
+			e.requeue([]*entry{it.en})
+		}
+		if e.work != nil {
+			// Inline, tick logs the error and sets the retry itself.
+			if !errors.Is(r.err, context.Canceled) {
+				e.log.WithError(r.err).Warn("writing fires failed; retrying")
+			}
+			e.fireRetry = r.committed.Add(e.cfg.RetryDelay)
+		}
+		return r.err
+	}
+	res, committed := r.res, r.committed
 	inactive := make(map[int64]bool, len(res.Inactive))
 	for _, id := range res.Inactive {
 		inactive[id] = true
 	}
-	for _, it := range items {
+	for _, it := range r.items {
 		en, p := it.en, &it.p
 		id := en.sched.ID
+		cur := e.entries[id] // en, or its replacement if a sync applied the row meanwhile
 		if inactive[id] {
 			// Paused or deleted since the last sync: the next sync says which.
-			e.remove(id)
+			if cur != nil {
+				e.remove(id)
+			}
 			continue
 		}
 		log := e.log.WithField("schedule_id", id)
@@ -172,16 +313,25 @@ func (e *Engine) flush(ctx context.Context, batch *WriteFiresParams, items []pla
 		}
 		metrics.MisfiresCollapsed.Add(float64(p.collapsed))
 		metrics.MisfiresDropped.Add(float64(p.dropped))
-		if !p.last.IsZero() {
-			l := p.last
-			en.last = &l
+		if cur == en {
+			if !p.last.IsZero() {
+				l := p.last
+				en.last = &l
+			}
+			en.fired = p.fired
+			en.misfired += p.misfired
+			en.next = p.next
+			e.heap.track(en)
+		} else if cur != nil {
+			cur.catchUpTo(p.last, p.fired, en.misfired+p.misfired)
+			e.heap.track(cur)
 		}
-		en.fired = p.fired
-		en.misfired += p.misfired
-		en.next = p.next
-		if p.done {
+		switch {
+		case p.done && it.completeOnly:
 			log.Info("schedule has no fires left; marked completed")
 			e.remove(id)
+		case p.done && cur != nil:
+			e.complete[id] = true // written once no fire is due (runOnce)
 		}
 		// Otherwise gocron has already armed the next occurrence.
 	}

@@ -26,9 +26,13 @@ type planInput struct {
 	policy    models.MisfirePolicy
 	window    *time.Duration
 	threshold time.Duration
-	fireAll   int
-	forbid    bool // concurrency = forbid: at most one job of the schedule at a time
-	busy      bool // forbid, and a job of the schedule is not finished yet
+	// restoreUpTo: occurrences up to this instant passed while no engine
+	// drove the schedule (down, paused, leader changing) and are missed
+	// even when younger than threshold.
+	restoreUpTo time.Time
+	fireAll     int
+	forbid      bool // concurrency = forbid: at most one job of the schedule at a time
+	busy        bool // forbid, and a job of the schedule is not finished yet
 }
 
 // plan is what one schedule does at one instant.
@@ -55,6 +59,14 @@ func computePlan(in planInput, now time.Time) plan {
 	var missed []time.Time // the latest in.fireAll missed occurrences, oldest first
 	var missedCount int
 	cutoff := now.Add(-in.threshold)
+	// An occurrence at the very instant the engine took over is its to fire
+	// on time; only those strictly before it were missed.
+	if restore := in.restoreUpTo.Add(-time.Nanosecond); restore.After(cutoff) {
+		cutoff = restore
+		if cutoff.After(now) {
+			cutoff = now
+		}
+	}
 	t := in.trig.Next(in.after)
 	if in.window != nil {
 		// Occurrences before the window are dropped unseen; count them only

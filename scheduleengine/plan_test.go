@@ -71,6 +71,32 @@ func TestComputePlanNothingDue(t *testing.T) {
 	require.Equal(t, t0.Add(time.Minute), p.next)
 }
 
+// Fires that passed while the schedule was not driven are missed however
+// recent: restoreUpTo overrides the misfire threshold, but an occurrence at
+// the very instant the engine took over is on time.
+func TestComputePlanRestoreUpTo(t *testing.T) {
+	t.Parallel()
+	trig, err := NewTrigger(&models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")})
+	require.NoError(t, err)
+	in := planInput{trig: trig, after: t0, threshold: 5 * time.Second, policy: models.MisfireFireOnce}
+	now := t0.Add(7*time.Second + 300*time.Millisecond)
+
+	running := computePlan(in, now)
+	require.Len(t, running.fires, 6, "while running, only fires older than the threshold are missed")
+
+	in.restoreUpTo = now
+	restored := computePlan(in, now)
+	require.Len(t, restored.fires, 1)
+	require.Equal(t, planFire{at: t0.Add(7 * time.Second), catchUp: true, missedFires: 7}, restored.fires[0])
+	require.Equal(t, int64(7), restored.misfired)
+
+	in.restoreUpTo = t0.Add(7 * time.Second)
+	onTheDot := computePlan(in, now)
+	require.Len(t, onTheDot.fires, 2)
+	require.Equal(t, 6, onTheDot.fires[0].missedFires)
+	require.Equal(t, planFire{at: t0.Add(7 * time.Second)}, onTheDot.fires[1])
+}
+
 // A per-second schedule down for a year must not walk 31 million fires.
 func TestComputePlanLongOutage(t *testing.T) {
 	t.Parallel()

@@ -110,6 +110,16 @@ func (t *timer) fire(ctx context.Context) {
 	}
 }
 
+// handedOver records that the engine's sweep has taken the occurrence at,
+// so gocron's run for it returns without a hand-over.
+func (t *timer) handedOver(at time.Time) {
+	t.mu.Lock()
+	if at.After(t.cursor) {
+		t.cursor = at
+	}
+	t.mu.Unlock()
+}
+
 // triggerKey lists what a Trigger is built from: a row whose key did not
 // change keeps its gocron job, so the periodic full sync does not re-arm
 // every schedule.

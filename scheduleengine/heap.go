@@ -1,0 +1,64 @@
+package scheduleengine
+
+import (
+	"container/heap"
+	"time"
+)
+
+// dueHeap orders the engine's entries by their next intended time, so the
+// writer can find every schedule due at an instant without waiting for
+// gocron to dispatch each of their jobs. Every entry of Engine.entries with
+// a next fire is in the heap, in Engine.due, or in a batch in flight (or in
+// more than one of these: harmless, since due is a set and track is
+// idempotent); the sweep moves due entries from the heap to Engine.due, and
+// finish puts them back with their new next time. entry.hidx is the
+// position, -1 when not held.
+type dueHeap []*entry
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].next.Before(h[j].next) }
+func (h dueHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].hidx, h[j].hidx = i, j
+}
+func (h *dueHeap) Push(x any) {
+	en := x.(*entry)
+	en.hidx = len(*h)
+	*h = append(*h, en)
+}
+func (h *dueHeap) Pop() any {
+	old := *h
+	en := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	en.hidx = -1
+	return en
+}
+
+// track puts en in the heap, or moves it after its next changed, or takes
+// it out once next is zero.
+func (h *dueHeap) track(en *entry) {
+	switch {
+	case en.hidx < 0 && !en.next.IsZero():
+		heap.Push(h, en)
+	case en.hidx >= 0 && en.next.IsZero():
+		heap.Remove(h, en.hidx)
+	case en.hidx >= 0:
+		heap.Fix(h, en.hidx)
+	}
+}
+
+// untrack takes en out of the heap.
+func (h *dueHeap) untrack(en *entry) {
+	if en.hidx >= 0 {
+		heap.Remove(h, en.hidx)
+	}
+}
+
+// popDue takes out every entry whose next is at or before now and calls fn
+// with it.
+func (h *dueHeap) popDue(now time.Time, fn func(*entry)) {
+	for len(*h) > 0 && !(*h)[0].next.After(now) {
+		fn(heap.Pop(h).(*entry))
+	}
+}
