@@ -52,7 +52,7 @@ func NewRootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.configFile, "config", "", "configuration file (YAML); CHIME_* variables override it")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "", "text or json (overrides log.format)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "trace, debug, info, warn or error (overrides log.level)")
-	root.AddCommand(newServeCommand(g), newMigrateCommand(g), newVersionCommand())
+	root.AddCommand(newServeCommand(g), newMigrateCommand(g), newVersionCommand(), newBenchCommand(g))
 	root.AddCommand(adminCommands()...)
 	return root
 }

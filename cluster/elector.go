@@ -65,7 +65,8 @@ type Elector struct {
 	until    time.Time // on cfg.Clock: lead until then
 	leading  bool      // the state last published to onChange
 	onChange []func(bool)
-	failures int // consecutive failed renewals, for the log
+	failures int  // consecutive failed renewals, for the log
+	stopping bool // Stop gave the lease up: not a loss worth a warning
 	cancel   context.CancelFunc
 	done     chan struct{}
 }
@@ -124,6 +125,7 @@ func (e *Elector) Start(ctx context.Context) {
 	}
 	ctx, e.cancel = context.WithCancel(ctx)
 	e.done = make(chan struct{})
+	e.stopping = false
 	go e.run(ctx, e.done)
 }
 
@@ -147,6 +149,7 @@ func (e *Elector) Stop(ctx context.Context) error {
 	e.mu.Lock()
 	held := e.held
 	e.held = false
+	e.stopping = true
 	e.mu.Unlock()
 	e.publish()
 	if !held {
@@ -226,10 +229,14 @@ func (e *Elector) publish() {
 	}
 	e.leading = now
 	fns := slices.Clone(e.onChange)
+	stopping := e.stopping
 	e.mu.Unlock()
-	if now {
+	switch {
+	case now:
 		e.log.WithField("node_id", e.cfg.Holder).Info("acquired the lease; this node leads")
-	} else {
+	case stopping:
+		e.log.WithField("node_id", e.cfg.Holder).Info("giving up the lease: this node is stopping")
+	default:
 		e.log.WithField("node_id", e.cfg.Holder).Warn("no longer holds the lease; standing by")
 	}
 	for _, fn := range fns {
