@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -84,54 +85,47 @@ func (s *Store) ClaimJobs(ctx context.Context, p *ClaimParams) (*ClaimResult, er
 	schedNames := map[int64]string{}
 	err := s.InTx(ctx, func(tx *gorm.DB) error {
 		res.Jobs, res.Selected, res.Blocked = nil, 0, nil
+		clear(schedNames)
+		rows, err := s.selectDue(tx, p.Limit, now, nil)
+		if err != nil {
+			return err
+		}
+		forbid := map[int64]bool{}
+		if err := readSchedules(tx, rows, schedNames, forbid); err != nil {
+			return err
+		}
 		// Schedules that forbid overlap and have a job holding a worker.
-		// The range on idx_jobs_claim covers only active rows, which are few.
+		// Looked up only when a picked row belongs to a forbid schedule:
+		// most claims pick none, and this saves them a statement. The
+		// range on idx_jobs_claim covers only active rows, which are few.
 		var blocked []int64
-		if err := tx.Raw(`SELECT DISTINCT a.schedule_id FROM jobs a JOIN schedules s ON s.id = a.schedule_id
-			WHERE a.status IN ? AND s.concurrency = ?`, activeStatuses, models.ConcurrencyForbid).
-			Scan(&blocked).Error; err != nil {
-			return fmt.Errorf("find busy forbid schedules: %w", err)
-		}
-		q := tx.Model(&models.Job{}).
-			Where("status = ? AND run_at <= ? AND control <> ?", models.JobPending, now, models.ControlStop)
-		if len(blocked) > 0 {
-			q = q.Where("(schedule_id IS NULL OR schedule_id NOT IN ?)", blocked)
-		}
-		q = q.Order("run_at, id").Limit(p.Limit)
-		if s.dialect == MySQL {
-			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
-		}
-		var rows []models.Job
-		if err := q.Find(&rows).Error; err != nil {
-			return fmt.Errorf("select due jobs: %w", err)
+		if pickedForbid(rows, forbid) {
+			if err := tx.Raw(`SELECT DISTINCT a.schedule_id FROM jobs a JOIN schedules s ON s.id = a.schedule_id
+				WHERE a.status IN ? AND s.concurrency = ?`, activeStatuses, models.ConcurrencyForbid).
+				Scan(&blocked).Error; err != nil {
+				return fmt.Errorf("find busy forbid schedules: %w", err)
+			}
+			if pickedAny(rows, blocked) {
+				// Rows of busy schedules took places that eligible rows
+				// may have: pick again without them.
+				if rows, err = s.selectDue(tx, p.Limit, now, blocked); err != nil {
+					return err
+				}
+				if err := readSchedules(tx, rows, schedNames, forbid); err != nil {
+					return err
+				}
+			}
 		}
 		res.Selected = len(rows)
 		if len(rows) == 0 {
 			res.Blocked = blocked
 			return nil
 		}
-		var schedIDs []int64
-		for _, r := range rows {
-			if r.ScheduleID != nil {
-				schedIDs = append(schedIDs, *r.ScheduleID)
-			}
-		}
-		forbid := map[int64]bool{}
-		if len(schedIDs) > 0 {
-			var scheds []models.Schedule
-			if err := tx.Select("id, name, concurrency").Where("id IN ?", schedIDs).Find(&scheds).Error; err != nil {
-				return fmt.Errorf("read schedules of due jobs: %w", err)
-			}
-			for _, sc := range scheds {
-				schedNames[sc.ID] = sc.Name
-				forbid[sc.ID] = sc.Concurrency == models.ConcurrencyForbid
-			}
-		}
 		taken := map[int64]bool{}
 		ids := make([]int64, 0, len(rows))
 		for _, r := range rows {
 			if r.ScheduleID != nil && forbid[*r.ScheduleID] {
-				if taken[*r.ScheduleID] {
+				if taken[*r.ScheduleID] || slices.Contains(blocked, *r.ScheduleID) {
 					blocked = append(blocked, *r.ScheduleID)
 					continue
 				}
@@ -142,6 +136,9 @@ func (s *Store) ClaimJobs(ctx context.Context, p *ClaimParams) (*ClaimResult, er
 			ids = append(ids, r.ID)
 		}
 		res.Blocked = blocked
+		if len(ids) == 0 {
+			return nil
+		}
 		if err := tx.Exec(`UPDATE `+s.jobsByID()+` SET status = ?, node_id = ?, queued_at = ? WHERE id IN ?`,
 			models.JobQueued, p.NodeID, now, ids).Error; err != nil {
 			return fmt.Errorf("mark jobs queued: %w", err)
@@ -180,6 +177,68 @@ func (s *Store) ClaimJobs(ctx context.Context, p *ClaimParams) (*ClaimResult, er
 		}
 	}
 	return res, nil
+}
+
+// selectDue picks up to limit due pending rows, leaving out the schedules
+// in exclude, and locks them (MySQL: skipping rows other claims hold).
+func (s *Store) selectDue(tx *gorm.DB, limit int, now time.Time, exclude []int64) ([]models.Job, error) {
+	q := tx.Model(&models.Job{}).
+		Where("status = ? AND run_at <= ? AND control <> ?", models.JobPending, now, models.ControlStop)
+	if len(exclude) > 0 {
+		q = q.Where("(schedule_id IS NULL OR schedule_id NOT IN ?)", exclude)
+	}
+	q = q.Order("run_at, id").Limit(limit)
+	if s.dialect == MySQL {
+		q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
+	}
+	var rows []models.Job
+	if err := q.Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("select due jobs: %w", err)
+	}
+	return rows, nil
+}
+
+// readSchedules reads name and concurrency of the schedules of rows not
+// read yet into names and forbid.
+func readSchedules(tx *gorm.DB, rows []models.Job, names map[int64]string, forbid map[int64]bool) error {
+	var ids []int64
+	for _, r := range rows {
+		if r.ScheduleID != nil {
+			if _, ok := names[*r.ScheduleID]; !ok && !slices.Contains(ids, *r.ScheduleID) {
+				ids = append(ids, *r.ScheduleID)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	var scheds []models.Schedule
+	if err := tx.Select("id, name, concurrency").Where("id IN ?", ids).Find(&scheds).Error; err != nil {
+		return fmt.Errorf("read schedules of due jobs: %w", err)
+	}
+	for _, sc := range scheds {
+		names[sc.ID] = sc.Name
+		forbid[sc.ID] = sc.Concurrency == models.ConcurrencyForbid
+	}
+	return nil
+}
+
+func pickedForbid(rows []models.Job, forbid map[int64]bool) bool {
+	for _, r := range rows {
+		if r.ScheduleID != nil && forbid[*r.ScheduleID] {
+			return true
+		}
+	}
+	return false
+}
+
+func pickedAny(rows []models.Job, schedules []int64) bool {
+	for _, r := range rows {
+		if r.ScheduleID != nil && slices.Contains(schedules, *r.ScheduleID) {
+			return true
+		}
+	}
+	return false
 }
 
 // WaitingJobsParams selects due pending jobs of some schedules.

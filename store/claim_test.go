@@ -117,3 +117,92 @@ func TestCompleteJobsIsGuarded(t *testing.T) {
 		require.Equal(t, models.JobRunning, j.Status)
 	})
 }
+
+// Starts are guarded: only rows still queued on the node, with the attempt
+// count their claim read and no stop request, move to running; the result
+// says which did, with their new attempt.
+func TestStartJobsIsGuarded(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		db := st.DB()
+		now := store.DBTime(time.Now())
+		mk := func(status models.JobStatus, node string, attempt int, control models.JobControl) int64 {
+			j := models.Job{JobDefinitionID: 1, ScheduledAt: now, RunAt: now, Status: status, NodeID: node, Attempt: attempt, Control: control}
+			require.NoError(t, db.Create(&j).Error)
+			return j.ID
+		}
+		fresh, retry := mk(models.JobQueued, "n", 0, ""), mk(models.JobQueued, "n", 2, "")
+		otherNode, canceled := mk(models.JobQueued, "m", 0, ""), mk(models.JobCanceled, "n", 0, "")
+		stopAsked, reclaimed := mk(models.JobQueued, "n", 0, models.ControlStop), mk(models.JobQueued, "n", 1, "")
+
+		// Every row matches: no read needed.
+		started, err := st.StartJobs(ctx, &store.StartJobsParams{NodeID: "n", Now: now,
+			Jobs: []store.StartJob{{ID: fresh, Attempt: 0}, {ID: retry, Attempt: 2}}})
+		require.NoError(t, err)
+		require.Equal(t, map[int64]int{fresh: 1, retry: 3}, started)
+
+		// Some do not: the job of another node, a canceled one, one asked to
+		// stop, one whose attempt moved on since its claim, and a duplicate.
+		later := now.Add(time.Second)
+		started, err = st.StartJobs(ctx, &store.StartJobsParams{NodeID: "n", Now: later,
+			Jobs: []store.StartJob{{ID: fresh, Attempt: 0}, {ID: otherNode, Attempt: 0}, {ID: canceled, Attempt: 0},
+				{ID: stopAsked, Attempt: 0}, {ID: reclaimed, Attempt: 0}}})
+		require.NoError(t, err)
+		require.Empty(t, started)
+
+		require.NoError(t, db.Exec("UPDATE jobs SET status = 'queued' WHERE id = ?", fresh).Error)
+		started, err = st.StartJobs(ctx, &store.StartJobsParams{NodeID: "n", Now: later.Add(time.Second),
+			Jobs: []store.StartJob{{ID: fresh, Attempt: 1}, {ID: fresh, Attempt: 1}, {ID: reclaimed, Attempt: 0}}})
+		require.NoError(t, err)
+		require.Equal(t, map[int64]int{fresh: 2}, started)
+
+		var j models.Job
+		require.NoError(t, db.Take(&j, fresh).Error)
+		require.Equal(t, models.JobRunning, j.Status)
+		require.Equal(t, 2, j.Attempt)
+		for _, id := range []int64{otherNode, stopAsked, reclaimed} {
+			j = models.Job{}
+			require.NoError(t, db.Take(&j, id).Error)
+			require.Equal(t, models.JobQueued, j.Status, "job %d", id)
+		}
+	})
+}
+
+// A forbid schedule with an active job holds its due rows back even when
+// they come first, and the claim fills up with the rows after them.
+func TestClaimJobsSkipsBusyForbidSchedules(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		db := st.DB()
+		def := models.JobDefinition{Name: "d", TaskType: "sleep", MaxAttempts: 1, NotifyOn: models.NotifyNever}
+		require.NoError(t, db.Create(&def).Error)
+		require.NoError(t, db.Exec(`INSERT INTO schedules (name, job_definition_id, schedule_type, interval_seconds, concurrency)
+			VALUES ('excl', ?, 'interval', 1, 'forbid'), ('free', ?, 'interval', 1, 'allow')`, def.ID, def.ID).Error)
+		var excl, free int64
+		require.NoError(t, db.Raw("SELECT id FROM schedules WHERE name = 'excl'").Scan(&excl).Error)
+		require.NoError(t, db.Raw("SELECT id FROM schedules WHERE name = 'free'").Scan(&free).Error)
+		now := store.DBTime(time.Now())
+		mk := func(sched *int64, status models.JobStatus, age time.Duration) int64 {
+			j := models.Job{ScheduleID: sched, JobDefinitionID: def.ID, ScheduledAt: now.Add(-age), RunAt: now.Add(-age), Status: status}
+			require.NoError(t, db.Create(&j).Error)
+			return j.ID
+		}
+		mk(&excl, models.JobRunning, time.Hour)
+		mk(&excl, models.JobPending, 3*time.Minute) // due first, but its schedule is busy
+		mk(&excl, models.JobPending, 2*time.Minute)
+		a := mk(&free, models.JobPending, time.Minute)
+		b := mk(nil, models.JobPending, time.Second)
+
+		res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "n", Now: time.Now(), Limit: 2})
+		require.NoError(t, err)
+		var got []int64
+		for _, j := range res.Jobs {
+			got = append(got, j.ID)
+		}
+		require.Equal(t, []int64{a, b}, got)
+		require.Contains(t, res.Blocked, excl)
+		require.Equal(t, "free", res.Jobs[0].ScheduleName)
+	})
+}

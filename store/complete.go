@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -40,30 +41,71 @@ const completeChunk = 250
 // still queued, running or paused on p.NodeID, so a late writer cannot
 // overwrite a newer state (a recovery, a cancel). It returns the ids whose
 // outcome was written.
+//
+// The guard sits in the UPDATE's WHERE, so the rule costs one statement
+// and the commit: when every row matched, every outcome was written. When
+// some did not (one was canceled or recovered meanwhile), that transaction
+// is rolled back and the batch is written again behind a locking SELECT
+// that says exactly which rows are still ours: the job_logs line of an
+// outcome is written only if the outcome was.
 func (s *Store) CompleteJobs(ctx context.Context, p *CompleteJobsParams) ([]int64, error) {
 	if len(p.Outcomes) == 0 {
 		return nil, nil
 	}
+	// One outcome per row: of two for one id (a job claimed twice) the
+	// first is written, the other reported as not applied.
+	outs := make([]JobOutcome, 0, len(p.Outcomes))
+	seen := make(map[int64]bool, len(p.Outcomes))
+	for _, o := range p.Outcomes {
+		if !seen[o.ID] {
+			seen[o.ID] = true
+			outs = append(outs, o)
+		}
+	}
 	var applied []int64
 	err := s.InTx(ctx, func(tx *gorm.DB) error {
 		applied = applied[:0]
-		for start := 0; start < len(p.Outcomes); start += completeChunk {
-			chunk := p.Outcomes[start:min(start+completeChunk, len(p.Outcomes))]
-			ids, err := s.completeChunk(tx, p.NodeID, chunk)
+		for start := 0; start < len(outs); start += completeChunk {
+			chunk := outs[start:min(start+completeChunk, len(outs))]
+			n, err := s.writeOutcomes(tx, p.NodeID, chunk, nil)
 			if err != nil {
 				return err
 			}
-			applied = append(applied, ids...)
+			if n != len(chunk) {
+				return errNotAllGuarded
+			}
+			for _, o := range chunk {
+				applied = append(applied, o.ID)
+			}
 		}
 		return nil
 	})
+	if errors.Is(err, errNotAllGuarded) {
+		err = s.InTx(ctx, func(tx *gorm.DB) error {
+			applied = applied[:0]
+			for start := 0; start < len(outs); start += completeChunk {
+				chunk := outs[start:min(start+completeChunk, len(outs))]
+				ids, err := s.completeLocked(tx, p.NodeID, chunk)
+				if err != nil {
+					return err
+				}
+				applied = append(applied, ids...)
+			}
+			return nil
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("complete %d jobs on node %s: %w", len(p.Outcomes), p.NodeID, err)
 	}
 	return applied, nil
 }
 
-func (s *Store) completeChunk(tx *gorm.DB, nodeID string, outs []JobOutcome) ([]int64, error) {
+// errNotAllGuarded rolls back a completion whose guard left some row out.
+var errNotAllGuarded = errors.New("some jobs are no longer active on this node")
+
+// completeLocked locks the rows of outs still active on nodeID, then
+// writes their outcomes; it returns their ids.
+func (s *Store) completeLocked(tx *gorm.DB, nodeID string, outs []JobOutcome) ([]int64, error) {
 	ids := make([]int64, len(outs))
 	for i, o := range outs {
 		ids[i] = o.ID
@@ -80,12 +122,28 @@ func (s *Store) completeChunk(tx *gorm.DB, nodeID string, outs []JobOutcome) ([]
 	for _, id := range live {
 		keep[id] = true
 	}
+	if _, err := s.writeOutcomes(tx, nodeID, outs, keep); err != nil {
+		return nil, err
+	}
+	return live, nil
+}
+
+// writeOutcomes writes outs (only those in keep, when keep is not nil) with
+// one guarded UPDATE and returns how many rows it changed. Every outcome
+// changes status, so a changed row is a written outcome.
+func (s *Store) writeOutcomes(tx *gorm.DB, nodeID string, outs []JobOutcome, keep map[int64]bool) (int, error) {
 	var b strings.Builder
-	args := make([]any, 0, 13*len(live)+1)
+	args := make([]any, 0, 13*len(outs)+4)
+	ids := make([]int64, 0, len(outs))
+	for _, o := range outs {
+		if keep == nil || keep[o.ID] {
+			ids = append(ids, o.ID)
+		}
+	}
 	caseOf := func(col string, val func(o *JobOutcome) any) {
 		fmt.Fprintf(&b, "%s = CASE id", col)
 		for i := range outs {
-			if keep[outs[i].ID] {
+			if keep == nil || keep[outs[i].ID] {
 				b.WriteString(" WHEN ? THEN ?")
 				args = append(args, outs[i].ID, val(&outs[i]))
 			}
@@ -121,10 +179,11 @@ func (s *Store) completeChunk(tx *gorm.DB, nodeID string, outs []JobOutcome) ([]
 		}
 		return nodeID
 	})
-	b.WriteString(", control = '' WHERE id IN ?")
-	args = append(args, live)
-	if err := tx.Exec(b.String(), args...).Error; err != nil {
-		return nil, fmt.Errorf("write job outcomes: %w", err)
+	b.WriteString(", control = '' WHERE id IN ? AND node_id = ? AND status IN ?")
+	args = append(args, ids, nodeID, activeStatuses)
+	res := tx.Exec(b.String(), args...)
+	if res.Error != nil {
+		return 0, fmt.Errorf("write job outcomes: %w", res.Error)
 	}
-	return live, nil
+	return int(res.RowsAffected), nil
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -44,44 +45,78 @@ func (s *Store) lockClause() string {
 // StartJobsParams moves queued jobs to running.
 type StartJobsParams struct {
 	NodeID string
-	IDs    []int64
+	Jobs   []StartJob
 	Now    time.Time
 }
 
-// StartJobs moves the jobs in p.IDs from queued to running in one
-// transaction: attempt + 1, started_at and heartbeat_at = p.Now. Only rows
-// still queued on p.NodeID and not asked to stop move; the result maps each
-// job that moved to its new attempt number, so a caller whose job is absent
-// knows somebody else changed it (a cancel, a recovery) and must not run it.
+// StartJob is one claimed job to start, with the attempt count its claim
+// read: the start only applies while the row still has it.
+type StartJob struct {
+	ID      int64
+	Attempt int
+}
+
+// StartJobs moves the jobs in p.Jobs from queued to running: attempt + 1,
+// started_at and heartbeat_at = p.Now. Only rows still queued on p.NodeID
+// with the attempt count of their claim and not asked to stop move; the
+// result maps each job that moved to its new attempt number, so a caller
+// whose job is absent knows somebody else changed it (a cancel, a
+// recovery, a release and a claim by another node) and must not run it.
+//
+// It is one guarded UPDATE by primary key in autocommit, one round trip on
+// every job's way to Execute: the guard makes a locking SELECT first
+// unnecessary, and when every row matched (the rule) the new attempts are
+// known without reading anything. Only when some row did not match does it
+// read which ones moved: the rows running on p.NodeID since p.Now.
 func (s *Store) StartJobs(ctx context.Context, p *StartJobsParams) (map[int64]int, error) {
-	if len(p.IDs) == 0 {
-		return map[int64]int{}, nil
+	started := make(map[int64]int, len(p.Jobs))
+	if len(p.Jobs) == 0 {
+		return started, nil
 	}
 	now := DBTime(p.Now)
-	started := make(map[int64]int, len(p.IDs))
-	err := s.InTx(ctx, func(tx *gorm.DB) error {
-		clear(started)
-		var rows []struct {
-			ID      int64
-			Attempt int
+	// Group ids by claimed attempt: (attempt = ? AND id IN (…)) OR …, which
+	// the range optimizer still turns into primary key lookups.
+	want := make(map[int64]int, len(p.Jobs))
+	byAttempt := map[int][]int64{}
+	var attempts []int
+	for _, j := range p.Jobs {
+		if _, dup := want[j.ID]; dup {
+			continue // one start per row; a second copy is not run
 		}
-		if err := tx.Raw(`SELECT id, attempt FROM `+s.jobsByID()+` WHERE id IN ? AND node_id = ? AND status = ? AND control <> ?`+s.lockClause(),
-			p.IDs, p.NodeID, models.JobQueued, models.ControlStop).Scan(&rows).Error; err != nil {
-			return fmt.Errorf("select queued jobs: %w", err)
+		want[j.ID] = j.Attempt + 1
+		if _, ok := byAttempt[j.Attempt]; !ok {
+			attempts = append(attempts, j.Attempt)
 		}
-		if len(rows) == 0 {
-			return nil
+		byAttempt[j.Attempt] = append(byAttempt[j.Attempt], j.ID)
+	}
+	var cond strings.Builder
+	args := []any{models.JobRunning, now, now, p.NodeID, models.JobQueued, models.ControlStop}
+	for i, a := range attempts {
+		if i > 0 {
+			cond.WriteString(" OR ")
 		}
-		ids := make([]int64, len(rows))
-		for i, r := range rows {
-			ids[i] = r.ID
-			started[r.ID] = r.Attempt + 1
-		}
-		return tx.Exec(`UPDATE `+s.jobsByID()+` SET status = ?, attempt = attempt + 1, started_at = ?, heartbeat_at = ? WHERE id IN ?`,
-			models.JobRunning, now, now, ids).Error
-	})
-	if err != nil {
-		return nil, fmt.Errorf("start %d jobs on node %s: %w", len(p.IDs), p.NodeID, err)
+		cond.WriteString("(attempt = ? AND id IN ?)")
+		args = append(args, a, byAttempt[a])
+	}
+	res := s.db.WithContext(ctx).Exec(`UPDATE `+s.jobsByID()+` SET status = ?, attempt = attempt + 1, started_at = ?, heartbeat_at = ?
+		WHERE node_id = ? AND status = ? AND control <> ? AND (`+cond.String()+`)`, args...)
+	if res.Error != nil {
+		return nil, fmt.Errorf("start %d jobs on node %s: %w", len(want), p.NodeID, res.Error)
+	}
+	if res.RowsAffected == int64(len(want)) {
+		return want, nil
+	}
+	ids := make([]int64, 0, len(want))
+	for id := range want {
+		ids = append(ids, id)
+	}
+	var moved []int64
+	if err := s.db.WithContext(ctx).Raw(`SELECT id FROM `+s.jobsByID()+` WHERE id IN ? AND node_id = ? AND status IN ? AND started_at = ?`,
+		ids, p.NodeID, []models.JobStatus{models.JobRunning, models.JobPaused}, now).Scan(&moved).Error; err != nil {
+		return nil, fmt.Errorf("start %d jobs on node %s: read which started: %w", len(want), p.NodeID, err)
+	}
+	for _, id := range moved {
+		started[id] = want[id]
 	}
 	return started, nil
 }
@@ -132,14 +167,33 @@ func (s *Store) ReleaseJobs(ctx context.Context, p *ReleaseJobsParams) ([]int64,
 // CancelStopRequested cancels every pending or queued job whose control
 // says stop, clearing control and logging the cancel. Any node may run it:
 // the rows are not running anywhere. It returns the ids canceled.
+//
+// control has no index, so finding the requests means walking the pending
+// and queued part of idx_jobs_claim: the whole backlog. That walk is a plain
+// (consistent, READ COMMITTED) read that takes no locks; only the few rows
+// it finds are then locked, by primary key, and re-checked. A locking walk
+// would lock and release every pending row each ControlInterval, which
+// stalls the claim (SKIP LOCKED passes over those rows, a start or
+// completion waits on them) and costs the server far more CPU.
 func (s *Store) CancelStopRequested(ctx context.Context, now time.Time) ([]int64, error) {
 	now = DBTime(now)
+	live := []models.JobStatus{models.JobPending, models.JobQueued}
+	var found []int64
+	// status IN (…) first so idx_jobs_claim bounds the scan to live rows.
+	if err := s.db.WithContext(ctx).Model(&models.Job{}).Where("status IN ? AND control = ?", live, models.ControlStop).
+		Pluck("id", &found).Error; err != nil {
+		return nil, fmt.Errorf("find jobs to cancel: %w", err)
+	}
+	if len(found) == 0 {
+		return nil, nil
+	}
 	var ids []int64
 	err := s.InTx(ctx, func(tx *gorm.DB) error {
 		ids = nil
-		// status IN (…) first so idx_jobs_claim bounds the scan to live rows.
-		q := tx.Model(&models.Job{}).Where("status IN ? AND control = ?",
-			[]models.JobStatus{models.JobPending, models.JobQueued}, models.ControlStop)
+		// Re-checked under lock: a row may have been claimed or started
+		// since the read. SKIP LOCKED leaves a row a claim holds right now
+		// to the next tick.
+		q := tx.Table(s.jobsByID()).Where("id IN ? AND status IN ? AND control = ?", found, live, models.ControlStop)
 		if s.dialect == MySQL {
 			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
 		}
@@ -149,7 +203,7 @@ func (s *Store) CancelStopRequested(ctx context.Context, now time.Time) ([]int64
 		if len(ids) == 0 {
 			return nil
 		}
-		if err := tx.Exec(`UPDATE jobs SET status = ?, control = '', finished_at = ? WHERE id IN ?`,
+		if err := tx.Exec(`UPDATE `+s.jobsByID()+` SET status = ?, control = '', finished_at = ? WHERE id IN ?`,
 			models.JobCanceled, now, ids).Error; err != nil {
 			return err
 		}

@@ -58,7 +58,12 @@ func BenchmarkDrain(b *testing.B) {
 				insertRows(b, db, n, def, models.JobPending, time.Now().Add(-time.Second))
 				cfg := testConfig(b, "bench")
 				cfg.PoolSize = 100
-				cfg.PollInterval = 4 * time.Second
+				// The production intervals, not testConfig's short ones: a
+				// control tick scans the pending backlog (jobs.control has
+				// no index), and 20 ticks a second would measure that.
+				cfg.PollInterval = DefaultPollInterval
+				cfg.ControlInterval = DefaultControlInterval
+				cfg.HeartbeatInterval = DefaultHeartbeatInterval
 				e, err := New(st, cfg)
 				require.NoError(b, err)
 				b.StartTimer()

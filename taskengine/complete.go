@@ -13,8 +13,9 @@ import (
 
 // startReq asks the starter to move one queued job to running.
 type startReq struct {
-	id    int64
-	reply chan startReply
+	id      int64
+	attempt int // as claimed: the start applies only while the row has it
+	reply   chan startReply
 }
 
 type startReply struct {
@@ -24,22 +25,25 @@ type startReply struct {
 
 // start moves the job to running through the starter batch and returns its
 // new attempt number, or 0 when the row changed since the claim.
-func (e *Engine) start(id int64) (int, error) {
-	r := startReq{id: id, reply: make(chan startReply, 1)}
+func (e *Engine) start(id int64, claimedAttempt int) (int, error) {
+	r := startReq{id: id, attempt: claimedAttempt, reply: make(chan startReply, 1)}
 	e.starter.add(r)
 	rep := <-r.reply
 	return rep.attempt, rep.err
 }
 
 func (e *Engine) flushStarts(ctx context.Context, batch []startReq) {
-	ids := make([]int64, len(batch))
-	for i, r := range batch {
-		ids[i] = r.id
-	}
 	var started map[int64]int
 	var err error
+	jobs := make([]store.StartJob, len(batch))
+	for i, r := range batch {
+		jobs[i] = store.StartJob{ID: r.id, Attempt: r.attempt}
+	}
+	// One timestamp for every try: a retry after an error that hid a
+	// successful UPDATE finds the rows that try started by it.
+	p := &store.StartJobsParams{NodeID: e.cfg.NodeID, Jobs: jobs, Now: e.now()}
 	for attempt := 1; ; attempt++ {
-		started, err = e.st.StartJobs(ctx, &store.StartJobsParams{NodeID: e.cfg.NodeID, IDs: ids, Now: e.now()})
+		started, err = e.st.StartJobs(ctx, p)
 		if err == nil || attempt == 3 || ctx.Err() != nil {
 			break
 		}
@@ -47,7 +51,11 @@ func (e *Engine) flushStarts(ctx context.Context, batch []startReq) {
 		sleepCtx(ctx, time.Duration(attempt)*100*time.Millisecond)
 	}
 	for _, r := range batch {
-		r.reply <- startReply{attempt: started[r.id], err: err}
+		a := started[r.id]
+		// A job claimed twice (released and claimed again while its first
+		// copy waited) is started once: the other copy is told it is not ours.
+		delete(started, r.id)
+		r.reply <- startReply{attempt: a, err: err}
 	}
 }
 

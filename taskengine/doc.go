@@ -29,10 +29,16 @@
 // # Performance
 //
 // Nothing per job is a synchronous round trip of its own: starts and
-// outcomes go through batchers that write a group of jobs in one
-// transaction (group commit: no added wait when idle, large batches under
-// load), and job_logs lines are buffered and written with multi-row
-// INSERTs. Every buffer is flushed before Stop returns.
+// outcomes go through batchers that write a group of jobs at once (group
+// commit: no added wait when idle, large batches under load), and job_logs
+// lines are buffered and written with multi-row INSERTs. Every buffer is
+// flushed before Stop returns. A start is one guarded UPDATE by primary key
+// and an outcome batch one guarded UPDATE and its commit; the guard sits in
+// the WHERE, and the rare batch where a row no longer matches is sorted out
+// on a slower exact path. A worker is free again as soon as its outcome is
+// handed to the completer. Up to two claims run at once under a backlog,
+// each for workers it has reserved, so claiming overlaps with running
+// without ever taking more jobs than there are free workers.
 //
 // # Control
 //

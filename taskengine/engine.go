@@ -39,7 +39,8 @@ type Engine struct {
 	state int
 	runs  map[int64]*activeRun // running jobs, for control requests
 
-	waitLogged map[int64]bool // forbid-held jobs already logged; poll goroutine only
+	waitMu     sync.Mutex
+	waitLogged map[int64]bool // forbid-held jobs already logged, until claimed
 
 	fetchCtx, queueCtx, workCtx, ctlCtx, flushCtx        context.Context
 	fetchCancel, queueCancel, ctlCancel, flushCancel     context.CancelFunc

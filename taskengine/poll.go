@@ -3,6 +3,7 @@ package taskengine
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -11,96 +12,127 @@ import (
 	"github.com/chimesched/chime/store"
 )
 
+// maxClaims bounds the claims in flight at once. A claim is a few round
+// trips, and under a backlog workers free up while it runs: a second claim
+// for those workers keeps the pool fed instead of leaving them idle until
+// the first returns, so claiming overlaps with running (the drain benchmark
+// was bound by one serial claimer). Claims stay disjoint: SKIP LOCKED on
+// MySQL, the single writer on SQLite. Each claim reserves the workers it
+// asks for before it starts, so the claims together never take more jobs
+// than there are free workers.
+const maxClaims = 2
+
+// claimCooldown bounds how long a backlogged engine with no claim in flight
+// waits for more free workers before claiming for the ones it has: claiming
+// each worker alone as it frees up would cost a transaction per job.
+const claimCooldown = 5 * time.Millisecond
+
+// claimResult is what a claim goroutine reports back to the poll loop.
+type claimResult struct {
+	asked, selected int
+	blocked         []int64
+	err             error
+}
+
 // pollLoop claims due jobs: at start, every PollInterval, on Wake, and again
-// at once while claims come back full (there is a backlog), as soon as a
-// worker is free for it. It is the only goroutine that claims.
+// at once while claims come back full (there is a backlog), as soon as
+// workers are free for it. It decides every claim; the claims themselves
+// run on their own goroutines, at most maxClaims at once.
 func (e *Engine) pollLoop(ctx context.Context) {
 	timer := e.cfg.Clock.NewTimer(jitter(e.cfg.PollInterval))
 	defer timer.Stop()
-	more := true     // look at once on start
-	backlog := false // the last claim came back full
+	results := make(chan claimResult, maxClaims)
+	var claims sync.WaitGroup
+	// Claims in flight hand their jobs to the pool; Stop waits for this
+	// loop before it waits for the runs, so the loop waits for them.
+	defer claims.Wait()
+	cooldown := time.NewTimer(claimCooldown)
+	cooldown.Stop()
+	defer cooldown.Stop()
+	var (
+		gen, seen  uint64 = 1, 0 // looks asked for (start, ticks, wakes) and served
+		backlog    bool          // the last claim came back full
+		inFlight   int           // claims running
+		cooling    bool          // cooldown is armed
+		cooledDown bool          // cooldown fired: claim whatever is free
+	)
 	for {
-		if more {
+		more := seen < gen || backlog
+		if more && inFlight < maxClaims {
 			free := e.cfg.PoolSize - int(e.inflight.Load())
-			if backlog && free > 0 && free < e.cfg.PoolSize/2 {
-				// Under a backlog, workers free up one by one; claiming each
-				// slot alone would cost a transaction per job. Let a few
-				// more free up first, for at most claimCooldown.
-				e.gatherSlots(ctx)
-				free = e.cfg.PoolSize - int(e.inflight.Load())
-			}
-			if free > 0 {
-				selected, err := e.claim(ctx, free)
-				if err != nil {
-					if ctx.Err() != nil {
-						return
-					}
-					e.log.WithError(err).Error("claiming jobs failed; retrying at the next poll")
-					more = false
-				} else {
-					more = selected >= free
+			// Under a backlog wait for half the pool, unless nothing is
+			// claiming and the cooldown is over.
+			enough := free > 0 && (!backlog || free >= max(e.cfg.PoolSize/2, 1) || (inFlight == 0 && cooledDown))
+			if enough {
+				if cooling {
+					cooldown.Stop()
+					cooling = false
 				}
-				backlog = more
+				cooledDown = false
+				e.inflight.Add(int64(free)) // reserved until the claim returns
+				inFlight++
+				seen = gen
+				claims.Add(1)
+				go func(asked int) {
+					defer claims.Done()
+					results <- e.claim(ctx, asked)
+				}(free)
 				continue
 			}
-			// Every worker is busy and there is more to do: wait for one.
-			select {
-			case <-ctx.Done():
-				return
-			case <-e.slotFreed:
-			case <-timer.Chan():
-				timer.Reset(jitter(e.cfg.PollInterval))
+			if free > 0 && inFlight == 0 && !cooling && !cooledDown {
+				cooldown.Reset(claimCooldown)
+				cooling = true
 			}
-			continue
 		}
 		select {
 		case <-ctx.Done():
 			return
+		case r := <-results:
+			inFlight--
+			switch {
+			case r.err != nil:
+				if ctx.Err() != nil {
+					return
+				}
+				e.log.WithError(r.err).Error("claiming jobs failed; retrying at the next poll")
+				backlog = false
+			default:
+				// A wake or tick that came while the claim ran has moved
+				// gen past seen, so a short claim does not swallow it.
+				backlog = r.selected >= r.asked
+				e.noteWaiting(ctx, r.blocked)
+			}
+		case <-e.slotFreed:
+		case <-cooldown.C:
+			cooling, cooledDown = false, true
 		case <-timer.Chan():
 			timer.Reset(jitter(e.cfg.PollInterval))
-			more = true
+			gen++
 		case <-e.wake:
-			more = true
+			gen++
 		}
 	}
 }
 
-// claimCooldown bounds how long a backlogged engine waits for more free
-// workers before claiming for the ones it has.
-const claimCooldown = 5 * time.Millisecond
-
-func (e *Engine) gatherSlots(ctx context.Context) {
-	t := time.NewTimer(claimCooldown)
-	defer t.Stop()
-	for e.cfg.PoolSize-int(e.inflight.Load()) < e.cfg.PoolSize/2 {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			return
-		case <-e.slotFreed:
-		}
-	}
-}
-
-// claim claims up to free jobs and hands each to the pool. It returns how
-// many rows the claim looked at, which tells whether a backlog remains.
-func (e *Engine) claim(ctx context.Context, free int) (int, error) {
+// claim claims up to asked jobs, for which it has reserved as many workers,
+// hands each to the pool and gives back the workers it found no job for.
+func (e *Engine) claim(ctx context.Context, asked int) claimResult {
 	began := time.Now()
 	defer func() { metrics.PollDuration.Observe(time.Since(began).Seconds()) }()
-	res, err := e.st.ClaimJobs(ctx, &store.ClaimParams{NodeID: e.cfg.NodeID, Now: e.now(), Limit: free})
+	res, err := e.st.ClaimJobs(ctx, &store.ClaimParams{NodeID: e.cfg.NodeID, Now: e.now(), Limit: asked})
 	metrics.ClaimDuration.Observe(time.Since(began).Seconds())
 	if err != nil {
-		return 0, err
+		e.unreserve(asked)
+		return claimResult{asked: asked, err: err}
 	}
+	e.unreserve(asked - len(res.Jobs))
+	e.forgetWaiting(res.Jobs)
+	e.runWG.Add(len(res.Jobs))
 	for i := range res.Jobs {
-		cj := res.Jobs[i]
-		e.inflight.Add(1)
-		metrics.PoolBusy.Set(float64(e.inflight.Load()))
-		e.runWG.Add(1)
-		job := e.newJob(&cj)
+		cj := &res.Jobs[i]
+		job := e.newJob(cj)
 		job.Log().Infof("queued on node %s", e.cfg.NodeID)
-		if err := e.pool.Submit(func() { e.run(&cj, job) }); err != nil {
+		if err := e.pool.Submit(func() { e.run(cj, job) }); err != nil {
 			// Only a released pool refuses, and claims stop before that.
 			e.runDone()
 			e.log.WithError(err).WithField(fieldJobID, cj.ID).Error("pool refused a claimed job; releasing it")
@@ -111,15 +143,28 @@ func (e *Engine) claim(ctx context.Context, free int) (int, error) {
 			}
 		}
 	}
-	e.noteWaiting(ctx, res.Blocked)
-	return res.Selected, nil
+	metrics.PoolBusy.Set(float64(e.inflight.Load()))
+	return claimResult{asked: asked, selected: res.Selected, blocked: res.Blocked}
+}
+
+// unreserve gives back n workers reserved for a claim that found no job for them.
+func (e *Engine) unreserve(n int) {
+	if n <= 0 {
+		return
+	}
+	e.inflight.Add(int64(-n))
+	select {
+	case e.slotFreed <- struct{}{}:
+	default:
+	}
 }
 
 // noteWaiting writes, once per job, why a due job of a forbid schedule is
-// not started.
+// not started. A job stays noted until a claim takes it (forgetWaiting):
+// a claim reports busy schedules only when it picked one of their rows,
+// so a claim that did not must not make the line be written again.
 func (e *Engine) noteWaiting(ctx context.Context, blocked []int64) {
 	if len(blocked) == 0 {
-		clear(e.waitLogged)
 		return
 	}
 	waiting, err := e.st.WaitingJobs(ctx, &store.WaitingJobsParams{ScheduleIDs: blocked, Now: e.now(), Limit: 1000})
@@ -127,16 +172,35 @@ func (e *Engine) noteWaiting(ctx context.Context, blocked []int64) {
 		e.log.WithError(err).Warn("listing jobs held by concurrency = forbid failed")
 		return
 	}
-	now := make(map[int64]bool, len(waiting))
+	e.waitMu.Lock()
+	defer e.waitMu.Unlock()
+	if len(e.waitLogged) > maxWaitNoted {
+		// Canceled jobs are never claimed; bound what they leave behind.
+		clear(e.waitLogged)
+	}
 	for _, w := range waiting {
-		now[w.ID] = true
 		if e.waitLogged[w.ID] {
 			continue
 		}
+		e.waitLogged[w.ID] = true
 		e.jobLog.WithFields(logrus.Fields{fieldJobID: w.ID, fieldScheduleID: w.ScheduleID, fieldNodeID: e.cfg.NodeID}).
 			Info(fmt.Sprintf("waiting: schedule %d has concurrency = forbid and an earlier job of it is still queued, running or paused", w.ScheduleID))
 	}
-	e.waitLogged = now
+}
+
+// maxWaitNoted bounds the jobs noteWaiting remembers.
+const maxWaitNoted = 10000
+
+// forgetWaiting drops claimed jobs from the noted ones.
+func (e *Engine) forgetWaiting(jobs []store.ClaimedJob) {
+	e.waitMu.Lock()
+	defer e.waitMu.Unlock()
+	if len(e.waitLogged) == 0 {
+		return
+	}
+	for i := range jobs {
+		delete(e.waitLogged, jobs[i].ID)
+	}
 }
 
 // runDone releases a worker slot.

@@ -112,7 +112,7 @@ func (e *Engine) run(cj *store.ClaimedJob, job *tasks.Job) {
 		return
 	}
 
-	attempt, err := e.start(job.ID)
+	attempt, err := e.start(job.ID, cj.Attempt)
 	if err != nil {
 		log.WithError(err).Error("could not mark the job running; releasing it")
 		e.release(job, "released to pending: marking it running failed")
