@@ -130,6 +130,9 @@ func TestDeclareDeadNodes(t *testing.T) {
 			require.Equal(t, store.NodeAlive, n.Status, n.ID)
 		}
 		require.NoError(t, st.SetNodeStatus(ctx, "fresh", store.NodeStopped))
+		// SQLite's clock has millisecond steps: let the heartbeats above fall
+		// strictly behind "now", or a zero window finds them all equal to it.
+		time.Sleep(5 * time.Millisecond)
 		dead, err = st.DeclareDeadNodes(ctx, 0)
 		require.NoError(t, err)
 		require.Len(t, dead, 2, "a stopped node is not declared dead")

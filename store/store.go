@@ -147,6 +147,10 @@ func mysqlDSN(ctx context.Context, dsn string) (string, error) {
 	}
 	c.ParseTime = true
 	c.Loc = time.UTC
+	// Client-side interpolation saves a server round trip (prepare, execute,
+	// close) per statement with arguments: about a tenth of MariaDB's CPU on
+	// the hot paths. Safe with the utf8mb4 connections chime opens.
+	c.InterpolateParams = true
 	if c.Params == nil {
 		c.Params = map[string]string{}
 	}
