@@ -22,8 +22,8 @@ func (s *Store) forUpdate(q *gorm.DB) *gorm.DB {
 }
 
 // jobsByID names the jobs table for statements that pick rows by id. On
-// MySQL it forces the primary key: with id IN (…) and node_id = ? in one
-// WHERE, the optimizer may otherwise walk idx_jobs_node, and a locking read
+// MySQL it forces the primary key: with id IN (…) and status IN (…) in one
+// WHERE, the optimizer may otherwise walk idx_jobs_claim, and a locking read
 // along that index waits on rows other transactions of this node hold
 // (the claim's fresh queued rows, the completer's), serializing the
 // engine's writers behind each other.
@@ -223,7 +223,7 @@ type ControlRequest struct {
 }
 
 // ControlRequests lists this node's running or paused jobs whose control
-// column asks for something (served by idx_jobs_node).
+// column asks for something (idx_jobs_claim bounds it to the live rows).
 func (s *Store) ControlRequests(ctx context.Context, nodeID string) ([]ControlRequest, error) {
 	var out []ControlRequest
 	err := s.db.WithContext(ctx).Model(&models.Job{}).Select("id, status, control").

@@ -35,10 +35,12 @@ func (s *Store) DeleteFinishedJobs(ctx context.Context, olderThan time.Duration,
 	err = s.InTx(ctx, func(tx *gorm.DB) error {
 		n = 0
 		var ids []int64
-		// idx_jobs_finished serves this range scan; status keeps a job that
-		// an admin re-queued (finished_at left set) out of it.
-		if err := tx.Model(&models.Job{}).Where("finished_at < ? AND status IN ?", cutoff, finishedStatuses).
-			Order("finished_at").Limit(batch).Pluck("id", &ids).Error; err != nil {
+		// idx_jobs_claim (status, run_at) bounds the scan: a job finishes
+		// after it became due, so run_at < cutoff only narrows the range, and
+		// status keeps a job that an admin re-queued (finished_at left set)
+		// out of it. The order of deletion does not matter.
+		if err := tx.Model(&models.Job{}).Where("status IN ? AND run_at < ? AND finished_at < ?", finishedStatuses, cutoff, cutoff).
+			Limit(batch).Pluck("id", &ids).Error; err != nil {
 			return fmt.Errorf("select finished jobs: %w", err)
 		}
 		if len(ids) == 0 {

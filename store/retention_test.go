@@ -24,7 +24,8 @@ func TestDeleteFinishedJobsInBatches(t *testing.T) {
 		old, recent := now.Add(-40*24*time.Hour), now.Add(-time.Hour)
 		var jobs []models.Job
 		for i := range 25 {
-			jobs = append(jobs, models.Job{JobDefinitionID: def.ID, ScheduledAt: now.Add(time.Duration(i) * time.Second), RunAt: now,
+			// Due, then finished, 40 days ago.
+			jobs = append(jobs, models.Job{JobDefinitionID: def.ID, ScheduledAt: old.Add(time.Duration(i) * time.Second), RunAt: old,
 				Status: models.JobSucceeded, FinishedAt: &old})
 		}
 		jobs = append(jobs,
