@@ -3,6 +3,8 @@ package taskengine
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/tasks"
 )
 
 // An ad hoc job inserted by plain SQL with only job_definition_id runs
@@ -49,9 +52,12 @@ func TestRetriesWithBackoff(t *testing.T) {
 		db := st.DB()
 		clock := clockwork.NewFakeClockAt(time.Now().Add(time.Second))
 		def := createDef(t, db, "flaky", defOpts{Params: `{"duration":"0s","fail":true}`, MaxAttempts: 3, BackoffSeconds: 10})
+		require.NoError(t, db.Exec(`UPDATE job_definitions SET notify_on = 'failure', notify_emails = 'ops@example.com' WHERE id = ?`, def).Error)
 		id := insertJob(t, db, def, "")
 		cfg := testConfig(t, nodeName(t))
 		cfg.Clock = clock
+		notes := &attemptNotifier{}
+		cfg.Notifier = notes
 		e := startEngine(t, st, cfg)
 
 		base := 10 * time.Second
@@ -79,7 +85,27 @@ func TestRetriesWithBackoff(t *testing.T) {
 		require.NotNil(t, j.FinishedAt)
 		require.Contains(t, deref(j.Error), "failing as asked")
 		waitLog(t, db, id, "failed (attempt 3 of 3)")
+		require.Equal(t, []int{3}, notes.attempts(), "one failure email, for the outcome, not one per attempt")
 	})
+}
+
+// attemptNotifier records which attempts a notification was sent for.
+type attemptNotifier struct {
+	mu   sync.Mutex
+	seen []int
+}
+
+func (n *attemptNotifier) Notify(_ context.Context, job *tasks.Job, _ tasks.Result) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.seen = append(n.seen, job.Attempt)
+	return nil
+}
+
+func (n *attemptNotifier) attempts() []int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.seen)
 }
 
 func TestRetryBackoffBounds(t *testing.T) {

@@ -160,7 +160,8 @@ func (e *Engine) run(cj *store.ClaimedJob, job *tasks.Job) {
 	}
 	status, execErr := classify(execErr, cause, ar.stopRequested.Load(), timeout)
 
-	res := tasks.Result{Status: string(status), Err: execErr, Output: job.Result(), StartedAt: startedAt, FinishedAt: finishedAt}
+	res := tasks.Result{Status: string(status), Err: execErr, Output: job.Result(), StartedAt: startedAt, FinishedAt: finishedAt,
+		Retrying: status == models.JobFailed && job.Attempt < job.MaxAttempts}
 	cctx, cancelC := context.WithTimeout(context.WithoutCancel(runCtx), onCompleteTimeout)
 	if err := safeCall(func() error { return task.OnComplete(cctx, job, res) }); err != nil {
 		log.WithError(err).Warn("on_complete failed; the outcome stands")

@@ -80,7 +80,7 @@ func (b *Base) OnQueue(context.Context, *Job) error { return nil }
 // r.Status (a stopped run counts as a failure). The Notifier queues and
 // returns, so this does not hold the pool slot.
 func (b *Base) OnComplete(ctx context.Context, job *Job, r Result) error {
-	if job == nil || job.Notifier == nil || !job.Notify.Wants(r.Status) {
+	if job == nil || job.Notifier == nil || r.Retrying || !job.Notify.Wants(r.Status) {
 		return nil
 	}
 	if err := job.Notifier.Notify(ctx, job, r); err != nil {

@@ -163,6 +163,16 @@ func TestBaseOnComplete(t *testing.T) {
 		})
 	}
 
+	t.Run("RetryingAttempt", func(t *testing.T) {
+		t.Parallel()
+		n := &recordingNotifier{}
+		job := &tasks.Job{Notify: tasks.NotifySpec{On: tasks.NotifyAlways}, Notifier: n}
+		require.NoError(t, (&nopTask{}).OnComplete(context.Background(), job, tasks.Result{Status: tasks.StatusFailed, Retrying: true}))
+		require.Empty(t, n.got(), "an attempt that will be retried is not the outcome")
+		require.NoError(t, (&nopTask{}).OnComplete(context.Background(), job, tasks.Result{Status: tasks.StatusFailed}))
+		require.Equal(t, []string{tasks.StatusFailed}, n.got())
+	})
+
 	t.Run("NilNotifier", func(t *testing.T) {
 		t.Parallel()
 		job := &tasks.Job{Notify: tasks.NotifySpec{On: tasks.NotifyAlways}}

@@ -59,6 +59,10 @@ type Result struct {
 	Output     string // what the task passed to Job.SetResult
 	StartedAt  time.Time
 	FinishedAt time.Time
+	// Retrying is true for a failed attempt that the engine will run again:
+	// the job's outcome is not known yet, so Base.OnComplete sends no
+	// notification for it (the last attempt's does).
+	Retrying bool
 }
 
 // Duration is how long the run took, zero if either time is unset.
