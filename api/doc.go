@@ -14,6 +14,7 @@
 // Stop shuts down gracefully. Handler serves tests without a listener.
 //
 // api may import store, models, tasks, configs (to check settings),
-// scheduleengine (for its triggers) and internal/metrics; it never imports
+// scheduleengine (for its triggers), internal/metrics and internal/strictjson;
+// it never imports
 // app, cli or the task engine.
 package api

@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"reflect"
-	"slices"
 	"strings"
 
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/internal/strictjson"
 	"github.com/chimesched/chime/store"
 )
 
@@ -117,7 +116,7 @@ func decodeJSON(body []byte, v any) *apiError {
 		}
 		return badRequest("", "request body must be a JSON object")
 	}
-	if err := strictDecode(data, v); err != nil {
+	if err := strictjson.Decode(data, v); err != nil {
 		return decodeError(data, v, err)
 	}
 	return nil
@@ -128,34 +127,20 @@ func syntaxError(data []byte) error {
 	return json.Unmarshal(data, &x)
 }
 
-var errTrailing = errors.New("unexpected data after the JSON object")
-
-func strictDecode(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return errTrailing
-	}
-	return nil
-}
-
 func decodeError(data []byte, v any, err error) *apiError {
 	var (
 		syntaxErr *json.SyntaxError
 		typeErr   *json.UnmarshalTypeError
 	)
 	switch {
-	case errors.Is(err, errTrailing):
+	case errors.Is(err, strictjson.ErrTrailing):
 		return badRequest("", "malformed JSON: %v", err)
 	case errors.As(err, &syntaxErr):
 		return badRequest("", "malformed JSON at offset %d: %v", syntaxErr.Offset, err)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return badRequest("", "malformed JSON: the body ends in the middle of a value")
 	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return badRequest(typeErr.Field, "field %s: expected %s, got JSON %s", typeErr.Field, jsonTypeName(typeErr.Type), typeErr.Value)
+		return badRequest(typeErr.Field, "field %s: expected %s, got JSON %s", typeErr.Field, strictjson.TypeName(typeErr.Type), typeErr.Value)
 	}
 	msg := err.Error()
 	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
@@ -164,7 +149,7 @@ func decodeError(data []byte, v any, err error) *apiError {
 	}
 	// An error from a field's own UnmarshalJSON (time.Time, say) names no
 	// field; find it by decoding the top-level keys one at a time.
-	field := failingField(data, v)
+	field := strictjson.FailingField(data, v)
 	msg = strings.TrimPrefix(msg, "json: ")
 	if field != "" {
 		if strings.Contains(msg, "parsing time") || strings.Contains(msg, "Time.UnmarshalJSON") {
@@ -173,54 +158,4 @@ func decodeError(data []byte, v any, err error) *apiError {
 		return badRequest(field, "field %s: %s", field, msg)
 	}
 	return badRequest("", "malformed request: %s", msg)
-}
-
-func failingField(data []byte, v any) string {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(data, &fields) != nil {
-		return ""
-	}
-	rt := reflect.TypeOf(v)
-	if rt == nil || rt.Kind() != reflect.Pointer {
-		return ""
-	}
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		one, err := json.Marshal(map[string]json.RawMessage{k: fields[k]})
-		if err != nil {
-			continue
-		}
-		if strictDecode(one, reflect.New(rt.Elem()).Interface()) != nil {
-			return k
-		}
-	}
-	return ""
-}
-
-func jsonTypeName(t reflect.Type) string {
-	if t == nil {
-		return "a value"
-	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		return jsonTypeName(t.Elem())
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	}
-	return t.String()
 }
