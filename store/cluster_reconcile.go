@@ -47,37 +47,11 @@ func (s *Store) RecoverStalledJobs(ctx context.Context, silentFor time.Duration)
 		if err != nil {
 			return err
 		}
-		var logs []models.JobLog
-		for _, j := range jobs {
-			maxAttempts := j.MaxAttempts
-			if maxAttempts <= 0 {
-				maxAttempts = defMax[j.JobDefinitionID]
-			}
-			maxAttempts = max(maxAttempts, 1)
-			why := fmt.Sprintf("no heartbeat from node %s for more than %s during attempt %d of %d", j.NodeID, silentFor, j.Attempt, maxAttempts)
-			var level, msg, stmt string
-			var args []any
-			switch {
-			case j.Control == models.ControlStop:
-				res.Stopped = append(res.Stopped, j.ID)
-				level, msg = "warning", "stopped by the reconciler: "+why+"; it had been asked to stop"
-				stmt, args = `UPDATE jobs SET status = ?, control = '', finished_at = ?, error = ? WHERE id = ? AND status IN ?`,
-					[]any{models.JobStopped, now, why, j.ID, stalledStatuses}
-			case j.Attempt < maxAttempts:
-				res.Retried = append(res.Retried, j.ID)
-				level, msg = "warning", "reset to pending by the reconciler: "+why
-				stmt, args = `UPDATE jobs SET status = ?, node_id = '', control = '', run_at = ?, error = ? WHERE id = ? AND status IN ?`,
-					[]any{models.JobPending, now, why, j.ID, stalledStatuses}
-			default:
-				res.Failed = append(res.Failed, j.ID)
-				level, msg = "error", "failed by the reconciler: "+why+"; no attempts left"
-				stmt, args = `UPDATE jobs SET status = ?, control = '', finished_at = ?, error = ? WHERE id = ? AND status IN ?`,
-					[]any{models.JobFailed, now, why + "; no attempts left", j.ID, stalledStatuses}
-			}
-			if err := tx.Exec(stmt, args...).Error; err != nil {
-				return fmt.Errorf("recover stalled job %d: %w", j.ID, err)
-			}
-			logs = append(logs, models.JobLog{JobID: j.ID, Level: level, Message: msg, CreatedAt: now})
+		logs, err := recoverCutOff(tx, jobs, defMax, now, res, "by the reconciler", func(j models.Job, maxAttempts int) string {
+			return fmt.Sprintf("no heartbeat from node %s for more than %s during attempt %d of %d", j.NodeID, silentFor, j.Attempt, maxAttempts)
+		})
+		if err != nil {
+			return err
 		}
 		return insertJobLogs(tx, logs)
 	})

@@ -50,49 +50,79 @@ func (s *Store) RecoverNode(ctx context.Context, p *RecoverNodeParams) (*Recover
 			return err
 		}
 		var logs []models.JobLog
+		var cut []models.Job
 		for _, j := range jobs {
-			maxAttempts := j.MaxAttempts
-			if maxAttempts <= 0 {
-				maxAttempts = defMax[j.JobDefinitionID]
+			if j.Status != models.JobQueued {
+				cut = append(cut, j)
+				continue
 			}
-			maxAttempts = max(maxAttempts, 1)
-			var msg, level string
-			var err error
-			switch {
-			case j.Status == models.JobQueued:
-				res.Released = append(res.Released, j.ID)
-				level, msg = "warning", fmt.Sprintf("released to pending: node %s restarted before the job started", p.NodeID)
-				err = tx.Exec(`UPDATE jobs SET status = ?, node_id = '', queued_at = NULL WHERE id = ?`, models.JobPending, j.ID).Error
-			case j.Control == models.ControlStop:
-				res.Stopped = append(res.Stopped, j.ID)
-				reason := fmt.Sprintf("node %s died during attempt %d, which had been asked to stop", p.NodeID, j.Attempt)
-				level, msg = "warning", "stopped: "+reason
-				err = tx.Exec(`UPDATE jobs SET status = ?, control = '', finished_at = ?, error = ? WHERE id = ?`,
-					models.JobStopped, now, reason, j.ID).Error
-			case j.Attempt < maxAttempts:
-				res.Retried = append(res.Retried, j.ID)
-				reason := fmt.Sprintf("node %s died during attempt %d of %d", p.NodeID, j.Attempt, maxAttempts)
-				level, msg = "warning", reason+"; retrying"
-				err = tx.Exec(`UPDATE jobs SET status = ?, node_id = '', control = '', run_at = ?, error = ? WHERE id = ?`,
-					models.JobPending, now, reason, j.ID).Error
-			default:
-				res.Failed = append(res.Failed, j.ID)
-				reason := fmt.Sprintf("node %s died during attempt %d of %d; no attempts left", p.NodeID, j.Attempt, maxAttempts)
-				level, msg = "error", "failed: "+reason
-				err = tx.Exec(`UPDATE jobs SET status = ?, control = '', finished_at = ?, error = ? WHERE id = ?`,
-					models.JobFailed, now, reason, j.ID).Error
+			res.Released = append(res.Released, j.ID)
+			if err := tx.Exec(`UPDATE jobs SET status = ?, node_id = '', queued_at = NULL WHERE id = ?`, models.JobPending, j.ID).Error; err != nil {
+				return fmt.Errorf("release job %d: %w", j.ID, err)
 			}
-			if err != nil {
-				return fmt.Errorf("recover job %d: %w", j.ID, err)
-			}
-			logs = append(logs, models.JobLog{JobID: j.ID, Level: level, Message: msg, CreatedAt: now})
+			logs = append(logs, models.JobLog{JobID: j.ID, Level: "warning", CreatedAt: now,
+				Message: fmt.Sprintf("released to pending: node %s restarted before the job started", p.NodeID)})
 		}
+		more, err := recoverCutOff(tx, cut, defMax, now, res, "", func(j models.Job, maxAttempts int) string {
+			return fmt.Sprintf("node %s died during attempt %d of %d", p.NodeID, j.Attempt, maxAttempts)
+		})
+		if err != nil {
+			return err
+		}
+		logs = append(logs, more...)
 		return insertJobLogs(tx, logs)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("recover jobs of node %s: %w", p.NodeID, err)
 	}
 	return res, nil
+}
+
+// recoverCutOff moves running or paused jobs whose attempt was cut off (the
+// node died, or its heartbeats stopped) on: stopped when a stop had been
+// asked, back to pending, due now, while attempts remain, else failed. why
+// says what cut the attempt off, for jobs.error and job_logs; by names who
+// decided ("by the reconciler"), or is empty. Every move is guarded by
+// status, as all moves out of running are.
+func recoverCutOff(tx *gorm.DB, jobs []models.Job, defMax map[int64]int, now time.Time, res *RecoverNodeResult,
+	by string, why func(j models.Job, maxAttempts int) string) ([]models.JobLog, error) {
+	if by != "" {
+		by = " " + by
+	}
+	logs := make([]models.JobLog, 0, len(jobs))
+	for _, j := range jobs {
+		maxAttempts := j.MaxAttempts
+		if maxAttempts <= 0 {
+			maxAttempts = defMax[j.JobDefinitionID]
+		}
+		maxAttempts = max(maxAttempts, 1)
+		reason := why(j, maxAttempts)
+		var level, msg, stmt string
+		var args []any
+		switch {
+		case j.Control == models.ControlStop:
+			res.Stopped = append(res.Stopped, j.ID)
+			level, msg = "warning", "stopped"+by+": "+reason+", which had been asked to stop"
+			stmt, args = `UPDATE jobs SET status = ?, control = '', finished_at = ?, error = ? WHERE id = ? AND status IN ?`,
+				[]any{models.JobStopped, now, reason, j.ID, stalledStatuses}
+		case j.Attempt < maxAttempts:
+			res.Retried = append(res.Retried, j.ID)
+			level, msg = "warning", "back to pending"+by+": "+reason+"; retrying"
+			stmt, args = `UPDATE jobs SET status = ?, node_id = '', control = '', run_at = ?, error = ? WHERE id = ? AND status IN ?`,
+				[]any{models.JobPending, now, reason, j.ID, stalledStatuses}
+		default:
+			res.Failed = append(res.Failed, j.ID)
+			reason += "; no attempts left"
+			level, msg = "error", "failed"+by+": "+reason
+			stmt, args = `UPDATE jobs SET status = ?, control = '', finished_at = ?, error = ? WHERE id = ? AND status IN ?`,
+				[]any{models.JobFailed, now, reason, j.ID, stalledStatuses}
+		}
+		if err := tx.Exec(stmt, args...).Error; err != nil {
+			return nil, fmt.Errorf("recover job %d: %w", j.ID, err)
+		}
+		logs = append(logs, models.JobLog{JobID: j.ID, Level: level, Message: msg, CreatedAt: now})
+	}
+	return logs, nil
 }
 
 func definitionMaxAttempts(tx *gorm.DB, jobs []models.Job) (map[int64]int, error) {
