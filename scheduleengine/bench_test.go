@@ -252,6 +252,18 @@ func BenchmarkEverySecond(b *testing.B) {
 			missed += max(seconds-perSchedule[id], 0)
 		}
 		want := n * seconds
+		if os.Getenv("CHIME_BENCH_PER_SECOND") != "" {
+			// Where the tail comes from: the slowest fire of each second.
+			worst := map[time.Time]time.Duration{}
+			for k, c := range commits {
+				if !k.at.Before(from) && k.at.Before(to) {
+					worst[k.at] = max(worst[k.at], c.Sub(k.at))
+				}
+			}
+			for s := from; s.Before(to); s = s.Add(time.Second) {
+				b.Logf("%s worst %v", s.Format("15:04:05"), worst[s].Round(time.Millisecond))
+			}
+		}
 		slices.Sort(lat)
 		pct := func(p float64) float64 {
 			if len(lat) == 0 {
