@@ -200,7 +200,7 @@ func (n *node) start(ctx context.Context, opts Options) error {
 		wake = te.Wake
 	}
 	if cfg.ScheduleEngine.Enabled {
-		se, err := scheduleengine.New(electedStore{Store: n.st, el: cn.SchedulerElector()}, &scheduleengine.Config{
+		se, err := scheduleengine.New(n.st, &scheduleengine.Config{
 			NodeID:           cfg.Node.ID,
 			Logger:           n.log,
 			SyncInterval:     cfg.ScheduleEngine.SyncInterval.D(),
@@ -209,8 +209,9 @@ func (n *node) start(ctx context.Context, opts Options) error {
 			BatchSize:        cfg.ScheduleEngine.BatchSize,
 			BatchWait:        cfg.ScheduleEngine.BatchWait.D(),
 			OnFire:           wake,
-			// The engine re-reads the cluster's elector every LeaseTTL/3.
-			LeaseTTL: time.Second,
+			// The scheduler lease is the cluster's, judged on the
+			// database's clock; the engine follows it.
+			Leadership: cn.SchedulerElector(),
 		})
 		if err != nil {
 			return err
@@ -259,21 +260,6 @@ func (n *node) stop(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
-
-// electedStore hands the schedule engine's lease questions to the cluster's
-// elector, which judges the scheduler lease on the database's clock: the
-// engine then fires only while this node leads, and never writes the lease
-// row itself with its own clock.
-type electedStore struct {
-	*store.Store
-	el *cluster.Elector
-}
-
-func (s electedStore) AcquireLeaseAt(context.Context, *store.LeaseParams) (bool, error) {
-	return s.el.Leading(), nil
-}
-
-func (s electedStore) ReleaseLeaseAt(context.Context, *store.LeaseParams) error { return nil }
 
 // applyConfigurations lets the paper's Configuration table override the file:
 // a row named like a key path ("smtp.from", "taskengine.pool_size") wins over

@@ -42,6 +42,12 @@ type Config struct {
 	// over within about this long after the leader dies (default 15s). The
 	// leader renews it every LeaseTTL/3.
 	LeaseTTL time.Duration
+	// Leadership, when set, decides whether this engine fires: in a cluster
+	// it is the scheduler lease judged on the database's clock
+	// (cluster.Elector). The engine then never writes the lease row itself,
+	// and LeaseName is unused. Nil: the engine keeps its own lease row on its
+	// own clock, as a standalone engine (and its tests) do.
+	Leadership Leadership
 	// RetryDelay is the pause after a failed database round trip before the
 	// engine tries again (default 1s).
 	RetryDelay time.Duration
@@ -53,6 +59,13 @@ type Config struct {
 	Clock clockwork.Clock
 	// Logger receives the engine's lines (default: logrus's standard logger).
 	Logger logrus.FieldLogger
+}
+
+// Leadership says whether this node may fire now, and tells when that
+// changes. OnChange callbacks must not block.
+type Leadership interface {
+	Leading() bool
+	OnChange(func(leading bool))
 }
 
 // WithDefaults returns a copy of c with zero fields set to their defaults.

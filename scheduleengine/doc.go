@@ -15,8 +15,11 @@
 //
 // Start creates a gocron v2 scheduler, one goroutine (run) that owns all
 // engine state, and two writer goroutines that only run fire transactions.
-// The run goroutine renews the scheduler lease (leases table; one leader per
-// cluster, standbys take over within LeaseTTL), merges re-read schedules
+// The run goroutine follows the scheduler lease: Config.Leadership when set
+// (in chime serve, the cluster's elector, judged on the database's clock; a
+// change nudges the loop at once and a writer checks it again before each
+// commit), else a lease row of its own (leases table, renewed every
+// LeaseTTL/3, standbys take over within LeaseTTL). It merges re-read schedules
 // (by updated_at every SyncInterval, all of them every FullSyncInterval; the
 // read itself runs on a short-lived goroutine so a large one never holds up
 // fires), and plans every fire. Stop shuts gocron down, waits for the

@@ -52,8 +52,11 @@ type Engine struct {
 	wg      sync.WaitGroup
 
 	refresh chan struct{}
-	fires   chan fireMsg // gocron's timers → the run goroutine
-	leader  atomic.Bool
+	// leadNudge: Leadership changed; renew (re-read) at once instead of at
+	// the next LeaseTTL/3 tick.
+	leadNudge chan struct{}
+	fires     chan fireMsg // gocron's timers → the run goroutine
+	leader    atomic.Bool
 
 	// The writer goroutines, started by Start. Both are nil when the engine
 	// is driven by tests through tick: runOnce then writes inline.
@@ -117,6 +120,16 @@ func New(st Store, cfg *Config) (*Engine, error) {
 		stopped: closed,
 		refresh: make(chan struct{}, 1),
 		fires:   make(chan fireMsg, fireBuffer),
+
+		leadNudge: make(chan struct{}, 1),
+	}
+	if c.Leadership != nil {
+		c.Leadership.OnChange(func(bool) {
+			select {
+			case e.leadNudge <- struct{}{}:
+			default:
+			}
+		})
 	}
 	e.reset()
 	return e, nil
@@ -249,6 +262,9 @@ func (e *Engine) run(ctx context.Context, stopped chan struct{}) {
 		case <-e.refresh:
 			timer.Stop()
 			e.syncDue = time.Time{}
+		case <-e.leadNudge:
+			timer.Stop()
+			e.leaseDue = time.Time{}
 		case m := <-e.fires:
 			timer.Stop()
 			e.takeFires(ctx, m)
@@ -313,6 +329,9 @@ func (e *Engine) resign(ctx context.Context) {
 		return
 	}
 	e.setLeader(false)
+	if e.cfg.Leadership != nil {
+		return // the lease is the cluster's to give back
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := e.store.ReleaseLeaseAt(rctx, e.leaseParams(e.cfg.Clock.Now())); err != nil {
@@ -356,7 +375,15 @@ func (e *Engine) leaseParams(now time.Time) *LeaseParams {
 }
 
 func (e *Engine) renewLease(ctx context.Context, now time.Time) {
-	held, err := e.store.AcquireLeaseAt(ctx, e.leaseParams(now))
+	var (
+		held bool
+		err  error
+	)
+	if e.cfg.Leadership != nil {
+		held = e.cfg.Leadership.Leading()
+	} else {
+		held, err = e.store.AcquireLeaseAt(ctx, e.leaseParams(now))
+	}
 	switch {
 	case err != nil:
 		e.leaseDue = now.Add(e.cfg.RetryDelay)

@@ -181,7 +181,13 @@ func (e *Engine) writer(ctx context.Context, work <-chan *writeReq, done chan<- 
 			return
 		case r := <-work:
 			r.batch.Now = e.cfg.Clock.Now()
-			r.res, r.err = e.store.WriteFires(ctx, r.batch)
+			if l := e.cfg.Leadership; l != nil && !l.Leading() {
+				// Lost between planning and writing: leave the fires to the
+				// next leader, which restores them from the tables.
+				r.err = errNotLeader
+			} else {
+				r.res, r.err = e.store.WriteFires(ctx, r.batch)
+			}
 			r.committed = e.cfg.Clock.Now()
 			done <- r // never blocks: cap(done) is maxQueued
 		}
@@ -273,7 +279,7 @@ func (e *Engine) finish(r *writeReq) error {
 		}
 		if e.work != nil {
 			// Inline, tick logs the error and sets the retry itself.
-			if !errors.Is(r.err, context.Canceled) {
+			if !errors.Is(r.err, context.Canceled) && !errors.Is(r.err, errNotLeader) {
 				e.log.WithError(r.err).Warn("writing fires failed; retrying")
 			}
 			e.fireRetry = r.committed.Add(e.cfg.RetryDelay)
