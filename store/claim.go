@@ -100,6 +100,9 @@ func (s *Store) ClaimJobs(ctx context.Context, p *ClaimParams) (*ClaimResult, er
 		// range on idx_jobs_claim covers only active rows, which are few.
 		var blocked []int64
 		if pickedForbid(rows, forbid) {
+			if err := s.lockForbid(tx, rows, forbid); err != nil {
+				return err
+			}
 			if err := tx.Raw(`SELECT DISTINCT a.schedule_id FROM jobs a JOIN schedules s ON s.id = a.schedule_id
 				WHERE a.status IN ? AND s.concurrency = ?`, activeStatuses, models.ConcurrencyForbid).
 				Scan(&blocked).Error; err != nil {
@@ -112,6 +115,9 @@ func (s *Store) ClaimJobs(ctx context.Context, p *ClaimParams) (*ClaimResult, er
 					return err
 				}
 				if err := readSchedules(tx, rows, schedNames, forbid); err != nil {
+					return err
+				}
+				if err := s.lockForbid(tx, rows, forbid); err != nil {
 					return err
 				}
 			}
@@ -219,6 +225,33 @@ func readSchedules(tx *gorm.DB, rows []models.Job, names map[int64]string, forbi
 	for _, sc := range scheds {
 		names[sc.ID] = sc.Name
 		forbid[sc.ID] = sc.Concurrency == models.ConcurrencyForbid
+	}
+	return nil
+}
+
+// lockForbid locks the schedules rows of the forbid schedules among rows, in
+// id order. Without it two nodes claiming at the same instant could each
+// see no active job of a forbid schedule and each start one of its two due
+// jobs (SKIP LOCKED hands them different rows). With it the second claimer
+// waits for the first to commit and then, at READ COMMITTED, sees the job
+// it queued. SQLite's single writer serializes claims already.
+func (s *Store) lockForbid(tx *gorm.DB, rows []models.Job, forbid map[int64]bool) error {
+	if s.dialect != MySQL {
+		return nil
+	}
+	var ids []int64
+	for _, r := range rows {
+		if r.ScheduleID != nil && forbid[*r.ScheduleID] && !slices.Contains(ids, *r.ScheduleID) {
+			ids = append(ids, *r.ScheduleID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	var locked []int64
+	if err := tx.Raw(`SELECT id FROM schedules WHERE id IN ? ORDER BY id FOR UPDATE`, ids).Scan(&locked).Error; err != nil {
+		return fmt.Errorf("lock forbid schedules: %w", err)
 	}
 	return nil
 }

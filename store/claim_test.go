@@ -2,10 +2,12 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chimesched/chime/internal/testdb"
@@ -204,5 +206,42 @@ func TestClaimJobsSkipsBusyForbidSchedules(t *testing.T) {
 		require.Equal(t, []int64{a, b}, got)
 		require.Contains(t, res.Blocked, excl)
 		require.Equal(t, "free", res.Jobs[0].ScheduleName)
+	})
+}
+
+// Two nodes claiming at the same instant must not each start one of the two
+// due jobs of a forbid schedule: the schedule row is the lock between them.
+func TestConcurrentClaimsRespectForbid(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		db := st.DB()
+		def := models.JobDefinition{Name: "d", TaskType: "sleep", MaxAttempts: 1, NotifyOn: models.NotifyNever}
+		require.NoError(t, db.Create(&def).Error)
+		require.NoError(t, db.Exec(`INSERT INTO schedules (name, job_definition_id, schedule_type, interval_seconds, concurrency)
+			VALUES ('excl', ?, 'interval', 1, 'forbid')`, def.ID).Error)
+		var excl int64
+		require.NoError(t, db.Raw("SELECT id FROM schedules WHERE name = 'excl'").Scan(&excl).Error)
+		for round := range 10 {
+			require.NoError(t, db.Exec("DELETE FROM jobs").Error)
+			now := store.DBTime(time.Now())
+			for i := range 2 {
+				at := now.Add(-time.Duration(i+1) * time.Second)
+				require.NoError(t, db.Create(&models.Job{ScheduleID: &excl, JobDefinitionID: def.ID, ScheduledAt: at, RunAt: at, Status: models.JobPending}).Error)
+			}
+			var wg sync.WaitGroup
+			claimed := make([]int, 2)
+			for n := range 2 {
+				wg.Go(func() {
+					res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: fmt.Sprint("n", n), Now: time.Now(), Limit: 4})
+					assert.NoError(t, err)
+					if res != nil {
+						claimed[n] = len(res.Jobs)
+					}
+				})
+			}
+			wg.Wait()
+			require.Equal(t, 1, claimed[0]+claimed[1], "round %d: one job of a forbid schedule at a time", round)
+		}
 	})
 }
