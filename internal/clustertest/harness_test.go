@@ -99,9 +99,6 @@ func nodeEnv(dsn, id string) []string {
 		"CHIME_CLUSTER_FAILOVER_AFTER="+failover.String(),
 		"CHIME_TASKENGINE_POLL_INTERVAL=500ms",
 		"CHIME_TASKENGINE_POOL_SIZE=32",
-		// Below the failover gap, so the fires a failover misses are
-		// collapsed into one catch-up job rather than written late one by one.
-		"CHIME_SCHEDULEENGINE_MISFIRE_THRESHOLD=1s",
 		"CHIME_SCHEDULEENGINE_SYNC_INTERVAL=1s",
 		"CHIME_API_ADDR=127.0.0.1:0",
 		"CHIME_SHUTDOWN_GRACE=2s",
