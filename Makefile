@@ -1,0 +1,25 @@
+# Day-to-day commands; the README's two commands need none of this.
+.PHONY: help run test test/race bench tidy vet
+
+MYSQL_DSN ?= chime_test:chime_test@tcp(127.0.0.1:3306)/chime_test
+
+help: ## list the targets
+	@grep -E '^[a-z/]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+run: ## run a node on the embedded SQLite file chime.db
+	go run ./cmd/chime serve
+
+test: ## the whole suite, as CI runs it (starts MariaDB if needed)
+	./scripts/test.sh
+
+test/race: test ## same as test: the suite always runs with -race
+
+vet: ## go vet and gofmt
+	go vet ./...
+	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)
+
+bench: ## engine benchmarks on MariaDB (minutes; see docs/benchmarks.md)
+	CHIME_TEST_MYSQL_DSN='$(MYSQL_DSN)' go test -run XXX -bench . -benchtime=1x -timeout 30m ./scheduleengine/ ./taskengine/
+
+tidy: ## go mod tidy
+	go mod tidy
