@@ -21,18 +21,18 @@ func TestDeadNodeFailover(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		def := testDef(t, st, 2)
+		def := testdb.Definition(t, st, 2)
 		require.NoError(t, st.RegisterNode(ctx, &store.RegisterNodeParams{ID: "dead1", Roles: "worker"}))
 		hb := store.DBTime(time.Now())
-		queued := testJob(t, st, def, models.JobQueued, "dead1", 0, nil)
-		retry := testJob(t, st, def, models.JobRunning, "dead1", 1, &hb)
-		exhausted := testJob(t, st, def, models.JobRunning, "dead1", 2, &hb)
-		paused := testJob(t, st, def, models.JobPaused, "dead1", 1, &hb)
+		queued := testdb.Job(t, st, def, models.JobQueued, "dead1", 0, nil)
+		retry := testdb.Job(t, st, def, models.JobRunning, "dead1", 1, &hb)
+		exhausted := testdb.Job(t, st, def, models.JobRunning, "dead1", 2, &hb)
+		paused := testdb.Job(t, st, def, models.JobPaused, "dead1", 1, &hb)
 		ageNode(t, st, "dead1", time.Minute)
 
 		clock := clockwork.NewFakeClockAt(time.Now())
 		b := newTestNode(t, st, "b", clock)
-		live := testJob(t, st, def, models.JobRunning, "b", 1, &hb)
+		live := testdb.Job(t, st, def, models.JobRunning, "b", 1, &hb)
 		b.beatOnce(ctx)
 		require.Equal(t, store.NodeAlive, nodeStatus(t, st, "dead1"), "no judgement before a full window of contact")
 
@@ -40,20 +40,20 @@ func TestDeadNodeFailover(t *testing.T) {
 		b.beatOnce(ctx)
 		require.Equal(t, store.NodeDead, nodeStatus(t, st, "dead1"))
 
-		j := getJob(t, st, queued.ID)
+		j := testdb.GetJob(t, st, queued.ID)
 		require.Equal(t, models.JobPending, j.Status)
 		require.Equal(t, 0, j.Attempt, "a queued job uses no attempt")
 		require.Empty(t, j.NodeID)
 		for _, id := range []int64{retry.ID, paused.ID} {
-			j = getJob(t, st, id)
+			j = testdb.GetJob(t, st, id)
 			require.Equal(t, models.JobPending, j.Status)
 			require.Empty(t, j.NodeID)
 		}
-		j = getJob(t, st, exhausted.ID)
+		j = testdb.GetJob(t, st, exhausted.ID)
 		require.Equal(t, models.JobFailed, j.Status)
 		require.NotNil(t, j.Error)
 		require.Contains(t, *j.Error, "node dead1 died")
-		require.Equal(t, models.JobRunning, getJob(t, st, live.ID).Status)
+		require.Equal(t, models.JobRunning, testdb.GetJob(t, st, live.ID).Status)
 
 		var left int64
 		require.NoError(t, st.DB().Model(&models.Job{}).Where("node_id = ? AND status IN ?", "dead1",
@@ -87,9 +87,9 @@ func TestCrashedLeaderIsReplaced(t *testing.T) {
 			_ = n2.Stop(ctx)
 			_ = n1.Stop(ctx)
 		})
-		def := testDef(t, st, 1)
+		def := testdb.Definition(t, st, 1)
 		now := store.DBTime(time.Now())
-		job := testJob(t, st, def, models.JobRunning, "n1", 1, &now)
+		job := testdb.Job(t, st, def, models.JobRunning, "n1", 1, &now)
 		// n2 must have been in contact for a window before it may judge.
 		require.Eventually(t, func() bool { return n2.members.ContactFor() >= failover }, 5*time.Second, 10*time.Millisecond)
 
@@ -101,8 +101,8 @@ func TestCrashedLeaderIsReplaced(t *testing.T) {
 		// Nobody heartbeats this job (there is no task engine here), so the
 		// reconciler may fail it before the reaper does; either way it ends
 		// failed with a reason.
-		require.Eventually(t, func() bool { return getJob(t, st, job.ID).Status == models.JobFailed }, 5*time.Second, 10*time.Millisecond)
-		require.NotNil(t, getJob(t, st, job.ID).Error)
+		require.Eventually(t, func() bool { return testdb.GetJob(t, st, job.ID).Status == models.JobFailed }, 5*time.Second, 10*time.Millisecond)
+		require.NotNil(t, testdb.GetJob(t, st, job.ID).Error)
 		t.Logf("lease taken over %s after the leader died (failover %s, heartbeat %s)", took.Round(time.Millisecond), failover, hb)
 	})
 }

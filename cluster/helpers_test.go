@@ -41,28 +41,6 @@ func newTestNode(t *testing.T, st *store.Store, id string, clock clockwork.Clock
 	return n
 }
 
-func testDef(t *testing.T, st *store.Store, maxAttempts int) models.JobDefinition {
-	t.Helper()
-	d := models.JobDefinition{Name: "d", TaskType: "sleep", MaxAttempts: maxAttempts, NotifyOn: models.NotifyNever}
-	require.NoError(t, st.DB().Create(&d).Error)
-	return d
-}
-
-func testJob(t *testing.T, st *store.Store, def models.JobDefinition, status models.JobStatus, node string, attempt int, hb *time.Time) models.Job {
-	t.Helper()
-	now := store.DBTime(time.Now())
-	j := models.Job{JobDefinitionID: def.ID, ScheduledAt: now, RunAt: now, Status: status, NodeID: node, Attempt: attempt, HeartbeatAt: hb, StartedAt: hb}
-	require.NoError(t, st.DB().Create(&j).Error)
-	return j
-}
-
-func getJob(t *testing.T, st *store.Store, id int64) models.Job {
-	t.Helper()
-	var j models.Job
-	require.NoError(t, st.DB().First(&j, id).Error)
-	return j
-}
-
 func nodeStatus(t *testing.T, st *store.Store, id string) string {
 	t.Helper()
 	var n models.Node

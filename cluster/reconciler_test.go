@@ -23,10 +23,10 @@ func TestReconcile(t *testing.T) {
 		ctx := context.Background()
 		a := newTestNode(t, st, "a", clockwork.NewFakeClockAt(time.Now()))
 		a.sched.renew(ctx) // a live scheduler lease: someone to act on a nudge
-		def := testDef(t, st, 2)
+		def := testdb.Definition(t, st, 2)
 		old := store.DBTime(time.Now().Add(-time.Minute))
-		stalled := testJob(t, st, def, models.JobRunning, "a", 1, &old)
-		queued := testJob(t, st, def, models.JobQueued, "a", 0, nil)
+		stalled := testdb.Job(t, st, def, models.JobRunning, "a", 1, &old)
+		queued := testdb.Job(t, st, def, models.JobQueued, "a", 0, nil)
 		require.NoError(t, st.DB().Exec("UPDATE jobs SET updated_at = ?, queued_at = ? WHERE id IN ?", old, old, []int64{stalled.ID, queued.ID}).Error)
 		expr := "* * * * *"
 		s := models.Schedule{
@@ -39,9 +39,9 @@ func TestReconcile(t *testing.T) {
 		rep, err := a.Reconcile(ctx)
 		require.NoError(t, err)
 		require.Equal(t, []int64{stalled.ID}, rep.Stalled.Retried)
-		require.Equal(t, models.JobPending, getJob(t, st, stalled.ID).Status)
+		require.Equal(t, models.JobPending, testdb.GetJob(t, st, stalled.ID).Status)
 		require.Equal(t, []int64{queued.ID}, rep.Released)
-		require.Equal(t, models.JobPending, getJob(t, st, queued.ID).Status)
+		require.Equal(t, models.JobPending, testdb.GetJob(t, st, queued.ID).Status)
 		require.Equal(t, []int64{s.ID}, rep.Schedules.MissingTrigger)
 		require.Equal(t, []int64{s.ID}, rep.Nudged)
 
@@ -61,14 +61,14 @@ func TestRetention(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		a := newTestNode(t, st, "a", clockwork.NewRealClock())
-		def := testDef(t, st, 1)
+		def := testdb.Definition(t, st, 1)
 		old := store.DBTime(time.Now().Add(-31 * 24 * time.Hour))
 		jobs := make([]models.Job, 25)
 		for i := range jobs {
 			jobs[i] = models.Job{JobDefinitionID: def.ID, ScheduledAt: old.Add(time.Duration(i) * time.Second), RunAt: old, Status: models.JobSucceeded, FinishedAt: &old}
 		}
 		require.NoError(t, st.DB().Create(&jobs).Error)
-		keep := testJob(t, st, def, models.JobRunning, "a", 1, nil)
+		keep := testdb.Job(t, st, def, models.JobRunning, "a", 1, nil)
 		n, err := a.retain(ctx, func() bool { return true })
 		require.NoError(t, err)
 		require.Equal(t, 25, n)

@@ -13,30 +13,6 @@ import (
 	"github.com/chimesched/chime/store"
 )
 
-// clDef inserts a job definition allowing maxAttempts attempts.
-func clDef(t *testing.T, st *store.Store, name string, maxAttempts int) models.JobDefinition {
-	t.Helper()
-	d := models.JobDefinition{Name: name, TaskType: "sleep", MaxAttempts: maxAttempts, NotifyOn: models.NotifyNever}
-	require.NoError(t, st.DB().Create(&d).Error)
-	return d
-}
-
-// clJob inserts a job in status on node, heartbeating at hb.
-func clJob(t *testing.T, st *store.Store, def models.JobDefinition, status models.JobStatus, node string, attempt int, hb *time.Time) models.Job {
-	t.Helper()
-	now := store.DBTime(time.Now())
-	j := models.Job{JobDefinitionID: def.ID, ScheduledAt: now, RunAt: now, Status: status, NodeID: node, Attempt: attempt, HeartbeatAt: hb, StartedAt: hb}
-	require.NoError(t, st.DB().Create(&j).Error)
-	return j
-}
-
-func clGet(t *testing.T, st *store.Store, id int64) models.Job {
-	t.Helper()
-	var j models.Job
-	require.NoError(t, st.DB().First(&j, id).Error)
-	return j
-}
-
 func TestDBNowIsTheDatabaseClock(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
@@ -143,14 +119,14 @@ func TestOrphanNodes(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		def := clDef(t, st, "d", 1)
+		def := testdb.Definition(t, st, 1)
 		require.NoError(t, st.RegisterNode(ctx, &store.RegisterNodeParams{ID: "live"}))
 		require.NoError(t, st.RegisterNode(ctx, &store.RegisterNodeParams{ID: "stopped"}))
 		require.NoError(t, st.SetNodeStatus(ctx, "stopped", store.NodeStopped))
-		clJob(t, st, def, models.JobRunning, "live", 1, nil)
-		clJob(t, st, def, models.JobQueued, "stopped", 0, nil)
-		clJob(t, st, def, models.JobRunning, "unknown", 1, nil)
-		clJob(t, st, def, models.JobSucceeded, "other", 1, nil)
+		testdb.Job(t, st, def, models.JobRunning, "live", 1, nil)
+		testdb.Job(t, st, def, models.JobQueued, "stopped", 0, nil)
+		testdb.Job(t, st, def, models.JobRunning, "unknown", 1, nil)
+		testdb.Job(t, st, def, models.JobSucceeded, "other", 1, nil)
 		ids, err := st.OrphanNodes(ctx)
 		require.NoError(t, err)
 		require.ElementsMatch(t, []string{"stopped", "unknown"}, ids)
@@ -163,16 +139,16 @@ func TestRecoverStalledJobs(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		def := clDef(t, st, "d", 2)
+		def := testdb.Definition(t, st, 2)
 		now, err := st.DBNow(ctx)
 		require.NoError(t, err)
 		old, fresh := now.Add(-time.Minute), now
-		retry := clJob(t, st, def, models.JobRunning, "n1", 1, &old)
-		exhausted := clJob(t, st, def, models.JobPaused, "n1", 2, &old)
-		live := clJob(t, st, def, models.JobRunning, "n1", 1, &fresh)
+		retry := testdb.Job(t, st, def, models.JobRunning, "n1", 1, &old)
+		exhausted := testdb.Job(t, st, def, models.JobPaused, "n1", 2, &old)
+		live := testdb.Job(t, st, def, models.JobRunning, "n1", 1, &fresh)
 		// heartbeat_at written by a node whose clock is a minute behind, but
 		// the row was written just now by the database's clock: alive.
-		skewed := clJob(t, st, def, models.JobRunning, "n2", 1, &old)
+		skewed := testdb.Job(t, st, def, models.JobRunning, "n2", 1, &old)
 		require.NoError(t, st.DB().Exec("UPDATE jobs SET updated_at = ? WHERE id IN ?", old, []int64{retry.ID, exhausted.ID}).Error)
 
 		res, err := st.RecoverStalledJobs(ctx, 20*time.Second)
@@ -180,16 +156,16 @@ func TestRecoverStalledJobs(t *testing.T) {
 		require.Equal(t, []int64{retry.ID}, res.Retried)
 		require.Equal(t, []int64{exhausted.ID}, res.Failed)
 
-		j := clGet(t, st, retry.ID)
+		j := testdb.GetJob(t, st, retry.ID)
 		require.Equal(t, models.JobPending, j.Status)
 		require.Empty(t, j.NodeID)
-		j = clGet(t, st, exhausted.ID)
+		j = testdb.GetJob(t, st, exhausted.ID)
 		require.Equal(t, models.JobFailed, j.Status)
 		require.NotNil(t, j.Error)
 		require.Contains(t, *j.Error, "no heartbeat from node n1")
 		require.NotNil(t, j.FinishedAt)
-		require.Equal(t, models.JobRunning, clGet(t, st, live.ID).Status)
-		require.Equal(t, models.JobRunning, clGet(t, st, skewed.ID).Status)
+		require.Equal(t, models.JobRunning, testdb.GetJob(t, st, live.ID).Status)
+		require.Equal(t, models.JobRunning, testdb.GetJob(t, st, skewed.ID).Status)
 		var logs int64
 		require.NoError(t, st.DB().Model(&models.JobLog{}).Where("job_id IN ?", []int64{retry.ID, exhausted.ID}).Count(&logs).Error)
 		require.EqualValues(t, 2, logs)
@@ -200,10 +176,10 @@ func TestResetJob(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		def := clDef(t, st, "d", 1)
+		def := testdb.Definition(t, st, 1)
 		hb := store.DBTime(time.Now())
-		running := clJob(t, st, def, models.JobRunning, "n1", 1, &hb)
-		done := clJob(t, st, def, models.JobSucceeded, "n1", 1, nil)
+		running := testdb.Job(t, st, def, models.JobRunning, "n1", 1, &hb)
+		done := testdb.Job(t, st, def, models.JobSucceeded, "n1", 1, nil)
 
 		j, err := st.ResetJob(ctx, running.ID, "test")
 		require.NoError(t, err)
@@ -221,7 +197,7 @@ func TestFindScheduleAnomalies(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		def := clDef(t, st, "d", 1)
+		def := testdb.Definition(t, st, 1)
 		now, err := st.DBNow(ctx)
 		require.NoError(t, err)
 		expr := "* * * * *"
@@ -259,19 +235,19 @@ func TestReleaseStuckQueued(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		def := clDef(t, st, "d", 1)
-		stuck := clJob(t, st, def, models.JobQueued, "n1", 0, nil)
-		recent := clJob(t, st, def, models.JobQueued, "n1", 0, nil)
+		def := testdb.Definition(t, st, 1)
+		stuck := testdb.Job(t, st, def, models.JobQueued, "n1", 0, nil)
+		recent := testdb.Job(t, st, def, models.JobQueued, "n1", 0, nil)
 		old := store.DBTime(time.Now().Add(-time.Hour))
 		require.NoError(t, st.DB().Exec("UPDATE jobs SET queued_at = ?, updated_at = ? WHERE id = ?", old, old, stuck.ID).Error)
 		require.NoError(t, st.DB().Exec("UPDATE jobs SET queued_at = ? WHERE id = ?", old, recent.ID).Error)
 		ids, err := st.ReleaseStuckQueued(ctx, time.Minute)
 		require.NoError(t, err)
 		require.Equal(t, []int64{stuck.ID}, ids)
-		j := clGet(t, st, stuck.ID)
+		j := testdb.GetJob(t, st, stuck.ID)
 		require.Equal(t, models.JobPending, j.Status)
 		require.Empty(t, j.NodeID)
 		require.Equal(t, 0, j.Attempt)
-		require.Equal(t, models.JobQueued, clGet(t, st, recent.ID).Status, "its row was written just now by the database's clock")
+		require.Equal(t, models.JobQueued, testdb.GetJob(t, st, recent.ID).Status, "its row was written just now by the database's clock")
 	})
 }
