@@ -21,7 +21,6 @@ import (
 	"github.com/chimesched/chime/cluster"
 	"github.com/chimesched/chime/configs"
 	"github.com/chimesched/chime/internal/metrics"
-	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/notify"
 	"github.com/chimesched/chime/scheduleengine"
 	"github.com/chimesched/chime/store"
@@ -133,7 +132,7 @@ func (n *node) start(ctx context.Context, opts Options) error {
 			Password: cfg.SMTP.Password, From: cfg.SMTP.From, TLS: cfg.SMTP.TLS,
 		}, &notify.Options{
 			Logger:    n.log,
-			LogTailer: logTailer{n.st},
+			LogTailer: n.st,
 			OnFailure: func(int64, error) { metrics.NotificationFailures.Inc() },
 		})
 		if err != nil {
@@ -266,9 +265,9 @@ func (n *node) stop(ctx context.Context) error {
 // chime.yaml, and CHIME_* variables still win over both, since an operator
 // sets those for one process on purpose.
 func applyConfigurations(ctx context.Context, st *store.Store, cfg *configs.Config) error {
-	var rows []models.Configuration
-	if err := st.DB().WithContext(ctx).Find(&rows).Error; err != nil {
-		return fmt.Errorf("read configurations: %w", err)
+	rows, err := st.Admin().ListConfigurations(ctx)
+	if err != nil {
+		return err
 	}
 	if len(rows) == 0 {
 		return nil
@@ -278,20 +277,4 @@ func applyConfigurations(ctx context.Context, st *store.Store, cfg *configs.Conf
 		settings[strings.TrimSpace(r.Name)] = r.Value
 	}
 	return cfg.ApplySettings(settings, nil)
-}
-
-// logTailer gives the mailer the last lines of a job's log.
-type logTailer struct{ st *store.Store }
-
-func (l logTailer) TailLogs(ctx context.Context, jobID int64, n int) ([]string, error) {
-	var logs []models.JobLog
-	err := l.st.DB().WithContext(ctx).Where("job_id = ?", jobID).Order("id DESC").Limit(n).Find(&logs).Error
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(logs))
-	for i := len(logs) - 1; i >= 0; i-- {
-		out = append(out, fmt.Sprintf("%s %-5s %s", logs[i].CreatedAt.UTC().Format("15:04:05.000"), logs[i].Level, logs[i].Message))
-	}
-	return out, nil
 }

@@ -64,3 +64,18 @@ func logsFor(ids []int64, level, msg string, at time.Time) []models.JobLog {
 	}
 	return out
 }
+
+// TailLogs returns the last n lines of a job's log, oldest first, formatted
+// for a notification body ("15:04:05.000 info  message"). It makes *Store a
+// notify.LogTailer.
+func (s *Store) TailLogs(ctx context.Context, jobID int64, n int) ([]string, error) {
+	var logs []models.JobLog
+	if err := s.db.WithContext(ctx).Where("job_id = ?", jobID).Order("id DESC").Limit(n).Find(&logs).Error; err != nil {
+		return nil, fmt.Errorf("tail logs of job %d: %w", jobID, err)
+	}
+	out := make([]string, 0, len(logs))
+	for i := len(logs) - 1; i >= 0; i-- {
+		out = append(out, fmt.Sprintf("%s %-5s %s", logs[i].CreatedAt.UTC().Format("15:04:05.000"), logs[i].Level, logs[i].Message))
+	}
+	return out, nil
+}

@@ -122,3 +122,19 @@ func TestUniqueFireKey(t *testing.T) {
 		require.ErrorIs(t, db.Create(&j2).Error, gorm.ErrDuplicatedKey)
 	})
 }
+
+func TestTailLogs(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		at := store.DBTime(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
+		var logs []models.JobLog
+		for i, m := range []string{"queued", "running", "hello", "succeeded"} {
+			logs = append(logs, models.JobLog{JobID: 7, Level: "info", Message: m, CreatedAt: at.Add(time.Duration(i) * time.Millisecond)})
+		}
+		logs = append(logs, models.JobLog{JobID: 8, Level: "info", Message: "other job", CreatedAt: at})
+		require.NoError(t, st.InsertJobLogs(context.Background(), logs))
+		got, err := st.TailLogs(context.Background(), 7, 2)
+		require.NoError(t, err)
+		require.Equal(t, []string{"12:00:00.002 info  hello", "12:00:00.003 info  succeeded"}, got)
+	})
+}
