@@ -158,7 +158,10 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request) *apiError {
 	if err != nil {
 		return s.fromStore(r, err, "a job definition")
 	}
-	merged := mergeParams(def.DefaultParams, params)
+	merged, e := mergeParams(def.DefaultParams, params)
+	if e != nil {
+		return e
+	}
 	if e := checkTaskParams(s.cfg.Registry, def.TaskType, "params", merged); e != nil {
 		return e
 	}

@@ -282,7 +282,10 @@ func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) *apiErr
 	if err != nil {
 		return s.fromStore(r, err, "a job definition")
 	}
-	params := mergeParams(def.DefaultParams, sch.Params)
+	params, e := mergeParams(def.DefaultParams, sch.Params)
+	if e != nil {
+		return e
+	}
 	if e := checkTaskParams(s.cfg.Registry, def.TaskType, "params", params); e != nil {
 		return conflict(e.Field, "schedule %d cannot run: %s", id, e.Error.Error)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"maps"
 	"math"
 	"net/mail"
 	"strings"
@@ -161,25 +160,15 @@ func checkObject(field string, raw json.RawMessage) (models.JSON, *apiError) {
 	return models.JSON(b.Bytes()), nil
 }
 
-// mergeParams lays params over defaults key by key at the top level, as the
-// schedule engine does when it fires (the paper's ParameterContext).
-func mergeParams(defaults, params models.JSON) models.JSON {
-	if len(params) == 0 {
-		return defaults
-	}
-	if len(defaults) == 0 {
-		return params
-	}
-	var d, p map[string]json.RawMessage
-	if json.Unmarshal(defaults, &d) != nil || json.Unmarshal(params, &p) != nil {
-		return params
-	}
-	maps.Copy(d, p)
-	out, err := json.Marshal(d)
+// mergeParams is models.MergeParams for request handlers. Both sides were
+// checked to be objects at the door (or come from the table, which only
+// the door writes), so a failure here is the row's fault: a 400 naming it.
+func mergeParams(defaults, params models.JSON) (models.JSON, *apiError) {
+	m, err := models.MergeParams(defaults, params)
 	if err != nil {
-		return params
+		return nil, badRequest("params", "%v", err)
 	}
-	return out
+	return m, nil
 }
 
 // checkTaskParams runs the task's Validator, if it has one, on params.
@@ -373,7 +362,11 @@ func validateSchedule(reg *tasks.Registry, req *scheduleRequest, def *models.Job
 	if e != nil {
 		return nil, nil, e
 	}
-	if e := checkTaskParams(reg, def.TaskType, "params", mergeParams(def.DefaultParams, params)); e != nil {
+	merged, e := mergeParams(def.DefaultParams, params)
+	if e != nil {
+		return nil, nil, e
+	}
+	if e := checkTaskParams(reg, def.TaskType, "params", merged); e != nil {
 		return nil, nil, e
 	}
 	s := &models.Schedule{

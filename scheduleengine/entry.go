@@ -1,11 +1,7 @@
 package scheduleengine
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"time"
 
@@ -77,7 +73,7 @@ func newEntry(r *ScheduleRow) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	params, err := mergeParams(r.Definition.DefaultParams, s.Params)
+	params, err := models.MergeParams(r.Definition.DefaultParams, s.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -118,40 +114,4 @@ func (e *entry) catchUpTo(last time.Time, fired, misfired int64) {
 	e.last = &l
 	e.fired, e.misfired = fired, misfired
 	e.next = e.trig.Next(last)
-}
-
-// mergeParams lays the schedule's params over the definition's defaults, key
-// by key at the top level (the paper's ParameterContext).
-func mergeParams(defaults, params models.JSON) (models.JSON, error) {
-	d, err := jsonObject(defaults, "job definition default_params")
-	if err != nil {
-		return nil, err
-	}
-	p, err := jsonObject(params, "schedule params")
-	if err != nil {
-		return nil, err
-	}
-	if len(p) == 0 {
-		return defaults, nil
-	}
-	if len(d) == 0 {
-		return params, nil
-	}
-	maps.Copy(d, p)
-	out, err := json.Marshal(d)
-	if err != nil {
-		return nil, fmt.Errorf("merge params: %w", err)
-	}
-	return out, nil
-}
-
-func jsonObject(j models.JSON, what string) (map[string]json.RawMessage, error) {
-	if len(bytes.TrimSpace(j)) == 0 || string(bytes.TrimSpace(j)) == "null" {
-		return nil, nil
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(j, &m); err != nil {
-		return nil, errors.New(what + " is not a JSON object")
-	}
-	return m, nil
 }
