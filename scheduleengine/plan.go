@@ -51,8 +51,8 @@ type plan struct {
 
 // computePlan decides the fires of one schedule due at now. An occurrence
 // later than threshold is a misfire and follows the policy; one older than the
-// catch-up window is dropped under every policy (DESIGN.md, "Restore and
-// catch-up"). It is pure, so a retried write recomputes the same rows.
+// catch-up window is dropped under every policy (docs/architecture.md, "The
+// fire path"). It is pure, so a retried write recomputes the same rows.
 func computePlan(in planInput, now time.Time) plan {
 	p := plan{fired: in.fired}
 	var onTime []time.Time

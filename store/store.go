@@ -134,7 +134,7 @@ func sqliteDSN(path string) string {
 
 // mysqlDSN adds what chime needs to a go-sql-driver DSN: parseTime, UTC on
 // both sides of the wire, and READ COMMITTED, under which fire inserts and
-// SKIP LOCKED claims do not deadlock (see DESIGN.md). MariaDB before 11.1
+// SKIP LOCKED claims do not deadlock (see docs/architecture.md). MariaDB before 11.1
 // calls the isolation variable tx_isolation, MySQL 8 transaction_isolation,
 // so we ask the server which one it knows.
 func mysqlDSN(ctx context.Context, dsn string) (string, error) {
