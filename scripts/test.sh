@@ -25,8 +25,14 @@ SQL
   export CHIME_TEST_MYSQL_DSN='chime_test:chime_test@tcp(127.0.0.1:3306)/chime_test'
 fi
 
+full=0
 if [[ $# -eq 0 ]]; then
   set -- ./...
+  full=1
 fi
 go vet ./...
-exec go test -race -count=1 -timeout 18m "$@"
+go test -race -count=1 -timeout 18m "$@"
+# The whole suite also gives every fuzz target a short search beyond its seeds.
+if [[ $full -eq 1 ]]; then
+  ./scripts/fuzz.sh
+fi
