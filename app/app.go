@@ -40,14 +40,24 @@ type Options struct {
 	Registry *tasks.Registry
 }
 
-// OpenStore opens the configured database.
-func OpenStore(ctx context.Context, cfg *configs.Config, log logrus.FieldLogger) (*store.Store, error) {
-	return store.Open(ctx, store.Config{
+// StoreConfig is how cfg opens the database.
+func StoreConfig(cfg *configs.Config, log logrus.FieldLogger) store.Config {
+	return store.Config{
 		Driver:       store.Dialect(cfg.Database.Driver),
 		DSN:          cfg.Database.DSN,
 		MaxOpenConns: cfg.Database.MaxOpenConns,
 		Logger:       log,
-	})
+		Holder:       "chime node " + cfg.Node.ID,
+	}
+}
+
+// OpenStore opens the configured database. A SQLite file is this process's
+// alone until the store is closed: a second chime process on it is refused
+// (store.ErrSQLiteInUse) instead of joining as a second node.
+func OpenStore(ctx context.Context, cfg *configs.Config, log logrus.FieldLogger) (*store.Store, error) {
+	sc := StoreConfig(cfg, log)
+	sc.Exclusive = true
+	return store.Open(ctx, sc)
 }
 
 // Migrate applies the embedded migrations and returns the schema version.

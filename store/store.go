@@ -36,6 +36,12 @@ type Config struct {
 	Logger logrus.FieldLogger
 	// SlowQuery is the threshold above which GORM logs a query as slow (default 500ms).
 	SlowQuery time.Duration
+	// Exclusive, on SQLite, refuses to open a file another process opened
+	// with Exclusive (ErrSQLiteInUse) until Close. chime serve sets it: one
+	// node per SQLite file. Holder names this process in the refusal the
+	// other one gets.
+	Exclusive bool
+	Holder    string
 }
 
 // Store is an open database.
@@ -44,10 +50,12 @@ type Store struct {
 	sqlDB   *sql.DB
 	dialect Dialect
 	log     logrus.FieldLogger
+	unlock  func()
 }
 
 // Open connects to the database in cfg and checks that it answers.
-func Open(ctx context.Context, cfg Config) (*Store, error) {
+func Open(ctx context.Context, cfg Config) (st *Store, err error) {
+	var unlock func()
 	if cfg.Driver == "" {
 		cfg.Driver = SQLite
 	}
@@ -75,6 +83,24 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			cfg.MaxOpenConns = 32
 		}
 	case SQLite:
+		if file := sqliteFile(cfg.DSN); file != "" {
+			if err := checkSQLiteDir(file); err != nil {
+				return nil, err
+			}
+			if cfg.Exclusive {
+				release, err := lockSQLite(file, lockHolder(cfg.Holder))
+				if err != nil {
+					return nil, err
+				}
+				unlock = release
+				// Released again below unless the store is handed out.
+				defer func() {
+					if st == nil {
+						unlock()
+					}
+				}()
+			}
+		}
 		dialector = sqlite.Open(sqliteDSN(cfg.DSN))
 		if cfg.MaxOpenConns == 0 {
 			cfg.MaxOpenConns = 8
@@ -97,7 +123,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("connect to %s database: %w", cfg.Driver, err)
 	}
-	return &Store{db: db, sqlDB: sqlDB, dialect: cfg.Driver, log: cfg.Logger}, nil
+	return &Store{db: db, sqlDB: sqlDB, dialect: cfg.Driver, log: cfg.Logger, unlock: unlock}, nil
 }
 
 // DB returns the GORM handle, for plain CRUD outside the hot paths.
@@ -112,8 +138,16 @@ func (s *Store) Dialect() Dialect { return s.dialect }
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.sqlDB.PingContext(ctx) }
 
-// Close closes the connection pool.
-func (s *Store) Close() error { return s.sqlDB.Close() }
+// Close closes the connection pool, and then lets another process open an
+// Exclusive SQLite file.
+func (s *Store) Close() error {
+	err := s.sqlDB.Close()
+	if s.unlock != nil {
+		s.unlock()
+		s.unlock = nil
+	}
+	return err
+}
 
 // DBTime is the form in which store writes a time: UTC, microseconds.
 func DBTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }

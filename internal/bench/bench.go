@@ -19,6 +19,7 @@ import (
 	"github.com/chimesched/chime/app"
 	"github.com/chimesched/chime/configs"
 	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
 )
 
 // LatenessOptions says what to run.
@@ -62,7 +63,9 @@ func Lateness(ctx context.Context, cfg *configs.Config, log *logrus.Logger, opts
 	c := *cfg
 	c.API.Addr = "127.0.0.1:0"
 	cfg = &c
-	st, err := app.OpenStore(ctx, cfg, log)
+	// Not exclusive: the node below takes the SQLite file for itself while
+	// this handle sets the table up and reads the rows back.
+	st, err := store.Open(ctx, app.StoreConfig(cfg, log))
 	if err != nil {
 		return nil, err
 	}
