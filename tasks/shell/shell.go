@@ -53,12 +53,56 @@ func parse(raw json.RawMessage) (Params, error) {
 	case len(p.Argv) > 0 && p.Argv[0] == "":
 		return p, tasks.FieldError("argv", "the first element, the program, must not be empty")
 	}
-	for k := range p.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
+	for k, v := range p.Env {
+		switch {
+		case k == "" || strings.ContainsAny(k, "=\x00"):
 			return p, tasks.FieldError("env", "invalid variable name %q", k)
+		case reservedEnv(k):
+			return p, tasks.FieldError("env", "%q: CHIME_* variables are the server's configuration and are never passed to jobs", k)
+		case strings.ContainsRune(v, 0):
+			return p, tasks.FieldError("env", "the value of %q contains a NUL byte", k)
 		}
 	}
 	return p, nil
+}
+
+// reservedEnv reports a CHIME_* name. Case is ignored: the configuration
+// loader's matching is not something a job should probe.
+func reservedEnv(name string) bool {
+	return len(name) >= len("CHIME_") && strings.EqualFold(name[:len("CHIME_")], "CHIME_")
+}
+
+// inheritedEnv are the server's variables a child starts with: what
+// programs need to find themselves, their home and their locale, and
+// nothing that could carry a secret. Everything else (CHIME_* above all:
+// the SMTP password, the API token, the database DSN) stays with the
+// server; a job that needs more says so in params.env.
+var inheritedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR"}
+
+// defaultPath is the PATH of a child when the server has none.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// environ builds the child's environment: the allowlisted part of the
+// server's (inheritedEnv and LC_*), then params.env, which wins.
+func environ(extra map[string]string) []string {
+	vars := map[string]string{}
+	for _, kv := range os.Environ() {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && (slices.Contains(inheritedEnv, k) || strings.HasPrefix(k, "LC_")) {
+			vars[k] = v
+		}
+	}
+	if _, ok := vars["PATH"]; !ok {
+		vars["PATH"] = defaultPath
+	}
+	maps.Copy(vars, extra)
+	env := make([]string, 0, len(vars))
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		if !reservedEnv(k) { // params were validated; this guards a caller that skipped it
+			env = append(env, k+"="+vars[k])
+		}
+	}
+	return env
 }
 
 func (p Params) killGrace() time.Duration {
@@ -151,10 +195,7 @@ func (t *Task) Execute(ctx context.Context, job *tasks.Job) error {
 		cmd = exec.Command(p.Argv[0], p.Argv[1:]...)
 	}
 	cmd.Dir = p.Workdir
-	cmd.Env = os.Environ()
-	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
-		cmd.Env = append(cmd.Env, k+"="+p.Env[k])
-	}
+	cmd.Env = environ(p.Env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	// Our own pipes rather than io.Writers: with writers, exec's copy
