@@ -8,8 +8,9 @@
 //	"headers": {"Authorization": "..."}
 //	"body": "..."                       sent as is
 //	"expect_status": [200, 204]         default: any 2xx
-//	"timeout": "30s"                    for the whole request; default none
-//	                                    (the job's own timeout still applies)
+//	"timeout": "2m"                     for the whole request, body included;
+//	                                    default (also "0s") DefaultTimeout, 30s;
+//	                                    the job's own timeout still applies
 //
 // The result records the status line and the first 4 KiB of the response
 // body. Stop cancels the request in flight.
@@ -18,6 +19,7 @@ package httpcall
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -36,6 +38,13 @@ const Kind = "httpcall"
 // ExcerptBytes is how much of the response body the result keeps.
 const ExcerptBytes = 4 << 10
 
+// DefaultTimeout bounds a request whose params set no timeout (or "0s"): a
+// server that never answers must not hold a pool worker for good.
+const DefaultTimeout = 30 * time.Second
+
+// defaultTimeout is DefaultTimeout; tests shorten it.
+var defaultTimeout = DefaultTimeout
+
 // Params are the task's params.
 type Params struct {
 	Method       string            `json:"method"`
@@ -43,7 +52,14 @@ type Params struct {
 	Headers      map[string]string `json:"headers"`
 	Body         string            `json:"body"`
 	ExpectStatus []int             `json:"expect_status"`
-	Timeout      tasks.Duration    `json:"timeout"`
+	Timeout      tasks.Duration    `json:"timeout"` // 0: DefaultTimeout
+}
+
+func (p Params) timeout() time.Duration {
+	if p.Timeout > 0 {
+		return p.Timeout.Std()
+	}
+	return defaultTimeout
 }
 
 func parse(raw json.RawMessage) (Params, error) {
@@ -131,11 +147,9 @@ func (*Task) Execute(ctx context.Context, job *tasks.Job) error {
 	if err := job.Checkpoint(ctx); err != nil {
 		return fmt.Errorf("httpcall: before the request: %w", tasks.ContextError(ctx))
 	}
-	if p.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.Timeout.Std())
-		defer cancel()
-	}
+	timeout := p.timeout()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 
 	var body io.Reader
 	if p.Body != "" {
@@ -163,6 +177,9 @@ func (*Task) Execute(ctx context.Context, job *tasks.Job) error {
 	start := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("httpcall: %s %s: no answer within the timeout %v: %w", p.Method, redact(req.URL), timeout, ctx.Err())
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("httpcall: %s %s: %w", p.Method, redact(req.URL), tasks.ContextError(ctx))
 		}

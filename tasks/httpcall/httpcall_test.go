@@ -175,3 +175,26 @@ func TestHTTPCallParams(t *testing.T) {
 		})
 	}
 }
+
+// A server that never answers cannot hold a pool worker forever: without a
+// timeout param, or with "0s", the default timeout applies. Not parallel:
+// it changes the package default (parallel tests resume only after it).
+func TestHTTPCallDefaultTimeout(t *testing.T) {
+	require.Equal(t, 30*time.Second, httpcall.DefaultTimeout)
+	defer httpcall.SetDefaultTimeout(50 * time.Millisecond)()
+	srv := server(t, func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	for _, params := range []map[string]any{{"url": srv.URL}, {"url": srv.URL, "timeout": "0s"}} {
+		b := setup(t, params)
+		done := make(chan error, 1)
+		go func() { done <- b.task.Execute(b.ctx, b.job) }()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, context.DeadlineExceeded, "params %v", params)
+			require.ErrorContains(t, err, "within the timeout 50ms")
+		case <-time.After(5 * time.Second):
+			b.task.Stop()
+			<-done
+			t.Fatalf("params %v: the request hung past the default timeout", params)
+		}
+	}
+}
