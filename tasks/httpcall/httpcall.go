@@ -13,7 +13,8 @@
 //	                                    the job's own timeout still applies
 //
 // The result records the status line and the first 4 KiB of the response
-// body. Stop cancels the request in flight.
+// body. Stop cancels the request in flight. Pause holds the task only
+// before the request goes out; while it is in flight Pause refuses.
 package httpcall
 
 import (
@@ -27,6 +28,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chimesched/chime/tasks"
@@ -125,7 +127,15 @@ func (p Params) expectation() string {
 }
 
 // Task makes one request.
-type Task struct{ tasks.Base }
+type Task struct {
+	tasks.Base
+
+	mu  sync.Mutex
+	job *tasks.Job // set once Execute runs, for Pause's log line
+	// sent: the request went out (or Execute is over). An HTTP exchange
+	// cannot be held midway, so from here on Pause refuses.
+	sent bool
+}
 
 // New returns an httpcall task.
 func New() tasks.Task { return &Task{} }
@@ -138,13 +148,54 @@ func (*Task) Validate(params json.RawMessage) error {
 	return nil
 }
 
+// Pause holds the task before its request goes out. Once the request is
+// in flight it reports false (and logs why): the exchange goes on whatever
+// a pause says, and a job shown as paused must really be held. Stop still
+// cancels the request.
+func (t *Task) Pause() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.sent {
+		if t.job != nil {
+			t.job.Log().Warn("httpcall: cannot pause: the request is already in flight (stop cancels it)")
+		}
+		return false
+	}
+	return t.Base.Pause()
+}
+
+// send waits out a pause, then marks the request as going out, atomically
+// with respect to Pause.
+func (t *Task) send(ctx context.Context, job *tasks.Job) error {
+	for {
+		if err := job.Checkpoint(ctx); err != nil {
+			return err
+		}
+		t.mu.Lock()
+		if !job.Paused() {
+			t.sent = true
+			t.mu.Unlock()
+			return nil
+		}
+		t.mu.Unlock() // paused between Checkpoint and here: wait again
+	}
+}
+
 // Execute implements tasks.Task.
-func (*Task) Execute(ctx context.Context, job *tasks.Job) error {
+func (t *Task) Execute(ctx context.Context, job *tasks.Job) error {
+	t.mu.Lock()
+	t.job = job
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		t.sent = true
+		t.mu.Unlock()
+	}()
 	p, err := parse(job.Params)
 	if err != nil {
 		return fmt.Errorf("httpcall: %w", err)
 	}
-	if err := job.Checkpoint(ctx); err != nil {
+	if err := t.send(ctx, job); err != nil {
 		return fmt.Errorf("httpcall: before the request: %w", tasks.ContextError(ctx))
 	}
 	timeout := p.timeout()

@@ -339,6 +339,78 @@ func TestShellControl(t *testing.T) {
 		require.True(t, killed, "the grace period should have run out")
 	})
 
+	// Once the group is being stopped, or the child is gone, there is
+	// nothing a pause could hold: Pause says no rather than report paused.
+	t.Run("PauseRefusedWhileStopping", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, `{"command":"trap '' TERM; while :; do sleep 0.01; done","kill_grace":"5s"}`)
+		done := b.start()
+		startedPID(t, b)
+		require.True(t, b.task.Stop())
+		eventually(t, "SIGTERM", func() bool {
+			for _, e := range b.logs.AllEntries() {
+				if strings.Contains(e.Message, "sending SIGTERM") {
+					return true
+				}
+			}
+			return false
+		})
+		require.False(t, b.task.Pause(), "stopping: a SIGSTOP now would only hold up the stop")
+		require.False(t, b.job.Paused())
+		require.True(t, b.task.Kill())
+		require.ErrorIs(t, waitDone(t, done), tasks.ErrStopped)
+	})
+
+	t.Run("PauseRefusedAfterExit", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, `{"command":"true"}`)
+		require.NoError(t, b.task.Execute(b.ctx, b.job))
+		require.False(t, b.task.Pause())
+		require.False(t, b.job.Paused())
+	})
+
+	// Kill cuts kill_grace short: the engine's way to make sure nothing a
+	// job started outlives it.
+	t.Run("KillSkipsGrace", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, `{"command":"trap '' TERM; sleep 30 & while :; do sleep 0.01; done","kill_grace":"1h"}`)
+		done := b.start()
+		pgid := startedPID(t, b)
+		eventually(t, "the background child", func() bool { return len(groupMembers(t, pgid)) >= 2 })
+		require.True(t, b.task.Stop())
+		eventually(t, "SIGTERM", func() bool {
+			for _, e := range b.logs.AllEntries() {
+				if strings.Contains(e.Message, "sending SIGTERM") {
+					return true
+				}
+			}
+			return false
+		})
+		require.True(t, b.task.Kill())
+		state, _, alive := procStat(pgid)
+		require.False(t, alive && state != 'Z', "Kill returns once the child is reaped")
+		require.ErrorIs(t, waitDone(t, done), tasks.ErrStopped)
+		eventually(t, "the group to be gone", func() bool { return len(groupMembers(t, pgid)) == 0 })
+		require.False(t, b.task.Kill(), "nothing left to kill")
+	})
+
+	t.Run("KillWithoutStop", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, `{"command":"sleep 30"}`)
+		done := b.start()
+		startedPID(t, b)
+		require.True(t, b.task.Kill())
+		require.ErrorContains(t, waitDone(t, done), "signal: killed")
+	})
+
+	t.Run("KillBeforeStart", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, `{"command":"echo ran"}`)
+		require.False(t, b.task.Kill())
+		require.ErrorContains(t, b.task.Execute(b.ctx, b.job), "killed before the process started")
+		require.Empty(t, b.job.Result())
+	})
+
 	t.Run("Timeout", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, `{"command":"sleep 30"}`)
