@@ -81,20 +81,24 @@ func shellPID(t testing.TB, file string) int {
 	}
 }
 
-// procState is the state letter of pid ('T' stopped, 'Z' zombie), or 0
-// when there is no such process.
-func procState(pid int) byte {
+// procStat returns a process's state letter ('T' stopped, 'Z' zombie) and
+// process group from /proc/<pid>/stat; state 0 when there is no such
+// process.
+func procStat(pid int) (state byte, pgrp int) {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	s := string(b)
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) == 0 {
-		return 0
+	if len(fields) < 3 {
+		return 0, 0
 	}
-	return fields[0][0]
+	pgrp, _ = strconv.Atoi(fields[2])
+	return fields[0][0], pgrp
 }
+
+func procState(pid int) byte { s, _ := procStat(pid); return s }
 
 // groupAlive reports whether process group pgid has a member that is not a
 // zombie (reaping orphans is init's business).
@@ -107,14 +111,7 @@ func groupAlive(t testing.TB, pgid int) bool {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) >= 3 && fields[2] == strconv.Itoa(pgid) && fields[0] != "Z" {
-			_ = pid
+		if state, pg := procStat(pid); pg == pgid && state != 0 && state != 'Z' {
 			return true
 		}
 	}
