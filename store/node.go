@@ -108,6 +108,9 @@ func recoverCutOff(tx *gorm.DB, jobs []models.Job, defMax map[int64]int, now tim
 		case j.Attempt < maxAttempts:
 			res.Retried = append(res.Retried, j.ID)
 			level, msg = "warning", "back to pending"+by+": "+reason+"; retrying"
+			if j.Status == models.JobPaused || j.Control == models.ControlPause {
+				msg += "; pause lost: the job was paused (or asked to pause) and the retry runs unpaused (pause it again if needed)"
+			}
 			stmt, args = `UPDATE jobs SET status = ?, node_id = '', control = '', run_at = ?, error = ? WHERE id = ? AND status IN ?`,
 				[]any{models.JobPending, now, reason, j.ID, stalledStatuses}
 		default:

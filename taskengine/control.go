@@ -69,6 +69,7 @@ func (e *Engine) applyControl(ctx context.Context, r store.ControlRequest, ar *a
 		case r.Status == models.JobPaused:
 			log.Info("pause ignored: the job is already paused")
 		case safeBool(ar.task.Pause):
+			ar.paused.Store(true)
 			to = models.JobPaused
 			log.Info("paused (control = pause)")
 		default:
@@ -79,6 +80,7 @@ func (e *Engine) applyControl(ctx context.Context, r store.ControlRequest, ar *a
 		case r.Status == models.JobRunning:
 			log.Info("resume ignored: the job is not paused")
 		case safeBool(ar.task.Resume):
+			ar.paused.Store(false)
 			to = models.JobRunning
 			log.Info("resumed (control = resume)")
 		default:

@@ -54,9 +54,16 @@
 // Stop stops claiming, sends jobs that never started back to pending
 // without using an attempt, waits ShutdownGrace for running jobs, then
 // cancels them (their attempt counts; they are retried if attempts are
-// left). Start first recovers what a dead process with the same NodeID left
-// behind: queued jobs go back to pending, running ones are retried or
+// left). A canceled job gets ShutdownGrace once more to end; then a task
+// with a Kill() bool method (tasks/shell: SIGKILL to its process group) is
+// killed, so no process a job started outlives Stop, whatever its
+// kill_grace. Start first recovers what a dead process with the same NodeID
+// left behind: queued jobs go back to pending, running ones are retried or
 // failed. Failover between nodes belongs to the cluster work, not here.
+//
+// A pause does not survive the node: a job paused (or asked to pause) when
+// its node stops or dies is retried unpaused, and its job_logs say "pause
+// lost".
 //
 // taskengine imports store, models, tasks and internal/metrics; it never
 // imports the schedule engine, the API or the CLI.

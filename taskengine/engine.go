@@ -207,6 +207,18 @@ func (e *Engine) stop(ctx context.Context) error {
 	case <-ctx.Done():
 		e.workCancel(errShutdown)
 	}
+	// Canceled runs get the shutdown grace once more to end (so a shell
+	// job's kill_grace counts for at most that long), then what they left
+	// running is killed: no process of a job outlives Stop.
+	killTimer := e.cfg.Clock.NewTimer(e.cfg.ShutdownGrace)
+	select {
+	case <-runsDone:
+	case <-killTimer.Chan():
+		e.killRuns()
+	case <-ctx.Done():
+		e.killRuns()
+	}
+	killTimer.Stop()
 	var err error
 	select {
 	case <-runsDone:
@@ -237,6 +249,32 @@ func (e *Engine) stop(ctx context.Context) error {
 	metrics.PoolBusy.Set(0)
 	e.log.Info("task engine stopped")
 	return err
+}
+
+// killRuns calls Kill on every running task that has it, all at once,
+// and returns when they have (each Kill bounds its own wait).
+func (e *Engine) killRuns() {
+	e.mu.Lock()
+	var targets []*activeRun
+	for _, ar := range e.runs {
+		if _, ok := ar.task.(killer); ok {
+			targets = append(targets, ar)
+		}
+	}
+	e.mu.Unlock()
+	if len(targets) == 0 {
+		return
+	}
+	e.log.WithField("jobs", len(targets)).Warn("jobs still running after the shutdown grace; killing them")
+	var wg sync.WaitGroup
+	for _, ar := range targets {
+		wg.Go(func() {
+			if safeBool(ar.task.(killer).Kill) {
+				ar.job.Log().Warn("killed: the job did not end within the shutdown grace after being stopped")
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func waitCh(wg *sync.WaitGroup) <-chan struct{} {

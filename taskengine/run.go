@@ -25,7 +25,16 @@ type activeRun struct {
 	// stopRequested marks a Stop asked through jobs.control, so the run
 	// ends as stopped whatever error the task returns on its way out.
 	stopRequested atomic.Bool
+	// paused is true between an accepted pause and resume: a run cut off
+	// by shutdown while paused logs that the pause is not kept.
+	paused atomic.Bool
 }
+
+// killer is implemented by tasks that can end what they started at once
+// (tasks/shell: SIGKILL to the process group). Stop calls Kill on runs that
+// did not end within the shutdown grace after being canceled, so nothing a
+// job started outlives the engine.
+type killer interface{ Kill() bool }
 
 // onCompleteTimeout bounds OnComplete (notification, clean-up), which
 // runs after Execute and may not hang a worker forever.
@@ -154,6 +163,9 @@ func (e *Engine) run(cj *store.ClaimedJob, job *tasks.Job) {
 	finishedAt := e.cfg.Clock.Now()
 	metrics.JobDuration.Observe(finishedAt.Sub(startedAt).Seconds())
 
+	if ar.paused.Load() && errors.Is(cause, errShutdown) {
+		log.Warnf("pause lost: the job was paused when node %s stopped; a retry runs unpaused (pause it again if needed)", e.cfg.NodeID)
+	}
 	var pe *PanicError
 	if errors.As(execErr, &pe) {
 		log.Errorf("%v\n%s", pe.Value, pe.Stack)

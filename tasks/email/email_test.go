@@ -119,3 +119,64 @@ func TestEmailParams(t *testing.T) {
 		})
 	}
 }
+
+// blockingSender holds Send until released, so a test can act mid-send.
+type blockingSender struct{ arrived, release chan struct{} }
+
+func (s *blockingSender) Send(ctx context.Context, _ []string, _, _ string) error {
+	close(s.arrived)
+	select {
+	case <-s.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Pause is honest: a message being sent cannot be held, so Pause says no
+// rather than reporting a pause while the SMTP exchange goes on; before
+// the send, a pause holds it.
+func TestEmailPause(t *testing.T) {
+	t.Parallel()
+
+	t.Run("RefusedWhileSending", func(t *testing.T) {
+		t.Parallel()
+		s := &blockingSender{arrived: make(chan struct{}), release: make(chan struct{})}
+		task := email.NewWithSender(s)
+		logger, _ := logtest.NewNullLogger()
+		job := &tasks.Job{ID: 5, Params: json.RawMessage(`{"to":["a@example.com"]}`), Logger: logrus.NewEntry(logger)}
+		ctx, cancel := tasks.Prepare(context.Background(), task, job)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- task.Execute(ctx, job) }()
+		<-s.arrived
+		paused := task.Pause()
+		close(s.release)
+		require.False(t, paused, "the send goes on: Pause must refuse")
+		require.False(t, job.Paused())
+		require.NoError(t, <-done)
+		require.False(t, task.Pause(), "sent: nothing left to pause")
+	})
+
+	t.Run("HoldsBeforeSending", func(t *testing.T) {
+		t.Parallel()
+		s := &blockingSender{arrived: make(chan struct{}), release: make(chan struct{})}
+		close(s.release)
+		task := email.NewWithSender(s)
+		logger, _ := logtest.NewNullLogger()
+		job := &tasks.Job{ID: 5, Params: json.RawMessage(`{"to":["a@example.com"]}`), Logger: logrus.NewEntry(logger)}
+		ctx, cancel := tasks.Prepare(context.Background(), task, job)
+		defer cancel()
+		require.True(t, task.Pause())
+		done := make(chan error, 1)
+		go func() { done <- task.Execute(ctx, job) }()
+		select {
+		case <-s.arrived:
+			t.Fatal("sent while paused")
+		case <-time.After(30 * time.Millisecond): // nothing to wait on for "did not happen"
+		}
+		require.True(t, task.Resume())
+		require.NoError(t, <-done)
+		<-s.arrived
+	})
+}

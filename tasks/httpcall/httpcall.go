@@ -8,16 +8,19 @@
 //	"headers": {"Authorization": "..."}
 //	"body": "..."                       sent as is
 //	"expect_status": [200, 204]         default: any 2xx
-//	"timeout": "30s"                    for the whole request; default none
-//	                                    (the job's own timeout still applies)
+//	"timeout": "2m"                     for the whole request, body included;
+//	                                    default (also "0s") DefaultTimeout, 30s;
+//	                                    the job's own timeout still applies
 //
 // The result records the status line and the first 4 KiB of the response
-// body. Stop cancels the request in flight.
+// body. Stop cancels the request in flight. Pause holds the task only
+// before the request goes out; while it is in flight Pause refuses.
 package httpcall
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,6 +28,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chimesched/chime/tasks"
@@ -36,6 +40,13 @@ const Kind = "httpcall"
 // ExcerptBytes is how much of the response body the result keeps.
 const ExcerptBytes = 4 << 10
 
+// DefaultTimeout bounds a request whose params set no timeout (or "0s"): a
+// server that never answers must not hold a pool worker for good.
+const DefaultTimeout = 30 * time.Second
+
+// defaultTimeout is DefaultTimeout; tests shorten it.
+var defaultTimeout = DefaultTimeout
+
 // Params are the task's params.
 type Params struct {
 	Method       string            `json:"method"`
@@ -43,7 +54,14 @@ type Params struct {
 	Headers      map[string]string `json:"headers"`
 	Body         string            `json:"body"`
 	ExpectStatus []int             `json:"expect_status"`
-	Timeout      tasks.Duration    `json:"timeout"`
+	Timeout      tasks.Duration    `json:"timeout"` // 0: DefaultTimeout
+}
+
+func (p Params) timeout() time.Duration {
+	if p.Timeout > 0 {
+		return p.Timeout.Std()
+	}
+	return defaultTimeout
 }
 
 func parse(raw json.RawMessage) (Params, error) {
@@ -109,7 +127,15 @@ func (p Params) expectation() string {
 }
 
 // Task makes one request.
-type Task struct{ tasks.Base }
+type Task struct {
+	tasks.Base
+
+	mu  sync.Mutex
+	job *tasks.Job // set once Execute runs, for Pause's log line
+	// sent: the request went out (or Execute is over). An HTTP exchange
+	// cannot be held midway, so from here on Pause refuses.
+	sent bool
+}
 
 // New returns an httpcall task.
 func New() tasks.Task { return &Task{} }
@@ -122,20 +148,59 @@ func (*Task) Validate(params json.RawMessage) error {
 	return nil
 }
 
+// Pause holds the task before its request goes out. Once the request is
+// in flight it reports false (and logs why): the exchange goes on whatever
+// a pause says, and a job shown as paused must really be held. Stop still
+// cancels the request.
+func (t *Task) Pause() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.sent {
+		if t.job != nil {
+			t.job.Log().Warn("httpcall: cannot pause: the request is already in flight (stop cancels it)")
+		}
+		return false
+	}
+	return t.Base.Pause()
+}
+
+// send waits out a pause, then marks the request as going out, atomically
+// with respect to Pause.
+func (t *Task) send(ctx context.Context, job *tasks.Job) error {
+	for {
+		if err := job.Checkpoint(ctx); err != nil {
+			return err
+		}
+		t.mu.Lock()
+		if !job.Paused() {
+			t.sent = true
+			t.mu.Unlock()
+			return nil
+		}
+		t.mu.Unlock() // paused between Checkpoint and here: wait again
+	}
+}
+
 // Execute implements tasks.Task.
-func (*Task) Execute(ctx context.Context, job *tasks.Job) error {
+func (t *Task) Execute(ctx context.Context, job *tasks.Job) error {
+	t.mu.Lock()
+	t.job = job
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		t.sent = true
+		t.mu.Unlock()
+	}()
 	p, err := parse(job.Params)
 	if err != nil {
 		return fmt.Errorf("httpcall: %w", err)
 	}
-	if err := job.Checkpoint(ctx); err != nil {
+	if err := t.send(ctx, job); err != nil {
 		return fmt.Errorf("httpcall: before the request: %w", tasks.ContextError(ctx))
 	}
-	if p.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.Timeout.Std())
-		defer cancel()
-	}
+	timeout := p.timeout()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 
 	var body io.Reader
 	if p.Body != "" {
@@ -163,6 +228,9 @@ func (*Task) Execute(ctx context.Context, job *tasks.Job) error {
 	start := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("httpcall: %s %s: no answer within the timeout %v: %w", p.Method, redact(req.URL), timeout, ctx.Err())
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("httpcall: %s %s: %w", p.Method, redact(req.URL), tasks.ContextError(ctx))
 		}

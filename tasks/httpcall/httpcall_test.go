@@ -129,6 +129,47 @@ func TestHTTPCall(t *testing.T) {
 		}
 	})
 
+	// Pause is honest: a request in flight cannot be held, so Pause says
+	// no instead of reporting a pause while the request goes on.
+	t.Run("PauseRefusedInFlight", func(t *testing.T) {
+		t.Parallel()
+		arrived, release := make(chan struct{}), make(chan struct{})
+		srv := server(t, func(w http.ResponseWriter, _ *http.Request) {
+			close(arrived)
+			<-release
+			w.WriteHeader(http.StatusNoContent)
+		})
+		b := setup(t, map[string]any{"url": srv.URL})
+		done := make(chan error, 1)
+		go func() { done <- b.task.Execute(b.ctx, b.job) }()
+		<-arrived
+		paused := b.task.Pause()
+		close(release)
+		require.False(t, paused, "the request goes on: Pause must refuse")
+		require.False(t, b.job.Paused())
+		require.NoError(t, <-done)
+		require.False(t, b.task.Pause(), "the request is over: nothing left to pause")
+	})
+
+	// Before the request starts, a pause holds it.
+	t.Run("PauseBeforeRequestHolds", func(t *testing.T) {
+		t.Parallel()
+		hit := make(chan struct{}, 1)
+		srv := server(t, func(w http.ResponseWriter, _ *http.Request) { hit <- struct{}{} })
+		b := setup(t, map[string]any{"url": srv.URL})
+		require.True(t, b.task.Pause())
+		done := make(chan error, 1)
+		go func() { done <- b.task.Execute(b.ctx, b.job) }()
+		select {
+		case <-hit:
+			t.Fatal("the request went out while paused")
+		case <-time.After(30 * time.Millisecond): // nothing to wait on for "did not happen"
+		}
+		require.True(t, b.task.Resume())
+		require.NoError(t, <-done)
+		<-hit
+	})
+
 	t.Run("ParamTimeout", func(t *testing.T) {
 		t.Parallel()
 		srv := server(t, func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
@@ -173,5 +214,28 @@ func TestHTTPCallParams(t *testing.T) {
 			defer cancel()
 			require.ErrorContains(t, task.Execute(ctx, job), tt.wantErr)
 		})
+	}
+}
+
+// A server that never answers cannot hold a pool worker forever: without a
+// timeout param, or with "0s", the default timeout applies. Not parallel:
+// it changes the package default (parallel tests resume only after it).
+func TestHTTPCallDefaultTimeout(t *testing.T) {
+	require.Equal(t, 30*time.Second, httpcall.DefaultTimeout)
+	defer httpcall.SetDefaultTimeout(50 * time.Millisecond)()
+	srv := server(t, func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	for _, params := range []map[string]any{{"url": srv.URL}, {"url": srv.URL, "timeout": "0s"}} {
+		b := setup(t, params)
+		done := make(chan error, 1)
+		go func() { done <- b.task.Execute(b.ctx, b.job) }()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, context.DeadlineExceeded, "params %v", params)
+			require.ErrorContains(t, err, "within the timeout 50ms")
+		case <-time.After(5 * time.Second):
+			b.task.Stop()
+			<-done
+			t.Fatalf("params %v: the request hung past the default timeout", params)
+		}
 	}
 }

@@ -6,11 +6,18 @@
 //
 //	{"command": "pg_dump ... | gzip > x.gz"}   run by /bin/sh -c
 //	{"argv": ["/usr/bin/rsync", "-a", "src/", "dst/"]}   no shell
-//	"env": {"K": "V"}       added to the process environment
+//	"env": {"K": "V"}       added to the process environment (no CHIME_* names)
 //	"workdir": "/srv/app"   working directory
 //	"kill_grace": "5s"      time between SIGTERM and SIGKILL on stop
 //
 // Exactly one of command and argv is required.
+//
+// The child does not inherit the server's environment, which holds its
+// secrets (CHIME_SMTP_PASSWORD, CHIME_API_TOKEN, CHIME_DATABASE_DSN). It
+// starts from an allowlist of the server's variables — PATH (a standard
+// one when the server has none), HOME, USER, LOGNAME, SHELL, LANG,
+// LANGUAGE, LC_*, TZ and TMPDIR — and params.env is added over it.
+// params.env may not name a CHIME_* variable, in any case.
 //
 // The child runs in its own process group so that signals reach everything
 // it started: Pause sends SIGSTOP to the group, Resume SIGCONT, and Stop or

@@ -53,12 +53,56 @@ func parse(raw json.RawMessage) (Params, error) {
 	case len(p.Argv) > 0 && p.Argv[0] == "":
 		return p, tasks.FieldError("argv", "the first element, the program, must not be empty")
 	}
-	for k := range p.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
+	for k, v := range p.Env {
+		switch {
+		case k == "" || strings.ContainsAny(k, "=\x00"):
 			return p, tasks.FieldError("env", "invalid variable name %q", k)
+		case reservedEnv(k):
+			return p, tasks.FieldError("env", "%q: CHIME_* variables are the server's configuration and are never passed to jobs", k)
+		case strings.ContainsRune(v, 0):
+			return p, tasks.FieldError("env", "the value of %q contains a NUL byte", k)
 		}
 	}
 	return p, nil
+}
+
+// reservedEnv reports a CHIME_* name. Case is ignored: the configuration
+// loader's matching is not something a job should probe.
+func reservedEnv(name string) bool {
+	return len(name) >= len("CHIME_") && strings.EqualFold(name[:len("CHIME_")], "CHIME_")
+}
+
+// inheritedEnv are the server's variables a child starts with: what
+// programs need to find themselves, their home and their locale, and
+// nothing that could carry a secret. Everything else (CHIME_* above all:
+// the SMTP password, the API token, the database DSN) stays with the
+// server; a job that needs more says so in params.env.
+var inheritedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR"}
+
+// defaultPath is the PATH of a child when the server has none.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// environ builds the child's environment: the allowlisted part of the
+// server's (inheritedEnv and LC_*), then params.env, which wins.
+func environ(extra map[string]string) []string {
+	vars := map[string]string{}
+	for _, kv := range os.Environ() {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && (slices.Contains(inheritedEnv, k) || strings.HasPrefix(k, "LC_")) {
+			vars[k] = v
+		}
+	}
+	if _, ok := vars["PATH"]; !ok {
+		vars["PATH"] = defaultPath
+	}
+	maps.Copy(vars, extra)
+	env := make([]string, 0, len(vars))
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		if !reservedEnv(k) { // params were validated; this guards a caller that skipped it
+			env = append(env, k+"="+vars[k])
+		}
+	}
+	return env
 }
 
 func (p Params) killGrace() time.Duration {
@@ -75,9 +119,28 @@ func (p Params) killGrace() time.Duration {
 type Task struct {
 	tasks.Base
 
-	mu     sync.Mutex
-	pgid   int  // process group (= child pid); 0 until started
-	exited bool // child reaped: the pgid may no longer be ours to signal
+	mu       sync.Mutex
+	job      *tasks.Job    // set once Execute runs, for log lines from Pause and Kill
+	pgid     int           // process group (= child pid); 0 until started
+	exited   bool          // child reaped: the pgid may no longer be ours to signal
+	stopping bool          // SIGTERM sent: a pause would only hold up the stop
+	killed   bool          // Kill was called
+	kill     chan struct{} // closed by Kill; see killChan
+	reaped   chan struct{} // closed once the child is reaped; nil until started
+}
+
+// killWait bounds how long Kill waits for the child to be reaped after
+// SIGKILL, which the kernel delivers at once unless the process is stuck
+// in uninterruptible sleep.
+const killWait = 2 * time.Second
+
+// killChan returns t.kill, creating it; t.mu must be held. Lazy, so that a
+// Task built as a literal works too.
+func (t *Task) killChan() chan struct{} {
+	if t.kill == nil {
+		t.kill = make(chan struct{})
+	}
+	return t.kill
 }
 
 // New returns a shell task.
@@ -103,10 +166,17 @@ func (t *Task) PID() int {
 }
 
 // Pause stops the whole process group with SIGSTOP. Before the child
-// starts it only holds Execute at its start.
+// starts it only holds Execute at its start. It refuses (false) once the
+// child has exited or is being stopped: there is nothing left to hold.
 func (t *Task) Pause() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.exited || t.stopping || t.killed {
+		if t.job != nil {
+			t.job.Log().Warn("shell: cannot pause: the process is stopping or has exited")
+		}
+		return false
+	}
 	if !t.Base.Pause() {
 		return false
 	}
@@ -134,8 +204,51 @@ func (t *Task) Resume() bool {
 	return true
 }
 
+// Kill sends SIGKILL to the process group at once, whatever kill_grace
+// says, and waits (up to 2s) until the child is reaped; a child not started
+// yet never starts. The task engine calls it when it stops and cannot wait
+// any longer, so that nothing a job started outlives the engine. It
+// reports whether a child was running.
+func (t *Task) Kill() bool {
+	t.mu.Lock()
+	if !t.killed {
+		t.killed = true
+		close(t.killChan())
+	}
+	pgid, reaped := t.pgid, t.reaped
+	running := pgid != 0 && !t.exited && !isClosed(reaped)
+	if running {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		if t.job != nil {
+			t.job.Log().WithField("pid", pgid).Warn("shell: killed the process group (SIGKILL): the task engine is stopping")
+		}
+	}
+	t.mu.Unlock()
+	if running && reaped != nil {
+		timer := time.NewTimer(killWait)
+		defer timer.Stop()
+		select {
+		case <-reaped:
+		case <-timer.C:
+		}
+	}
+	return running
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // Execute implements tasks.Task.
 func (t *Task) Execute(ctx context.Context, job *tasks.Job) error {
+	t.mu.Lock()
+	t.job = job
+	t.mu.Unlock()
 	p, err := parse(job.Params)
 	if err != nil {
 		return fmt.Errorf("shell: %w", err)
@@ -151,10 +264,7 @@ func (t *Task) Execute(ctx context.Context, job *tasks.Job) error {
 		cmd = exec.Command(p.Argv[0], p.Argv[1:]...)
 	}
 	cmd.Dir = p.Workdir
-	cmd.Env = os.Environ()
-	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
-		cmd.Env = append(cmd.Env, k+"="+p.Env[k])
-	}
+	cmd.Env = environ(p.Env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	// Our own pipes rather than io.Writers: with writers, exec's copy
@@ -173,6 +283,13 @@ func (t *Task) Execute(ctx context.Context, job *tasks.Job) error {
 	cmd.Stdout, cmd.Stderr = outW, errW
 
 	t.mu.Lock()
+	if t.killed {
+		t.mu.Unlock()
+		_ = outW.Close()
+		_ = errW.Close()
+		return errors.New("shell: killed before the process started: the task engine is stopping")
+	}
+	kill := t.killChan()
 	err = cmd.Start()
 	_ = outW.Close()
 	_ = errW.Close()
@@ -185,6 +302,8 @@ func (t *Task) Execute(ctx context.Context, job *tasks.Job) error {
 	}
 	pgid := cmd.Process.Pid
 	t.pgid = pgid
+	reaped := make(chan struct{})
+	t.reaped = reaped
 	if job.Paused() { // paused between Checkpoint and Start
 		_ = syscall.Kill(-pgid, syscall.SIGSTOP)
 	}
@@ -198,12 +317,18 @@ func (t *Task) Execute(ctx context.Context, job *tasks.Job) error {
 	readers.Go(func() { drain(errR, stderr, &lineLogger{entry: log, level: logrus.WarnLevel, stream: "stderr"}) })
 
 	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	go func() {
+		err := cmd.Wait()
+		close(reaped)
+		waited <- err
+	}()
 	var waitErr error
 	select {
 	case waitErr = <-waited:
 	case <-ctx.Done():
-		waitErr = t.terminate(log, pgid, p.killGrace(), waited)
+		waitErr = t.terminate(log, pgid, p.killGrace(), waited, kill)
+	case <-kill: // Kill sent SIGKILL already
+		waitErr = <-waited
 	}
 
 	t.mu.Lock()
@@ -228,12 +353,14 @@ func (t *Task) Execute(ctx context.Context, job *tasks.Job) error {
 	return nil
 }
 
-// terminate asks the group to end, then forces it after grace.
-func (t *Task) terminate(log *logrus.Entry, pgid int, grace time.Duration, waited <-chan error) error {
+// terminate asks the group to end, then forces it after grace, or at
+// once when Kill closes kill.
+func (t *Task) terminate(log *logrus.Entry, pgid int, grace time.Duration, waited <-chan error, kill <-chan struct{}) error {
 	log.WithField("pid", pgid).Infof("shell: sending SIGTERM to the process group (kill after %v)", grace)
+	t.mu.Lock()
+	t.stopping = true
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	// A stopped process keeps SIGTERM pending until continued.
-	t.mu.Lock()
 	_ = syscall.Kill(-pgid, syscall.SIGCONT)
 	t.Base.Resume()
 	t.mu.Unlock()
@@ -243,6 +370,8 @@ func (t *Task) terminate(log *logrus.Entry, pgid int, grace time.Duration, waite
 	select {
 	case err := <-waited:
 		return err
+	case <-kill: // Kill sent SIGKILL already
+		return <-waited
 	case <-timer.C:
 		log.WithField("pid", pgid).Warn("shell: grace period over, sending SIGKILL to the process group")
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)

@@ -171,8 +171,8 @@ func TestShellRuns(t *testing.T) {
 		dir, err := filepath.EvalSymlinks(t.TempDir())
 		require.NoError(t, err)
 		params, err := json.Marshal(map[string]any{
-			"command": `echo "$CHIME_A-$CHIME_B"; pwd; test -n "$PATH" && echo has-path`,
-			"env":     map[string]string{"CHIME_A": "one", "CHIME_B": "two"},
+			"command": `echo "$JOB_A-$JOB_B"; pwd; test -n "$PATH" && echo has-path`,
+			"env":     map[string]string{"JOB_A": "one", "JOB_B": "two"},
 			"workdir": dir,
 		})
 		require.NoError(t, err)
@@ -339,6 +339,78 @@ func TestShellControl(t *testing.T) {
 		require.True(t, killed, "the grace period should have run out")
 	})
 
+	// Once the group is being stopped, or the child is gone, there is
+	// nothing a pause could hold: Pause says no rather than report paused.
+	t.Run("PauseRefusedWhileStopping", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, `{"command":"trap '' TERM; while :; do sleep 0.01; done","kill_grace":"5s"}`)
+		done := b.start()
+		startedPID(t, b)
+		require.True(t, b.task.Stop())
+		eventually(t, "SIGTERM", func() bool {
+			for _, e := range b.logs.AllEntries() {
+				if strings.Contains(e.Message, "sending SIGTERM") {
+					return true
+				}
+			}
+			return false
+		})
+		require.False(t, b.task.Pause(), "stopping: a SIGSTOP now would only hold up the stop")
+		require.False(t, b.job.Paused())
+		require.True(t, b.task.Kill())
+		require.ErrorIs(t, waitDone(t, done), tasks.ErrStopped)
+	})
+
+	t.Run("PauseRefusedAfterExit", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, `{"command":"true"}`)
+		require.NoError(t, b.task.Execute(b.ctx, b.job))
+		require.False(t, b.task.Pause())
+		require.False(t, b.job.Paused())
+	})
+
+	// Kill cuts kill_grace short: the engine's way to make sure nothing a
+	// job started outlives it.
+	t.Run("KillSkipsGrace", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, `{"command":"trap '' TERM; sleep 30 & while :; do sleep 0.01; done","kill_grace":"1h"}`)
+		done := b.start()
+		pgid := startedPID(t, b)
+		eventually(t, "the background child", func() bool { return len(groupMembers(t, pgid)) >= 2 })
+		require.True(t, b.task.Stop())
+		eventually(t, "SIGTERM", func() bool {
+			for _, e := range b.logs.AllEntries() {
+				if strings.Contains(e.Message, "sending SIGTERM") {
+					return true
+				}
+			}
+			return false
+		})
+		require.True(t, b.task.Kill())
+		state, _, alive := procStat(pgid)
+		require.False(t, alive && state != 'Z', "Kill returns once the child is reaped")
+		require.ErrorIs(t, waitDone(t, done), tasks.ErrStopped)
+		eventually(t, "the group to be gone", func() bool { return len(groupMembers(t, pgid)) == 0 })
+		require.False(t, b.task.Kill(), "nothing left to kill")
+	})
+
+	t.Run("KillWithoutStop", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, `{"command":"sleep 30"}`)
+		done := b.start()
+		startedPID(t, b)
+		require.True(t, b.task.Kill())
+		require.ErrorContains(t, waitDone(t, done), "signal: killed")
+	})
+
+	t.Run("KillBeforeStart", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, `{"command":"echo ran"}`)
+		require.False(t, b.task.Kill())
+		require.ErrorContains(t, b.task.Execute(b.ctx, b.job), "killed before the process started")
+		require.Empty(t, b.job.Result())
+	})
+
 	t.Run("Timeout", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, `{"command":"sleep 30"}`)
@@ -377,6 +449,9 @@ func TestShellParams(t *testing.T) {
 		{"EmptyProgram", `{"argv":[""]}`, `shell: params: field "argv": the first element`},
 		{"Unknown", `{"comand":"ls"}`, `shell: params: unknown field "comand"`},
 		{"BadEnv", `{"command":"ls","env":{"A=B":"c"}}`, `shell: params: field "env": invalid variable name "A=B"`},
+		{"ChimeEnv", `{"command":"ls","env":{"CHIME_API_TOKEN":"x"}}`, `shell: params: field "env": "CHIME_API_TOKEN": CHIME_* variables are the server's configuration`},
+		{"ChimeEnvLower", `{"command":"ls","env":{"chime_smtp_password":"x"}}`, `field "env": "chime_smtp_password": CHIME_*`},
+		{"NulInValue", `{"command":"ls","env":{"A":"b\u0000c"}}`, `field "env": the value of "A" contains a NUL byte`},
 		{"BadGrace", `{"command":"ls","kill_grace":"soon"}`, `shell: params: field "kill_grace"`},
 		{"ArgvNotList", `{"argv":"ls -l"}`, `shell: params: field "argv": expected a list`},
 	}
@@ -390,4 +465,48 @@ func TestShellParams(t *testing.T) {
 		})
 	}
 	require.NoError(t, shell.New().(tasks.Validator).Validate(json.RawMessage(`{"argv":["ls","-l"],"kill_grace":"1s"}`)))
+}
+
+// The child's environment is an allowlist of the server's plus params.env:
+// the server's secrets (CHIME_SMTP_PASSWORD, CHIME_API_TOKEN,
+// CHIME_DATABASE_DSN, ...) and anything else it happens to hold must not
+// reach a job's result, job_logs or completion email. Not parallel:
+// t.Setenv changes this process's environment.
+func TestShellEnvironment(t *testing.T) {
+	t.Setenv("CHIME_SMTP_PASSWORD", "smtp-secret")
+	t.Setenv("CHIME_API_TOKEN", "api-secret")
+	t.Setenv("CHIME_DATABASE_DSN", "root:db-secret@tcp(db:3306)/chime")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "aws-secret")
+	t.Setenv("LANG", "C.UTF-8")
+	t.Setenv("LC_TIME", "C")
+	t.Setenv("TZ", "Europe/Berlin")
+
+	params, err := json.Marshal(map[string]any{
+		"command": "env",
+		"env":     map[string]string{"REPORT_DIR": "/srv/reports", "TZ": "UTC"},
+	})
+	require.NoError(t, err)
+	b := setup(t, string(params))
+	require.NoError(t, b.task.Execute(b.ctx, b.job))
+
+	env := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(b.job.Result()), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		env[k] = v
+	}
+	for k := range env {
+		require.False(t, strings.HasPrefix(strings.ToUpper(k), "CHIME_"), "the job sees %s", k)
+	}
+	for _, secret := range []string{"smtp-secret", "api-secret", "db-secret", "aws-secret"} {
+		require.NotContains(t, b.job.Result(), secret)
+		for _, e := range b.logs.AllEntries() {
+			require.NotContains(t, e.Message, secret)
+		}
+	}
+	require.NotContains(t, env, "AWS_SECRET_ACCESS_KEY", "only allowlisted variables pass")
+	require.Equal(t, os.Getenv("PATH"), env["PATH"])
+	require.Equal(t, "C.UTF-8", env["LANG"])
+	require.Equal(t, "C", env["LC_TIME"])
+	require.Equal(t, "/srv/reports", env["REPORT_DIR"], "params.env is added")
+	require.Equal(t, "UTC", env["TZ"], "params.env wins over the server's value")
 }

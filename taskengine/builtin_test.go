@@ -1,0 +1,301 @@
+package taskengine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/tasks"
+	"github.com/chimesched/chime/tasks/email"
+	"github.com/chimesched/chime/tasks/httpcall"
+	"github.com/chimesched/chime/tasks/shell"
+)
+
+// gateSender is an email.Sender that holds every Send until released.
+type gateSender struct {
+	arrived, release chan struct{}
+	once             sync.Once
+}
+
+func newGateSender() *gateSender {
+	return &gateSender{arrived: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (s *gateSender) Send(ctx context.Context, _ []string, _, _ string) error {
+	s.once.Do(func() { close(s.arrived) })
+	select {
+	case <-s.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// builtinRegistry is testRegistry plus the real shell, httpcall and email
+// tasks (email sending through s).
+func builtinRegistry(s email.Sender) *tasks.Registry {
+	r := testRegistry()
+	r.MustRegister(shell.Kind, shell.New)
+	r.MustRegister(httpcall.Kind, httpcall.New)
+	r.MustRegister(email.Kind, email.Factory(s))
+	return r
+}
+
+func mustJSON(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// shellPID waits for the pid a shell job wrote to file (its $$, which is
+// also its process group).
+func shellPID(t testing.TB, file string) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if b, err := os.ReadFile(file); err == nil && strings.HasSuffix(string(b), "\n") {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			require.NoError(t, err)
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the shell job never wrote its pid to %s", file)
+		}
+		time.Sleep(10 * time.Millisecond) // the kernel offers nothing to wait on
+	}
+}
+
+// procStat returns a process's state letter ('T' stopped, 'Z' zombie) and
+// process group from /proc/<pid>/stat; state 0 when there is no such
+// process.
+func procStat(pid int) (state byte, pgrp int) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, 0
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 3 {
+		return 0, 0
+	}
+	pgrp, _ = strconv.Atoi(fields[2])
+	return fields[0][0], pgrp
+}
+
+func procState(pid int) byte { s, _ := procStat(pid); return s }
+
+// groupAlive reports whether process group pgid has a member that is not a
+// zombie (reaping orphans is init's business).
+func groupAlive(t testing.TB, pgid int) bool {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if state, pg := procStat(pid); pg == pgid && state != 0 && state != 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// What pause does per built-in task, through jobs.control: shell and sleep
+// pause for real (the shell's processes are in state T); httpcall and email
+// refuse while their request is in flight, say why in job_logs, and stay
+// running.
+func TestPausePerBuiltinTask(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		arrived, release := make(chan struct{}), make(chan struct{})
+		var arriveOnce sync.Once
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			arriveOnce.Do(func() { close(arrived) })
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		t.Cleanup(srv.Close)
+		var releaseOnce sync.Once
+		releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
+		t.Cleanup(releaseAll) // before srv.Close: cleanups run last first
+		sender := newGateSender()
+		t.Cleanup(func() {
+			select {
+			case <-sender.release:
+			default:
+				close(sender.release)
+			}
+		})
+
+		pidFile := filepath.Join(t.TempDir(), "pid")
+		sh := insertJob(t, db, createDef(t, db, "sh", defOpts{TaskType: shell.Kind, Params: mustJSON(t, map[string]any{
+			"command": `echo $$ > "$PIDFILE"; while :; do sleep 0.05; done`, "env": map[string]string{"PIDFILE": pidFile},
+		})}), "")
+		sl := insertJob(t, db, createDef(t, db, "sl", defOpts{Params: `{"duration":"60s"}`}), "")
+		hc := insertJob(t, db, createDef(t, db, "hc", defOpts{TaskType: httpcall.Kind, Params: mustJSON(t, map[string]any{"url": srv.URL})}), "")
+		em := insertJob(t, db, createDef(t, db, "em", defOpts{TaskType: email.Kind, Params: `{"to":["ops@example.com"]}`}), "")
+
+		cfg := testConfig(t, nodeName(t))
+		cfg.Registry = builtinRegistry(sender)
+		startEngine(t, st, cfg)
+		for _, id := range []int64{sh, sl, hc, em} {
+			waitStatus(t, db, id, models.JobRunning)
+		}
+		pid := shellPID(t, pidFile)
+		<-arrived
+		<-sender.arrived
+
+		setControl := func(id int64, c models.JobControl) {
+			require.NoError(t, db.Exec(`UPDATE jobs SET control = ? WHERE id = ?`, c, id).Error)
+		}
+		controlDone := func(j models.Job) bool { return j.Control == models.ControlNone }
+		for _, id := range []int64{sh, sl, hc, em} {
+			setControl(id, models.ControlPause)
+		}
+
+		// Pausing for real.
+		for _, id := range []int64{sh, sl} {
+			waitJob(t, db, id, "paused", func(j models.Job) bool { return j.Status == models.JobPaused && controlDone(j) })
+			waitLog(t, db, id, "paused (control = pause)")
+		}
+		require.Eventually(t, func() bool { return procState(pid) == 'T' }, 10*time.Second, 10*time.Millisecond,
+			"the shell is stopped (SIGSTOP)")
+
+		// Refusing, and saying why.
+		for id, why := range map[int64]string{
+			hc: "httpcall: cannot pause: the request is already in flight",
+			em: "email: cannot pause: the message is already being sent",
+		} {
+			j := waitJob(t, db, id, "pause answered", controlDone)
+			require.Equal(t, models.JobRunning, j.Status, "job %d: a refused pause leaves it running", id)
+			waitLog(t, db, id, why)
+			waitLog(t, db, id, "pause refused")
+		}
+		releaseAll()
+		close(sender.release)
+		waitStatus(t, db, hc, models.JobSucceeded)
+		waitStatus(t, db, em, models.JobSucceeded)
+
+		// Resume and stop.
+		for _, id := range []int64{sh, sl} {
+			setControl(id, models.ControlResume)
+			waitJob(t, db, id, "resumed", func(j models.Job) bool { return j.Status == models.JobRunning && controlDone(j) })
+		}
+		require.Eventually(t, func() bool { s := procState(pid); return s != 'T' && s != 0 }, 10*time.Second, 10*time.Millisecond,
+			"the shell runs again (SIGCONT)")
+		for _, id := range []int64{sh, sl} {
+			setControl(id, models.ControlStop)
+			waitStatus(t, db, id, models.JobStopped)
+		}
+		require.Eventually(t, func() bool { return !groupAlive(t, pid) }, 10*time.Second, 10*time.Millisecond)
+	})
+}
+
+// A shell job that ignores SIGTERM and asks for a kill_grace longer than
+// the engine's shutdown grace: once Stop returns, its process group is
+// gone. The kill_grace counts for at most the shutdown grace.
+func TestStopKillsShellProcessGroup(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		pidFile := filepath.Join(t.TempDir(), "pid")
+		id := insertJob(t, db, createDef(t, db, "stubborn-sh", defOpts{TaskType: shell.Kind, MaxAttempts: 2, Params: mustJSON(t, map[string]any{
+			"command":    `echo $$ > "$PIDFILE"; trap '' TERM; sleep 60 & while :; do sleep 0.05; done`,
+			"env":        map[string]string{"PIDFILE": pidFile},
+			"kill_grace": "1h",
+		})}), "")
+		cfg := testConfig(t, nodeName(t))
+		cfg.Registry = builtinRegistry(nil)
+		cfg.ShutdownGrace = 300 * time.Millisecond
+		e, err := New(st, cfg)
+		require.NoError(t, err)
+		require.NoError(t, e.Start(context.Background()))
+		waitStatus(t, db, id, models.JobRunning)
+		pid := shellPID(t, pidFile)
+		t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }) // if the test fails
+
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		stopErr := e.Stop(ctx)
+		err = syscall.Kill(pid, 0)
+		require.True(t, errors.Is(err, syscall.ESRCH), "the job's shell (pid %d) survived the engine's Stop: kill(pid, 0) = %v", pid, err)
+		require.Eventually(t, func() bool { return !groupAlive(t, pid) }, 5*time.Second, 10*time.Millisecond,
+			"the shell's background child survived the engine's Stop")
+		require.NoError(t, stopErr)
+
+		j := getJob(t, db, id)
+		require.Equal(t, models.JobPending, j.Status, "cut off with an attempt left: retried")
+		require.Contains(t, deref(j.Error), "grace period")
+		require.Positive(t, countLogs(t, db, id, "killed the process group"))
+	})
+}
+
+// A job paused when its node stops does not come back paused: the next
+// attempt runs unpaused. That is said in its log, not left to be found out.
+func TestPauseLostOnShutdownIsLogged(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		id := insertJob(t, db, createDef(t, db, "long", defOpts{Params: `{"duration":"60s"}`, MaxAttempts: 2}), "")
+		cfg := testConfig(t, nodeName(t))
+		cfg.ShutdownGrace = 200 * time.Millisecond
+		e, err := New(st, cfg)
+		require.NoError(t, err)
+		require.NoError(t, e.Start(context.Background()))
+		waitStatus(t, db, id, models.JobRunning)
+		require.NoError(t, db.Exec(`UPDATE jobs SET control = 'pause' WHERE id = ?`, id).Error)
+		waitStatus(t, db, id, models.JobPaused)
+
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		require.NoError(t, e.Stop(ctx))
+		j := getJob(t, db, id)
+		require.Equal(t, models.JobPending, j.Status)
+		require.Equal(t, models.ControlNone, j.Control)
+		require.Equal(t, 1, countLogs(t, db, id, "pause lost"), "%v", jobLogs(t, db, id))
+	})
+}
+
+// The same after a crash: a restarted node that finds one of its jobs
+// paused sends it back to pending and says that the pause is lost.
+func TestPauseLostOnCrashIsLogged(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		node := nodeName(t)
+		def := createDef(t, db, "paused-then-crashed", defOpts{Params: `{"duration":"0s"}`, MaxAttempts: 2})
+		paused := insertJob(t, db, def, "")
+		asked := insertJob(t, db, def, "")
+		now := store.DBTime(time.Now())
+		require.NoError(t, db.Exec(`UPDATE jobs SET status = 'paused', attempt = 1, node_id = ?, started_at = ? WHERE id = ?`, node, now, paused).Error)
+		require.NoError(t, db.Exec(`UPDATE jobs SET status = 'running', control = 'pause', attempt = 1, node_id = ?, started_at = ? WHERE id = ?`, node, now, asked).Error)
+
+		startEngine(t, st, testConfig(t, node))
+		for _, id := range []int64{paused, asked} {
+			j := waitStatus(t, db, id, models.JobSucceeded)
+			require.Equal(t, 2, j.Attempt)
+			require.Equal(t, 1, countLogs(t, db, id, "pause lost"), "job %d: %v", id, jobLogs(t, db, id))
+		}
+	})
+}
