@@ -227,3 +227,21 @@ func TestSecretsAndLiveKeys(t *testing.T) {
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "hunter2")
 }
+
+func TestValue(t *testing.T) {
+	t.Parallel()
+	c, err := Load("", env(nil))
+	require.NoError(t, err)
+	for _, k := range Keys() {
+		v, ok := c.Value(k)
+		require.True(t, ok, k)
+		if IsFileOnly(k) {
+			continue
+		}
+		require.Nil(t, c.CheckSetting(k, v), "%s: a value read back is a value that can be set", k)
+	}
+	v, _ := c.Value("taskengine.poll_interval")
+	require.Equal(t, "4s", v)
+	_, ok := c.Value("taskengine")
+	require.False(t, ok)
+}

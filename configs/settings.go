@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -318,4 +319,17 @@ func abs(n int) int {
 		return -n
 	}
 	return n
+}
+
+// Value returns key's value in the form a row or the environment writes it
+// ("4s", "16", "true"), and whether key is a configuration key.
+func (c *Config) Value(key string) (string, bool) {
+	fv, ok := field(reflect.ValueOf(c).Elem(), strings.Split(key, "."))
+	if !ok {
+		return "", false
+	}
+	if fv.Type() == reflect.TypeOf(Duration(0)) {
+		return time.Duration(fv.Int()).String(), true
+	}
+	return fmt.Sprint(fv.Interface()), true
 }
