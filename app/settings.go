@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,11 +52,23 @@ func (s *settings) load(ctx context.Context) (*configs.Config, error) {
 func (s *settings) apply(rows []models.Configuration) *configs.Config {
 	m := make(map[string]string, len(rows))
 	for _, r := range rows {
-		m[r.Name] = r.Value
+		m[strings.TrimSpace(r.Name)] = r.Value
 	}
 	next, refused := s.base.WithSettings(m)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(refused) > 0 {
+		// A refused row keeps the value the node runs with, not the
+		// file's: a typo in a live row must not undo the last good one.
+		for _, e := range refused {
+			if v, ok := s.current.Value(e.Key); ok && !configs.IsFileOnly(e.Key) {
+				m[e.Key] = v
+			} else {
+				delete(m, e.Key)
+			}
+		}
+		next, _ = s.base.WithSettings(m)
+	}
 	seen := map[string]bool{}
 	for _, e := range refused {
 		seen[e.Key] = true

@@ -154,6 +154,11 @@ func (c *Config) WithSettings(rows map[string]string) (*Config, []*SettingError)
 		for _, name := range pending {
 			key := strings.TrimSpace(name)
 			if out.pinned[key] {
+				// The environment or a flag wins; a row no node may
+				// hold (node.id, a bad value) is still reported.
+				if err, retry := out.clone().apply(key, rows[name]); err != nil && !retry {
+					refused[name] = err
+				}
 				continue
 			}
 			cand := out.clone()
