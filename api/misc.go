@@ -3,7 +3,6 @@ package api
 import (
 	_ "embed"
 	"net/http"
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -41,7 +40,8 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) *apiError {
 	return nil
 }
 
-// listConfigurations lists every setting, by name, in one page.
+// listConfigurations lists every setting, by name, in one page. Secrets
+// are shown as configs.Redacted: they can be set here, never read back.
 func (s *Server) listConfigurations(w http.ResponseWriter, r *http.Request) *apiError {
 	for name := range r.URL.Query() {
 		return badRequest(name, "unknown query parameter %q; configurations takes none", name)
@@ -53,8 +53,15 @@ func (s *Server) listConfigurations(w http.ResponseWriter, r *http.Request) *api
 	if items == nil {
 		items = []models.Configuration{}
 	}
+	for i := range items {
+		redact(&items[i])
+	}
 	writeJSON(w, http.StatusOK, List[models.Configuration]{Items: items})
 	return nil
+}
+
+func redact(c *models.Configuration) {
+	c.Value = configs.RedactValue(c.Name, c.Value)
 }
 
 func configName(r *http.Request) (string, *apiError) {
@@ -79,6 +86,7 @@ func (s *Server) getConfiguration(w http.ResponseWriter, r *http.Request) *apiEr
 	if err != nil {
 		return s.fromStore(r, err, "a configuration")
 	}
+	redact(c)
 	writeJSON(w, http.StatusOK, c)
 	return nil
 }
@@ -103,10 +111,14 @@ func (s *Server) setConfiguration(w http.ResponseWriter, r *http.Request) *apiEr
 	if req.Description != nil && utf8.RuneCountInString(*req.Description) > maxDescription {
 		return badRequest("description", "description is longer than %d characters", maxDescription)
 	}
-	if e := checkSetting(name, *req.Value); e != nil {
+	admin := s.cfg.Store.Admin()
+	rows, err := admin.ListConfigurations(r.Context())
+	if err != nil {
+		return s.fromStore(r, err, "a configuration")
+	}
+	if e := s.checkSetting(rows, name, *req.Value); e != nil {
 		return e
 	}
-	admin := s.cfg.Store.Admin()
 	c := &models.Configuration{Name: name, Value: *req.Value}
 	if req.Description != nil {
 		c.Description = *req.Description
@@ -116,25 +128,32 @@ func (s *Server) setConfiguration(w http.ResponseWriter, r *http.Request) *apiEr
 	if err := admin.SetConfiguration(r.Context(), c); err != nil {
 		return s.fromStore(r, err, "a configuration")
 	}
+	redact(c)
 	writeJSON(w, http.StatusOK, c)
 	return nil
 }
 
-// checkSetting refuses a value a node could not start with: rows named like
-// a chime.yaml key path override the file at start (see app), so a bad one
-// would stop every node. It checks the value on the embedded defaults, with
-// no environment. Other names belong to other components and pass as they are.
-func checkSetting(name, value string) *apiError {
-	if !slices.Contains(configs.Keys(), name) {
-		return nil
+// checkSetting refuses a row every node would refuse when it reads the
+// table (which it would log and ignore): an unknown key, a key only the
+// file or environment may set, or a value that does not pass start-up
+// validation on top of this node's file and environment and the other
+// rows. A refused key is a fault of the path's name; a refused value, of
+// the body's value. Messages never show a secret's value.
+func (s *Server) checkSetting(rows []models.Configuration, name, value string) *apiError {
+	others := make(map[string]string, len(rows))
+	for _, row := range rows {
+		if row.Name != name {
+			others[row.Name] = row.Value
+		}
 	}
-	noEnv := func(string) string { return "" }
-	base, err := configs.Load("", noEnv)
-	if err != nil {
-		return nil // the defaults themselves do not load; nothing to compare with
-	}
-	if err := base.ApplySettings(map[string]string{name: value}, noEnv); err != nil {
-		return badRequest("value", "%v", err)
+	// Rows the nodes refuse are left out here as they are there.
+	withRows, _ := s.cfg.Settings.WithSettings(others)
+	if err := withRows.CheckSetting(name, value); err != nil {
+		field := "value"
+		if err.Unknown || configs.IsFileOnly(err.Key) {
+			field = "name"
+		}
+		return badRequest(field, "%v", err)
 	}
 	return nil
 }

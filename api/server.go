@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/configs"
 	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/tasks"
@@ -44,6 +45,11 @@ type Config struct {
 	// scheduleID is 0 when a job definition changed, which may change how
 	// any of its schedules fire. It must not block.
 	OnSchedulesChanged func(scheduleID int64)
+	// Settings is the node's configuration from its file and environment,
+	// before configurations rows: a row written through the API is checked
+	// on top of it and the other rows, as a node would at start. Default:
+	// the embedded chime.yaml.
+	Settings *configs.Config
 	// OnJobsAdded, when set, is called after the API wrote a due job (a
 	// trigger or an ad hoc run), so the local task engine polls at once.
 	// It must not block.
@@ -79,6 +85,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Addr == "" {
 		cfg.Addr = DefaultAddr
+	}
+	if cfg.Settings == nil {
+		defaults, err := configs.Load("", func(string) string { return "" })
+		if err != nil {
+			return nil, fmt.Errorf("api: embedded configuration: %w", err)
+		}
+		cfg.Settings = defaults
 	}
 	loopback, err := isLoopback(cfg.Addr)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus/hooks/test"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/configs"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -78,20 +79,64 @@ func TestNodesAndConfigurations(t *testing.T) {
 
 		const path = "/api/v1/configurations"
 		require.Empty(t, items(b.ok(200, "GET", path, "")))
-		b.fails(404, "", `configuration "pool_size" does not exist`, "GET", path+"/pool_size", "")
-		c := b.ok(200, "PUT", path+"/pool_size", `{"value":"16","description":"workers per node"}`)
+		b.fails(404, "", `configuration "smtp.from" does not exist`, "GET", path+"/smtp.from", "")
+		c := b.ok(200, "PUT", path+"/taskengine.pool_size", `{"value":"16","description":"workers per node"}`)
 		require.Equal(t, "16", c["value"])
-		c = b.ok(200, "PUT", path+"/pool_size", `{"value":"32"}`)
+		c = b.ok(200, "PUT", path+"/taskengine.pool_size", `{"value":"32"}`)
 		require.Equal(t, "workers per node", c["description"], "a missing description keeps the stored one")
-		got := b.ok(200, "GET", path+"/pool_size", "")
+		got := b.ok(200, "GET", path+"/taskengine.pool_size", "")
 		require.Equal(t, "32", got["value"])
 		require.Len(t, items(b.ok(200, "GET", path, "")), 1)
-		b.fails(400, "value", "value is required", "PUT", path+"/pool_size", `{"description":"x"}`)
-		b.fails(400, "value", "expected a string", "PUT", path+"/pool_size", `{"value":16}`)
+		b.fails(400, "value", "value is required", "PUT", path+"/taskengine.pool_size", `{"description":"x"}`)
+		b.fails(400, "value", "expected a string", "PUT", path+"/taskengine.pool_size", `{"value":16}`)
 		b.fails(400, "value", "taskengine.pool_size", "PUT", path+"/taskengine.pool_size", `{"value":"lots"}`)
 		require.Equal(t, "8", b.ok(200, "PUT", path+"/taskengine.pool_size", `{"value":"8"}`)["value"])
 		b.fails(400, "name", "white space", "PUT", path+"/a%20b", `{"value":"1"}`)
 		b.fails(400, "x", "unknown query parameter", "GET", path+"?x=1", "")
+	})
+}
+
+// Secrets are write-only: every answer shows them as configs.Redacted.
+// Rows are checked as strictly as start-up: unknown keys (with close
+// matches), keys only the file or environment may set, and values out of
+// bounds get a 400 naming the key.
+func TestConfigurationSecretsAndKeys(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		b := setup(t, st)
+		const path = "/api/v1/configurations"
+		const secret = "hunter2-smtp"
+		for _, body := range []string{
+			b.call("PUT", path+"/smtp.username", `{"value":"chime"}`).Body.String(),
+			b.call("PUT", path+"/smtp.password", `{"value":"`+secret+`"}`).Body.String(),
+			b.call("GET", path+"/smtp.password", "").Body.String(),
+			b.call("GET", path, "").Body.String(),
+		} {
+			require.NotContains(t, body, secret)
+		}
+		require.Equal(t, configs.Redacted, b.ok(200, "GET", path+"/smtp.password", "")["value"])
+		stored, err := st.Admin().GetConfiguration(context.Background(), "smtp.password")
+		require.NoError(t, err)
+		require.Equal(t, secret, stored.Value, "PUT still sets the secret")
+		// A row an admin wrote with plain SQL under any secret-looking name.
+		require.NoError(t, st.Admin().SetConfiguration(context.Background(), &models.Configuration{Name: "api.token", Value: "tok-in-table"}))
+		require.NotContains(t, b.call("GET", path, "").Body.String(), "tok-in-table")
+		require.NotContains(t, b.call("GET", path+"/api.token", "").Body.String(), "tok-in-table")
+
+		b.fails(400, "name", "did you mean taskengine.pool_size?", "PUT", path+"/taskengine.poolsize", `{"value":"8"}`)
+		b.fails(400, "name", "taskengine.poolsize: not a configuration key", "PUT", path+"/taskengine.poolsize", `{"value":"8"}`)
+		for _, k := range []string{"node.id", "api.token", "api.addr", "database.dsn", "database.driver"} {
+			b.fails(400, "name", "only in the configuration file or by "+configs.EnvName(k), "PUT", path+"/"+k, `{"value":"x"}`)
+		}
+		b.fails(400, "value", "between 0 and 36500", "PUT", path+"/retention_days", `{"value":"200000"}`)
+		rec := b.call("PUT", path+"/smtp.password", `{"value":"bad
+secret-with-newline"}`)
+		require.Equal(t, 400, rec.Code)
+		require.NotContains(t, rec.Body.String(), "secret-with-newline")
+		// Checked with the other rows: smtp.host needs smtp.from, set first.
+		b.fails(400, "value", "smtp.from: required", "PUT", path+"/smtp.host", `{"value":"mail.example.com"}`)
+		b.ok(200, "PUT", path+"/smtp.from", `{"value":"chime@example.com"}`)
+		b.ok(200, "PUT", path+"/smtp.host", `{"value":"mail.example.com"}`)
 	})
 }
 

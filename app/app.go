@@ -15,13 +15,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/sirupsen/logrus"
 
 	"github.com/chimesched/chime/api"
 	"github.com/chimesched/chime/cluster"
 	"github.com/chimesched/chime/configs"
-	"github.com/chimesched/chime/internal/metrics"
-	"github.com/chimesched/chime/notify"
 	"github.com/chimesched/chime/scheduleengine"
 	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/taskengine"
@@ -94,10 +93,11 @@ func Serve(ctx context.Context, cfg *configs.Config, opts Options) error {
 		}
 		log.WithField("schema_version", v).Info("schema is up to date")
 	}
-	if err := applyConfigurations(ctx, st, cfg); err != nil {
+	base := *cfg
+	n := &node{cfg: cfg, base: &base, log: log, st: st}
+	if err := n.loadSettings(ctx); err != nil {
 		return err
 	}
-	n := &node{cfg: cfg, log: log, st: st}
 	if err := n.start(ctx, opts); err != nil {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
@@ -119,15 +119,72 @@ func Serve(ctx context.Context, cfg *configs.Config, opts Options) error {
 // node is one running chime process's parts, started in dependency order
 // and stopped in reverse.
 type node struct {
-	cfg *configs.Config
-	log *logrus.Logger
-	st  *store.Store
+	cfg  *configs.Config // in effect: base with the configurations rows
+	base *configs.Config // file, environment and flags
+	log  *logrus.Logger
+	st   *store.Store
+	// clock drives the settings watcher (default: the real clock).
+	clock clockwork.Clock
 
-	cluster *cluster.Node
-	mailer  *notify.Mailer
-	tasks   *taskengine.Engine
-	sched   *scheduleengine.Engine
-	api     *api.Server
+	settings    *settings
+	cluster     *cluster.Node
+	mailer      *liveMailer
+	tasks       *taskengine.Engine
+	sched       *scheduleengine.Engine
+	api         *api.Server
+	watchCancel context.CancelFunc
+	watchDone   chan struct{}
+}
+
+// loadSettings applies the configurations rows over the file and
+// environment. A bad row is logged and ignored, never a reason not to start.
+func (n *node) loadSettings(ctx context.Context) error {
+	n.settings = newSettings(n.base, n.st, n.log)
+	eff, err := n.settings.load(ctx)
+	if err != nil {
+		return fmt.Errorf("read the configurations table: %w", err)
+	}
+	*n.cfg = *eff
+	n.settings.current = eff
+	if eff.Log.Level != n.base.Log.Level {
+		if err := setLogLevel(n.log, eff.Log.Level); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func setLogLevel(log *logrus.Logger, level string) error {
+	lvl, err := logrus.ParseLevel(strings.ToLower(level))
+	if err != nil {
+		return fmt.Errorf("log.level: %w", err)
+	}
+	log.SetLevel(lvl)
+	return nil
+}
+
+// watchSettings applies changed configurations rows while the node runs,
+// every scheduleengine.sync_interval: the interval at which the node picks
+// up other plain-SQL changes too.
+func (n *node) watchSettings(ctx context.Context) {
+	h := hooks{
+		retentionDays: n.cluster.SetRetentionDays,
+		smtp:          n.mailer.set,
+		logLevel:      func(l string) error { return setLogLevel(n.log, l) },
+	}
+	if n.tasks != nil {
+		h.poolSize, h.pollInterval = n.tasks.SetPoolSize, n.tasks.SetPollInterval
+	}
+	clock := n.clock
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	n.watchCancel, n.watchDone = cancel, make(chan struct{})
+	go func() {
+		defer close(n.watchDone)
+		n.settings.watch(wctx, clock, n.cfg.ScheduleEngine.SyncInterval.D(), h)
+	}()
 }
 
 func (n *node) start(ctx context.Context, opts Options) error {
@@ -136,19 +193,11 @@ func (n *node) start(ctx context.Context, opts Options) error {
 	if reg == nil {
 		reg = tasks.Default()
 	}
-	if cfg.SMTP.Host != "" {
-		m, err := notify.New(notify.Config{
-			Host: cfg.SMTP.Host, Port: cfg.SMTP.Port, Username: cfg.SMTP.Username,
-			Password: cfg.SMTP.Password, From: cfg.SMTP.From, TLS: cfg.SMTP.TLS,
-		}, &notify.Options{
-			Logger:    n.log,
-			LogTailer: n.st,
-			OnFailure: func(int64, error) { metrics.NotificationFailures.Inc() },
-		})
-		if err != nil {
-			return err
-		}
-		n.mailer = m
+	// Always a mailer, off without smtp.host: smtp.* rows can turn email on
+	// or change it while the node runs.
+	n.mailer = &liveMailer{log: n.log, tail: n.st}
+	if err := n.mailer.set(cfg.SMTP); err != nil {
+		return err
 	}
 	// Membership first: the task engine's recovery and the scheduler's
 	// election both assume this node is registered and beating.
@@ -172,20 +221,12 @@ func (n *node) start(ctx context.Context, opts Options) error {
 	}
 	n.cluster = cn
 	if !slices.Contains(reg.Kinds(), "sleep") {
-		var bopts []builtin.Option
-		if n.mailer != nil {
-			bopts = append(bopts, builtin.WithSender(n.mailer))
-		}
-		if err := builtin.Register(reg, bopts...); err != nil {
+		if err := builtin.Register(reg, builtin.WithSender(n.mailer)); err != nil {
 			return err
 		}
 	}
 	var wake func()
 	if cfg.TaskEngine.Enabled {
-		var notifier tasks.Notifier
-		if n.mailer != nil {
-			notifier = n.mailer
-		}
 		te, err := taskengine.New(n.st, taskengine.Config{
 			NodeID:          cfg.Node.ID,
 			Logger:          n.log,
@@ -197,7 +238,7 @@ func (n *node) start(ctx context.Context, opts Options) error {
 			// reconciler would take them for stalled in a short failover window.
 			HeartbeatInterval: cfg.Cluster.Heartbeat.D(),
 			Registry:          reg,
-			Notifier:          notifier,
+			Notifier:          n.mailer,
 		})
 		if err != nil {
 			return err
@@ -232,7 +273,7 @@ func (n *node) start(ctx context.Context, opts Options) error {
 	}
 	srv, err := api.New(api.Config{
 		Store: n.st, Registry: reg, Token: cfg.API.Token, Addr: cfg.API.Addr,
-		Logger: n.log, NodeID: cfg.Node.ID,
+		Logger: n.log, NodeID: cfg.Node.ID, Settings: n.base,
 		OnSchedulesChanged: func(int64) {
 			if n.sched != nil {
 				n.sched.Refresh()
@@ -247,11 +288,16 @@ func (n *node) start(ctx context.Context, opts Options) error {
 		return err
 	}
 	n.api = srv
+	n.watchSettings(ctx)
 	return nil
 }
 
 func (n *node) stop(ctx context.Context) error {
 	var errs []error
+	if n.watchCancel != nil {
+		n.watchCancel()
+		<-n.watchDone
+	}
 	if n.api != nil {
 		errs = append(errs, n.api.Stop(ctx))
 	}
@@ -268,23 +314,4 @@ func (n *node) stop(ctx context.Context) error {
 		errs = append(errs, n.cluster.Stop(ctx))
 	}
 	return errors.Join(errs...)
-}
-
-// applyConfigurations lets the paper's Configuration table override the file:
-// a row named like a key path ("smtp.from", "taskengine.pool_size") wins over
-// chime.yaml, and CHIME_* variables still win over both, since an operator
-// sets those for one process on purpose.
-func applyConfigurations(ctx context.Context, st *store.Store, cfg *configs.Config) error {
-	rows, err := st.Admin().ListConfigurations(ctx)
-	if err != nil {
-		return err
-	}
-	if len(rows) == 0 {
-		return nil
-	}
-	settings := make(map[string]string, len(rows))
-	for _, r := range rows {
-		settings[strings.TrimSpace(r.Name)] = r.Value
-	}
-	return cfg.ApplySettings(settings, nil)
 }

@@ -15,9 +15,9 @@ import (
 )
 
 // adminCommands returns the commands that manage a running chime through
-// its API: definition, schedule, job and nodes.
+// its API: definition, schedule, job, nodes and config.
 func adminCommands() []*cobra.Command {
-	return []*cobra.Command{newDefinitionCommand(), newScheduleCommand(), newJobCommand(), newNodesCommand()}
+	return []*cobra.Command{newDefinitionCommand(), newScheduleCommand(), newJobCommand(), newNodesCommand(), newConfigCommand()}
 }
 
 // adminGroup makes a parent command carrying the shared API flags.

@@ -63,11 +63,15 @@ func (g *globals) load(stderr io.Writer) (*configs.Config, *logrus.Logger, error
 	if err != nil {
 		return nil, nil, err
 	}
+	// A flag is set for this process on purpose: configurations rows must
+	// not change it, as they do not change CHIME_* variables.
 	if g.logFormat != "" {
 		cfg.Log.Format = g.logFormat
+		cfg.Pin("log.format")
 	}
 	if g.logLevel != "" {
 		cfg.Log.Level = g.logLevel
+		cfg.Pin("log.level")
 	}
 	log, err := logging.New(stderr, cfg.Log.Format, cfg.Log.Level)
 	if err != nil {
@@ -91,9 +95,11 @@ node, so a cluster can split the roles.`,
 			}
 			if cmd.Flags().Changed("scheduler") {
 				cfg.ScheduleEngine.Enabled = scheduler
+				cfg.Pin("scheduleengine.enabled")
 			}
 			if cmd.Flags().Changed("worker") {
 				cfg.TaskEngine.Enabled = worker
+				cfg.Pin("taskengine.enabled")
 			}
 			return app.Serve(cmd.Context(), cfg, app.Options{NoMigrate: noMigrate, Logger: log})
 		},

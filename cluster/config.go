@@ -20,6 +20,11 @@ const (
 	MaintenanceLease = "maintenance"
 )
 
+// MaxRetentionDays bounds RetentionDays: a century is longer than anyone
+// keeps job history, and days × 24h overflows time.Duration past about
+// 106751 days into a negative age that would delete every finished job.
+const MaxRetentionDays = 36500
+
 // Config configures a Node. Zero fields take the defaults given.
 type Config struct {
 	// NodeID names this node in nodes, leases and jobs.node_id. Required.
@@ -56,7 +61,8 @@ type Config struct {
 	// the schedule engine catches up by itself.
 	OverdueAfter time.Duration
 	// RetentionDays is how long finished jobs are kept; 0 keeps them forever
-	// (retention_days; the shipped configuration says 30).
+	// (retention_days; the shipped configuration says 30). At most
+	// MaxRetentionDays; Node.SetRetentionDays changes it while running.
 	RetentionDays int
 	// RetentionEvery is how often the maintenance leader deletes old jobs
 	// (default 1h; the first run is one Heartbeat after it gains the lease).
@@ -139,13 +145,23 @@ func (c *Config) validate() error {
 	if c.LeaseMargin >= c.FailoverAfter {
 		bad("LeaseMargin (%s) must be shorter than FailoverAfter (%s)", c.LeaseMargin, c.FailoverAfter)
 	}
-	if c.RetentionDays < 0 {
-		bad("RetentionDays must not be negative, got %d", c.RetentionDays)
+	if err := checkRetentionDays(c.RetentionDays); err != nil {
+		bad("RetentionDays %v", err)
 	}
 	if c.RetentionBatch < 0 {
 		bad("RetentionBatch must not be negative, got %d", c.RetentionBatch)
 	}
 	return errors.Join(errs...)
+}
+
+func checkRetentionDays(days int) error {
+	switch {
+	case days < 0:
+		return fmt.Errorf("must not be negative, got %d", days)
+	case days > MaxRetentionDays:
+		return fmt.Errorf("must be at most %d (100 years), got %d", MaxRetentionDays, days)
+	}
+	return nil
 }
 
 // hasRole reports whether the comma-separated roles include role.

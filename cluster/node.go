@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -22,12 +23,30 @@ type Node struct {
 	sched   *Elector
 	maint   *Elector
 
+	// retentionDays is cfg.RetentionDays as changed at run time (a
+	// configurations row); the maintenance loop reads it at each pass.
+	retentionDays atomic.Int64
+
 	mu      sync.Mutex
 	nudged  map[int64]time.Time // schedule id → when the reconciler last touched it
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	stopped chan struct{}
 }
+
+// SetRetentionDays changes how long finished jobs are kept, from the next
+// retention pass on. A value Config would refuse is refused and the
+// previous one stays.
+func (n *Node) SetRetentionDays(days int) error {
+	if err := checkRetentionDays(days); err != nil {
+		return fmt.Errorf("cluster: retention days %w", err)
+	}
+	n.retentionDays.Store(int64(days))
+	return nil
+}
+
+// RetentionDays returns how long finished jobs are kept now.
+func (n *Node) RetentionDays() int { return int(n.retentionDays.Load()) }
 
 // New returns a Node for st; it does nothing until Start.
 func New(st *store.Store, cfg *Config) (*Node, error) {
@@ -36,6 +55,7 @@ func New(st *store.Store, cfg *Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{st: st, cfg: c, log: c.Logger.WithField("node_id", c.NodeID), nudged: map[int64]time.Time{}}
+	n.retentionDays.Store(int64(c.RetentionDays))
 	n.members = newMembership(st, &n.cfg)
 	ec := func(name string) ElectorConfig {
 		return ElectorConfig{

@@ -134,10 +134,12 @@ func (n *Node) ResetJob(ctx context.Context, id int64) (*models.Job, error) {
 // none are left, or this node stops leading. It pauses briefly between
 // batches so fires and claims on the same tables get their turn.
 func (n *Node) retain(ctx context.Context, leading func() bool) (int, error) {
-	if n.cfg.RetentionDays <= 0 {
+	days := n.RetentionDays()
+	if days <= 0 {
 		return 0, nil
 	}
-	age := time.Duration(n.cfg.RetentionDays) * 24 * time.Hour
+	// days is at most MaxRetentionDays, so this cannot overflow.
+	age := time.Duration(days) * 24 * time.Hour
 	total := 0
 	for leading() {
 		got, err := n.st.DeleteFinishedJobs(ctx, age, n.cfg.RetentionBatch)
@@ -157,14 +159,14 @@ func (n *Node) retain(ctx context.Context, leading func() bool) (int, error) {
 		}
 	}
 	if total > 0 {
-		n.log.WithFields(logrus.Fields{"jobs": total, "retention_days": n.cfg.RetentionDays}).Info("deleted finished jobs past retention, with their logs")
+		n.log.WithFields(logrus.Fields{"jobs": total, "retention_days": days}).Info("deleted finished jobs past retention, with their logs")
 	}
 	gone, err := n.st.DeleteGoneNodes(ctx, age)
 	if err != nil {
 		return total, err
 	}
 	if gone > 0 {
-		n.log.WithFields(logrus.Fields{"nodes": gone, "retention_days": n.cfg.RetentionDays}).Info("deleted the rows of nodes gone for longer than retention")
+		n.log.WithFields(logrus.Fields{"nodes": gone, "retention_days": days}).Info("deleted the rows of nodes gone for longer than retention")
 	}
 	return total, nil
 }

@@ -77,3 +77,30 @@ func TestRetention(t *testing.T) {
 		require.Equal(t, []int64{keep.ID}, left)
 	})
 }
+
+// retention_days beyond a century is refused: days × 24h overflows
+// time.Duration past about 106751 days, and the overflowed age used to
+// delete every finished job. Changing it live is checked the same way.
+func TestRetentionDaysBounded(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		_, err := New(st, &Config{NodeID: "a", RetentionDays: 200000, Logger: testLogger()})
+		require.ErrorContains(t, err, "RetentionDays")
+
+		a := newTestNode(t, st, "a", clockwork.NewRealClock())
+		def := testdb.Definition(t, st, 1)
+		done := store.DBTime(time.Now().Add(-time.Minute))
+		job := models.Job{JobDefinitionID: def.ID, ScheduledAt: done, RunAt: done, Status: models.JobSucceeded, FinishedAt: &done}
+		require.NoError(t, st.DB().Create(&job).Error)
+		require.ErrorContains(t, a.SetRetentionDays(200000), "at most 36500")
+		require.ErrorContains(t, a.SetRetentionDays(-1), "negative")
+		require.Equal(t, 30, a.RetentionDays(), "a refused value leaves the previous one")
+		require.NoError(t, a.SetRetentionDays(MaxRetentionDays))
+		n, err := a.retain(ctx, func() bool { return true })
+		require.NoError(t, err)
+		require.Zero(t, n)
+		testdb.GetJob(t, st, job.ID)
+		require.Equal(t, MaxRetentionDays, a.RetentionDays())
+	})
+}

@@ -11,11 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/mail"
 	"os"
 	"reflect"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 )
@@ -54,6 +57,10 @@ type Config struct {
 	Cluster        Cluster        `yaml:"cluster"`
 	ShutdownGrace  Duration       `yaml:"shutdown_grace"`
 	RetentionDays  int            `yaml:"retention_days"`
+
+	// pinned are keys set by the environment or a flag (Pin): rows of the
+	// configurations table do not change them.
+	pinned map[string]bool
 }
 
 // Database selects the database.
@@ -136,9 +143,11 @@ func Load(file string, getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("--config %s: %w", file, err)
 		}
 	}
-	if err := applyEnv(reflect.ValueOf(&c).Elem(), "", getenv); err != nil {
+	set, err := applyEnv(reflect.ValueOf(&c).Elem(), "", getenv)
+	if err != nil {
 		return nil, err
 	}
+	c.Pin(set...)
 	if c.Node.ID == "" {
 		host, _ := os.Hostname()
 		c.Node.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
@@ -161,10 +170,15 @@ func decode(b []byte, c *Config) error {
 
 // applyEnv walks the struct by its yaml tags and overrides each leaf from
 // CHIME_<PATH>, so every key in chime.yaml has an environment form for free.
-func applyEnv(v reflect.Value, path string, getenv func(string) string) error {
+// It returns the keys it set.
+func applyEnv(v reflect.Value, path string, getenv func(string) string) ([]string, error) {
 	t := v.Type()
+	var set []string
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
 		key := f.Tag.Get("yaml")
 		name := key
 		if path != "" {
@@ -172,9 +186,11 @@ func applyEnv(v reflect.Value, path string, getenv func(string) string) error {
 		}
 		fv := v.Field(i)
 		if fv.Kind() == reflect.Struct {
-			if err := applyEnv(fv, name, getenv); err != nil {
-				return err
+			sub, err := applyEnv(fv, name, getenv)
+			if err != nil {
+				return nil, err
 			}
+			set = append(set, sub...)
 			continue
 		}
 		env := EnvName(name)
@@ -183,10 +199,11 @@ func applyEnv(v reflect.Value, path string, getenv func(string) string) error {
 			continue
 		}
 		if err := setValue(fv, raw); err != nil {
-			return fmt.Errorf("%s (%s=%q): %w", name, env, raw, err)
+			return nil, fmt.Errorf("%s (%s=%s): %w", name, env, quoteValue(name, raw), err)
 		}
+		set = append(set, name)
 	}
-	return nil
+	return set, nil
 }
 
 // EnvName returns the environment variable that overrides a key path such as "database.dsn".
@@ -224,10 +241,29 @@ func setValue(fv reflect.Value, raw string) error {
 	return nil
 }
 
+// problem is one invalid key, for Load's message or a refused row.
+type problem struct{ key, msg string }
+
 func (c *Config) validate() error {
 	var errs []error
+	for _, p := range c.problems() {
+		errs = append(errs, fmt.Errorf("%s (%s): %s", p.key, EnvName(p.key), p.msg))
+	}
+	return errors.Join(errs...)
+}
+
+// maxDuration bounds every duration: a day is far beyond any sensible
+// interval, and the engines derive longer windows from some of them (three
+// failover windows), which must not overflow.
+const maxDuration = Duration(24 * time.Hour)
+
+// problems checks everything a node checks at start, including what the
+// engines and the mailer would refuse later, so that a value accepted in a
+// configurations row cannot stop the next start.
+func (c *Config) problems() []problem {
+	var ps []problem
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s (%s): %s", key, EnvName(key), fmt.Sprintf(format, args...)))
+		ps = append(ps, problem{key, fmt.Sprintf(format, args...)})
 	}
 	switch c.Database.Driver {
 	case "sqlite", "mysql":
@@ -236,6 +272,9 @@ func (c *Config) validate() error {
 	}
 	if c.Database.DSN == "" {
 		bad("database.dsn", "must not be empty")
+	}
+	if c.Database.MaxOpenConns < 0 {
+		bad("database.max_open_conns", "must not be negative, got %d", c.Database.MaxOpenConns)
 	}
 	switch c.Log.Format {
 	case "text", "json":
@@ -248,8 +287,11 @@ func (c *Config) validate() error {
 		bad("log.level", "unknown level %q, want trace, debug, info, warn or error", c.Log.Level)
 	}
 	positive := func(key string, d Duration) {
-		if d <= 0 {
+		switch {
+		case d <= 0:
 			bad(key, "must be a positive duration, got %s", d.D())
+		case d > maxDuration:
+			bad(key, "must be at most %s, got %s", maxDuration.D(), d.D())
 		}
 	}
 	positive("scheduleengine.sync_interval", c.ScheduleEngine.SyncInterval)
@@ -258,57 +300,80 @@ func (c *Config) validate() error {
 	positive("taskengine.control_interval", c.TaskEngine.ControlInterval)
 	positive("cluster.heartbeat", c.Cluster.Heartbeat)
 	positive("cluster.failover_after", c.Cluster.FailoverAfter)
-	if c.ShutdownGrace < 0 {
-		bad("shutdown_grace", "must not be negative")
+	if c.ScheduleEngine.BatchWait < 0 || c.ScheduleEngine.BatchWait > maxDuration {
+		bad("scheduleengine.batch_wait", "must be between 0 and %s, got %s", maxDuration.D(), c.ScheduleEngine.BatchWait.D())
+	}
+	if c.ShutdownGrace < 0 || c.ShutdownGrace > maxDuration {
+		bad("shutdown_grace", "must be between 0 and %s, got %s", maxDuration.D(), c.ShutdownGrace.D())
 	}
 	if c.Cluster.FailoverAfter > 0 && c.Cluster.FailoverAfter <= c.Cluster.Heartbeat {
 		bad("cluster.failover_after", "must be longer than cluster.heartbeat (%s)", c.Cluster.Heartbeat.D())
 	}
-	if c.TaskEngine.PoolSize <= 0 {
-		bad("taskengine.pool_size", "must be at least 1, got %d", c.TaskEngine.PoolSize)
+	between := func(key string, v, lo, hi int) {
+		if v < lo || v > hi {
+			bad(key, "must be between %d and %d, got %d", lo, hi, v)
+		}
 	}
-	if c.ScheduleEngine.BatchSize <= 0 {
-		bad("scheduleengine.batch_size", "must be at least 1, got %d", c.ScheduleEngine.BatchSize)
-	}
-	if c.ScheduleEngine.FireAllCap <= 0 {
-		bad("scheduleengine.fire_all_cap", "must be at least 1, got %d", c.ScheduleEngine.FireAllCap)
-	}
-	if c.RetentionDays < 0 {
-		bad("retention_days", "must not be negative")
-	}
-	switch c.SMTP.TLS {
-	case "none", "starttls", "tls":
-	default:
-		bad("smtp.tls", "unknown mode %q, want none, starttls or tls", c.SMTP.TLS)
-	}
-	if c.SMTP.Port <= 0 || c.SMTP.Port > 65535 {
-		bad("smtp.port", "out of range: %d", c.SMTP.Port)
-	}
-	return errors.Join(errs...)
+	between("taskengine.pool_size", c.TaskEngine.PoolSize, 1, MaxPoolSize)
+	between("scheduleengine.batch_size", c.ScheduleEngine.BatchSize, 1, MaxBatchSize)
+	between("scheduleengine.fire_all_cap", c.ScheduleEngine.FireAllCap, 1, MaxFireAllCap)
+	// 0 keeps finished jobs forever; past the maximum, days × 24h
+	// overflows time.Duration into an age that deletes every finished job.
+	between("retention_days", c.RetentionDays, 0, MaxRetentionDays)
+	ps = append(ps, c.SMTP.problems()...)
+	return ps
 }
 
-// ApplySettings overrides keys from settings, a map of key paths such as
-// "smtp.from" to values (the configurations table), then re-applies the
-// environment (os.Getenv when getenv is nil) so CHIME_* still wins, and
-// validates. Names that are not configuration keys are ignored: the table
-// may hold settings of other components.
-func (c *Config) ApplySettings(settings map[string]string, getenv func(string) string) error {
-	if getenv == nil {
-		getenv = os.Getenv
+// problems checks the smtp section as the mailer does when smtp.host is
+// set (with no host, email is off and the rest is not used).
+func (s *SMTP) problems() []problem {
+	var ps []problem
+	bad := func(key, format string, args ...any) {
+		ps = append(ps, problem{key, fmt.Sprintf(format, args...)})
 	}
-	for key, raw := range settings {
-		fv, ok := field(reflect.ValueOf(c).Elem(), strings.Split(key, "."))
-		if !ok {
-			continue
+	switch s.TLS {
+	case "none", "starttls", "tls":
+	default:
+		bad("smtp.tls", "unknown mode %q, want none, starttls or tls", s.TLS)
+	}
+	if s.Port <= 0 || s.Port > 65535 {
+		bad("smtp.port", "out of range: %d", s.Port)
+	}
+	if strings.IndexFunc(s.Host, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		bad("smtp.host", "must not contain white space or control characters")
+	}
+	if strings.IndexFunc(s.Username, unicode.IsControl) >= 0 {
+		bad("smtp.username", "must not contain control characters")
+	}
+	if strings.IndexFunc(s.Password, func(r rune) bool { return r == '\r' || r == '\n' || r == 0 }) >= 0 {
+		bad("smtp.password", "must not contain line breaks or NUL")
+	}
+	if s.From != "" {
+		if _, err := mail.ParseAddress(s.From); err != nil {
+			bad("smtp.from", "%q is not an email address: %v", s.From, err)
 		}
-		if err := setValue(fv, raw); err != nil {
-			return fmt.Errorf("%s (configurations table, %q): %w", key, raw, err)
-		}
 	}
-	if err := applyEnv(reflect.ValueOf(c).Elem(), "", getenv); err != nil {
-		return err
+	if s.Host == "" {
+		return ps
 	}
-	return c.validate()
+	if s.From == "" {
+		bad("smtp.from", "required when smtp.host is set (the sender address)")
+	}
+	if s.Password != "" && s.Username == "" {
+		bad("smtp.username", "required when smtp.password is set")
+	}
+	if s.TLS == "none" && s.Username != "" && !isLoopback(s.Host) {
+		bad("smtp.tls", "none would send the password in clear to %s; use starttls or tls", s.Host)
+	}
+	return ps
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Keys lists every configuration key path, in file order.
@@ -318,6 +383,9 @@ func Keys() []string {
 	walk = func(t reflect.Type, path string) {
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
 			name := f.Tag.Get("yaml")
 			if path != "" {
 				name = path + "." + name
@@ -340,7 +408,7 @@ func field(v reflect.Value, path []string) (reflect.Value, bool) {
 		}
 		found := false
 		for i := 0; i < v.NumField(); i++ {
-			if v.Type().Field(i).Tag.Get("yaml") == p {
+			if f := v.Type().Field(i); f.IsExported() && f.Tag.Get("yaml") == p {
 				v, found = v.Field(i), true
 				break
 			}

@@ -90,21 +90,158 @@ func TestUnknownKeyInFile(t *testing.T) {
 	require.ErrorContains(t, err, "pool_sise")
 }
 
-func TestApplySettings(t *testing.T) {
+func TestWithSettings(t *testing.T) {
+	t.Parallel()
+	c, err := Load("", env(map[string]string{"CHIME_LOG_LEVEL": "error"}))
+	require.NoError(t, err)
+	got, refused := c.WithSettings(map[string]string{
+		"smtp.from":            "chime@example.com",
+		"taskengine.pool_size": "7",
+		"log.level":            "debug",
+		" retention_days ":     "90",
+	})
+	require.Empty(t, refused)
+	require.Equal(t, "chime@example.com", got.SMTP.From)
+	require.Equal(t, 7, got.TaskEngine.PoolSize)
+	require.Equal(t, 90, got.RetentionDays, "names are trimmed as plain SQL may leave spaces")
+	require.Equal(t, "error", got.Log.Level, "the environment wins over the table")
+	require.Equal(t, 16, c.TaskEngine.PoolSize, "the receiver is left alone")
+
+	got.Pin("taskengine.pool_size")
+	again, refused := got.WithSettings(map[string]string{"taskengine.pool_size": "9"})
+	require.Empty(t, refused)
+	require.Equal(t, 7, again.TaskEngine.PoolSize, "a pinned key (a flag) wins over the table")
+	require.Contains(t, Keys(), "smtp.tls")
+	require.NotContains(t, Keys(), "pinned")
+}
+
+// A bad row is refused with its key and reason, and the value from the file
+// or environment stays; the other rows still apply.
+func TestWithSettingsRefusesBadRows(t *testing.T) {
 	t.Parallel()
 	c, err := Load("", env(nil))
 	require.NoError(t, err)
-	require.NoError(t, c.ApplySettings(map[string]string{
-		"smtp.from":            "chime@example.com",
-		"taskengine.pool_size": "7",
-		"not.a.key":            "ignored",
-		"log.level":            "debug",
-	}, env(map[string]string{"CHIME_LOG_LEVEL": "error"})))
-	require.Equal(t, "chime@example.com", c.SMTP.From)
-	require.Equal(t, 7, c.TaskEngine.PoolSize)
-	require.Equal(t, "error", c.Log.Level, "the environment wins over the table")
+	const secret = "s3cret-pass"
+	got, refused := c.WithSettings(map[string]string{
+		"taskengine.poolsize":      "8",
+		"taskengine.pool_size":     "lots",
+		"node.id":                  "evil",
+		"api.token":                "stolen",
+		"database.dsn":             "root:pw@tcp(evil:3306)/x",
+		"smtp.password":            secret + "\n",
+		"retention_days":           "200000",
+		"taskengine.poll_interval": "250ms",
+	})
+	require.Equal(t, 250*time.Millisecond, got.TaskEngine.PollInterval.D())
+	require.Equal(t, 16, got.TaskEngine.PoolSize)
+	require.Equal(t, 30, got.RetentionDays)
+	require.Equal(t, c.Node.ID, got.Node.ID)
+	require.Empty(t, got.API.Token)
+	require.Empty(t, got.SMTP.Password)
+	byKey := map[string]*SettingError{}
+	for _, e := range refused {
+		byKey[e.Key] = e
+		require.NotContains(t, e.Error(), secret, "a secret's value never appears in a message")
+		require.NotContains(t, e.Error(), "stolen")
+		require.NotContains(t, e.Error(), "root:pw")
+	}
+	require.Len(t, byKey, 7)
+	require.True(t, byKey["taskengine.poolsize"].Unknown)
+	require.Equal(t, []string{"taskengine.pool_size"}, byKey["taskengine.poolsize"].Suggestions)
+	require.ErrorContains(t, byKey["taskengine.poolsize"], "did you mean taskengine.pool_size?")
+	require.ErrorContains(t, byKey["taskengine.pool_size"], "not a whole number")
+	for _, k := range []string{"node.id", "api.token", "database.dsn"} {
+		require.ErrorContains(t, byKey[k], "only in the configuration file or by "+EnvName(k))
+	}
+	require.ErrorContains(t, byKey["smtp.password"], "line breaks")
+	require.ErrorContains(t, byKey["retention_days"], "between 0 and 36500")
+}
 
-	err = c.ApplySettings(map[string]string{"taskengine.pool_size": "lots"}, env(nil))
-	require.ErrorContains(t, err, "taskengine.pool_size (configurations table")
-	require.Contains(t, Keys(), "smtp.tls")
+// Rows valid only together apply whatever their order.
+func TestWithSettingsAcrossKeys(t *testing.T) {
+	t.Parallel()
+	c, err := Load("", env(nil))
+	require.NoError(t, err)
+	got, refused := c.WithSettings(map[string]string{
+		"cluster.failover_after": "3s", // < the default heartbeat, 5s
+		"cluster.heartbeat":      "1s",
+		"smtp.host":              "mail.example.com", // needs smtp.from
+		"smtp.from":              "chime@example.com",
+	})
+	require.Empty(t, refused)
+	require.Equal(t, 3*time.Second, got.Cluster.FailoverAfter.D())
+	require.Equal(t, "mail.example.com", got.SMTP.Host)
+
+	_, refused = c.WithSettings(map[string]string{"smtp.host": "mail.example.com", "smtp.from": "not an address"})
+	require.Len(t, refused, 2)
+	require.ErrorContains(t, refused[0], "not an email address")
+	require.ErrorContains(t, refused[1], "smtp.from: required when smtp.host is set")
+}
+
+// retention_days past a century is refused at start and as a row: days ×
+// 24h overflowed time.Duration and deleted every finished job.
+func TestRetentionDaysBounded(t *testing.T) {
+	t.Parallel()
+	_, err := Load("", env(map[string]string{"CHIME_RETENTION_DAYS": "200000"}))
+	require.ErrorContains(t, err, "retention_days (CHIME_RETENTION_DAYS): must be between 0 and 36500")
+	c, err := Load("", env(map[string]string{"CHIME_RETENTION_DAYS": "36500"}))
+	require.NoError(t, err)
+	require.Equal(t, MaxRetentionDays, c.RetentionDays)
+	require.ErrorContains(t, c.CheckSetting("retention_days", "106752"), "between 0 and 36500")
+}
+
+func TestCheckSetting(t *testing.T) {
+	t.Parallel()
+	c, err := Load("", env(map[string]string{"CHIME_TASKENGINE_POOL_SIZE": "4"}))
+	require.NoError(t, err)
+	require.Nil(t, c.CheckSetting("taskengine.pool_size", "8"), "a key pinned here may still be set for other nodes")
+	require.ErrorContains(t, c.CheckSetting("taskengine.pool_size", "0"), "between 1 and 10000")
+	require.ErrorContains(t, c.CheckSetting("taskengine.pool_size", "100000000"), "between 1 and 10000")
+	require.ErrorContains(t, c.CheckSetting("taskengine.poll_interval", "1000h"), "at most 24h")
+	e := c.CheckSetting("pool_size", "8")
+	require.True(t, e.Unknown)
+	require.Contains(t, e.Suggestions, "taskengine.pool_size")
+	require.Empty(t, c.CheckSetting("completely.different", "1").Suggestions)
+	require.Nil(t, c.CheckSetting("smtp.password", "x"), "no host: email is off and the password waits for one")
+	require.ErrorContains(t, c.CheckSetting("smtp.host", "mail.example.com"), "smtp.from: required")
+}
+
+func TestSecretsAndLiveKeys(t *testing.T) {
+	t.Parallel()
+	for _, k := range []string{"smtp.password", "api.token", "database.dsn", "vendor.api_secret", "X_TOKEN"} {
+		require.True(t, IsSecret(k), k)
+		require.Equal(t, Redacted, RedactValue(k, "v"), k)
+	}
+	require.Empty(t, RedactValue("smtp.password", ""))
+	require.Equal(t, "587", RedactValue("smtp.port", "587"))
+	for _, k := range liveKeys {
+		require.Contains(t, Keys(), k)
+		require.False(t, IsFileOnly(k), k)
+	}
+	for _, k := range secretKeys {
+		require.Contains(t, Keys(), k)
+	}
+	require.True(t, IsFileOnly("api.addr"))
+	require.False(t, IsFileOnly("api.nope"))
+	_, err := Load("", env(map[string]string{"CHIME_SMTP_PORT": "x", "CHIME_SMTP_PASSWORD": "hunter2"}))
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "hunter2")
+}
+
+func TestValue(t *testing.T) {
+	t.Parallel()
+	c, err := Load("", env(nil))
+	require.NoError(t, err)
+	for _, k := range Keys() {
+		v, ok := c.Value(k)
+		require.True(t, ok, k)
+		if IsFileOnly(k) {
+			continue
+		}
+		require.Nil(t, c.CheckSetting(k, v), "%s: a value read back is a value that can be set", k)
+	}
+	v, _ := c.Value("taskengine.poll_interval")
+	require.Equal(t, "4s", v)
+	_, ok := c.Value("taskengine")
+	require.False(t, ok)
 }

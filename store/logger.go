@@ -10,9 +10,11 @@ import (
 	gormlogger "gorm.io/gorm/logger"
 )
 
-// gormLogger routes GORM's lines into logrus: errors at error level (but not
-// "record not found", which callers handle), slow queries at warn, and every
-// statement at trace.
+// gormLogger routes GORM's lines into logrus: failed statements at debug
+// (but not "record not found", which callers handle), slow queries at warn,
+// and every statement at trace. Statements keep their placeholders: bound
+// values can be credentials (an smtp.password row, a task's params), and
+// logs travel further than the database does.
 type gormLogger struct {
 	log  logrus.FieldLogger
 	slow time.Duration
@@ -24,6 +26,14 @@ func NewGormLogger(log logrus.FieldLogger, slow time.Duration) gormlogger.Interf
 }
 
 func (l *gormLogger) LogMode(gormlogger.LogLevel) gormlogger.Interface { return l }
+
+var _ gorm.ParamsFilter = (*gormLogger)(nil)
+
+// ParamsFilter drops the bound values before GORM renders a statement for
+// Trace, so the logged SQL shows "?" where each value went.
+func (l *gormLogger) ParamsFilter(_ context.Context, sql string, _ ...any) (string, []any) {
+	return sql, nil
+}
 
 func (l *gormLogger) Info(_ context.Context, msg string, args ...any) {
 	l.log.Infof(msg, args...)

@@ -13,6 +13,16 @@ import (
 // finishedStatuses are the states no engine moves a job out of.
 var finishedStatuses = []models.JobStatus{models.JobSucceeded, models.JobFailed, models.JobStopped, models.JobCanceled}
 
+// checkAge refuses an age that would put the cutoff at or after now, which
+// would delete every finished row: days × 24h overflowing time.Duration
+// turns a huge retention into just such a negative age.
+func checkAge(olderThan time.Duration) error {
+	if olderThan <= 0 {
+		return fmt.Errorf("age must be positive, got %s", olderThan)
+	}
+	return nil
+}
+
 // DeleteFinishedJobs deletes at most batch finished jobs whose finished_at
 // is older than olderThan by the database's clock, with their job_logs, in
 // one transaction, and returns how many jobs went. Callers loop until it
@@ -23,6 +33,9 @@ var finishedStatuses = []models.JobStatus{models.JobSucceeded, models.JobFailed,
 // safe because the schedule engine never fires a time before the trigger's
 // last_fire_at again.
 func (s *Store) DeleteFinishedJobs(ctx context.Context, olderThan time.Duration, batch int) (int, error) {
+	if err := checkAge(olderThan); err != nil {
+		return 0, fmt.Errorf("delete finished jobs: %w", err)
+	}
 	if batch <= 0 {
 		batch = 500
 	}
@@ -67,6 +80,9 @@ func (s *Store) DeleteFinishedJobs(ctx context.Context, olderThan time.Duration,
 // defaults to hostname-pid, so every restart adds a row; without this the
 // table would only grow.
 func (s *Store) DeleteGoneNodes(ctx context.Context, olderThan time.Duration) (int, error) {
+	if err := checkAge(olderThan); err != nil {
+		return 0, fmt.Errorf("delete gone nodes: %w", err)
+	}
 	now, err := s.DBNow(ctx)
 	if err != nil {
 		return 0, err

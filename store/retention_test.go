@@ -70,3 +70,34 @@ func TestDeleteFinishedJobsInBatches(t *testing.T) {
 		require.Equal(t, []string{"alive", "holding", "recent"}, ids)
 	})
 }
+
+// A non-positive age would put the cutoff at or after now and delete every
+// finished job; 200000 days of hours overflows time.Duration into just that.
+func TestDeleteFinishedJobsRefusesNonPositiveAge(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		def := testdb.Definition(t, st, 1)
+		done := store.DBTime(time.Now().Add(-time.Minute))
+		job := models.Job{JobDefinitionID: def.ID, ScheduledAt: done, RunAt: done, Status: models.JobSucceeded, FinishedAt: &done}
+		require.NoError(t, st.DB().Create(&job).Error)
+		require.NoError(t, st.RegisterNode(ctx, &store.RegisterNodeParams{ID: "gone"}))
+		require.NoError(t, st.SetNodeStatus(ctx, "gone", store.NodeStopped))
+
+		days := 200000 // a variable: as a constant the compiler refuses the overflow
+		overflowed := time.Duration(days) * 24 * time.Hour
+		require.Negative(t, overflowed, "the overflow this test guards against")
+		for _, age := range []time.Duration{overflowed, 0, -time.Hour} {
+			n, err := st.DeleteFinishedJobs(ctx, age, 10)
+			require.ErrorContains(t, err, "must be positive", age)
+			require.Zero(t, n)
+			gone, err := st.DeleteGoneNodes(ctx, age)
+			require.ErrorContains(t, err, "must be positive", age)
+			require.Zero(t, gone)
+		}
+		testdb.GetJob(t, st, job.ID)
+		var nodes int64
+		require.NoError(t, st.DB().Model(&models.Node{}).Count(&nodes).Error)
+		require.EqualValues(t, 1, nodes)
+	})
+}

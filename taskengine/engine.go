@@ -35,6 +35,12 @@ type Engine struct {
 	slotFreed chan struct{} // a run ended: size 1
 	inflight  atomic.Int64  // claimed jobs not yet finished; never above PoolSize
 
+	// poolSize and pollInterval start as cfg's and change with
+	// SetPoolSize and SetPollInterval (a configurations row); retune tells
+	// the poll loop to re-arm its timer.
+	poolSize, pollInterval atomic.Int64
+	retune                 chan struct{}
+
 	mu    sync.Mutex
 	state int
 	runs  map[int64]*activeRun // running jobs, for control requests
@@ -81,7 +87,10 @@ func newEngine(st jobStore, cfg Config) (*Engine, error) {
 		runs:       map[int64]*activeRun{},
 		stopDone:   make(chan struct{}),
 		waitLogged: map[int64]bool{},
+		retune:     make(chan struct{}, 1),
 	}
+	e.poolSize.Store(int64(cfg.PoolSize))
+	e.pollInterval.Store(int64(cfg.PollInterval))
 	e.logs = newLogWriter(st, e.log)
 	e.jobLog = newJobLogger(e.logs, cfg.Logger)
 	// Batches of a pool's worth: every running job can finish in one flush.
@@ -89,6 +98,47 @@ func newEngine(st jobStore, cfg Config) (*Engine, error) {
 	e.starter = newBatcher(size, e.flushStarts)
 	e.completer = newBatcher(size, e.flushCompletions)
 	return e, nil
+}
+
+// PoolSize returns the most jobs this engine runs at once.
+func (e *Engine) PoolSize() int { return int(e.poolSize.Load()) }
+
+// PollInterval returns how often the engine polls when nothing wakes it.
+func (e *Engine) PollInterval() time.Duration { return time.Duration(e.pollInterval.Load()) }
+
+// SetPoolSize changes how many jobs run at once, on a running engine too:
+// growing lets the poll loop claim for the new workers at once; shrinking
+// lets running jobs finish and claims no more until fewer than n run.
+func (e *Engine) SetPoolSize(n int) error {
+	if n < 1 {
+		return fmt.Errorf("taskengine: pool size must be at least 1, got %d", n)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.poolSize.Store(int64(n))
+	if e.pool != nil && e.state == stateStarted {
+		e.pool.Tune(n)
+		metrics.PoolCapacity.Set(float64(n))
+	}
+	select {
+	case e.slotFreed <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// SetPollInterval changes the poll interval, on a running engine too; the
+// next poll comes within the new interval.
+func (e *Engine) SetPollInterval(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("taskengine: poll interval must be positive, got %s", d)
+	}
+	e.pollInterval.Store(int64(d))
+	select {
+	case e.retune <- struct{}{}:
+	default:
+	}
+	return nil
 }
 
 // Wake asks the engine to look for due jobs now instead of at the next
@@ -125,7 +175,7 @@ func (e *Engine) Start(ctx context.Context) error {
 			"released": len(rec.Released), "retried": len(rec.Retried), "failed": len(rec.Failed), "stopped": len(rec.Stopped),
 		}).Warn("recovered jobs left by a previous process of this node")
 	}
-	pool, err := ants.NewPool(e.cfg.PoolSize, ants.WithPanicHandler(func(v any) {
+	pool, err := ants.NewPool(e.PoolSize(), ants.WithPanicHandler(func(v any) {
 		// run recovers task panics itself; this only catches engine bugs.
 		e.log.Errorf("panic in a pool worker: %v", v)
 	}))
@@ -141,7 +191,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.flushCtx, e.flushCancel = context.WithCancel(base)
 	e.stopStarter, e.stopCompleter, e.stopLogs = make(chan struct{}), make(chan struct{}), make(chan struct{})
 
-	metrics.PoolCapacity.Set(float64(e.cfg.PoolSize))
+	metrics.PoolCapacity.Set(float64(e.PoolSize()))
 	e.logsWG.Add(1)
 	go func() { defer e.logsWG.Done(); e.logs.run(e.flushCtx, e.stopLogs) }()
 	e.completerWG.Add(1)
@@ -153,7 +203,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.pollWG.Add(1)
 	go func() { defer e.pollWG.Done(); e.pollLoop(e.fetchCtx) }()
 	e.state = stateStarted
-	e.log.WithFields(logrus.Fields{"pool_size": e.cfg.PoolSize, "poll_interval": e.cfg.PollInterval}).Info("task engine started")
+	e.log.WithFields(logrus.Fields{"pool_size": e.PoolSize(), "poll_interval": e.PollInterval()}).Info("task engine started")
 	return nil
 }
 

@@ -39,7 +39,7 @@ type claimResult struct {
 // workers are free for it. It decides every claim; the claims themselves
 // run on their own goroutines, at most maxClaims at once.
 func (e *Engine) pollLoop(ctx context.Context) {
-	timer := e.cfg.Clock.NewTimer(jitter(e.cfg.PollInterval))
+	timer := e.cfg.Clock.NewTimer(jitter(e.PollInterval()))
 	defer timer.Stop()
 	results := make(chan claimResult, maxClaims)
 	var claims sync.WaitGroup
@@ -59,10 +59,11 @@ func (e *Engine) pollLoop(ctx context.Context) {
 	for {
 		more := seen < gen || backlog
 		if more && inFlight < maxClaims {
-			free := e.cfg.PoolSize - int(e.inflight.Load())
+			size := e.PoolSize()
+			free := size - int(e.inflight.Load())
 			// Under a backlog wait for half the pool, unless nothing is
 			// claiming and the cooldown is over.
-			enough := free > 0 && (!backlog || free >= max(e.cfg.PoolSize/2, 1) || (inFlight == 0 && cooledDown))
+			enough := free > 0 && (!backlog || free >= max(size/2, 1) || (inFlight == 0 && cooledDown))
 			if enough {
 				if cooling {
 					cooldown.Stop()
@@ -106,8 +107,10 @@ func (e *Engine) pollLoop(ctx context.Context) {
 		case <-cooldown.C:
 			cooling, cooledDown = false, true
 		case <-timer.Chan():
-			timer.Reset(jitter(e.cfg.PollInterval))
+			timer.Reset(jitter(e.PollInterval()))
 			gen++
+		case <-e.retune:
+			timer.Reset(jitter(e.PollInterval()))
 		case <-e.wake:
 			gen++
 		}

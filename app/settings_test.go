@@ -1,0 +1,146 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/sirupsen/logrus"
+	"github.com/sirupsen/logrus/hooks/test"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/configs"
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/tasks"
+)
+
+// startNode runs a node (task engine, cluster, API; no scheduler) on st,
+// its settings watcher on clock.
+func startNode(t *testing.T, st *store.Store, id string, clock clockwork.Clock) (*node, *test.Hook) {
+	t.Helper()
+	env := map[string]string{"CHIME_NODE_ID": id, "CHIME_API_ADDR": "127.0.0.1:0", "CHIME_SCHEDULEENGINE_ENABLED": "false"}
+	cfg, err := configs.Load("", func(k string) string { return env[k] })
+	require.NoError(t, err)
+	log, hook := test.NewNullLogger()
+	log.SetLevel(logrus.InfoLevel)
+	base := *cfg
+	n := &node{cfg: cfg, base: &base, log: log, st: st, clock: clock}
+	ctx := context.Background()
+	require.NoError(t, n.loadSettings(ctx))
+	require.NoError(t, n.start(ctx, Options{Registry: tasks.NewRegistry()}))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, n.stop(ctx))
+	})
+	return n, hook
+}
+
+// A configurations row for a live setting takes effect on every node within
+// the sync interval; a bad row written with plain SQL is logged with its key
+// and ignored, and the nodes keep running with their previous value.
+func TestLiveSettingsOnTwoNodes(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		clock := clockwork.NewFakeClock()
+		n1, hook1 := startNode(t, st, "n1", clock)
+		n2, hook2 := startNode(t, st, "n2", clock)
+		nodes := []*node{n1, n2}
+		for _, n := range nodes {
+			require.Equal(t, 16, n.tasks.PoolSize())
+			require.Equal(t, 4*time.Second, n.tasks.PollInterval())
+		}
+
+		// Through the API of one node, as an admin would.
+		for _, kv := range [][2]string{
+			{"taskengine.pool_size", "3"}, {"taskengine.poll_interval", "750ms"},
+			{"retention_days", "7"}, {"log.level", "debug"}, {"scheduleengine.fire_all_cap", "5"},
+		} {
+			rec := httptest.NewRecorder()
+			n1.api.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPut, "/api/v1/configurations/"+kv[0],
+				strings.NewReader(`{"value":"`+kv[1]+`"}`)))
+			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		}
+		// With plain SQL, past the API's checks.
+		admin := st.Admin()
+		ctx := context.Background()
+		require.NoError(t, admin.SetConfiguration(ctx, &models.Configuration{Name: "taskengine.poolsize", Value: "8"}))
+		require.NoError(t, admin.SetConfiguration(ctx, &models.Configuration{Name: "node.id", Value: "evil"}))
+		require.NoError(t, admin.SetConfiguration(ctx, &models.Configuration{Name: "taskengine.poll_interval", Value: "750ms"}))
+
+		interval := n1.cfg.ScheduleEngine.SyncInterval.D()
+		require.Eventually(t, func() bool {
+			clock.Advance(interval)
+			for _, n := range nodes {
+				if n.tasks.PoolSize() != 3 || n.tasks.PollInterval() != 750*time.Millisecond ||
+					n.cluster.RetentionDays() != 7 || n.log.GetLevel() != logrus.DebugLevel {
+					return false
+				}
+			}
+			return true
+		}, 20*time.Second, 20*time.Millisecond, "both nodes apply the rows within the sync interval")
+
+		for _, h := range []*test.Hook{hook1, hook2} {
+			warned := map[string]string{}
+			for _, e := range h.AllEntries() {
+				if k, ok := e.Data["key"].(string); ok && e.Level == logrus.WarnLevel {
+					warned[k] = e.Message
+				}
+			}
+			require.Contains(t, warned["taskengine.poolsize"], "did you mean taskengine.pool_size?")
+			require.Contains(t, warned["node.id"], "only in the configuration file or by CHIME_NODE_ID")
+			require.Contains(t, warned["scheduleengine.fire_all_cap"], "takes effect at restart")
+		}
+		require.Equal(t, "n1", n1.cfg.Node.ID)
+
+		// A bad value for a live key: logged, and the previous value stays.
+		require.NoError(t, admin.SetConfiguration(ctx, &models.Configuration{Name: "taskengine.pool_size", Value: "0"}))
+		require.Eventually(t, func() bool {
+			clock.Advance(interval)
+			for _, h := range []*test.Hook{hook1, hook2} {
+				found := false
+				for _, e := range h.AllEntries() {
+					found = found || (e.Data["key"] == "taskengine.pool_size" && e.Level == logrus.WarnLevel)
+				}
+				if !found {
+					return false
+				}
+			}
+			return true
+		}, 20*time.Second, 20*time.Millisecond)
+		for _, n := range nodes {
+			require.Equal(t, 3, n.tasks.PoolSize())
+		}
+	})
+}
+
+// A node starts whatever rows plain SQL left in the table: bad ones are
+// logged and ignored (it used to refuse to start), good ones apply.
+func TestStartWithBadRows(t *testing.T) {
+	t.Parallel()
+	st := testdb.Open(t, store.SQLite)
+	admin := st.Admin()
+	ctx := context.Background()
+	for _, c := range []models.Configuration{
+		{Name: "taskengine.pool_size", Value: "lots"}, {Name: "retention_days", Value: "200000"},
+		{Name: "taskengine.poll_interval", Value: "1s"}, {Name: "smtp.password", Value: "hunter2"},
+		{Name: "smtp.host", Value: "mail.example.com"},
+	} {
+		require.NoError(t, admin.SetConfiguration(ctx, &c))
+	}
+	n, hook := startNode(t, st, "n1", clockwork.NewFakeClock())
+	require.Equal(t, 16, n.tasks.PoolSize())
+	require.Equal(t, time.Second, n.tasks.PollInterval())
+	require.Equal(t, 30, n.cluster.RetentionDays())
+	require.Empty(t, n.cfg.SMTP.Host, "smtp.host without smtp.from is refused")
+	for _, e := range hook.AllEntries() {
+		s, _ := e.String()
+		require.NotContains(t, s, "hunter2")
+	}
+}

@@ -1,0 +1,68 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+)
+
+// lockedBuffer is a log sink the test can read while the store writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Bound values can be credentials (an smtp.password row, a task's params),
+// so statements are logged with their placeholders, even at trace level and
+// when a statement fails.
+func TestSQLLogsHoldNoBoundValues(t *testing.T) {
+	t.Parallel()
+	for _, d := range testdb.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			cfg := testdb.Config(t, d)
+			var out lockedBuffer
+			log := logrus.New()
+			log.SetOutput(&out)
+			log.SetLevel(logrus.TraceLevel)
+			cfg.Logger = log
+			ctx := context.Background()
+			st, err := store.Open(ctx, cfg)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = st.Close() })
+			_, err = st.Migrate(ctx)
+			require.NoError(t, err)
+
+			const secret = "hunter2-do-not-log"
+			require.NoError(t, st.Admin().SetConfiguration(ctx, &models.Configuration{Name: "smtp.password", Value: secret}))
+			_, err = st.Admin().GetConfiguration(ctx, secret)
+			require.Error(t, err)
+			require.Error(t, st.DB().Exec("SELECT * FROM no_such_table WHERE x = ?", secret).Error)
+
+			logged := out.String()
+			require.Contains(t, logged, "configurations", "statements are still logged at trace")
+			require.Contains(t, logged, "no_such_table", "failed statements are still logged")
+			require.NotContains(t, logged, secret)
+		})
+	}
+}
