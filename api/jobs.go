@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -94,25 +95,93 @@ func (s *Server) stopJob(w http.ResponseWriter, r *http.Request) *apiError {
 }
 
 // resetJob is the admin's repair for a job stuck in queued, running or
-// paused (say, on a node that will never come back): it goes back to
-// pending for another attempt, as failover would do. A pending job is left
-// as it is; a finished one is a 409.
+// paused on a node that will not finish it: it goes back to pending for
+// another attempt, as failover would do. A job whose node is alive and
+// beating, and which itself was heard from within the failover window, is
+// a 409: the old run would go on beside the new one and could no longer be
+// stopped. ?force=true is for a job stuck on a live node: it asks the run
+// to stop, waits up to ForceResetWait for the node to act, and then resets
+// whatever is left. A job that stopped on the request is answered as it is
+// (status stopped), not reset. A pending job is left as it is; a finished
+// one is a 409.
 func (s *Server) resetJob(w http.ResponseWriter, r *http.Request) *apiError {
 	id, e := pathID(r, "job")
 	if e != nil {
 		return e
 	}
-	j, err := s.cfg.Store.ResetJob(r.Context(), id, "an admin via the API")
+	force := false
+	for name, vals := range r.URL.Query() {
+		if name != "force" {
+			return badRequest(name, "unknown query parameter %q; reset takes force", name)
+		}
+		v, err := strconv.ParseBool(vals[0])
+		if err != nil || len(vals) > 1 {
+			return badRequest("force", "force must be true or false, given once")
+		}
+		force = v
+	}
+	const who = "an admin via the API"
+	var (
+		j   *models.Job
+		err error
+	)
+	if force {
+		j, err = s.forceReset(r, id, who)
+	} else {
+		j, err = s.cfg.Store.ResetSilentJob(r.Context(), id, who, s.cfg.FailoverAfter)
+	}
 	if err != nil {
 		return s.fromStore(r, err, "a job")
 	}
-	s.log.WithFields(logrus.Fields{"job_id": id, "status": string(j.Status)}).Info("api: job reset")
-	if s.cfg.OnJobsAdded != nil {
-		s.cfg.OnJobsAdded()
+	s.log.WithFields(logrus.Fields{"job_id": id, "status": string(j.Status), "force": force}).Info("api: job reset")
+	if j.Status == models.JobPending {
+		s.jobsAdded()
 	}
 	writeJSON(w, http.StatusOK, j)
 	return nil
 }
+
+// forceReset asks the job to stop, polls until its node acted or
+// ForceResetWait passed, then resets it unless it finished meanwhile.
+func (s *Server) forceReset(r *http.Request, id int64, who string) (*models.Job, error) {
+	ctx := r.Context()
+	j, err := s.cfg.Store.AskJobToStop(ctx, id, who)
+	switch {
+	case err != nil:
+		return nil, err
+	case j.Status.Finished():
+		return nil, fmt.Errorf("job %d is %s: %w", id, j.Status, store.ErrJobState)
+	case j.Status == models.JobPending:
+		return j, nil
+	}
+	// The node acts on control within its control interval (1s by
+	// default); a task's Stop may take its own grace period.
+	deadline := time.NewTimer(s.cfg.ForceResetWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(forcePoll)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-deadline.C:
+			break wait
+		case <-tick.C:
+			j, err = s.cfg.Store.Admin().GetJob(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			if j.Status.Finished() || j.Status == models.JobPending {
+				return j, nil
+			}
+		}
+	}
+	return s.cfg.Store.ResetJob(ctx, id, who+" (forced after the stop request was not acted on within "+s.cfg.ForceResetWait.String()+")")
+}
+
+// forcePoll is how often a forced reset looks whether the stop took effect.
+const forcePoll = 100 * time.Millisecond
 
 // controlJob records a control request; the node running the job acts on
 // it within its control interval. The answer is 202 with the row as it is
