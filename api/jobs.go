@@ -11,6 +11,7 @@ import (
 
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/tasks"
 )
 
 var jobStatuses = []string{
@@ -227,25 +228,12 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request) *apiError {
 	if err != nil {
 		return s.fromStore(r, err, "a job definition")
 	}
-	merged, e := mergeParams(def.DefaultParams, params)
+	now := s.now()
+	job, e := validateRun(s.cfg.Registry, def, params, req.RunAt, now)
 	if e != nil {
 		return e
 	}
-	if e := checkTaskParams(s.cfg.Registry, def.TaskType, "params", merged); e != nil {
-		return e
-	}
-	now := s.now()
-	runAt := now
-	if req.RunAt != nil {
-		if req.RunAt.Year() < 1970 || req.RunAt.Year() > 9999 {
-			return badRequest("run_at", "run_at must be between the years 1970 and 9999")
-		}
-		runAt = *req.RunAt
-	}
-	job := &models.Job{
-		JobDefinitionID: def.ID, ScheduledAt: runAt, RunAt: runAt,
-		MaxAttempts: max(def.MaxAttempts, 1), Params: merged,
-	}
+	runAt := job.RunAt
 	if err := admin.InsertJob(r.Context(), job, fmt.Sprintf("ad hoc run of job definition %d requested through the API", def.ID)); err != nil {
 		return s.fromStore(r, err, "a job")
 	}
@@ -254,4 +242,29 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	w.Header().Set("Location", Prefix+"/jobs/"+strconv.FormatInt(job.ID, 10))
 	return s.writeJob(w, r, http.StatusCreated, job.ID)
+}
+
+// validateRun builds the ad hoc job of def a run request asks for: params
+// (already checked to be an object) merged over the definition's defaults
+// and checked by the task, due at runAt or now. No database: the fuzz
+// target calls it.
+func validateRun(reg *tasks.Registry, def *models.JobDefinition, params models.JSON, runAt *time.Time, now time.Time) (*models.Job, *apiError) {
+	merged, e := mergeParams(def.DefaultParams, params)
+	if e != nil {
+		return nil, e
+	}
+	if e := checkTaskParams(reg, def.TaskType, "params", merged); e != nil {
+		return nil, e
+	}
+	at := now
+	if runAt != nil {
+		if runAt.Year() < 1970 || runAt.Year() > 9999 {
+			return nil, badRequest("run_at", "run_at must be between the years 1970 and 9999")
+		}
+		at = *runAt
+	}
+	return &models.Job{
+		JobDefinitionID: def.ID, ScheduledAt: at, RunAt: at,
+		MaxAttempts: max(def.MaxAttempts, 1), Params: merged,
+	}, nil
 }

@@ -120,3 +120,21 @@ func TestRebindingHostRefused(t *testing.T) {
 	require.Equal(t, http.StatusOK, rec.Code)
 	require.Equal(t, "nosniff", rec.Header().Get("X-Content-Type-Options"))
 }
+
+// TestAmbiguousKeysRefused: a body with a key twice, or a field name in
+// another case, means one thing to encoding/json (last one wins, any case
+// matches) and maybe another to a proxy or a reviewer; it is refused.
+func TestAmbiguousKeysRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t, testdb.Open(t, store.SQLite))
+	const path = "/api/v1/definitions"
+	b.fails(400, "name", `duplicate key "name"`, "POST", path, `{"name":"ok","task_type":"sleep","name":"other"}`)
+	b.fails(400, "Name", `differs only in case from field "name"`, "POST", path, `{"Name":"ok","task_type":"sleep"}`)
+	b.fails(400, "default_params.command", `duplicate key "default_params.command"`, "POST", path,
+		`{"name":"ok","task_type":"shell","default_params":{"command":"echo hi","command":"rm -rf ~"}}`)
+	def := itoa(b.definition("d"))
+	b.fails(400, "params.duration", "duplicate key", "POST", "/api/v1/jobs", `{"job_definition_id":`+def+`,"params":{"duration":"1s","duration":"2s"}}`)
+	b.fails(400, "job_definition_ID", "differs only in case", "POST", "/api/v1/jobs", `{"job_definition_ID":`+def+`}`)
+	b.fails(400, "cron_expr", "duplicate key", "POST", "/api/v1/schedules",
+		`{"name":"s","job_definition_id":`+def+`,"schedule_type":"cron","cron_expr":"@daily","cron_expr":"* * * * *"}`)
+}
