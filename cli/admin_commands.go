@@ -419,7 +419,7 @@ func newJobCommand() *cobra.Command {
 			return fmt.Errorf("decode logs: %w", err)
 		}
 		for _, l := range page.Items {
-			fmt.Fprintf(out, "%s  %-5s  %s\n", l.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"), l.Level, l.Message)
+			fmt.Fprintf(out, "%s  %-5s  %s\n", l.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"), inertCell(l.Level), inert(l.Message, false))
 		}
 		return nil
 	})

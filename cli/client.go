@@ -81,9 +81,9 @@ type apiError struct {
 
 func (e *apiError) Error() string {
 	if e.body.Field != "" {
-		return fmt.Sprintf("%s (field %s)", e.body.Error, e.body.Field)
+		return inert(fmt.Sprintf("%s (field %s)", e.body.Error, e.body.Field), false)
 	}
-	return e.body.Error
+	return inert(e.body.Error, false)
 }
 
 // do sends a request and decodes a 2xx answer into out (unless nil).
