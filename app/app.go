@@ -87,6 +87,10 @@ func Serve(ctx context.Context, cfg *configs.Config, opts Options) error {
 	if err := applyConfigurations(ctx, st, cfg); err != nil {
 		return err
 	}
+	// After the configurations table, which may set api.token.
+	if err := EnsureToken(cfg, log); err != nil {
+		return err
+	}
 	n := &node{cfg: cfg, log: log, st: st}
 	if err := n.start(ctx, opts); err != nil {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -222,6 +226,7 @@ func (n *node) start(ctx context.Context, opts Options) error {
 	}
 	srv, err := api.New(api.Config{
 		Store: n.st, Registry: reg, Token: cfg.API.Token, Addr: cfg.API.Addr,
+		TLSCert: cfg.API.TLSCert, TLSKey: cfg.API.TLSKey, FailoverAfter: cfg.Cluster.FailoverAfter.D(),
 		Logger: n.log, NodeID: cfg.Node.ID,
 		OnSchedulesChanged: func(int64) {
 			if n.sched != nil {
