@@ -41,14 +41,24 @@ func testRegistry() *tasks.Registry {
 
 func setup(t *testing.T, st *store.Store) *bundle {
 	t.Helper()
+	return setupWith(t, st, nil)
+}
+
+// setupWith is setup with a chance to change the configuration.
+func setupWith(t *testing.T, st *store.Store, change func(*Config)) *bundle {
+	t.Helper()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	b := &bundle{t: t, st: st}
-	srv, err := New(Config{
+	cfg := Config{
 		Store: st, Registry: testRegistry(), Token: testToken, Addr: "127.0.0.1:0", Logger: log, NodeID: "test-node",
 		OnSchedulesChanged: func(id int64) { b.mu.Lock(); b.changed = append(b.changed, id); b.mu.Unlock() },
 		OnJobsAdded:        func() { b.mu.Lock(); b.added++; b.mu.Unlock() },
-	})
+	}
+	if change != nil {
+		change(&cfg)
+	}
+	srv, err := New(cfg)
 	require.NoError(t, err)
 	b.srv, b.h = srv, srv.Handler()
 	return b

@@ -10,8 +10,14 @@
 // through Config.OnSchedulesChanged and Config.OnJobsAdded.
 //
 // Lifecycle: New validates the configuration (it refuses a non-loopback
-// address without a token), Start listens and serves in the background,
+// address without a token, or with one shorter than MinTokenLength), Start
+// listens and serves (HTTPS with Config.TLSCert/TLSKey) in the background,
 // Stop shuts down gracefully. Handler serves tests without a listener.
+//
+// Browsers on the admin's machine can reach a loopback API, so every route
+// sits behind http.CrossOriginProtection, bodies must be application/json,
+// a tokenless server answers only loopback Host headers (DNS rebinding),
+// and answers carry X-Content-Type-Options: nosniff (see guard.go).
 //
 // api may import store, models, tasks, configs (to check settings),
 // scheduleengine (for its triggers), internal/metrics and internal/strictjson;

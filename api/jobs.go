@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/tasks"
 )
 
 var jobStatuses = []string{
@@ -94,25 +96,93 @@ func (s *Server) stopJob(w http.ResponseWriter, r *http.Request) *apiError {
 }
 
 // resetJob is the admin's repair for a job stuck in queued, running or
-// paused (say, on a node that will never come back): it goes back to
-// pending for another attempt, as failover would do. A pending job is left
-// as it is; a finished one is a 409.
+// paused on a node that will not finish it: it goes back to pending for
+// another attempt, as failover would do. A job whose node is alive and
+// beating, and which itself was heard from within the failover window, is
+// a 409: the old run would go on beside the new one and could no longer be
+// stopped. ?force=true is for a job stuck on a live node: it asks the run
+// to stop, waits up to ForceResetWait for the node to act, and then resets
+// whatever is left. A job that stopped on the request is answered as it is
+// (status stopped), not reset. A pending job is left as it is; a finished
+// one is a 409.
 func (s *Server) resetJob(w http.ResponseWriter, r *http.Request) *apiError {
 	id, e := pathID(r, "job")
 	if e != nil {
 		return e
 	}
-	j, err := s.cfg.Store.ResetJob(r.Context(), id, "an admin via the API")
+	force := false
+	for name, vals := range r.URL.Query() {
+		if name != "force" {
+			return badRequest(name, "unknown query parameter %q; reset takes force", name)
+		}
+		v, err := strconv.ParseBool(vals[0])
+		if err != nil || len(vals) > 1 {
+			return badRequest("force", "force must be true or false, given once")
+		}
+		force = v
+	}
+	const who = "an admin via the API"
+	var (
+		j   *models.Job
+		err error
+	)
+	if force {
+		j, err = s.forceReset(r, id, who)
+	} else {
+		j, err = s.cfg.Store.ResetSilentJob(r.Context(), id, who, s.cfg.FailoverAfter)
+	}
 	if err != nil {
 		return s.fromStore(r, err, "a job")
 	}
-	s.log.WithFields(logrus.Fields{"job_id": id, "status": string(j.Status)}).Info("api: job reset")
-	if s.cfg.OnJobsAdded != nil {
-		s.cfg.OnJobsAdded()
+	s.log.WithFields(logrus.Fields{"job_id": id, "status": string(j.Status), "force": force}).Info("api: job reset")
+	if j.Status == models.JobPending {
+		s.jobsAdded()
 	}
 	writeJSON(w, http.StatusOK, j)
 	return nil
 }
+
+// forceReset asks the job to stop, polls until its node acted or
+// ForceResetWait passed, then resets it unless it finished meanwhile.
+func (s *Server) forceReset(r *http.Request, id int64, who string) (*models.Job, error) {
+	ctx := r.Context()
+	j, err := s.cfg.Store.AskJobToStop(ctx, id, who)
+	switch {
+	case err != nil:
+		return nil, err
+	case j.Status.Finished():
+		return nil, fmt.Errorf("job %d is %s: %w", id, j.Status, store.ErrJobState)
+	case j.Status == models.JobPending:
+		return j, nil
+	}
+	// The node acts on control within its control interval (1s by
+	// default); a task's Stop may take its own grace period.
+	deadline := time.NewTimer(s.cfg.ForceResetWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(forcePoll)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-deadline.C:
+			break wait
+		case <-tick.C:
+			j, err = s.cfg.Store.Admin().GetJob(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			if j.Status.Finished() || j.Status == models.JobPending {
+				return j, nil
+			}
+		}
+	}
+	return s.cfg.Store.ResetJob(ctx, id, who+" (forced after the stop request was not acted on within "+s.cfg.ForceResetWait.String()+")")
+}
+
+// forcePoll is how often a forced reset looks whether the stop took effect.
+const forcePoll = 100 * time.Millisecond
 
 // controlJob records a control request; the node running the job acts on
 // it within its control interval. The answer is 202 with the row as it is
@@ -158,25 +228,12 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request) *apiError {
 	if err != nil {
 		return s.fromStore(r, err, "a job definition")
 	}
-	merged, e := mergeParams(def.DefaultParams, params)
+	now := s.now()
+	job, e := validateRun(s.cfg.Registry, def, params, req.RunAt, now)
 	if e != nil {
 		return e
 	}
-	if e := checkTaskParams(s.cfg.Registry, def.TaskType, "params", merged); e != nil {
-		return e
-	}
-	now := s.now()
-	runAt := now
-	if req.RunAt != nil {
-		if req.RunAt.Year() < 1970 || req.RunAt.Year() > 9999 {
-			return badRequest("run_at", "run_at must be between the years 1970 and 9999")
-		}
-		runAt = *req.RunAt
-	}
-	job := &models.Job{
-		JobDefinitionID: def.ID, ScheduledAt: runAt, RunAt: runAt,
-		MaxAttempts: max(def.MaxAttempts, 1), Params: merged,
-	}
+	runAt := job.RunAt
 	if err := admin.InsertJob(r.Context(), job, fmt.Sprintf("ad hoc run of job definition %d requested through the API", def.ID)); err != nil {
 		return s.fromStore(r, err, "a job")
 	}
@@ -185,4 +242,29 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	w.Header().Set("Location", Prefix+"/jobs/"+strconv.FormatInt(job.ID, 10))
 	return s.writeJob(w, r, http.StatusCreated, job.ID)
+}
+
+// validateRun builds the ad hoc job of def a run request asks for: params
+// (already checked to be an object) merged over the definition's defaults
+// and checked by the task, due at runAt or now. No database: the fuzz
+// target calls it.
+func validateRun(reg *tasks.Registry, def *models.JobDefinition, params models.JSON, runAt *time.Time, now time.Time) (*models.Job, *apiError) {
+	merged, e := mergeParams(def.DefaultParams, params)
+	if e != nil {
+		return nil, e
+	}
+	if e := checkTaskParams(reg, def.TaskType, "params", merged); e != nil {
+		return nil, e
+	}
+	at := now
+	if runAt != nil {
+		if runAt.Year() < 1970 || runAt.Year() > 9999 {
+			return nil, badRequest("run_at", "run_at must be between the years 1970 and 9999")
+		}
+		at = *runAt
+	}
+	return &models.Job{
+		JobDefinitionID: def.ID, ScheduledAt: at, RunAt: at,
+		MaxAttempts: max(def.MaxAttempts, 1), Params: merged,
+	}, nil
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -163,5 +164,98 @@ func TestResetJob(t *testing.T) {
 		require.NoError(t, st.DB().Model(&models.Job{}).Where("id = ?", id(j)).Update("status", models.JobSucceeded).Error)
 		b.fails(409, "", "", "POST", path+"/"+jid+"/reset", "")
 		b.fails(404, "", "does not exist", "POST", path+"/999/reset", "")
+	})
+}
+
+// TestResetLiveJobRefused is finding 4 of the hardening issue: a reset of a
+// job whose node is alive and beating left the old process running beside
+// attempt n+1, with no way to stop it. Reset is for a job no node looks
+// after; force first asks the running attempt to stop.
+func TestResetLiveJobRefused(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		b := setupWith(t, st, func(c *Config) { c.FailoverAfter = 20 * time.Second; c.ForceResetWait = 50 * time.Millisecond })
+		const path = "/api/v1/jobs"
+		def := itoa(b.definition("report"))
+		jid := id(b.ok(201, "POST", path, `{"job_definition_id":`+def+`}`))
+		reset := path + "/" + itoa(jid) + "/reset"
+		now := store.DBTime(time.Now())
+		old := store.DBTime(time.Now().Add(-time.Hour))
+		require.NoError(t, st.DB().Create(&models.Node{ID: "n1", Hostname: "h", PID: 7, StartedAt: now, HeartbeatAt: now, Status: "alive"}).Error)
+		running := func(job map[string]any) {
+			t.Helper()
+			require.NoError(t, st.DB().Model(&models.Job{}).Where("id = ?", jid).Updates(job).Error)
+		}
+		running(map[string]any{"status": models.JobRunning, "node_id": "n1", "attempt": 1, "started_at": now, "heartbeat_at": now})
+
+		b.fails(409, "", "node n1", "POST", reset, "")
+		b.fails(409, "", "force", "POST", reset+"?force=false", "")
+		got := b.ok(200, "GET", path+"/"+itoa(jid), "")
+		require.Equal(t, "running", got["status"], "a refused reset changes nothing")
+		require.Equal(t, "", got["control"])
+		b.fails(400, "force", "true or false", "POST", reset+"?force=maybe", "")
+		b.fails(400, "x", "unknown query parameter", "POST", reset+"?x=1", "")
+
+		// Queued on a live node that just took it: live too.
+		running(map[string]any{"status": models.JobQueued, "queued_at": now, "heartbeat_at": nil, "started_at": nil})
+		b.fails(409, "", "node n1", "POST", reset, "")
+
+		// The node is dead, or silent for longer than the failover window.
+		running(map[string]any{"status": models.JobRunning, "heartbeat_at": now, "started_at": now})
+		require.NoError(t, st.DB().Model(&models.Node{}).Where("id = ?", "n1").Update("status", "dead").Error)
+		require.Equal(t, "pending", b.ok(200, "POST", reset, "")["status"])
+		require.NoError(t, st.DB().Model(&models.Node{}).Where("id = ?", "n1").Updates(map[string]any{"status": "alive", "heartbeat_at": old}).Error)
+		running(map[string]any{"status": models.JobRunning, "node_id": "n1", "heartbeat_at": now, "started_at": now})
+		require.Equal(t, "pending", b.ok(200, "POST", reset, "")["status"])
+
+		// The node beats but this job's heartbeat stopped (the engine lost it).
+		require.NoError(t, st.DB().Model(&models.Node{}).Where("id = ?", "n1").Update("heartbeat_at", now).Error)
+		running(map[string]any{"status": models.JobRunning, "node_id": "n1", "heartbeat_at": now, "started_at": now})
+		b.fails(409, "", "node n1", "POST", reset, "")
+		running(map[string]any{"heartbeat_at": old, "started_at": old, "updated_at": old})
+		require.Equal(t, "pending", b.ok(200, "POST", reset, "")["status"])
+
+		// Force on a live job: stop is asked first; nobody acts on it here,
+		// so after the wait the job is reset anyway, with control cleared so
+		// the stop does not hit the next attempt.
+		running(map[string]any{"status": models.JobRunning, "node_id": "n1", "heartbeat_at": now, "started_at": now})
+		got = b.ok(200, "POST", reset+"?force=true", "")
+		require.Equal(t, "pending", got["status"])
+		require.Equal(t, "", got["control"])
+		logs := b.ok(200, "GET", path+"/"+itoa(jid)+"/logs?limit=500", "")
+		var msgs []string
+		for _, l := range items(logs) {
+			msgs = append(msgs, l.(map[string]any)["message"].(string))
+		}
+		require.Contains(t, strings.Join(msgs, "\n"), "stop requested")
+		require.Contains(t, msgs[len(msgs)-1], "reset to pending")
+
+		// Force where the node does act: the job ends stopped, and is
+		// answered as it is, not reset.
+		running(map[string]any{"status": models.JobRunning, "node_id": "n1", "heartbeat_at": now, "started_at": now})
+		engine := make(chan error, 1)
+		go func() {
+			// Polls like a task engine's control loop would; the deadline
+			// only bounds a broken run.
+			deadline := time.Now().Add(10 * time.Second)
+			for time.Now().Before(deadline) {
+				var j models.Job
+				if err := st.DB().First(&j, jid).Error; err != nil {
+					engine <- err
+					return
+				}
+				if j.Control == models.ControlStop {
+					engine <- st.DB().Model(&models.Job{}).Where("id = ?", jid).
+						Updates(map[string]any{"status": models.JobStopped, "control": "", "finished_at": store.DBTime(time.Now())}).Error
+					return
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			engine <- nil
+		}()
+		b.srv.cfg.ForceResetWait = 10 * time.Second
+		got = b.ok(200, "POST", reset+"?force=true", "")
+		require.NoError(t, <-engine)
+		require.Equal(t, "stopped", got["status"])
 	})
 }

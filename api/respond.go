@@ -132,8 +132,11 @@ func decodeError(data []byte, v any, err error) *apiError {
 		syntaxErr *json.SyntaxError
 		typeErr   *json.UnmarshalTypeError
 	)
+	var keyErr *strictjson.KeyError
 	switch {
-	case errors.Is(err, strictjson.ErrTrailing):
+	case errors.As(err, &keyErr):
+		return badRequest(keyErr.Path, "%v", keyErr)
+	case errors.Is(err, strictjson.ErrTrailing), errors.Is(err, strictjson.ErrTooDeep):
 		return badRequest("", "malformed JSON: %v", err)
 	case errors.As(err, &syntaxErr):
 		return badRequest("", "malformed JSON at offset %d: %v", syntaxErr.Offset, err)

@@ -65,7 +65,11 @@ func (s *Server) routes() http.Handler {
 		}
 		h := rt.handler
 		mux.Handle(rt.method+" "+rt.path, s.authorize(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if e := h(s, w, r); e != nil {
+			e := needsJSON(r)
+			if e == nil {
+				e = h(s, w, r)
+			}
+			if e != nil {
 				writeError(w, e)
 			}
 		})))
@@ -75,5 +79,5 @@ func (s *Server) routes() http.Handler {
 	mux.Handle(Prefix+"/", s.authorize(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound("no route %s %s; see %s/openapi.json", r.Method, r.URL.Path, Prefix))
 	})))
-	return s.logRequests(mux)
+	return s.logRequests(s.guard(mux))
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -23,6 +24,15 @@ import (
 // DefaultAddr is where the API listens when Config.Addr is empty.
 const DefaultAddr = "127.0.0.1:8080"
 
+// MinTokenLength is the shortest token accepted on a non-loopback address.
+const MinTokenLength = 16
+
+// Defaults of Config.FailoverAfter and Config.ForceResetWait.
+const (
+	DefaultFailoverAfter  = 20 * time.Second
+	DefaultForceResetWait = 15 * time.Second
+)
+
 // Config configures the API server.
 type Config struct {
 	// Store is the database. Required.
@@ -35,6 +45,16 @@ type Config struct {
 	Token string
 	// Addr is the listen address (default DefaultAddr).
 	Addr string
+	// TLSCert and TLSKey are PEM files; set both to serve HTTPS, so a token
+	// never crosses a network in clear. Neither: plain HTTP.
+	TLSCert, TLSKey string
+	// FailoverAfter is the cluster's failover window: a job whose node and
+	// heartbeat were heard from within it counts as live, and is not reset
+	// without force (default 20s, the cluster's default).
+	FailoverAfter time.Duration
+	// ForceResetWait bounds how long a forced reset waits for the node
+	// running the job to act on the stop request (default 15s).
+	ForceResetWait time.Duration
 	// Logger receives the server's lines (default: logrus's standard logger).
 	Logger logrus.FieldLogger
 	// NodeID names this node in log lines.
@@ -62,6 +82,8 @@ type Server struct {
 	log     logrus.FieldLogger
 	handler http.Handler
 	now     func() time.Time
+
+	tls *tls.Config
 
 	mu       sync.Mutex
 	srv      *http.Server
@@ -101,6 +123,27 @@ func New(cfg Config) (*Server, error) {
 	if cfg.NodeID != "" {
 		log = log.WithField("node_id", cfg.NodeID)
 	}
+	if cfg.FailoverAfter <= 0 {
+		cfg.FailoverAfter = DefaultFailoverAfter
+	}
+	if cfg.ForceResetWait <= 0 {
+		cfg.ForceResetWait = DefaultForceResetWait
+	}
+	var tlsCfg *tls.Config
+	switch {
+	case (cfg.TLSCert == "") != (cfg.TLSKey == ""):
+		return nil, errors.New("api.tls_cert and api.tls_key (CHIME_API_TLS_CERT, CHIME_API_TLS_KEY) go together: set both or neither")
+	case cfg.TLSCert != "":
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("api.tls_cert/api.tls_key: %w", err)
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if cfg.Token != "" && !loopback && len(cfg.Token) < MinTokenLength {
+		return nil, fmt.Errorf("api.token is %d characters long: a token that guards a non-loopback address (%s) "+
+			"must have at least %d characters", len(cfg.Token), cfg.Addr, MinTokenLength)
+	}
 	if cfg.Token == "" {
 		if !loopback {
 			return nil, fmt.Errorf("api.addr %q is not a loopback address and api.token is empty: "+
@@ -108,7 +151,11 @@ func New(cfg Config) (*Server, error) {
 		}
 		log.Warn("api.token is empty: the API accepts unauthenticated requests from this host; set api.token (CHIME_API_TOKEN)")
 	}
-	s := &Server{cfg: cfg, log: log, now: time.Now}
+	if cfg.Token != "" && !loopback && tlsCfg == nil {
+		log.Warn("the API serves plain HTTP on a non-loopback address: the token crosses the network in clear; " +
+			"set api.tls_cert and api.tls_key, or put a TLS proxy in front")
+	}
+	s := &Server{cfg: cfg, log: log, now: time.Now, tls: tlsCfg}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -152,19 +199,26 @@ func (s *Server) Start(ctx context.Context) error {
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return base },
+		TLSConfig:         s.tls,
 	}
 	done := make(chan struct{})
 	s.srv, s.listener, s.done, s.serveErr = srv, ln, done, nil
 	go func() {
 		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		var err error
+		if s.tls != nil {
+			err = srv.ServeTLS(ln, "", "")
+		} else {
+			err = srv.Serve(ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.WithError(err).Error("api: server stopped")
 			s.mu.Lock()
 			s.serveErr = err
 			s.mu.Unlock()
 		}
 	}()
-	s.log.WithField("addr", ln.Addr().String()).Info("api listening")
+	s.log.WithFields(logrus.Fields{"addr": ln.Addr().String(), "tls": s.tls != nil}).Info("api listening")
 	return nil
 }
 
@@ -260,7 +314,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	if err := s.cfg.Store.Ping(ctx); err != nil {
 		s.log.WithError(err).Warn("api: readiness check: database unreachable")
-		writeJSON(w, http.StatusServiceUnavailable, Error{Error: "database unreachable: " + err.Error()})
+		// The driver's error can carry the DSN's host, user or file path:
+		// it goes to the log, and /readyz is public.
+		writeJSON(w, http.StatusServiceUnavailable, Error{Error: "database unreachable; see the server log"})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

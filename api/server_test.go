@@ -2,10 +2,21 @@ package api
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +74,10 @@ func TestReadyzFailsWithoutDatabase(t *testing.T) {
 	b := setup(t, st)
 	require.NoError(t, st.Close())
 	b.fails(503, "", "database unreachable", "GET", "/readyz", "")
+	// /readyz is public: the driver's words (DSN host, user, file) stay in the log.
+	rec := b.call("GET", "/readyz", "")
+	require.NotContains(t, rec.Body.String(), "sql")
+	require.NotContains(t, rec.Body.String(), "closed")
 }
 
 func TestNodesAndConfigurations(t *testing.T) {
@@ -167,7 +182,9 @@ func TestTokenRequiredOffLoopback(t *testing.T) {
 	for _, addr := range []string{":8080", "0.0.0.0:8080", "192.0.2.1:8080", "example.com:80"} {
 		_, err := New(Config{Store: st, Addr: addr, Logger: log})
 		require.ErrorContains(t, err, "api.token is empty", addr)
-		_, err = New(Config{Store: st, Addr: addr, Token: "t", Logger: log})
+		_, err = New(Config{Store: st, Addr: addr, Token: "fifteen-chars-x", Logger: log})
+		require.ErrorContains(t, err, "at least 16 characters", addr)
+		_, err = New(Config{Store: st, Addr: addr, Token: "sixteen-chars-xx", Logger: log})
 		require.NoError(t, err, addr)
 	}
 	for _, addr := range []string{"127.0.0.1:8080", "[::1]:8080", "localhost:8080", ""} {
@@ -177,11 +194,74 @@ func TestTokenRequiredOffLoopback(t *testing.T) {
 		require.Equal(t, logrus.WarnLevel, hook.LastEntry().Level)
 		// Without a token the API is open, on loopback only.
 		rec := httptest.NewRecorder()
-		srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/nodes", nil))
+		req := httptest.NewRequest("GET", "/api/v1/nodes", nil)
+		req.Host = "localhost:8080"
+		srv.Handler().ServeHTTP(rec, req)
 		require.Equal(t, 200, rec.Code)
 	}
 	_, err := New(Config{Store: st, Addr: "no-port"})
 	require.ErrorContains(t, err, "api.addr")
 	_, err = New(Config{})
 	require.ErrorContains(t, err, "Store is required")
+}
+
+// selfSigned writes a certificate for 127.0.0.1 and localhost and its key
+// to dir, and returns their paths and the PEM of the certificate.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, certPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "chime test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:     []string{"localhost"},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(certFile, certPEM, 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600))
+	return certFile, keyFile, certPEM
+}
+
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	st := testdb.Open(t, store.SQLite)
+	log, _ := test.NewNullLogger()
+	certFile, keyFile, certPEM := selfSigned(t, t.TempDir())
+	_, err := New(Config{Store: st, Addr: "127.0.0.1:0", TLSCert: certFile, Logger: log})
+	require.ErrorContains(t, err, "set both or neither")
+	_, err = New(Config{Store: st, Addr: "127.0.0.1:0", TLSCert: keyFile, TLSKey: keyFile, Logger: log})
+	require.ErrorContains(t, err, "api.tls_cert")
+
+	srv, err := New(Config{Store: st, Addr: "127.0.0.1:0", Token: testToken, TLSCert: certFile, TLSKey: keyFile, Logger: log})
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, srv.Start(ctx))
+	t.Cleanup(func() { _ = srv.Stop(ctx) })
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(certPEM))
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	req, err := http.NewRequest("GET", "https://"+srv.Addr()+"/api/v1/nodes", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	require.NotNil(t, resp.TLS)
+	// Plain HTTP to the TLS port gets no API answer.
+	resp, err = http.Get("http://" + srv.Addr() + "/healthz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 }

@@ -98,6 +98,11 @@ func Serve(ctx context.Context, cfg *configs.Config, opts Options) error {
 	if err := n.loadSettings(ctx); err != nil {
 		return err
 	}
+	// api.token comes only from the file or the environment; without one,
+	// the node generates or reads its token file.
+	if err := EnsureToken(cfg, log); err != nil {
+		return err
+	}
 	if err := n.start(ctx, opts); err != nil {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
@@ -273,6 +278,7 @@ func (n *node) start(ctx context.Context, opts Options) error {
 	}
 	srv, err := api.New(api.Config{
 		Store: n.st, Registry: reg, Token: cfg.API.Token, Addr: cfg.API.Addr,
+		TLSCert: cfg.API.TLSCert, TLSKey: cfg.API.TLSKey, FailoverAfter: cfg.Cluster.FailoverAfter.D(),
 		Logger: n.log, NodeID: cfg.Node.ID, Settings: n.base,
 		OnSchedulesChanged: func(int64) {
 			if n.sched != nil {

@@ -20,11 +20,14 @@ import (
 	"github.com/chimesched/chime/tasks"
 )
 
+const testToken = "settings-test-token-0123456789"
+
 // startNode runs a node (task engine, cluster, API; no scheduler) on st,
 // its settings watcher on clock.
 func startNode(t *testing.T, st *store.Store, id string, clock clockwork.Clock) (*node, *test.Hook) {
 	t.Helper()
-	env := map[string]string{"CHIME_NODE_ID": id, "CHIME_API_ADDR": "127.0.0.1:0", "CHIME_SCHEDULEENGINE_ENABLED": "false"}
+	env := map[string]string{"CHIME_NODE_ID": id, "CHIME_API_ADDR": "127.0.0.1:0", "CHIME_SCHEDULEENGINE_ENABLED": "false",
+		"CHIME_API_TOKEN": testToken}
 	cfg, err := configs.Load("", func(k string) string { return env[k] })
 	require.NoError(t, err)
 	log, hook := test.NewNullLogger()
@@ -63,8 +66,10 @@ func TestLiveSettingsOnTwoNodes(t *testing.T) {
 			{"retention_days", "7"}, {"log.level", "debug"}, {"scheduleengine.fire_all_cap", "5"},
 		} {
 			rec := httptest.NewRecorder()
-			n1.api.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPut, "/api/v1/configurations/"+kv[0],
-				strings.NewReader(`{"value":"`+kv[1]+`"}`)))
+			req := httptest.NewRequest(http.MethodPut, "/api/v1/configurations/"+kv[0], strings.NewReader(`{"value":"`+kv[1]+`"}`))
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			req.Header.Set("Content-Type", "application/json")
+			n1.api.Handler().ServeHTTP(rec, req)
 			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 		}
 		// With plain SQL, past the API's checks.

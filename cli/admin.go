@@ -89,7 +89,7 @@ func list[T any](ctx context.Context, c *client, out io.Writer, path string, q u
 		return err
 	}
 	if page.NextCursor != "" {
-		fmt.Fprintf(out, "(more: add --cursor %s)\n", page.NextCursor)
+		fmt.Fprintf(out, "(more: add --cursor %s)\n", inertCell(page.NextCursor))
 	}
 	return nil
 }

@@ -419,7 +419,7 @@ func newJobCommand() *cobra.Command {
 			return fmt.Errorf("decode logs: %w", err)
 		}
 		for _, l := range page.Items {
-			fmt.Fprintf(out, "%s  %-5s  %s\n", l.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"), l.Level, l.Message)
+			fmt.Fprintf(out, "%s  %-5s  %s\n", l.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"), inertCell(l.Level), inert(l.Message, false))
 		}
 		return nil
 	})
@@ -455,6 +455,26 @@ func newJobCommand() *cobra.Command {
 	runCmd.Flags().StringVar(&runParams, "params", "", "params merged over the definition's defaults, a JSON object")
 	runCmd.Flags().StringVar(&runAt, "at", "", "run at this RFC 3339 time instead of now")
 
+	var forceReset bool
+	resetCmd := jobArg("reset", "Put a job stuck in queued, running or paused back to pending (admin repair)",
+		func(ctx context.Context, c *client, out io.Writer, id string) error {
+			var q url.Values
+			if forceReset {
+				q = url.Values{"force": {"true"}}
+			}
+			var raw json.RawMessage
+			if err := c.do(ctx, "POST", jobsPath+"/"+id+"/reset", q, nil, &raw); err != nil {
+				return err
+			}
+			return c.printRow(out, raw)
+		})
+	resetCmd.Long = `Put a job stuck in queued, running or paused back to pending, for another
+attempt. Refused while the job's node is alive and the job was heard from
+within the failover window: the running attempt would go on beside the new
+one. --force is for a job stuck on a live node: it asks the job to stop,
+waits up to 15s for the node to act, then resets what is left.`
+	resetCmd.Flags().BoolVar(&forceReset, "force", false, "reset a job a live node still runs, after asking it to stop")
+
 	cmd.AddCommand(listCmd,
 		jobArg("show", "Show a job", func(ctx context.Context, c *client, out io.Writer, id string) error {
 			return c.show(ctx, out, jobsPath+"/"+id)
@@ -463,7 +483,7 @@ func newJobCommand() *cobra.Command {
 		jobArg("pause", "Ask the running node to pause a job", control("pause")),
 		jobArg("resume", "Ask the running node to resume a paused job", control("resume")),
 		jobArg("stop", "Stop a job (a pending one is canceled at once)", control("stop")),
-		jobArg("reset", "Put a job stuck in queued, running or paused back to pending (admin repair)", control("reset")),
+		resetCmd,
 		runCmd,
 	)
 	return cmd

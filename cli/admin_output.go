@@ -8,27 +8,85 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 )
 
 // table prints rows aligned in columns under a header.
 func table(w io.Writer, header []string, rows [][]string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	line := func(cells []string) {
+		out := make([]string, len(cells))
+		for i, c := range cells {
+			out[i] = inertCell(c)
+		}
+		fmt.Fprintln(tw, strings.Join(out, "\t"))
+	}
+	line(header)
 	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+		line(r)
 	}
 	return tw.Flush()
 }
+
+// inert makes text from the API safe to print on a terminal: C0 control
+// characters other than newline and tab, DEL, C1 controls (U+0080-U+009F,
+// which some terminals take for ESC [) and bytes that are not UTF-8 are
+// written as visible escapes (\x1b, \u009b), so a job's error, a log
+// line or a node id written by a task or by plain SQL cannot retitle,
+// clear or rewrite the admin's terminal, or reach the clipboard (OSC 52).
+// With asJSON the escapes are JSON's (\u001b), which inside a JSON
+// string keep the document valid and its meaning unchanged.
+func inert(s string, asJSON bool) string {
+	clean := true
+	for _, r := range s {
+		if unsafeRune(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			if asJSON {
+				b.WriteString(`\ufffd`)
+			} else {
+				fmt.Fprintf(&b, `\x%02x`, s[i])
+			}
+		case !unsafeRune(r):
+			b.WriteString(s[i : i+size])
+		case asJSON || r >= 0x80:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		}
+		i += size
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	return (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == utf8.RuneError
+}
+
+// cellEscapes keeps a table cell on one line and in its column.
+var cellEscapes = strings.NewReplacer("\n", `\n`, "\t", `\t`)
+
+// inertCell is inert for one table cell.
+func inertCell(s string) string { return inert(cellEscapes.Replace(s), false) }
 
 // printJSON writes raw as indented JSON, for -o json.
 func printJSON(w io.Writer, raw []byte) error {
 	var b bytes.Buffer
 	if err := json.Indent(&b, raw, "", "  "); err != nil {
-		_, err = w.Write(raw)
+		_, err = io.WriteString(w, inert(string(raw), false)+"\n")
 		return err
 	}
-	b.WriteByte('\n')
-	_, err := w.Write(b.Bytes())
+	_, err := io.WriteString(w, inert(b.String(), true)+"\n")
 	return err
 }
 
@@ -49,7 +107,7 @@ func printFields(w io.Writer, raw []byte) error {
 		if err := dec.Decode(&v); err != nil {
 			return err
 		}
-		fmt.Fprintf(tw, "%s:\t%s\n", k, cell(v))
+		fmt.Fprintf(tw, "%s:\t%s\n", inertCell(fmt.Sprint(k)), inertCell(cell(v)))
 	}
 	return tw.Flush()
 }

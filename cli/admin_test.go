@@ -119,6 +119,8 @@ func TestCLIEndToEnd(t *testing.T) {
 	out = mustChime(t, url, "job", "run", "report", "--params", `{"duration":"2s"}`)
 	require.Regexp(t, `(?m)^params:\s+\{"duration":"2s"\}$`, out)
 	adHocID := regexp.MustCompile(`(?m)^id:\s+(\d+)$`).FindStringSubmatch(out)[1]
+	out = mustChime(t, url, "job", "reset", adHocID, "--force")
+	require.Regexp(t, `(?m)^status:\s+pending$`, out, "a pending job is left as it is, and not canceled by the stop request")
 	out = mustChime(t, url, "job", "stop", jobID)
 	require.Regexp(t, `(?m)^status:\s+canceled$`, out)
 
@@ -146,6 +148,7 @@ func TestCLIEndToEnd(t *testing.T) {
 		{[]string{"definition", "delete", "report"}, "used by 2 schedule(s)"},
 		{[]string{"job", "show", "999"}, "job 999 does not exist"},
 		{[]string{"job", "pause", jobID}, "only a queued or running job can be paused"},
+		{[]string{"job", "reset", jobID, "--force"}, "is canceled"},
 		{[]string{"job", "run", "report", "--params", `{"duration":"x"}`}, "field params.duration"},
 		{[]string{"schedule", "show", "ghost"}, `no schedule named "ghost"`},
 		{[]string{"job", "list", "--status", "done"}, "unknown status"},

@@ -3,9 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,12 +20,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chimesched/chime/api"
+	"github.com/chimesched/chime/app"
 )
 
 // Environment variables the admin commands read.
 const (
-	EnvAPIURL   = "CHIME_API_URL"
-	EnvAPIToken = "CHIME_API_TOKEN"
+	EnvAPIURL       = "CHIME_API_URL"
+	EnvAPIToken     = "CHIME_API_TOKEN"
+	EnvAPITokenFile = "CHIME_API_TOKEN_FILE"
+	EnvAPICACert    = "CHIME_API_CA_CERT"
 )
 
 // DefaultAPIURL is where the admin commands look for the API.
@@ -28,16 +36,21 @@ const DefaultAPIURL = "http://127.0.0.1:8080"
 
 // clientFlags are the flags every admin command shares.
 type clientFlags struct {
-	apiURL string
-	token  string
-	output string
+	apiURL    string
+	token     string
+	tokenFile string
+	caCert    string
+	output    string
 }
 
 func (f *clientFlags) register(cmd *cobra.Command) {
 	pf := cmd.PersistentFlags()
 	// No defaults shown from the environment: a token must not end up in --help.
 	pf.StringVar(&f.apiURL, "api-url", "", "chime API base URL (default $"+EnvAPIURL+", else "+DefaultAPIURL+")")
-	pf.StringVar(&f.token, "token", "", "API bearer token (default $"+EnvAPIToken+")")
+	pf.StringVar(&f.token, "token", "", "API bearer token (default $"+EnvAPIToken+", else the token file)")
+	pf.StringVar(&f.tokenFile, "token-file", "", "file holding the API token (default $"+EnvAPITokenFile+
+		", else the file chime serve generates, for a loopback --api-url)")
+	pf.StringVar(&f.caCert, "ca-cert", "", "PEM file of the CA that signed the API's TLS certificate (default $"+EnvAPICACert+", else the system's)")
 	pf.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
 }
 
@@ -49,10 +62,13 @@ type client struct {
 	http   *http.Client
 }
 
-func (f *clientFlags) client() (*client, error) {
+func (f *clientFlags) client() (*client, error) { return f.clientWith(os.Getenv) }
+
+// clientWith builds the client from the flags, then getenv.
+func (f *clientFlags) clientWith(getenv func(string) string) (*client, error) {
 	base := f.apiURL
 	if base == "" {
-		base = os.Getenv(EnvAPIURL)
+		base = getenv(EnvAPIURL)
 	}
 	if base == "" {
 		base = DefaultAPIURL
@@ -61,16 +77,75 @@ func (f *clientFlags) client() (*client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("--api-url %q: want a URL such as %s", base, DefaultAPIURL)
 	}
-	token := f.token
-	if token == "" {
-		token = os.Getenv(EnvAPIToken)
+	token, err := f.resolveToken(u, getenv)
+	if err != nil {
+		return nil, err
 	}
 	switch f.output {
 	case "table", "json":
 	default:
 		return nil, fmt.Errorf("--output %q: want table or json", f.output)
 	}
-	return &client{base: strings.TrimRight(base, "/"), token: token, output: f.output, http: &http.Client{Timeout: 30 * time.Second}}, nil
+	hc := &http.Client{Timeout: 30 * time.Second}
+	caFile := f.caCert
+	if caFile == "" {
+		caFile = getenv(EnvAPICACert)
+	}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--ca-cert: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--ca-cert %s: no PEM certificate in it", caFile)
+		}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		hc.Transport = tr
+	}
+	return &client{base: strings.TrimRight(base, "/"), token: token, output: f.output, http: hc}, nil
+}
+
+// resolveToken picks the token: --token, $CHIME_API_TOKEN, --token-file,
+// $CHIME_API_TOKEN_FILE, then the file `chime serve` generates. That last
+// one is this machine's server's key, so it is sent only to a loopback URL;
+// a file named explicitly is sent wherever the URL points.
+func (f *clientFlags) resolveToken(u *url.URL, getenv func(string) string) (string, error) {
+	if f.token != "" {
+		return f.token, nil
+	}
+	if t := getenv(EnvAPIToken); t != "" {
+		return t, nil
+	}
+	file := f.tokenFile
+	if file == "" {
+		file = getenv(EnvAPITokenFile)
+	}
+	if file != "" {
+		return app.ReadTokenFile(file)
+	}
+	if !loopbackURL(u) {
+		return "", nil
+	}
+	def, err := app.DefaultTokenFile()
+	if err != nil {
+		return "", nil
+	}
+	tok, err := app.ReadTokenFile(def)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	return tok, err
+}
+
+func loopbackURL(u *url.URL) bool {
+	h := u.Hostname()
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 // apiError is an error answer of the API, shown as the API worded it.
@@ -81,9 +156,9 @@ type apiError struct {
 
 func (e *apiError) Error() string {
 	if e.body.Field != "" {
-		return fmt.Sprintf("%s (field %s)", e.body.Error, e.body.Field)
+		return inert(fmt.Sprintf("%s (field %s)", e.body.Error, e.body.Field), false)
 	}
-	return e.body.Error
+	return inert(e.body.Error, false)
 }
 
 // do sends a request and decodes a 2xx answer into out (unless nil).
@@ -125,7 +200,7 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 			e.body.Error = fmt.Sprintf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, strings.TrimSpace(string(data)))
 		}
 		if resp.StatusCode == http.StatusUnauthorized && c.token == "" {
-			e.body.Error += " (set --token or " + EnvAPIToken + ")"
+			e.body.Error += " (set --token, " + EnvAPIToken + " or " + EnvAPITokenFile + ")"
 		}
 		return e
 	}

@@ -28,7 +28,7 @@ func Main() int {
 	defer stop()
 	cmd := NewRootCommand()
 	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "chime:", err)
+		fmt.Fprintln(os.Stderr, "chime:", inert(err.Error(), false))
 		return 1
 	}
 	return 0

@@ -103,6 +103,12 @@ type TaskEngine struct {
 type API struct {
 	Addr  string `yaml:"addr"`
 	Token string `yaml:"token"`
+	// TokenFile is where `chime serve` keeps the token it generates when
+	// Token is empty, and where the CLI reads it (empty: the default,
+	// see app.DefaultTokenFile).
+	TokenFile string `yaml:"token_file"`
+	TLSCert   string `yaml:"tls_cert"`
+	TLSKey    string `yaml:"tls_key"`
 }
 
 // SMTP configures outgoing email.
@@ -320,6 +326,12 @@ func (c *Config) problems() []problem {
 	// 0 keeps finished jobs forever; past the maximum, days × 24h
 	// overflows time.Duration into an age that deletes every finished job.
 	between("retention_days", c.RetentionDays, 0, MaxRetentionDays)
+	switch {
+	case c.API.TLSCert != "" && c.API.TLSKey == "":
+		bad("api.tls_key", "must be set with api.tls_cert (%s)", c.API.TLSCert)
+	case c.API.TLSKey != "" && c.API.TLSCert == "":
+		bad("api.tls_cert", "must be set with api.tls_key (%s)", c.API.TLSKey)
+	}
 	ps = append(ps, c.SMTP.problems()...)
 	return ps
 }

@@ -72,6 +72,8 @@ func TestBadSettingsNameTheSetting(t *testing.T) {
 		"int":      {map[string]string{"CHIME_TASKENGINE_POOL_SIZE": "many"}, "not a whole number"},
 		"tls":      {map[string]string{"CHIME_SMTP_TLS": "maybe"}, "smtp.tls"},
 		"failover": {map[string]string{"CHIME_CLUSTER_FAILOVER_AFTER": "1s"}, "cluster.failover_after"},
+		"tls half": {map[string]string{"CHIME_API_TLS_CERT": "cert.pem"}, "api.tls_key (CHIME_API_TLS_KEY): must be set with api.tls_cert"},
+		"key half": {map[string]string{"CHIME_API_TLS_KEY": "key.pem"}, "api.tls_cert (CHIME_API_TLS_CERT): must be set with api.tls_key"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

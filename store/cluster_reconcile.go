@@ -114,6 +114,58 @@ func (s *Store) ReleaseStuckQueued(ctx context.Context, olderThan time.Duration)
 // node_id and status. A pending job is returned unchanged; a finished one is
 // ErrJobState, a missing one ErrNotFound.
 func (s *Store) ResetJob(ctx context.Context, id int64, reason string) (*models.Job, error) {
+	return s.resetJob(ctx, id, reason, 0)
+}
+
+// ResetSilentJob is ResetJob for a job no node looks after any more: its
+// node is not alive in nodes or has not beaten for failoverAfter, or the
+// job itself (heartbeat_at, and updated_at on the database's clock) has
+// been silent that long. A job a live node still runs is ErrJobState with
+// the node and the heartbeat ages in the message: resetting it would start
+// attempt n+1 beside a process nobody can stop any more.
+func (s *Store) ResetSilentJob(ctx context.Context, id int64, reason string, failoverAfter time.Duration) (*models.Job, error) {
+	if failoverAfter <= 0 {
+		return nil, fmt.Errorf("reset job %d: failoverAfter must be positive", id)
+	}
+	return s.resetJob(ctx, id, reason, failoverAfter)
+}
+
+// AskJobToStop sets control = stop on a queued, running or paused job, as
+// a forced reset's first step, and returns the row. Unlike a stop through
+// Admin.ControlJob it never cancels a pending job: a job that went back to
+// pending in the meantime is returned as it is.
+func (s *Store) AskJobToStop(ctx context.Context, id int64, reason string) (*models.Job, error) {
+	now, err := s.DBNow(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var job models.Job
+	err = s.InTx(ctx, func(tx *gorm.DB) error {
+		job = models.Job{}
+		if err := first(s.forUpdate(tx.Where("id = ?", id)), &job); err != nil {
+			return err
+		}
+		if job.Status == models.JobPending || job.Status.Finished() || job.Control == models.ControlStop {
+			return nil
+		}
+		if err := tx.Exec(`UPDATE jobs SET control = ? WHERE id = ? AND status = ?`, models.ControlStop, id, job.Status).Error; err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("stop requested by %s before a forced reset (%s on node %s, attempt %d)", reason, job.Status, job.NodeID, job.Attempt)
+		if err := insertJobLogs(tx, []models.JobLog{{JobID: id, Level: "warning", Message: msg, CreatedAt: now}}); err != nil {
+			return err
+		}
+		return first(tx.Where("id = ?", id), &job)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ask job %d to stop: %w", id, err)
+	}
+	return &job, nil
+}
+
+// resetJob is ResetJob; with liveWithin > 0 it refuses a job that a node
+// alive within that window still looks after.
+func (s *Store) resetJob(ctx context.Context, id int64, reason string, liveWithin time.Duration) (*models.Job, error) {
 	now, err := s.DBNow(ctx)
 	if err != nil {
 		return nil, err
@@ -133,6 +185,11 @@ func (s *Store) ResetJob(ctx context.Context, id int64, reason string) (*models.
 		case job.Status.Finished():
 			return fmt.Errorf("job %d is %s: %w", id, job.Status, ErrJobState)
 		}
+		if liveWithin > 0 {
+			if err := s.refuseLive(tx, &job, now, liveWithin); err != nil {
+				return err
+			}
+		}
 		msg := fmt.Sprintf("reset to pending by %s (was %s on node %s, attempt %d)", reason, job.Status, job.NodeID, job.Attempt)
 		if err := tx.Exec(`UPDATE jobs SET status = ?, node_id = '', control = '', queued_at = NULL, run_at = ? WHERE id = ? AND status = ?`,
 			models.JobPending, now, id, job.Status).Error; err != nil {
@@ -147,6 +204,55 @@ func (s *Store) ResetJob(ctx context.Context, id int64, reason string) (*models.
 		return nil, fmt.Errorf("reset job %d: %w", id, err)
 	}
 	return &job, nil
+}
+
+// refuseLive returns ErrJobState when job's node is alive in nodes and beat
+// within window, and the job itself was written within window: the same
+// judgements the dead-node reaper and RecoverStalledJobs make, so a reset
+// is allowed exactly when failover or the reconciler would act. now is the
+// database's clock.
+func (s *Store) refuseLive(tx *gorm.DB, job *models.Job, now time.Time, window time.Duration) error {
+	if job.NodeID == "" {
+		return nil
+	}
+	var node struct {
+		Status      string
+		HeartbeatAt time.Time
+	}
+	res := tx.Raw("SELECT status, heartbeat_at FROM nodes WHERE id = ?", job.NodeID).Scan(&node)
+	if res.Error != nil {
+		return fmt.Errorf("read node %s: %w", job.NodeID, res.Error)
+	}
+	cutoff := now.Add(-window)
+	if res.RowsAffected == 0 || node.Status != NodeAlive || node.HeartbeatAt.Before(cutoff) {
+		return nil
+	}
+	// heartbeat_at is on the node's clock, updated_at on the database's:
+	// the job is silent only when both are old, as in RecoverStalledJobs.
+	last := job.UpdatedAt
+	for _, t := range []*time.Time{job.HeartbeatAt, job.StartedAt, job.QueuedAt} {
+		if t != nil {
+			if t.After(last) {
+				last = *t
+			}
+			break
+		}
+	}
+	if last.Before(cutoff) {
+		return nil
+	}
+	return fmt.Errorf("job %d is %s on node %s, which is alive (its last heartbeat %s ago, the job's %s ago, "+
+		"by the database's clock); a reset would start another attempt beside the running one. "+
+		"Stop it, or wait until the node is silent for %s, or force the reset (it asks the job to stop first): %w",
+		job.ID, job.Status, job.NodeID, age(now, node.HeartbeatAt), age(now, last), window, ErrJobState)
+}
+
+func age(now, t time.Time) time.Duration {
+	d := now.Sub(t)
+	if d < 0 {
+		d = 0
+	}
+	return d.Round(100 * time.Millisecond)
 }
 
 // OverdueTrigger is an active schedule's trigger whose next fire is far in

@@ -47,6 +47,8 @@ func TestEndToEnd(t *testing.T) {
 		"CHIME_DATABASE_DRIVER=sqlite",
 		"CHIME_DATABASE_DSN=" + dbPath,
 		"CHIME_NODE_ID=e2e-report",
+		// Its own token file, not the one in the user's configuration directory.
+		"CHIME_API_TOKEN_FILE=" + filepath.Join(filepath.Dir(dbPath), "api.token"),
 		"CHIME_TASKENGINE_POLL_INTERVAL=200ms",
 		"CHIME_API_ADDR=127.0.0.1:0",
 		"CHIME_SHUTDOWN_GRACE=5s",

@@ -7,6 +7,7 @@ package bench
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -62,6 +63,11 @@ func Lateness(ctx context.Context, cfg *configs.Config, log *logrus.Logger, opts
 	// The measurement needs no API, and must not collide with a running server's port.
 	c := *cfg
 	c.API.Addr = "127.0.0.1:0"
+	if c.API.Token == "" {
+		// Nobody calls this API: a throwaway token keeps serve from
+		// writing a token file into the user's configuration directory.
+		c.API.Token = rand.Text()
+	}
 	cfg = &c
 	// Not exclusive: the node below takes the SQLite file for itself while
 	// this handle sets the table up and reads the rows back.

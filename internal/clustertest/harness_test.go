@@ -101,6 +101,8 @@ func nodeEnv(dsn, id string) []string {
 		"CHIME_TASKENGINE_POOL_SIZE=32",
 		"CHIME_SCHEDULEENGINE_SYNC_INTERVAL=1s",
 		"CHIME_API_ADDR=127.0.0.1:0",
+		// Else every node would write a token file into the user's configuration directory.
+		"CHIME_API_TOKEN=clustertest-token-0123456789",
 		"CHIME_SHUTDOWN_GRACE=2s",
 		"CHIME_LOG_FORMAT=json",
 	)

@@ -1,0 +1,89 @@
+package api
+
+import (
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+)
+
+// guard wraps the whole API with the defences that do not depend on the
+// route: nosniff on every answer, the Host check of a tokenless server, and
+// Go's cross-origin protection. A browser on the admin's machine can reach
+// a loopback API; without these, any page it visits could create a shell
+// job (cross-site POST) or, after rebinding its own name to 127.0.0.1,
+// read the answers.
+func (s *Server) guard(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.log.WithFields(map[string]any{"method": r.Method, "path": r.URL.Path, "origin": r.Header.Get("Origin")}).
+			Warn("api: cross-origin request refused")
+		writeJSON(w, http.StatusForbidden, Error{Error: "cross-origin request refused: the API takes state-changing " +
+			"requests only from non-browser clients or pages of its own origin"})
+	}))
+	protected := cop.Handler(next)
+	checkHost := s.cfg.Token == ""
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		// With a token, the token is the defence and a proxy may send any
+		// Host; without one, only the Host tells a rebinding page apart.
+		if checkHost && !loopbackHost(r.Host) {
+			s.log.WithField("host", r.Host).Warn("api: request for a Host that is not loopback refused")
+			writeJSON(w, http.StatusMisdirectedRequest, Error{Error: "Host " + quoteHost(r.Host) + " refused: without api.token " +
+				"this API answers only requests for localhost or a loopback address"})
+			return
+		}
+		protected.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether a Host header names this machine's loopback:
+// localhost or a loopback IP, with or without a port.
+func loopbackHost(host string) bool {
+	if host == "" {
+		return false
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func quoteHost(h string) string {
+	if len(h) > 100 {
+		h = h[:100] + "..."
+	}
+	return `"` + strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == '"' {
+			return '?'
+		}
+		return r
+	}, h) + `"`
+}
+
+// needsJSON refuses a request body that is not declared JSON. Browsers send
+// text/plain, form and multipart bodies cross-site without a preflight;
+// application/json they do not, so requiring it closes that door even for
+// a browser that sends no Origin. A body-less POST (pause, stop, reset)
+// carries nothing to check; cross-origin protection covers it.
+func needsJSON(r *http.Request) *apiError {
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch:
+	default:
+		return nil
+	}
+	if r.ContentLength == 0 {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err == nil && mt == "application/json" {
+		return nil
+	}
+	return &apiError{status: http.StatusUnsupportedMediaType, Error: Error{
+		Error: "a request body must be sent with Content-Type: application/json"}}
+}
