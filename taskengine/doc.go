@@ -60,8 +60,10 @@
 // without using an attempt, waits ShutdownGrace for running jobs, then
 // cancels them (their attempt counts; they are retried if attempts are
 // left). Start first recovers what a dead process with the same NodeID left
-// behind: queued jobs go back to pending, running ones are retried or
-// failed. Failover between nodes belongs to the cluster work, not here.
+// behind (store.RecoverNode): queued jobs go back to pending, running ones
+// are recovered without using an attempt when their definition requests
+// recovery, else retried or failed. Failover between nodes belongs to the
+// cluster work, not here.
 //
 // taskengine imports store, models, tasks and internal/metrics; it never
 // imports the schedule engine, the API or the CLI.
