@@ -2,8 +2,8 @@ package store_test
 
 import (
 	"context"
-	"strings"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
