@@ -4,24 +4,25 @@ import "time"
 
 // JobDefinition is what to run: a task type with its default params and
 // run policy. Table job_definitions.
+//
+// RequestsRecovery (Quartz's "requests recovery") says whether a job cut off
+// by the loss of its node runs again without using an attempt. The column
+// defaults to TRUE, but Go's zero value is false: code that builds a
+// definition sets it.
 type JobDefinition struct {
-	ID                  int64    `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
-	Name                string   `gorm:"column:name" json:"name"`
-	TaskType            string   `gorm:"column:task_type" json:"task_type"`
-	Description         string   `gorm:"column:description" json:"description"`
-	DefaultParams       JSON     `gorm:"column:default_params" json:"default_params"`
-	TimeoutSeconds      int      `gorm:"column:timeout_seconds" json:"timeout_seconds"`
-	MaxAttempts         int      `gorm:"column:max_attempts" json:"max_attempts"`
-	RetryBackoffSeconds int      `gorm:"column:retry_backoff_seconds" json:"retry_backoff_seconds"`
-	NotifyOn            NotifyOn `gorm:"column:notify_on" json:"notify_on"`
-	NotifyEmails        string   `gorm:"column:notify_emails" json:"notify_emails"`
-	// RequestsRecovery (Quartz's "requests recovery") says whether a job cut
-	// off by the loss of its node runs again without using an attempt. The
-	// column defaults to TRUE, but Go's zero value is false: code that
-	// builds a definition sets it.
-	RequestsRecovery bool      `gorm:"column:requests_recovery" json:"requests_recovery"`
-	CreatedAt        time.Time `gorm:"column:created_at" json:"created_at"`
-	UpdatedAt        time.Time `gorm:"column:updated_at" json:"updated_at"`
+	ID                  int64     `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
+	Name                string    `gorm:"column:name" json:"name"`
+	TaskType            string    `gorm:"column:task_type" json:"task_type"`
+	Description         string    `gorm:"column:description" json:"description"`
+	DefaultParams       JSON      `gorm:"column:default_params" json:"default_params"`
+	TimeoutSeconds      int       `gorm:"column:timeout_seconds" json:"timeout_seconds"`
+	MaxAttempts         int       `gorm:"column:max_attempts" json:"max_attempts"`
+	RetryBackoffSeconds int       `gorm:"column:retry_backoff_seconds" json:"retry_backoff_seconds"`
+	NotifyOn            NotifyOn  `gorm:"column:notify_on" json:"notify_on"`
+	NotifyEmails        string    `gorm:"column:notify_emails" json:"notify_emails"`
+	RequestsRecovery    bool      `gorm:"column:requests_recovery" json:"requests_recovery"`
+	CreatedAt           time.Time `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt           time.Time `gorm:"column:updated_at" json:"updated_at"`
 }
 
 // TableName implements gorm's tabler.
@@ -72,6 +73,7 @@ type TimeTrigger struct {
 func (TimeTrigger) TableName() string { return "time_triggers" }
 
 // Job is one fire or ad-hoc run of a definition (the paper's Job table).
+// Recoveries counts its reruns after node loss that used no attempt.
 type Job struct {
 	ID              int64      `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
 	ScheduleID      *int64     `gorm:"column:schedule_id" json:"schedule_id"`
@@ -82,20 +84,19 @@ type Job struct {
 	Control         JobControl `gorm:"column:control" json:"control"`
 	Attempt         int        `gorm:"column:attempt" json:"attempt"`
 	MaxAttempts     int        `gorm:"column:max_attempts" json:"max_attempts"`
-	// Recoveries counts the reruns after node loss that used no attempt.
-	Recoveries  int        `gorm:"column:recoveries" json:"recoveries"`
-	Params      JSON       `gorm:"column:params" json:"params"`
-	CatchUp     bool       `gorm:"column:catch_up" json:"catch_up"`
-	MissedFires int        `gorm:"column:missed_fires" json:"missed_fires"`
-	NodeID      string     `gorm:"column:node_id" json:"node_id"`
-	QueuedAt    *time.Time `gorm:"column:queued_at" json:"queued_at"`
-	StartedAt   *time.Time `gorm:"column:started_at" json:"started_at"`
-	FinishedAt  *time.Time `gorm:"column:finished_at" json:"finished_at"`
-	HeartbeatAt *time.Time `gorm:"column:heartbeat_at" json:"heartbeat_at"`
-	Result      *string    `gorm:"column:result" json:"result"`
-	Error       *string    `gorm:"column:error" json:"error"`
-	CreatedAt   time.Time  `gorm:"column:created_at" json:"created_at"`
-	UpdatedAt   time.Time  `gorm:"column:updated_at" json:"updated_at"`
+	Recoveries      int        `gorm:"column:recoveries" json:"recoveries"`
+	Params          JSON       `gorm:"column:params" json:"params"`
+	CatchUp         bool       `gorm:"column:catch_up" json:"catch_up"`
+	MissedFires     int        `gorm:"column:missed_fires" json:"missed_fires"`
+	NodeID          string     `gorm:"column:node_id" json:"node_id"`
+	QueuedAt        *time.Time `gorm:"column:queued_at" json:"queued_at"`
+	StartedAt       *time.Time `gorm:"column:started_at" json:"started_at"`
+	FinishedAt      *time.Time `gorm:"column:finished_at" json:"finished_at"`
+	HeartbeatAt     *time.Time `gorm:"column:heartbeat_at" json:"heartbeat_at"`
+	Result          *string    `gorm:"column:result" json:"result"`
+	Error           *string    `gorm:"column:error" json:"error"`
+	CreatedAt       time.Time  `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt       time.Time  `gorm:"column:updated_at" json:"updated_at"`
 }
 
 // TableName implements gorm's tabler.
