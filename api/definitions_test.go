@@ -23,6 +23,7 @@ func TestDefinitions(t *testing.T) {
 		require.EqualValues(t, 3, d["max_attempts"])
 		require.EqualValues(t, 10, d["retry_backoff_seconds"], "column default")
 		require.Equal(t, "ops@example.com,dba@example.com", d["notify_emails"])
+		require.Equal(t, true, d["requests_recovery"], "column default: at-least-once after node loss")
 
 		got := b.ok(200, "GET", path+"/"+itoa(defID), "")
 		require.Equal(t, "nightly", got["description"])
@@ -36,6 +37,12 @@ func TestDefinitions(t *testing.T) {
 		require.EqualValues(t, 3, upd["max_attempts"])
 		require.Equal(t, "shell", upd["task_type"])
 		require.Equal(t, []int64{0}, b.changed, "a definition change refreshes the schedule engine")
+		upd = b.ok(200, "PATCH", path+"/"+itoa(defID), `{"requests_recovery":false}`)
+		require.Equal(t, false, upd["requests_recovery"])
+		require.Equal(t, "weekly", upd["description"])
+		require.Equal(t, false, b.ok(200, "GET", path+"/"+itoa(defID), "")["requests_recovery"], "stored")
+		off := b.ok(201, "POST", path, `{"name":"no-rerun","task_type":"sleep","requests_recovery":false}`)
+		require.Equal(t, false, off["requests_recovery"])
 
 		// Validation at the door.
 		for _, c := range []struct{ field, want, body string }{
@@ -46,6 +53,7 @@ func TestDefinitions(t *testing.T) {
 			{"bogus", "unknown field", `{"name":"x","task_type":"sleep","bogus":1}`},
 			{"id", "unknown field", `{"id":5,"name":"x","task_type":"sleep"}`},
 			{"max_attempts", "expected an integer", `{"name":"x","task_type":"sleep","max_attempts":"3"}`},
+			{"requests_recovery", "expected", `{"name":"x","task_type":"sleep","requests_recovery":"no"}`},
 			{"name", "name is required", `{"task_type":"sleep"}`},
 			{"name", "all digits", `{"name":"123","task_type":"sleep"}`},
 			{"name", "white space", `{"name":" x","task_type":"sleep"}`},

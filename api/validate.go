@@ -38,18 +38,19 @@ type definitionRequest struct {
 	RetryBackoffSeconds int64           `json:"retry_backoff_seconds"`
 	NotifyOn            models.NotifyOn `json:"notify_on"`
 	NotifyEmails        string          `json:"notify_emails"`
+	RequestsRecovery    bool            `json:"requests_recovery"`
 }
 
 // newDefinitionRequest holds the column defaults a create starts from.
 func newDefinitionRequest() *definitionRequest {
-	return &definitionRequest{MaxAttempts: 1, RetryBackoffSeconds: 10, NotifyOn: models.NotifyNever}
+	return &definitionRequest{MaxAttempts: 1, RetryBackoffSeconds: 10, NotifyOn: models.NotifyNever, RequestsRecovery: true}
 }
 
 func definitionRequestOf(d *models.JobDefinition) *definitionRequest {
 	return &definitionRequest{
 		Name: d.Name, TaskType: d.TaskType, Description: d.Description, DefaultParams: json.RawMessage(d.DefaultParams),
 		TimeoutSeconds: int64(d.TimeoutSeconds), MaxAttempts: int64(d.MaxAttempts), RetryBackoffSeconds: int64(d.RetryBackoffSeconds),
-		NotifyOn: d.NotifyOn, NotifyEmails: d.NotifyEmails,
+		NotifyOn: d.NotifyOn, NotifyEmails: d.NotifyEmails, RequestsRecovery: d.RequestsRecovery,
 	}
 }
 
@@ -251,7 +252,7 @@ func validateDefinition(reg *tasks.Registry, req *definitionRequest) (*models.Jo
 	return &models.JobDefinition{
 		Name: req.Name, TaskType: req.TaskType, Description: req.Description, DefaultParams: params,
 		TimeoutSeconds: int(req.TimeoutSeconds), MaxAttempts: int(req.MaxAttempts), RetryBackoffSeconds: int(req.RetryBackoffSeconds),
-		NotifyOn: req.NotifyOn, NotifyEmails: strings.Join(emails, ","),
+		NotifyOn: req.NotifyOn, NotifyEmails: strings.Join(emails, ","), RequestsRecovery: req.RequestsRecovery,
 	}, nil
 }
 

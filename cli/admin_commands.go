@@ -45,6 +45,7 @@ func newDefinitionCommand() *cobra.Command {
 		timeout    int
 		attempts   int
 		backoff    int
+		recovery   bool
 		pf         pageFlags
 		listByName string
 	)
@@ -75,6 +76,7 @@ func newDefinitionCommand() *cobra.Command {
 	fl.IntVar(&backoff, "retry-backoff", 10, "seconds between attempts")
 	fl.StringVar(&notifyOn, "notify-on", "never", "email on never, failure, success or always")
 	fl.StringVar(&emails, "notify-emails", "", "comma-separated addresses")
+	fl.BoolVar(&recovery, "requests-recovery", true, "run a job cut off by the loss of its node again without using an attempt (false: fail it)")
 	_ = addCmd.MarkFlagRequired("task-type")
 	addCmd.PreRun = func(cmd *cobra.Command, _ []string) {
 		// Send only what was given, so the server's defaults apply.
@@ -89,6 +91,7 @@ func newDefinitionCommand() *cobra.Command {
 		set("retry-backoff", "retry_backoff_seconds", &backoff)
 		set("notify-on", "notify_on", &notifyOn)
 		set("notify-emails", "notify_emails", &emails)
+		set("requests-recovery", "requests_recovery", &recovery)
 	}
 
 	listCmd := &cobra.Command{

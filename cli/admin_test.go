@@ -201,3 +201,15 @@ func TestCLIHelp(t *testing.T) {
 		require.Contains(t, out.String(), "Usage:", strings.Join(p, " "))
 	}
 }
+
+// definition add sends requests_recovery only when the flag is given, so
+// the server's default (on) applies otherwise.
+func TestCLIDefinitionRequestsRecovery(t *testing.T) {
+	t.Parallel()
+	url := startAPI(t)
+	out := mustChime(t, url, "definition", "add", "rerun", "--task-type", "sleep")
+	require.Regexp(t, `(?m)^requests_recovery:\s+true$`, out)
+	out = mustChime(t, url, "definition", "add", "once-only", "--task-type", "sleep", "--requests-recovery=false")
+	require.Regexp(t, `(?m)^requests_recovery:\s+false$`, out)
+	require.Regexp(t, `(?m)^requests_recovery:\s+false$`, mustChime(t, url, "definition", "show", "once-only"))
+}

@@ -14,8 +14,9 @@ import (
 )
 
 // A silent node is declared dead and nothing stays on it: queued jobs go
-// back to pending without using an attempt, interrupted ones are retried or
-// fail with the reason when no attempt is left. A node judges only after a
+// back to pending without using an attempt, interrupted ones are recovered
+// without using an attempt when their definition requests recovery, else
+// retried or failed with the reason when no attempt is left. A node judges only after a
 // full failover window of its own contact with the database.
 func TestDeadNodeFailover(t *testing.T) {
 	t.Parallel()
@@ -28,6 +29,9 @@ func TestDeadNodeFailover(t *testing.T) {
 		retry := testdb.Job(t, st, def, models.JobRunning, "dead1", 1, &hb)
 		exhausted := testdb.Job(t, st, def, models.JobRunning, "dead1", 2, &hb)
 		paused := testdb.Job(t, st, def, models.JobPaused, "dead1", 1, &hb)
+		recoverDef := models.JobDefinition{Name: "recover", TaskType: "sleep", MaxAttempts: 1, NotifyOn: models.NotifyNever, RequestsRecovery: true}
+		require.NoError(t, st.DB().Create(&recoverDef).Error)
+		recovered := testdb.Job(t, st, recoverDef, models.JobRunning, "dead1", 1, &hb)
 		ageNode(t, st, "dead1", time.Minute)
 
 		clock := clockwork.NewFakeClockAt(time.Now())
@@ -49,6 +53,10 @@ func TestDeadNodeFailover(t *testing.T) {
 			require.Equal(t, models.JobPending, j.Status)
 			require.Empty(t, j.NodeID)
 		}
+		j = testdb.GetJob(t, st, recovered.ID)
+		require.Equal(t, models.JobPending, j.Status)
+		require.Equal(t, 0, j.Attempt, "recovered: the lost run used no attempt")
+		require.Equal(t, 1, j.Recoveries)
 		j = testdb.GetJob(t, st, exhausted.ID)
 		require.Equal(t, models.JobFailed, j.Status)
 		require.NotNil(t, j.Error)

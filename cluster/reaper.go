@@ -52,7 +52,7 @@ func (n *Node) reap(ctx context.Context) (*ReapReport, error) {
 		}
 		rep.Recovered[id] = res
 		n.log.WithFields(logrus.Fields{
-			"dead_node": id, "released": len(res.Released), "retried": len(res.Retried),
+			"dead_node": id, "released": len(res.Released), "recovered": len(res.Recovered), "retried": len(res.Retried),
 			"failed": len(res.Failed), "stopped": len(res.Stopped),
 		}).Warn("recovered the jobs of a node that is not alive")
 	}

@@ -49,7 +49,7 @@ func (n *Node) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 	for _, ids := range []struct {
 		what string
 		ids  []int64
-	}{{"retried", stalled.Retried}, {"failed", stalled.Failed}, {"stopped", stalled.Stopped}} {
+	}{{"recovered", stalled.Recovered}, {"retried", stalled.Retried}, {"failed", stalled.Failed}, {"stopped", stalled.Stopped}} {
 		for _, id := range ids.ids {
 			n.log.WithFields(logrus.Fields{"job_id": id, "outcome": ids.what}).
 				Warn("reconciler: job had no heartbeat for longer than the failover window")

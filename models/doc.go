@@ -12,7 +12,8 @@
 //	   │  shutdown/crash │                  ▼  │ control=resume
 //	   └─────────────────┘                paused
 //	   ▲                                    │
-//	   └──── failed attempt with attempts left (run_at = now + backoff)
+//	   ├──── failed attempt with attempts left (run_at = now + backoff)
+//	   └──── node lost: requests_recovery (attempt given back), else attempts left
 //
 //	pending | queued ──control=stop──▶ canceled
 //

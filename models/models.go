@@ -4,6 +4,11 @@ import "time"
 
 // JobDefinition is what to run: a task type with its default params and
 // run policy. Table job_definitions.
+//
+// RequestsRecovery (Quartz's "requests recovery") says whether a job cut off
+// by the loss of its node runs again without using an attempt. The column
+// defaults to TRUE, but Go's zero value is false: code that builds a
+// definition sets it.
 type JobDefinition struct {
 	ID                  int64     `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
 	Name                string    `gorm:"column:name" json:"name"`
@@ -15,6 +20,7 @@ type JobDefinition struct {
 	RetryBackoffSeconds int       `gorm:"column:retry_backoff_seconds" json:"retry_backoff_seconds"`
 	NotifyOn            NotifyOn  `gorm:"column:notify_on" json:"notify_on"`
 	NotifyEmails        string    `gorm:"column:notify_emails" json:"notify_emails"`
+	RequestsRecovery    bool      `gorm:"column:requests_recovery" json:"requests_recovery"`
 	CreatedAt           time.Time `gorm:"column:created_at" json:"created_at"`
 	UpdatedAt           time.Time `gorm:"column:updated_at" json:"updated_at"`
 }
@@ -67,6 +73,7 @@ type TimeTrigger struct {
 func (TimeTrigger) TableName() string { return "time_triggers" }
 
 // Job is one fire or ad-hoc run of a definition (the paper's Job table).
+// Recoveries counts its reruns after node loss that used no attempt.
 type Job struct {
 	ID              int64      `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
 	ScheduleID      *int64     `gorm:"column:schedule_id" json:"schedule_id"`
@@ -77,6 +84,7 @@ type Job struct {
 	Control         JobControl `gorm:"column:control" json:"control"`
 	Attempt         int        `gorm:"column:attempt" json:"attempt"`
 	MaxAttempts     int        `gorm:"column:max_attempts" json:"max_attempts"`
+	Recoveries      int        `gorm:"column:recoveries" json:"recoveries"`
 	Params          JSON       `gorm:"column:params" json:"params"`
 	CatchUp         bool       `gorm:"column:catch_up" json:"catch_up"`
 	MissedFires     int        `gorm:"column:missed_fires" json:"missed_fires"`

@@ -192,7 +192,7 @@ func (a *Admin) CreateDefinition(ctx context.Context, d *models.JobDefinition) e
 }
 
 var definitionColumns = []string{"name", "task_type", "description", "default_params", "timeout_seconds",
-	"max_attempts", "retry_backoff_seconds", "notify_on", "notify_emails", "updated_at"}
+	"max_attempts", "retry_backoff_seconds", "notify_on", "notify_emails", "requests_recovery", "updated_at"}
 
 // UpdateDefinition writes every admin-owned column of d (row d.ID).
 func (a *Admin) UpdateDefinition(ctx context.Context, d *models.JobDefinition) error {

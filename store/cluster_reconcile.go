@@ -19,9 +19,9 @@ var stalledStatuses = []models.JobStatus{models.JobRunning, models.JobPaused}
 // (updated_at is set by the database on every write, trigger or ON UPDATE,
 // so it is a heartbeat on the database's clock even when the node's own
 // clock, which writes heartbeat_at, is minutes behind). Each is treated
-// like a job of a dead node: back to
-// pending for another attempt while attempts remain, else failed with the
-// reason; one asked to stop becomes stopped. This should never happen while
+// like a job of a dead node (see recoverCutOff): recovered without using
+// an attempt when its definition requests recovery, else retried while
+// attempts remain or failed with the reason; one asked to stop is stopped. This should never happen while
 // nodes heartbeat their jobs; it catches what a bug or a lost update left.
 // Every move is guarded by the job's status, as all moves out of running.
 func (s *Store) RecoverStalledJobs(ctx context.Context, silentFor time.Duration) (*RecoverNodeResult, error) {
@@ -34,7 +34,7 @@ func (s *Store) RecoverStalledJobs(ctx context.Context, silentFor time.Duration)
 	err = s.InTx(ctx, func(tx *gorm.DB) error {
 		*res = RecoverNodeResult{}
 		var jobs []models.Job
-		q := tx.Select("id, job_definition_id, status, control, attempt, max_attempts, node_id, heartbeat_at").
+		q := tx.Select("id, job_definition_id, status, control, attempt, max_attempts, recoveries, node_id, heartbeat_at").
 			Where("status IN ? AND COALESCE(heartbeat_at, started_at, updated_at) < ? AND updated_at < ?", stalledStatuses, cutoff, cutoff).
 			Order("id").Limit(1000)
 		if err := s.forUpdate(q).Find(&jobs).Error; err != nil {
@@ -43,11 +43,11 @@ func (s *Store) RecoverStalledJobs(ctx context.Context, silentFor time.Duration)
 		if len(jobs) == 0 {
 			return nil
 		}
-		defMax, err := definitionMaxAttempts(tx, jobs)
+		pols, err := definitionPolicies(tx, jobs)
 		if err != nil {
 			return err
 		}
-		logs, err := recoverCutOff(tx, jobs, defMax, now, res, "by the reconciler", func(j models.Job, maxAttempts int) string {
+		logs, err := recoverCutOff(tx, jobs, pols, now, res, "by the reconciler", func(j models.Job, maxAttempts int) string {
 			return fmt.Sprintf("no heartbeat from node %s for more than %s during attempt %d of %d", j.NodeID, silentFor, j.Attempt, maxAttempts)
 		})
 		if err != nil {

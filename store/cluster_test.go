@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -250,4 +251,79 @@ func TestReleaseStuckQueued(t *testing.T) {
 		require.Equal(t, 0, j.Attempt)
 		require.Equal(t, models.JobQueued, testdb.GetJob(t, st, recent.ID).Status, "its row was written just now by the database's clock")
 	})
+}
+
+// A running or paused job cut off by node loss (a dead node, a restarted
+// node, a job without heartbeat) goes back to pending with its attempt given
+// back when its definition requests recovery; without it, it fails with the
+// reason, or uses an attempt when one is left. The free reruns are capped.
+func TestRecoveryOnNodeLoss(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		db := st.DB()
+		def := func(name string, maxAttempts int, recovery bool) models.JobDefinition {
+			d := models.JobDefinition{Name: name, TaskType: "sleep", MaxAttempts: maxAttempts, NotifyOn: models.NotifyNever, RequestsRecovery: recovery}
+			require.NoError(t, db.Create(&d).Error)
+			return d
+		}
+		on, off, offRetry := def("on", 1, true), def("off", 1, false), def("off-retry", 2, false)
+		hb := store.DBTime(time.Now())
+		recovered := testdb.Job(t, st, on, models.JobRunning, "lost", 1, &hb)
+		paused := testdb.Job(t, st, on, models.JobPaused, "lost", 1, &hb)
+		capped := testdb.Job(t, st, on, models.JobRunning, "lost", 1, &hb)
+		require.NoError(t, db.Exec("UPDATE jobs SET recoveries = ? WHERE id = ?", store.MaxRecoveries, capped.ID).Error)
+		failed := testdb.Job(t, st, off, models.JobRunning, "lost", 1, &hb)
+		retried := testdb.Job(t, st, offRetry, models.JobRunning, "lost", 1, &hb)
+
+		res, err := st.RecoverNode(ctx, &store.RecoverNodeParams{NodeID: "lost", Now: time.Now()})
+		require.NoError(t, err)
+		require.Equal(t, []int64{recovered.ID, paused.ID}, res.Recovered)
+		require.Equal(t, []int64{capped.ID, failed.ID}, res.Failed)
+		require.Equal(t, []int64{retried.ID}, res.Retried)
+
+		for _, id := range []int64{recovered.ID, paused.ID} {
+			j := testdb.GetJob(t, st, id)
+			require.Equal(t, models.JobPending, j.Status)
+			require.Empty(t, j.NodeID)
+			require.Equal(t, 0, j.Attempt, "the attempt is given back: the rerun is attempt 1 again")
+			require.Equal(t, 1, j.Recoveries)
+		}
+		requireLog(t, st, recovered.ID, "node lost died during attempt 1 of 1; recovering (requests_recovery)")
+		j := testdb.GetJob(t, st, failed.ID)
+		require.Equal(t, models.JobFailed, j.Status)
+		require.Contains(t, *j.Error, "node lost died during attempt 1 of 1; no attempts left (requests_recovery is off)")
+		j = testdb.GetJob(t, st, capped.ID)
+		require.Equal(t, models.JobFailed, j.Status)
+		require.Contains(t, *j.Error, "recovered 5 times already")
+		j = testdb.GetJob(t, st, retried.ID)
+		require.Equal(t, models.JobPending, j.Status)
+		require.Equal(t, 1, j.Attempt, "recovery off: the retry uses an attempt")
+		require.Equal(t, 0, j.Recoveries)
+
+		// The reconciler's path: a job without heartbeat is recovered the same way.
+		old := store.DBTime(time.Now().Add(-time.Minute))
+		stalled := testdb.Job(t, st, on, models.JobRunning, "n1", 2, &old)
+		require.NoError(t, db.Exec("UPDATE jobs SET updated_at = ? WHERE id = ?", old, stalled.ID).Error)
+		res, err = st.RecoverStalledJobs(ctx, 20*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, []int64{stalled.ID}, res.Recovered)
+		j = testdb.GetJob(t, st, stalled.ID)
+		require.Equal(t, models.JobPending, j.Status)
+		require.Equal(t, 1, j.Attempt)
+		require.Equal(t, 1, j.Recoveries)
+		requireLog(t, st, stalled.ID, "recovering (requests_recovery)")
+	})
+}
+
+func requireLog(t *testing.T, st *store.Store, jobID int64, substr string) {
+	t.Helper()
+	var msgs []string
+	require.NoError(t, st.DB().Model(&models.JobLog{}).Where("job_id = ?", jobID).Order("id").Pluck("message", &msgs).Error)
+	for _, m := range msgs {
+		if strings.Contains(m, substr) {
+			return
+		}
+	}
+	t.Fatalf("job %d: no log line containing %q in %q", jobID, substr, msgs)
 }

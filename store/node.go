@@ -18,18 +18,24 @@ type RecoverNodeParams struct {
 
 // RecoverNodeResult counts what RecoverNode did.
 type RecoverNodeResult struct {
-	Released []int64 // queued → pending, attempt unchanged
-	Retried  []int64 // running/paused → pending for another attempt
-	Failed   []int64 // running/paused with no attempt left → failed
-	Stopped  []int64 // running/paused with control = stop → stopped
+	Released  []int64 // queued → pending, attempt unchanged
+	Recovered []int64 // running/paused → pending, the attempt given back (requests_recovery)
+	Retried   []int64 // running/paused → pending for another attempt
+	Failed    []int64 // running/paused with no attempt left → failed
+	Stopped   []int64 // running/paused with control = stop → stopped
 }
+
+// MaxRecoveries caps the reruns after node loss that use no attempt
+// (jobs.recoveries). A job that takes its node down every time it runs
+// would otherwise be recovered, and take the next node down, forever: past
+// the cap it is treated as if its definition did not request recovery.
+const MaxRecoveries = 5
 
 // RecoverNode cleans up after a process of p.NodeID that died without a
 // graceful stop (kill -9, power loss): the new process with the same node
-// id calls it before claiming. Its queued jobs never started and go back to
-// pending without using an attempt. Its running or paused jobs were cut off
-// and have used one: they go back to pending, due now, while attempts
-// remain, else they fail with the reason. One asked to stop becomes stopped.
+// id calls it before claiming, and the cluster's reaper for a dead node.
+// Its queued jobs never started and go back to pending without using an
+// attempt. Its running or paused jobs were cut off: see recoverCutOff.
 // Every change is logged to job_logs in the same transaction.
 func (s *Store) RecoverNode(ctx context.Context, p *RecoverNodeParams) (*RecoverNodeResult, error) {
 	now := DBTime(p.Now)
@@ -37,15 +43,15 @@ func (s *Store) RecoverNode(ctx context.Context, p *RecoverNodeParams) (*Recover
 	err := s.InTx(ctx, func(tx *gorm.DB) error {
 		*res = RecoverNodeResult{}
 		var jobs []models.Job
-		q := tx.Select("id, job_definition_id, status, control, attempt, max_attempts").
-			Where("node_id = ? AND status IN ?", p.NodeID, activeStatuses)
+		q := tx.Select("id, job_definition_id, status, control, attempt, max_attempts, recoveries").
+			Where("node_id = ? AND status IN ?", p.NodeID, activeStatuses).Order("id")
 		if err := s.forUpdate(q).Find(&jobs).Error; err != nil {
 			return fmt.Errorf("select jobs left by the dead process: %w", err)
 		}
 		if len(jobs) == 0 {
 			return nil
 		}
-		defMax, err := definitionMaxAttempts(tx, jobs)
+		pols, err := definitionPolicies(tx, jobs)
 		if err != nil {
 			return err
 		}
@@ -63,7 +69,7 @@ func (s *Store) RecoverNode(ctx context.Context, p *RecoverNodeParams) (*Recover
 			logs = append(logs, models.JobLog{JobID: j.ID, Level: "warning", CreatedAt: now,
 				Message: fmt.Sprintf("released to pending: node %s restarted before the job started", p.NodeID)})
 		}
-		more, err := recoverCutOff(tx, cut, defMax, now, res, "", func(j models.Job, maxAttempts int) string {
+		more, err := recoverCutOff(tx, cut, pols, now, res, "", func(j models.Job, maxAttempts int) string {
 			return fmt.Sprintf("node %s died during attempt %d of %d", p.NodeID, j.Attempt, maxAttempts)
 		})
 		if err != nil {
@@ -79,21 +85,36 @@ func (s *Store) RecoverNode(ctx context.Context, p *RecoverNodeParams) (*Recover
 }
 
 // recoverCutOff moves running or paused jobs whose attempt was cut off (the
-// node died, or its heartbeats stopped) on: stopped when a stop had been
-// asked, back to pending, due now, while attempts remain, else failed. why
-// says what cut the attempt off, for jobs.error and job_logs; by names who
-// decided ("by the reconciler"), or is empty. Every move is guarded by
+// node died, or its heartbeats stopped) on:
+//
+//   - stopped, when a stop had been asked;
+//   - back to pending, due now, with the attempt given back (attempt - 1,
+//     recoveries + 1), when the definition requests recovery and the job
+//     has been recovered fewer than MaxRecoveries times: the rerun is the
+//     same attempt again, so attempt still says which try it is and
+//     max_attempts is not used up by the loss of a node;
+//   - back to pending, due now, for its next attempt while attempts remain;
+//   - else failed, with the reason.
+//
+// why says what cut the attempt off, for jobs.error and job_logs; by names
+// who decided ("by the reconciler"), or is empty. Every move is guarded by
 // status, as all moves out of running are.
-func recoverCutOff(tx *gorm.DB, jobs []models.Job, defMax map[int64]int, now time.Time, res *RecoverNodeResult,
+func recoverCutOff(tx *gorm.DB, jobs []models.Job, pols map[int64]defPolicy, now time.Time, res *RecoverNodeResult,
 	by string, why func(j models.Job, maxAttempts int) string) ([]models.JobLog, error) {
 	if by != "" {
 		by = " " + by
 	}
 	logs := make([]models.JobLog, 0, len(jobs))
 	for _, j := range jobs {
+		pol, ok := pols[j.JobDefinitionID]
+		if !ok {
+			// The definition is gone (plain SQL): take the column
+			// defaults; the rerun fails at once, naming the definition.
+			pol = defPolicy{recovery: true}
+		}
 		maxAttempts := j.MaxAttempts
 		if maxAttempts <= 0 {
-			maxAttempts = defMax[j.JobDefinitionID]
+			maxAttempts = pol.maxAttempts
 		}
 		maxAttempts = max(maxAttempts, 1)
 		reason := why(j, maxAttempts)
@@ -105,17 +126,21 @@ func recoverCutOff(tx *gorm.DB, jobs []models.Job, defMax map[int64]int, now tim
 			level, msg = "warning", "stopped"+by+": "+reason+", which had been asked to stop"
 			stmt, args = `UPDATE jobs SET status = ?, control = '', finished_at = ?, error = ? WHERE id = ? AND status IN ?`,
 				[]any{models.JobStopped, now, reason, j.ID, stalledStatuses}
+		case pol.recovery && j.Recoveries < MaxRecoveries:
+			res.Recovered = append(res.Recovered, j.ID)
+			level, msg = "warning", fmt.Sprintf("back to pending%s: %s; recovering (requests_recovery): attempt %d runs again without using an attempt (recovery %d of %d)",
+				by, reason, j.Attempt, j.Recoveries+1, MaxRecoveries)+pauseLost(j)
+			stmt, args = `UPDATE jobs SET status = ?, node_id = '', control = '', run_at = ?, error = ?,
+				attempt = CASE WHEN attempt > 0 THEN attempt - 1 ELSE 0 END, recoveries = recoveries + 1 WHERE id = ? AND status IN ?`,
+				[]any{models.JobPending, now, reason, j.ID, stalledStatuses}
 		case j.Attempt < maxAttempts:
 			res.Retried = append(res.Retried, j.ID)
-			level, msg = "warning", "back to pending"+by+": "+reason+"; retrying"
-			if j.Status == models.JobPaused || j.Control == models.ControlPause {
-				msg += "; pause lost: the job was paused (or asked to pause) and the retry runs unpaused (pause it again if needed)"
-			}
+			level, msg = "warning", "back to pending"+by+": "+reason+"; retrying"+noRecovery(pol, j)+pauseLost(j)
 			stmt, args = `UPDATE jobs SET status = ?, node_id = '', control = '', run_at = ?, error = ? WHERE id = ? AND status IN ?`,
 				[]any{models.JobPending, now, reason, j.ID, stalledStatuses}
 		default:
 			res.Failed = append(res.Failed, j.ID)
-			reason += "; no attempts left"
+			reason += "; no attempts left" + noRecovery(pol, j)
 			level, msg = "error", "failed"+by+": "+reason
 			stmt, args = `UPDATE jobs SET status = ?, control = '', finished_at = ?, error = ? WHERE id = ? AND status IN ?`,
 				[]any{models.JobFailed, now, reason, j.ID, stalledStatuses}
@@ -128,18 +153,41 @@ func recoverCutOff(tx *gorm.DB, jobs []models.Job, defMax map[int64]int, now tim
 	return logs, nil
 }
 
-func definitionMaxAttempts(tx *gorm.DB, jobs []models.Job) (map[int64]int, error) {
+// noRecovery says why a job cut off by node loss was not recovered for free.
+func noRecovery(pol defPolicy, j models.Job) string {
+	if !pol.recovery {
+		return " (requests_recovery is off)"
+	}
+	return fmt.Sprintf(" (recovered %d times already, the most a job is)", j.Recoveries)
+}
+
+// defPolicy is what recovery needs of a job's definition.
+type defPolicy struct {
+	maxAttempts int
+	recovery    bool
+}
+
+func definitionPolicies(tx *gorm.DB, jobs []models.Job) (map[int64]defPolicy, error) {
 	ids := make([]int64, 0, len(jobs))
 	for _, j := range jobs {
 		ids = append(ids, j.JobDefinitionID)
 	}
 	var defs []models.JobDefinition
-	if err := tx.Select("id, max_attempts").Where("id IN ?", ids).Find(&defs).Error; err != nil {
-		return nil, fmt.Errorf("read max_attempts of definitions: %w", err)
+	if err := tx.Select("id, max_attempts, requests_recovery").Where("id IN ?", ids).Find(&defs).Error; err != nil {
+		return nil, fmt.Errorf("read max_attempts and requests_recovery of definitions: %w", err)
 	}
-	out := make(map[int64]int, len(defs))
+	out := make(map[int64]defPolicy, len(defs))
 	for _, d := range defs {
-		out[d.ID] = d.MaxAttempts
+		out[d.ID] = defPolicy{maxAttempts: d.MaxAttempts, recovery: d.RequestsRecovery}
 	}
 	return out, nil
+}
+
+// pauseLost says so when a job cut off while paused (or asked to pause)
+// goes back to pending: the next attempt runs unpaused.
+func pauseLost(j models.Job) string {
+	if j.Status == models.JobPaused || j.Control == models.ControlPause {
+		return "; pause lost: the job was paused (or asked to pause) and the retry runs unpaused (pause it again if needed)"
+	}
+	return ""
 }

@@ -72,6 +72,7 @@ func TestAdminSQLContract(t *testing.T) {
 		require.NoError(t, db.Where("name = ?", "nightly").Take(&def).Error)
 		require.Equal(t, 1, def.MaxAttempts)
 		require.Equal(t, models.NotifyNever, def.NotifyOn)
+		require.True(t, def.RequestsRecovery, "at-least-once after node loss unless an admin says otherwise")
 		require.Nil(t, def.DefaultParams)
 		require.WithinDuration(t, time.Now(), def.CreatedAt, time.Minute)
 		require.Equal(t, time.UTC, def.CreatedAt.Location())
@@ -93,6 +94,7 @@ func TestAdminSQLContract(t *testing.T) {
 		var job models.Job
 		require.NoError(t, db.Take(&job).Error)
 		require.Equal(t, models.JobPending, job.Status)
+		require.Zero(t, job.Recoveries)
 		require.Nil(t, job.ScheduleID)
 		require.Nil(t, job.Params)
 		require.WithinDuration(t, time.Now(), job.RunAt, time.Minute)

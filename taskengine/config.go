@@ -44,6 +44,10 @@ type Config struct {
 	Notifier tasks.Notifier
 	// MaxBackoff caps the retry delay (default 1h).
 	MaxBackoff time.Duration
+	// OnQueueTimeout bounds a task's OnQueue (default 30s): its context
+	// ends then, and the job fails. Keep it below the cluster's
+	// QueuedAfter, after which the reconciler releases a job still queued.
+	OnQueueTimeout time.Duration
 }
 
 // Defaults.
@@ -54,6 +58,7 @@ const (
 	DefaultHeartbeatInterval = 5 * time.Second
 	DefaultShutdownGrace     = 30 * time.Second
 	DefaultMaxBackoff        = time.Hour
+	DefaultOnQueueTimeout    = 30 * time.Second
 )
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -85,6 +90,9 @@ func (c Config) WithDefaults() Config {
 	if c.MaxBackoff == 0 {
 		c.MaxBackoff = DefaultMaxBackoff
 	}
+	if c.OnQueueTimeout == 0 {
+		c.OnQueueTimeout = DefaultOnQueueTimeout
+	}
 	return c
 }
 
@@ -113,6 +121,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxBackoff < 0 {
 		bad("MaxBackoff", "must not be negative, got %v", c.MaxBackoff)
+	}
+	if c.OnQueueTimeout < 0 {
+		bad("OnQueueTimeout", "must be positive, got %v", c.OnQueueTimeout)
 	}
 	return errors.Join(errs...)
 }

@@ -69,40 +69,59 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// openMigrated opens and migrates a fresh database of dialect d; its
+// config is what a child process needs to reach the same database.
+func openMigrated(t *testing.T, d store.Dialect) (*store.Store, store.Config) {
+	t.Helper()
+	cfg := testdb.Config(t, d)
+	ctx := context.Background()
+	st, err := store.Open(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	_, err = st.Migrate(ctx)
+	require.NoError(t, err)
+	return st, cfg
+}
+
+// startCrashChild starts an engine as node in a child process on cfg's
+// database; kill kills it with SIGKILL (no graceful stop) and waits for it.
+func startCrashChild(t *testing.T, cfg store.Config, node string) (kill func()) {
+	t.Helper()
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), envCrashChild+"="+node, envCrashDriver+"="+string(cfg.Driver), envCrashDSN+"="+cfg.DSN)
+	out := &syncBuffer{}
+	child.Stdout, child.Stderr = out, out
+	require.NoError(t, child.Start())
+	t.Cleanup(func() {
+		_ = child.Process.Kill()
+		if t.Failed() {
+			t.Logf("child output:\n%s", out.String())
+		}
+	})
+	return func() {
+		require.NoError(t, child.Process.Kill())
+		_ = child.Wait()
+	}
+}
+
 // A node process killed mid-run: after a restart with the same node id the
-// job runs again, as attempt 2, and succeeds.
+// job runs again, as attempt 2, and succeeds (its definition does not
+// request recovery, so the lost run used an attempt).
 func TestProcessKilledMidRun(t *testing.T) {
 	t.Parallel()
 	for _, d := range testdb.Dialects {
 		t.Run(string(d), func(t *testing.T) {
-			cfg := testdb.Config(t, d)
-			ctx := context.Background()
-			st, err := store.Open(ctx, cfg)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = st.Close() })
-			_, err = st.Migrate(ctx)
-			require.NoError(t, err)
+			st, cfg := openMigrated(t, d)
 			db := st.DB()
 			id := insertJob(t, db, createDef(t, db, "crashy", defOpts{Params: `{"duration":"1500ms"}`, MaxAttempts: 2}), "")
 
 			node := nodeName(t)
-			child := exec.Command(os.Args[0], "-test.run=^$")
-			child.Env = append(os.Environ(), envCrashChild+"="+node, envCrashDriver+"="+string(cfg.Driver), envCrashDSN+"="+cfg.DSN)
-			out := &syncBuffer{}
-			child.Stdout, child.Stderr = out, out
-			require.NoError(t, child.Start())
-			t.Cleanup(func() {
-				_ = child.Process.Kill()
-				if t.Failed() {
-					t.Logf("child output:\n%s", out.String())
-				}
-			})
+			kill := startCrashChild(t, cfg, node)
 			j := waitJob(t, db, id, "running in the child", func(j models.Job) bool {
 				return j.Status == models.JobRunning || j.Status.Finished()
 			})
 			require.Equal(t, models.JobRunning, j.Status)
-			require.NoError(t, child.Process.Kill()) // SIGKILL: no graceful stop
-			_ = child.Wait()
+			kill()
 			j = getJob(t, db, id)
 			require.Equal(t, models.JobRunning, j.Status, "the dead process left it running")
 			require.Equal(t, 1, j.Attempt)
@@ -110,8 +129,61 @@ func TestProcessKilledMidRun(t *testing.T) {
 			startEngine(t, st, testConfig(t, node))
 			j = waitStatus(t, db, id, models.JobSucceeded)
 			require.Equal(t, 2, j.Attempt)
-			waitLog(t, db, id, "died during attempt 1 of 2; retrying")
+			waitLog(t, db, id, "died during attempt 1 of 2; retrying (requests_recovery is off)")
 			waitLog(t, db, id, "running: attempt 2 of 2")
+		})
+	}
+}
+
+// A node process killed mid-run, its jobs recovered by another node (as
+// the cluster's reaper does): the job whose definition requests recovery
+// runs again on the other node as the same attempt, without using one, and
+// succeeds although max_attempts is 1; the one that does not request it
+// fails with the reason, naming the lost node.
+func TestNodeLossRecovery(t *testing.T) {
+	t.Parallel()
+	for _, d := range testdb.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			st, cfg := openMigrated(t, d)
+			db := st.DB()
+			onDef := createDef(t, db, "recover-on", defOpts{Params: `{"duration":"1500ms"}`})
+			offDef := createDef(t, db, "recover-off", defOpts{Params: `{"duration":"1500ms"}`})
+			require.NoError(t, db.Exec(`UPDATE job_definitions SET requests_recovery = ? WHERE id = ?`, true, onDef).Error)
+			on := insertJob(t, db, onDef, "")
+			off := insertJob(t, db, offDef, "")
+
+			lost := nodeName(t) + "-lost"
+			kill := startCrashChild(t, cfg, lost)
+			for _, id := range []int64{on, off} {
+				j := waitJob(t, db, id, "running in the child", func(j models.Job) bool {
+					return j.Status == models.JobRunning || j.Status.Finished()
+				})
+				require.Equal(t, models.JobRunning, j.Status)
+			}
+			kill()
+
+			// What the reaper of a live node does once the lost one is declared dead.
+			res, err := st.RecoverNode(context.Background(), &store.RecoverNodeParams{NodeID: lost, Now: time.Now()})
+			require.NoError(t, err)
+			require.Equal(t, []int64{on}, res.Recovered)
+			require.Equal(t, []int64{off}, res.Failed)
+			j := getJob(t, db, on)
+			require.Equal(t, models.JobPending, j.Status)
+			require.Equal(t, 0, j.Attempt, "no attempt used by the lost run")
+			f := getJob(t, db, off)
+			require.Equal(t, models.JobFailed, f.Status)
+			require.Contains(t, deref(f.Error), "node "+lost+" died during attempt 1 of 1; no attempts left (requests_recovery is off)")
+
+			other := nodeName(t) + "-other"
+			startEngine(t, st, testConfig(t, other))
+			j = waitStatus(t, db, on, models.JobSucceeded)
+			require.Equal(t, other, j.NodeID)
+			require.Equal(t, 1, j.Attempt, "the rerun is attempt 1 again")
+			require.Equal(t, 1, j.Recoveries)
+			waitLog(t, db, on, "node "+lost+" died during attempt 1 of 1; recovering (requests_recovery)")
+			// The lost run's own lines may have died in the child's log buffer.
+			waitLog(t, db, on, "running: attempt 1 of 1")
+			require.Equal(t, models.JobFailed, getJob(t, db, off).Status)
 		})
 	}
 }
@@ -135,7 +207,7 @@ func TestRecoveryFailsJobWithoutAttemptsLeft(t *testing.T) {
 		require.Equal(t, []int64{queued}, res.Released)
 		j := getJob(t, db, running)
 		require.Equal(t, models.JobFailed, j.Status)
-		require.Contains(t, deref(j.Error), "no attempts left")
+		require.Contains(t, deref(j.Error), "died during attempt 1 of 1; no attempts left (requests_recovery is off)")
 		q := getJob(t, db, queued)
 		require.Equal(t, models.JobPending, q.Status)
 		require.Equal(t, 0, q.Attempt)

@@ -14,10 +14,15 @@
 // The poll loop claims due pending rows (every PollInterval, on Wake, and
 // at once again while claims come back full), never more than the pool has
 // free workers, and moves them to queued on this node in one transaction
-// (FOR UPDATE SKIP LOCKED on MySQL). Each claimed job runs on a pool
-// worker: OnQueue → running (started_at, attempt + 1) → Execute under the
-// definition's timeout, which does not count paused time → OnComplete →
-// succeeded, failed or stopped. A failed attempt with attempts left goes
+// (FOR UPDATE SKIP LOCKED on MySQL). Each claimed job's OnQueue runs on a
+// goroutine of its own, before the job enters the pool (the paper's
+// onQueue): a slow OnQueue holds no pool worker and no other job, and an
+// error, a panic or OnQueueTimeout fails the job without taking a worker.
+// The worker the claim reserved stays reserved meanwhile, so the jobs in
+// OnQueue and in the pool never exceed PoolSize. Then, on a pool worker:
+// running (started_at, attempt + 1) → Execute under the definition's
+// timeout, which does not count paused time → OnComplete → succeeded,
+// failed or stopped. A failed attempt with attempts left goes
 // back to pending with run_at = now + backoff (exponential from
 // retry_backoff_seconds, jittered, capped). A panic in a task fails that
 // job with the panic and its stack in job_logs; an unknown task_type fails
@@ -58,8 +63,10 @@
 // with a Kill() bool method (tasks/shell: SIGKILL to its process group) is
 // killed, so no process a job started outlives Stop, whatever its
 // kill_grace. Start first recovers what a dead process with the same NodeID
-// left behind: queued jobs go back to pending, running ones are retried or
-// failed. Failover between nodes belongs to the cluster work, not here.
+// left behind (store.RecoverNode): queued jobs go back to pending, running
+// ones are recovered without using an attempt when their definition
+// requests recovery, else retried or failed. Failover between nodes belongs
+// to the cluster work, not here.
 //
 // A pause does not survive the node: a job paused (or asked to pause) when
 // its node stops or dies is retried unpaused, and its job_logs say "pause

@@ -170,9 +170,10 @@ func (e *Engine) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("taskengine: start: %w", err)
 	}
-	if n := len(rec.Released) + len(rec.Retried) + len(rec.Failed) + len(rec.Stopped); n > 0 {
+	if n := len(rec.Released) + len(rec.Recovered) + len(rec.Retried) + len(rec.Failed) + len(rec.Stopped); n > 0 {
 		e.log.WithFields(logrus.Fields{
-			"released": len(rec.Released), "retried": len(rec.Retried), "failed": len(rec.Failed), "stopped": len(rec.Stopped),
+			"released": len(rec.Released), "recovered": len(rec.Recovered), "retried": len(rec.Retried),
+			"failed": len(rec.Failed), "stopped": len(rec.Stopped),
 		}).Warn("recovered jobs left by a previous process of this node")
 	}
 	pool, err := ants.NewPool(e.PoolSize(), ants.WithPanicHandler(func(v any) {

@@ -118,7 +118,8 @@ func (e *Engine) pollLoop(ctx context.Context) {
 }
 
 // claim claims up to asked jobs, for which it has reserved as many workers,
-// hands each to the pool and gives back the workers it found no job for.
+// hands each to enqueue, on its way to the pool, and gives back the workers
+// it found no job for.
 func (e *Engine) claim(ctx context.Context, asked int) claimResult {
 	began := time.Now()
 	defer func() { metrics.PollDuration.Observe(time.Since(began).Seconds()) }()
@@ -135,16 +136,7 @@ func (e *Engine) claim(ctx context.Context, asked int) claimResult {
 		cj := &res.Jobs[i]
 		job := e.newJob(cj)
 		job.Log().Infof("queued on node %s", e.cfg.NodeID)
-		if err := e.pool.Submit(func() { e.run(cj, job) }); err != nil {
-			// Only a released pool refuses, and claims stop before that.
-			e.runDone()
-			e.log.WithError(err).WithField(fieldJobID, cj.ID).Error("pool refused a claimed job; releasing it")
-			if _, rerr := e.st.ReleaseJobs(ctx, &store.ReleaseJobsParams{
-				NodeID: e.cfg.NodeID, IDs: []int64{cj.ID}, Now: e.now(), Reason: "released to pending: the worker pool refused it",
-			}); rerr != nil {
-				e.log.WithError(rerr).Error("release refused job")
-			}
-		}
+		go e.enqueue(cj, job)
 	}
 	metrics.PoolBusy.Set(float64(e.inflight.Load()))
 	return claimResult{asked: asked, selected: res.Selected, blocked: res.Blocked}
@@ -206,12 +198,18 @@ func (e *Engine) forgetWaiting(jobs []store.ClaimedJob) {
 	}
 }
 
-// runDone releases a worker slot.
+// runDone ends a claimed job's time on this node: its worker is free and
+// Stop no longer waits for it.
 func (e *Engine) runDone() {
+	e.freeSlot()
+	e.runWG.Done()
+}
+
+// freeSlot gives back the worker a claim reserved for a job.
+func (e *Engine) freeSlot() {
 	metrics.PoolBusy.Set(float64(e.inflight.Add(-1)))
 	select {
 	case e.slotFreed <- struct{}{}:
 	default:
 	}
-	e.runWG.Done()
 }

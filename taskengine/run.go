@@ -86,40 +86,15 @@ func splitEmails(s string) []string {
 	return out
 }
 
-// run drives one claimed job through its lifecycle on a pool worker:
-// OnQueue → running → Execute under the active timeout → OnComplete → outcome.
-func (e *Engine) run(cj *store.ClaimedJob, job *tasks.Job) {
+// run drives one claimed job whose OnQueue has returned (see enqueue)
+// through the rest of its lifecycle on a pool worker: running → Execute
+// under the active timeout → OnComplete → outcome. runCtx is the run's
+// context from tasks.Prepare, cancelRun ends it.
+func (e *Engine) run(runCtx context.Context, cancelRun context.CancelFunc, cj *store.ClaimedJob, job *tasks.Job, task tasks.Task) {
 	defer e.runDone()
+	defer cancelRun()
 	log := job.Log()
 	def := cj.Definition
-	if def == nil {
-		e.finishUnstarted(job, fmt.Errorf("job definition %d does not exist", cj.JobDefinitionID))
-		return
-	}
-	task, err := e.cfg.Registry.New(def.TaskType)
-	if err != nil {
-		// The registry's error names the type and the registered kinds.
-		e.finishUnstarted(job, fmt.Errorf("cannot run definition %q: %w", def.Name, err))
-		return
-	}
-	runCtx, cancelRun := tasks.Prepare(e.workCtx, task, job)
-	defer cancelRun()
-
-	// OnQueue also ends when the engine starts stopping: a job that has not
-	// started by then goes back to pending instead of holding up shutdown.
-	qctx, cancelQ := context.WithCancel(runCtx)
-	stopQ := context.AfterFunc(e.queueCtx, cancelQ)
-	err = safeCall(func() error { return task.OnQueue(qctx, job) })
-	stopQ()
-	cancelQ()
-	if e.queueCtx.Err() != nil {
-		e.release(job, "released to pending: node shutting down before the job started")
-		return
-	}
-	if err != nil {
-		e.finishUnstarted(job, fmt.Errorf("on_queue: %w", err))
-		return
-	}
 
 	attempt, err := e.start(job.ID, cj.Attempt)
 	if err != nil {
