@@ -25,7 +25,6 @@ func testRegistry() *tasks.Registry {
 	r.MustRegister("panic", func() tasks.Task { return &panicTask{} })
 	r.MustRegister("stubborn", func() tasks.Task { return &stubbornTask{} })
 	r.MustRegister("slowqueue", func() tasks.Task { return &slowQueueTask{} })
-	r.MustRegister("poison", func() tasks.Task { return &poisonTask{} })
 	return r
 }
 

@@ -86,6 +86,7 @@ func TestPoisonOutcomeContained(t *testing.T) {
 		}
 		cfg := testConfig(t, nodeName(t))
 		cfg.Registry.MustRegister(httpcall.Kind, httpcall.New)
+		cfg.Registry.MustRegister("poison", func() tasks.Task { return &poisonTask{} })
 		startEngine(t, st, cfg)
 
 		for _, id := range sleepers {
