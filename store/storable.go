@@ -120,6 +120,7 @@ func transient(err error) bool {
 			1180, 1181, // commit, rollback failed
 			1205, 1213, // lock wait timeout, deadlock
 			1290, 1792, 1836, // read-only server, transaction or mode
+			1036, 1044, 1045, 1142, 1143, 1146, // read-only table, no access, no table
 			1317, 1927, // query interrupted, connection killed
 			4031: // disconnected for inactivity (MySQL 8)
 			return true

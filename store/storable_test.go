@@ -76,8 +76,9 @@ func TestCompleteJobsStoresUnstorableText(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		ids := runningJobs(t, st, "n", 3)
+		ids := runningJobs(t, st, "n", 4)
 		now := store.DBTime(time.Now())
+		nul := "a\x00b" // valid UTF-8 that both dialects keep as it is
 		badResult := "HTTP 200 \xE9"
 		longErr := strings.Repeat("x", 70_000)
 		bigResult := strings.Repeat("r", store.MaxResultBytes+10)
@@ -85,6 +86,7 @@ func TestCompleteJobsStoresUnstorableText(t *testing.T) {
 			{ID: ids[0], Status: models.JobSucceeded, FinishedAt: now, Result: &badResult},
 			{ID: ids[1], Status: models.JobFailed, FinishedAt: now, Error: &longErr},
 			{ID: ids[2], Status: models.JobSucceeded, FinishedAt: now, Result: &bigResult},
+			{ID: ids[3], Status: models.JobFailed, FinishedAt: now, Result: &nul, Error: &nul},
 		}})
 		require.NoError(t, err)
 		require.ElementsMatch(t, ids, applied)
@@ -98,6 +100,9 @@ func TestCompleteJobsStoresUnstorableText(t *testing.T) {
 		j = testdb.GetJob(t, st, ids[2])
 		require.LessOrEqual(t, len(*j.Result), store.MaxResultBytes)
 		require.Contains(t, *j.Result, "…[truncated ")
+		j = testdb.GetJob(t, st, ids[3])
+		require.Equal(t, nul, deref(j.Result))
+		require.Equal(t, nul, deref(j.Error))
 	})
 }
 
@@ -209,12 +214,12 @@ func TestInsertJobLogsContainsRefusedLine(t *testing.T) {
 }
 
 // Many large values in one batch are split over statements that each fit
-// max_allowed_packet (16 MiB on MariaDB): 40 results of 1 MiB are 40 MiB.
+// max_allowed_packet (16 MiB on MariaDB): 20 results of 1 MiB are 20 MiB.
 func TestCompleteJobsSplitsLargeBatches(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		ids := runningJobs(t, st, "n", 40)
+		ids := runningJobs(t, st, "n", 20)
 		now := store.DBTime(time.Now())
 		big := strings.Repeat("z", store.MaxResultBytes-100)
 		var outs []store.JobOutcome
@@ -230,7 +235,7 @@ func TestCompleteJobsSplitsLargeBatches(t *testing.T) {
 
 		var logs []models.JobLog
 		line := strings.Repeat("l", store.MaxLogMessageBytes)
-		for i := 0; i < 600; i++ { // 39 MiB
+		for i := 0; i < 300; i++ { // 19.7 MiB
 			logs = append(logs, models.JobLog{JobID: 1, Level: "info", Message: line})
 		}
 		require.NoError(t, st.InsertJobLogs(ctx, logs))
