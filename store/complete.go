@@ -48,6 +48,14 @@ const completeChunk = 250
 // is rolled back and the batch is written again behind a locking SELECT
 // that says exactly which rows are still ours: the job_logs line of an
 // outcome is written only if the outcome was.
+//
+// Results and errors are made storable first (see Storable). When the
+// database still refuses the batch for anything but a transient reason
+// (see transient), the exact path also splits it until the refused rows
+// are alone: the others are written, and a refused one is written with its
+// status, no result, and an error saying why it could not be stored. A
+// row that refuses even that is left as it is and logged. So one poison
+// outcome never holds back the others, nor is retried forever.
 func (s *Store) CompleteJobs(ctx context.Context, p *CompleteJobsParams) ([]int64, error) {
 	if len(p.Outcomes) == 0 {
 		return nil, nil
@@ -59,15 +67,17 @@ func (s *Store) CompleteJobs(ctx context.Context, p *CompleteJobsParams) ([]int6
 	for _, o := range p.Outcomes {
 		if !seen[o.ID] {
 			seen[o.ID] = true
+			o.Result = storablePtr(o.Result, MaxResultBytes)
+			o.Error = storablePtr(o.Error, MaxErrorBytes)
 			outs = append(outs, o)
 		}
 	}
+	chunks := outcomeChunks(outs)
 	var applied []int64
 	err := s.InTx(ctx, func(tx *gorm.DB) error {
 		applied = applied[:0]
-		for start := 0; start < len(outs); start += completeChunk {
-			chunk := outs[start:min(start+completeChunk, len(outs))]
-			n, err := s.writeOutcomes(tx, p.NodeID, chunk, nil)
+		for _, chunk := range chunks {
+			n, err := s.writeOutcomes(tx, p.NodeID, chunk)
 			if err != nil {
 				return err
 			}
@@ -80,12 +90,12 @@ func (s *Store) CompleteJobs(ctx context.Context, p *CompleteJobsParams) ([]int6
 		}
 		return nil
 	})
-	if errors.Is(err, errNotAllGuarded) {
+	var refused []refusedOutcome
+	if err != nil && (errors.Is(err, errNotAllGuarded) || !transient(err)) {
 		err = s.InTx(ctx, func(tx *gorm.DB) error {
-			applied = applied[:0]
-			for start := 0; start < len(outs); start += completeChunk {
-				chunk := outs[start:min(start+completeChunk, len(outs))]
-				ids, err := s.completeLocked(tx, p.NodeID, chunk)
+			applied, refused = applied[:0], refused[:0]
+			for _, chunk := range chunks {
+				ids, err := s.completeLocked(tx, p.NodeID, chunk, &refused)
 				if err != nil {
 					return err
 				}
@@ -97,15 +107,56 @@ func (s *Store) CompleteJobs(ctx context.Context, p *CompleteJobsParams) ([]int6
 	if err != nil {
 		return nil, fmt.Errorf("complete %d jobs on node %s: %w", len(p.Outcomes), p.NodeID, err)
 	}
+	for _, r := range refused {
+		l := s.log.WithField("job_id", r.id).WithError(r.err)
+		if r.placeholder {
+			l.Warn("the database refused this job's outcome; wrote its status with a placeholder error instead")
+		} else {
+			l.Error("the database refused this job's outcome and its placeholder; the job row is left as it was")
+		}
+	}
 	return applied, nil
+}
+
+// outcomeChunks splits outs into UPDATEs of at most completeChunk rows and
+// about stmtTextBudget bytes of results and errors.
+func outcomeChunks(outs []JobOutcome) [][]JobOutcome {
+	var chunks [][]JobOutcome
+	start, size := 0, 0
+	for i, o := range outs {
+		n := textLen(o.Result) + textLen(o.Error)
+		if i > start && (i-start == completeChunk || size+n > stmtTextBudget) {
+			chunks = append(chunks, outs[start:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	if len(outs) == 0 {
+		return nil
+	}
+	return append(chunks, outs[start:])
+}
+
+func textLen(s *string) int {
+	if s == nil {
+		return 0
+	}
+	return len(*s)
 }
 
 // errNotAllGuarded rolls back a completion whose guard left some row out.
 var errNotAllGuarded = errors.New("some jobs are no longer active on this node")
 
+// refusedOutcome is a row whose outcome the database refused.
+type refusedOutcome struct {
+	id          int64
+	err         error
+	placeholder bool // written with a placeholder error instead
+}
+
 // completeLocked locks the rows of outs still active on nodeID, then
-// writes their outcomes; it returns their ids.
-func (s *Store) completeLocked(tx *gorm.DB, nodeID string, outs []JobOutcome) ([]int64, error) {
+// writes their outcomes (see writeContained); it returns the ids written.
+func (s *Store) completeLocked(tx *gorm.DB, nodeID string, outs []JobOutcome, refused *[]refusedOutcome) ([]int64, error) {
 	ids := make([]int64, len(outs))
 	for i, o := range outs {
 		ids[i] = o.ID
@@ -122,31 +173,76 @@ func (s *Store) completeLocked(tx *gorm.DB, nodeID string, outs []JobOutcome) ([
 	for _, id := range live {
 		keep[id] = true
 	}
-	if _, err := s.writeOutcomes(tx, nodeID, outs, keep); err != nil {
+	mine := make([]JobOutcome, 0, len(live))
+	for _, o := range outs {
+		if keep[o.ID] {
+			mine = append(mine, o)
+		}
+	}
+	n := len(*refused)
+	if err := s.writeContained(tx, nodeID, mine, refused); err != nil {
 		return nil, err
 	}
-	return live, nil
+	written := live
+	if skipped := (*refused)[n:]; len(skipped) > 0 {
+		written = make([]int64, 0, len(live))
+		gone := make(map[int64]bool, len(skipped))
+		for _, r := range skipped {
+			gone[r.id] = !r.placeholder
+		}
+		for _, id := range live {
+			if !gone[id] {
+				written = append(written, id)
+			}
+		}
+	}
+	return written, nil
 }
 
-// writeOutcomes writes outs (only those in keep, when keep is not nil) with
-// one guarded UPDATE and returns how many rows it changed. Every outcome
-// changes status, so a changed row is a written outcome.
-func (s *Store) writeOutcomes(tx *gorm.DB, nodeID string, outs []JobOutcome, keep map[int64]bool) (int, error) {
+// writeContained writes outs, which are locked and active on nodeID. When
+// the database refuses them for a reason that is not transient, a
+// statement's failure having rolled back only that statement, it writes
+// each half on its own, down to single rows: a single refused row is
+// written with a placeholder instead, or left out. A transient error ends
+// the whole write, to be retried.
+func (s *Store) writeContained(tx *gorm.DB, nodeID string, outs []JobOutcome, refused *[]refusedOutcome) error {
+	_, err := s.writeOutcomes(tx, nodeID, outs)
+	if err == nil || transient(err) {
+		return err
+	}
+	if len(outs) > 1 {
+		half := len(outs) / 2
+		if err := s.writeContained(tx, nodeID, outs[:half], refused); err != nil {
+			return err
+		}
+		return s.writeContained(tx, nodeID, outs[half:], refused)
+	}
+	o := outs[0]
+	msg := Storable("chime: outcome could not be stored: "+err.Error(), MaxErrorBytes)
+	o.Result, o.Error = nil, &msg
+	_, perr := s.writeOutcomes(tx, nodeID, []JobOutcome{o})
+	if perr != nil && transient(perr) {
+		return perr
+	}
+	*refused = append(*refused, refusedOutcome{id: o.ID, err: err, placeholder: perr == nil})
+	return nil
+}
+
+// writeOutcomes writes outs with one guarded UPDATE and returns how many
+// rows it changed. Every outcome changes status, so a changed row is a
+// written outcome.
+func (s *Store) writeOutcomes(tx *gorm.DB, nodeID string, outs []JobOutcome) (int, error) {
 	var b strings.Builder
 	args := make([]any, 0, 13*len(outs)+4)
 	ids := make([]int64, 0, len(outs))
 	for _, o := range outs {
-		if keep == nil || keep[o.ID] {
-			ids = append(ids, o.ID)
-		}
+		ids = append(ids, o.ID)
 	}
 	caseOf := func(col string, val func(o *JobOutcome) any) {
 		fmt.Fprintf(&b, "%s = CASE id", col)
 		for i := range outs {
-			if keep == nil || keep[outs[i].ID] {
-				b.WriteString(" WHEN ? THEN ?")
-				args = append(args, outs[i].ID, val(&outs[i]))
-			}
+			b.WriteString(" WHEN ? THEN ?")
+			args = append(args, outs[i].ID, val(&outs[i]))
 		}
 		b.WriteString(" END")
 	}

@@ -18,43 +18,153 @@ const jobLogsPerInsert = 500
 // InsertJobLogs writes lines to job_logs with multi-row INSERTs, a few
 // hundred rows a statement: one round trip serves many jobs' transitions.
 // CreatedAt is written as given (through DBTime); a zero one becomes now.
+//
+// Messages and levels are made storable first (see Storable). A batch of
+// more than one statement is one transaction, so a caller that retries
+// after an error never writes a line twice. When the database refuses a
+// statement for anything but a transient reason (see transient), it is
+// split until the refused lines are alone: the others are written, and a
+// refused line is replaced by a line saying why (or, refused again,
+// left out), so one bad line never takes other jobs' lines with it.
 func (s *Store) InsertJobLogs(ctx context.Context, logs []models.JobLog) error {
 	if len(logs) == 0 {
 		return nil
 	}
-	if err := insertJobLogs(s.db.WithContext(ctx), logs); err != nil {
+	chunks := logChunks(storableLogs(logs))
+	if len(chunks) == 1 {
+		err := execLogInsert(s.db.WithContext(ctx), chunks[0])
+		if err == nil {
+			return nil
+		}
+		if transient(err) {
+			return fmt.Errorf("insert %d job logs: %w", len(logs), err)
+		}
+	}
+	var refused []refusedLog
+	err := s.InTx(ctx, func(tx *gorm.DB) error {
+		refused = refused[:0]
+		for _, c := range chunks {
+			if err := insertContained(tx, c, &refused); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("insert %d job logs: %w", len(logs), err)
+	}
+	for _, r := range refused {
+		l := s.log.WithField("job_id", r.line.JobID).WithError(r.err)
+		if r.placeholder {
+			l.Warnf("the database refused a job_logs line; wrote a placeholder instead (the line began %q)", Storable(r.line.Message, 200))
+		} else {
+			l.Errorf("the database refused a job_logs line and its placeholder; left it out: %s", r.line.Message)
+		}
 	}
 	return nil
 }
 
-func insertJobLogs(db *gorm.DB, logs []models.JobLog) error {
-	now := DBTime(time.Now())
-	for start := 0; start < len(logs); start += jobLogsPerInsert {
-		chunk := logs[start:min(start+jobLogsPerInsert, len(logs))]
-		var b strings.Builder
-		b.WriteString("INSERT INTO job_logs (job_id, level, message, created_at) VALUES ")
-		args := make([]any, 0, 4*len(chunk))
-		for i, l := range chunk {
-			if i > 0 {
-				b.WriteString(",")
-			}
-			b.WriteString("(?,?,?,?)")
-			at := l.CreatedAt
-			if at.IsZero() {
-				at = now
-			}
-			level := l.Level
-			if level == "" {
-				level = "info"
-			}
-			args = append(args, l.JobID, level, l.Message, DBTime(at))
+// refusedLog is a line the database refused.
+type refusedLog struct {
+	line        models.JobLog
+	err         error
+	placeholder bool
+}
+
+// insertContained inserts logs; when the database refuses them for a
+// reason that is not transient, it inserts each half on its own, down to
+// single lines, and replaces a single refused line by a placeholder, or
+// leaves it out when that is refused too.
+func insertContained(tx *gorm.DB, logs []models.JobLog, refused *[]refusedLog) error {
+	err := execLogInsert(tx, logs)
+	if err == nil || transient(err) {
+		return err
+	}
+	if len(logs) > 1 {
+		half := len(logs) / 2
+		if err := insertContained(tx, logs[:half], refused); err != nil {
+			return err
 		}
-		if err := db.Exec(b.String(), args...).Error; err != nil {
+		return insertContained(tx, logs[half:], refused)
+	}
+	l := logs[0]
+	l.Message = Storable("chime: log line could not be stored: "+err.Error(), MaxLogMessageBytes)
+	perr := execLogInsert(tx, []models.JobLog{l})
+	if perr != nil && transient(perr) {
+		return perr
+	}
+	*refused = append(*refused, refusedLog{line: logs[0], err: err, placeholder: perr == nil})
+	return nil
+}
+
+// insertJobLogs writes the lines that store itself adds to a transaction.
+func insertJobLogs(db *gorm.DB, logs []models.JobLog) error {
+	for _, c := range logChunks(storableLogs(logs)) {
+		if err := execLogInsert(db, c); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// storableLogs returns logs with every message and level storable; it
+// copies the slice only when a line had to change.
+func storableLogs(logs []models.JobLog) []models.JobLog {
+	out := logs
+	for i := range logs {
+		msg := Storable(logs[i].Message, MaxLogMessageBytes)
+		level := Storable(logs[i].Level, MaxLogLevelBytes)
+		if len(msg) == len(logs[i].Message) && len(level) == len(logs[i].Level) && msg == logs[i].Message && level == logs[i].Level {
+			continue
+		}
+		if &out[0] == &logs[0] {
+			out = append([]models.JobLog(nil), logs...)
+		}
+		out[i].Message, out[i].Level = msg, level
+	}
+	return out
+}
+
+// logChunks splits logs into INSERTs of at most jobLogsPerInsert rows and
+// about stmtTextBudget bytes of messages.
+func logChunks(logs []models.JobLog) [][]models.JobLog {
+	var chunks [][]models.JobLog
+	start, size := 0, 0
+	for i := range logs {
+		n := len(logs[i].Message)
+		if i > start && (i-start == jobLogsPerInsert || size+n > stmtTextBudget) {
+			chunks = append(chunks, logs[start:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	if len(logs) == 0 {
+		return nil
+	}
+	return append(chunks, logs[start:])
+}
+
+func execLogInsert(db *gorm.DB, logs []models.JobLog) error {
+	now := DBTime(time.Now())
+	var b strings.Builder
+	b.WriteString("INSERT INTO job_logs (job_id, level, message, created_at) VALUES ")
+	args := make([]any, 0, 4*len(logs))
+	for i, l := range logs {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("(?,?,?,?)")
+		at := l.CreatedAt
+		if at.IsZero() {
+			at = now
+		}
+		level := l.Level
+		if level == "" {
+			level = "info"
+		}
+		args = append(args, l.JobID, level, l.Message, DBTime(at))
+	}
+	return db.Exec(b.String(), args...).Error
 }
 
 func logsFor(ids []int64, level, msg string, at time.Time) []models.JobLog {

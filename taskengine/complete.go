@@ -71,7 +71,11 @@ type completion struct {
 
 // flushCompletions writes a batch of outcomes. A database error is retried
 // until it succeeds or the engine gives up at the end of Stop: an outcome
-// dropped here would leave the job running forever.
+// dropped here would leave the job running forever. Only a transient error
+// (the database unreachable, locked, read-only) comes back here: store
+// makes results and errors storable and writes around a row it refuses
+// (see store.CompleteJobs), so no one job's output can hold the batch, and
+// every later one, in this loop.
 func (e *Engine) flushCompletions(ctx context.Context, batch []completion) {
 	outs := make([]store.JobOutcome, len(batch))
 	for i := range batch {
@@ -88,7 +92,7 @@ func (e *Engine) flushCompletions(ctx context.Context, batch []completion) {
 			e.log.WithError(err).Errorf("dropping %d job outcomes at shutdown; restart recovery will retry those jobs", len(batch))
 			return
 		}
-		e.log.WithError(err).Warn("writing job outcomes failed; retrying")
+		e.log.WithError(err).WithField("jobs", len(batch)).Warn("writing job outcomes failed; retrying")
 		sleepCtx(ctx, min(time.Duration(attempt)*200*time.Millisecond, 5*time.Second))
 	}
 	ok := make(map[int64]bool, len(applied))
@@ -98,7 +102,7 @@ func (e *Engine) flushCompletions(ctx context.Context, batch []completion) {
 	for i := range batch {
 		c := &batch[i]
 		if !ok[c.out.ID] {
-			e.log.WithField(fieldJobID, c.out.ID).Warnf("outcome %q not written: the job was changed meanwhile (canceled or recovered)", c.out.Status)
+			e.log.WithField(fieldJobID, c.out.ID).Warnf("outcome %q not written: the job was changed meanwhile (canceled or recovered), or the database refused it", c.out.Status)
 			continue
 		}
 		c.log.Log(c.level, c.msg)

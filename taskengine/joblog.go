@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
 )
 
 // logWriter buffers job_logs rows and writes them with multi-row INSERTs,
@@ -94,7 +95,9 @@ func (w *logWriter) write(ctx context.Context, batch []models.JobLog) {
 			return
 		}
 		if attempt == 3 || ctx.Err() != nil {
-			w.log.WithError(err).Errorf("dropping %d job log lines", len(batch))
+			// Only a transient error gets here (store writes around a line
+			// it refuses), so the database lost every line of the batch.
+			w.log.WithError(err).WithField("job_ids", logJobIDs(batch, 20)).Errorf("dropping %d job log lines", len(batch))
 			return
 		}
 		w.log.WithError(err).Warn("writing job logs failed; retrying")
@@ -103,6 +106,20 @@ func (w *logWriter) write(ctx context.Context, batch []models.JobLog) {
 		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
 		}
 	}
+}
+
+// logJobIDs lists the first n distinct jobs of batch, for the app log.
+func logJobIDs(batch []models.JobLog, n int) []int64 {
+	var ids []int64
+	for _, l := range batch {
+		if len(ids) == n {
+			break
+		}
+		if !slices.Contains(ids, l.JobID) {
+			ids = append(ids, l.JobID)
+		}
+	}
+	return ids
 }
 
 // jobLogHook sends every line of the job logger to job_logs (when it has a
@@ -117,7 +134,9 @@ func (h *jobLogHook) Levels() []logrus.Level { return logrus.AllLevels }
 
 func (h *jobLogHook) Fire(e *logrus.Entry) error {
 	if id, ok := e.Data[fieldJobID].(int64); ok && id > 0 {
-		h.w.add(models.JobLog{JobID: id, Level: e.Level.String(), Message: dbMessage(e), CreatedAt: e.Time})
+		// Cut here too, not only in store: the buffer holds thousands of
+		// lines, and a task's line is as long as the task likes.
+		h.w.add(models.JobLog{JobID: id, Level: e.Level.String(), Message: store.Storable(dbMessage(e), store.MaxLogMessageBytes), CreatedAt: e.Time})
 	}
 	if enabled(h.app, e.Level) {
 		l := h.app.WithFields(e.Data)

@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
+)
+
+// Caps on the text that tasks produce, in bytes. Plugin output is outside
+// input: a byte MySQL's utf8mb4 refuses, or text longer than its column,
+// makes the database refuse the whole statement, and with it every other
+// job's outcome in the batch. store therefore makes every such value
+// storable before it writes it (see Storable), on both dialects, so that
+// SQLite keeps what MySQL would keep. TestTextCapsMatchSchema ties them to
+// the migrated columns.
+const (
+	// MaxErrorBytes is jobs.error, a TEXT (65,535 bytes).
+	MaxErrorBytes = 65535
+	// MaxLogMessageBytes is job_logs.message, a TEXT.
+	MaxLogMessageBytes = 65535
+	// MaxLogLevelBytes is job_logs.level, a VARCHAR(16) (ASCII levels).
+	MaxLogLevelBytes = 16
+	// MaxResultBytes caps jobs.result well below its MEDIUMTEXT (16 MiB):
+	// an outcome batch is one statement, and with client-side interpolation
+	// a statement must fit in max_allowed_packet (16 MiB on MariaDB, 4 MiB
+	// on old MySQL defaults), escaping may double a value, and a task's
+	// result is a summary, not a file store.
+	MaxResultBytes = 1 << 20
+)
+
+// stmtTextBudget bounds the task text (results, errors, log lines) one
+// multi-row statement carries, so that a batch of large values is split
+// into several statements that each fit max_allowed_packet. A row larger
+// than the budget goes alone. Ordinary batches are far below it and stay
+// one statement.
+const stmtTextBudget = 1 << 20
+
+// Storable returns s as a column of maxBytes can hold it on every dialect:
+// invalid UTF-8 becomes U+FFFD, and a longer text is cut on a rune boundary
+// and ends with a marker saying how many bytes were cut. The result is
+// never longer than maxBytes. Valid text within the cap is returned as is,
+// without copying.
+func Storable(s string, maxBytes int) string {
+	if len(s) <= maxBytes && utf8.ValidString(s) {
+		return s
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= maxBytes {
+		return s
+	}
+	// The marker's length depends on the count it reports; size it for the
+	// largest count possible. A cap too small for any marker (a level)
+	// just cuts.
+	m := truncMarker(len(s))
+	keep := maxBytes - len(m)
+	if keep < 0 {
+		m, keep = "", maxBytes
+	}
+	for keep > 0 && !utf8.RuneStart(s[keep]) {
+		keep--
+	}
+	if m != "" {
+		m = truncMarker(len(s) - keep)
+	}
+	return s[:keep] + m
+}
+
+func truncMarker(cut int) string {
+	return "…[truncated " + strconv.Itoa(cut) + " bytes]"
+}
+
+func storablePtr(s *string, maxBytes int) *string {
+	if s == nil {
+		return nil
+	}
+	v := Storable(*s, maxBytes)
+	if len(v) == len(*s) && v == *s {
+		return s
+	}
+	return &v
+}
+
+// transient reports whether err says the database, or the way to it, is
+// unavailable for now (a lost connection, a lock, a full disk, a read-only
+// server), as opposed to refusing the data of this statement. A transient
+// error is retried as it is; any other error from a batch is treated as a
+// row the database will never accept, and the batch is split to find it
+// (see CompleteJobs and InsertJobLogs). A global error misread here as a
+// row's fault loses nothing: the placeholder written instead of that row
+// is refused too, and the batch is retried whole.
+func transient(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysqldrv.ErrInvalidConn) ||
+		errors.Is(err, sql.ErrConnDone) || errors.Is(err, sql.ErrTxDone) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	var me *mysqldrv.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1021, // disk full
+			1037, 1038, 1041, // out of memory
+			1040, 1203, // too many connections
+			1053,                   // server shutdown
+			1114,                   // table full
+			1152, 1158, 1159, 1160, // aborted connection, network read/write
+			1161,       // network write timeout
+			1180, 1181, // commit, rollback failed
+			1205, 1213, // lock wait timeout, deadlock
+			1290, 1792, 1836, // read-only server, transaction or mode
+			1036, 1044, 1045, 1142, 1143, 1146, // read-only table, no access, no table
+			1317, 1927, // query interrupted, connection killed
+			4031: // disconnected for inactivity (MySQL 8)
+			return true
+		}
+		return false
+	}
+	var se interface{ Code() int }
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff { // the primary result code
+		case 5, 6, 7, 8, 9, 10, 13, 14, 15: // BUSY LOCKED NOMEM READONLY INTERRUPT IOERR FULL CANTOPEN PROTOCOL
+			return true
+		}
+		return false
+	}
+	return Retryable(err)
+}
