@@ -24,6 +24,9 @@ type JobOutcome struct {
 	RunAt  time.Time
 	Result *string
 	Error  *string
+	// Notice, when set on a final outcome, records a completion notice in
+	// the same transaction (see OutcomeNotice).
+	Notice *OutcomeNotice
 }
 
 // CompleteJobsParams is one batch of outcomes from one node.
@@ -47,7 +50,7 @@ const completeChunk = 250
 // some did not (one was canceled or recovered meanwhile), that transaction
 // is rolled back and the batch is written again behind a locking SELECT
 // that says exactly which rows are still ours: the job_logs line of an
-// outcome is written only if the outcome was.
+// outcome is written only if the outcome was, and so is its notice.
 func (s *Store) CompleteJobs(ctx context.Context, p *CompleteJobsParams) ([]int64, error) {
 	if len(p.Outcomes) == 0 {
 		return nil, nil
@@ -73,6 +76,9 @@ func (s *Store) CompleteJobs(ctx context.Context, p *CompleteJobsParams) ([]int6
 			}
 			if n != len(chunk) {
 				return errNotAllGuarded
+			}
+			if err := s.insertOutcomeNotices(tx, chunk, nil); err != nil {
+				return err
 			}
 			for _, o := range chunk {
 				applied = append(applied, o.ID)
@@ -123,6 +129,9 @@ func (s *Store) completeLocked(tx *gorm.DB, nodeID string, outs []JobOutcome) ([
 		keep[id] = true
 	}
 	if _, err := s.writeOutcomes(tx, nodeID, outs, keep); err != nil {
+		return nil, err
+	}
+	if err := s.insertOutcomeNotices(tx, outs, keep); err != nil {
 		return nil, err
 	}
 	return live, nil

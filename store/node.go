@@ -30,7 +30,8 @@ type RecoverNodeResult struct {
 // pending without using an attempt. Its running or paused jobs were cut off
 // and have used one: they go back to pending, due now, while attempts
 // remain, else they fail with the reason. One asked to stop becomes stopped.
-// Every change is logged to job_logs in the same transaction.
+// Every change is logged to job_logs in the same transaction, and the
+// failed and stopped jobs' notices are recorded in it.
 func (s *Store) RecoverNode(ctx context.Context, p *RecoverNodeParams) (*RecoverNodeResult, error) {
 	now := DBTime(p.Now)
 	res := &RecoverNodeResult{}
@@ -70,6 +71,9 @@ func (s *Store) RecoverNode(ctx context.Context, p *RecoverNodeParams) (*Recover
 			return err
 		}
 		logs = append(logs, more...)
+		if err := s.enqueueNotices(tx, append(append([]int64(nil), res.Failed...), res.Stopped...)); err != nil {
+			return err
+		}
 		return insertJobLogs(tx, logs)
 	})
 	if err != nil {
