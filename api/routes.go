@@ -47,6 +47,8 @@ var routeTable = []route{
 	{method: "POST", path: Prefix + "/jobs/{id}/stop", handler: (*Server).stopJob},
 	{method: "POST", path: Prefix + "/jobs/{id}/reset", handler: (*Server).resetJob},
 
+	{method: "GET", path: Prefix + "/notifications", handler: (*Server).listNotifications},
+
 	{method: "GET", path: Prefix + "/nodes", handler: (*Server).listNodes},
 
 	{method: "GET", path: Prefix + "/configurations", handler: (*Server).listConfigurations},

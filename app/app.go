@@ -21,6 +21,8 @@ import (
 	"github.com/chimesched/chime/api"
 	"github.com/chimesched/chime/cluster"
 	"github.com/chimesched/chime/configs"
+	"github.com/chimesched/chime/internal/metrics"
+	"github.com/chimesched/chime/notify"
 	"github.com/chimesched/chime/scheduleengine"
 	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/taskengine"
@@ -103,6 +105,7 @@ func Serve(ctx context.Context, cfg *configs.Config, opts Options) error {
 	if err := EnsureToken(cfg, log); err != nil {
 		return err
 	}
+	warnNoSMTP(ctx, st, cfg, log)
 	if err := n.start(ctx, opts); err != nil {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
@@ -134,6 +137,7 @@ type node struct {
 	settings    *settings
 	cluster     *cluster.Node
 	mailer      *liveMailer
+	sender      *notify.Sender
 	tasks       *taskengine.Engine
 	sched       *scheduleengine.Engine
 	api         *api.Server
@@ -243,7 +247,6 @@ func (n *node) start(ctx context.Context, opts Options) error {
 			// reconciler would take them for stalled in a short failover window.
 			HeartbeatInterval: cfg.Cluster.Heartbeat.D(),
 			Registry:          reg,
-			Notifier:          n.mailer,
 		})
 		if err != nil {
 			return err
@@ -254,6 +257,14 @@ func (n *node) start(ctx context.Context, opts Options) error {
 		n.tasks = te
 		wake = te.Wake
 	}
+	// Every node sends from the outbox while it has SMTP, whatever its
+	// roles: notices of jobs failed by failover or canceled need no worker.
+	// smtp.* rows may turn email on or off while it runs.
+	o := senderTuning
+	o.NodeID, o.Logger = cfg.Node.ID, n.log
+	o.OnFailure = func(int64, error) { metrics.NotificationFailures.Inc() }
+	n.sender = notify.NewSenderFunc(n.mailer.get, n.st, o)
+	n.sender.Start(ctx)
 	if cfg.ScheduleEngine.Enabled {
 		se, err := scheduleengine.New(n.st, &scheduleengine.Config{
 			NodeID:           cfg.Node.ID,
@@ -313,6 +324,9 @@ func (n *node) stop(ctx context.Context) error {
 	if n.tasks != nil {
 		errs = append(errs, n.tasks.Stop(ctx))
 	}
+	if n.sender != nil {
+		errs = append(errs, n.sender.Stop(ctx))
+	}
 	if n.mailer != nil {
 		errs = append(errs, n.mailer.Close(ctx))
 	}
@@ -320,4 +334,34 @@ func (n *node) stop(ctx context.Context) error {
 		errs = append(errs, n.cluster.Stop(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// senderTuning is the outbox sender's timing; zero fields take
+// notify's defaults. Tests shorten it.
+var senderTuning notify.SenderOptions
+
+// warnNoSMTP warns, at start, when definitions ask for email (notify_on)
+// while this node has no smtp.host: their notices are recorded and wait in
+// the outbox for a node that can send them. The list is bounded, and a
+// database error only costs the warning.
+func warnNoSMTP(ctx context.Context, st *store.Store, cfg *configs.Config, log logrus.FieldLogger) {
+	if cfg.SMTP.Host != "" {
+		return
+	}
+	const shown = 10
+	names, total, err := st.NotifyingDefinitions(ctx, shown)
+	if err != nil {
+		log.WithError(err).Warn("could not check which definitions ask for email")
+		return
+	}
+	if total == 0 {
+		return
+	}
+	list := strings.Join(names, ", ")
+	if total > int64(len(names)) {
+		list += fmt.Sprintf(" and %d more", total-int64(len(names)))
+	}
+	log.WithFields(logrus.Fields{"definitions": list, "count": total}).Warn(
+		"definitions ask for email (notify_on) but smtp.host is not set on this node: " +
+			"their notices wait in the notifications table until a node with SMTP sends them")
 }

@@ -81,3 +81,16 @@ const (
 	NotifySuccess NotifyOn = "success"
 	NotifyAlways  NotifyOn = "always"
 )
+
+// NotificationStatus is notifications.status.
+type NotificationStatus string
+
+const (
+	// NotificationPending waits for its next attempt (next_attempt_at).
+	NotificationPending NotificationStatus = "pending"
+	// NotificationSent was accepted by the SMTP server.
+	NotificationSent NotificationStatus = "sent"
+	// NotificationFailed was given up: attempts used up, a permanent SMTP
+	// refusal, or nothing to send (no recipients, the job gone); see last_error.
+	NotificationFailed NotificationStatus = "failed"
+)

@@ -155,5 +155,41 @@ func (Lease) TableName() string { return "leases" }
 
 // All lists every model, in creation order, for schema checks.
 func All() []any {
-	return []any{&JobDefinition{}, &Schedule{}, &TimeTrigger{}, &Job{}, &JobLog{}, &Configuration{}, &Node{}, &Lease{}}
+	return []any{&JobDefinition{}, &Schedule{}, &TimeTrigger{}, &Job{}, &JobLog{}, &Configuration{}, &Node{}, &Lease{}, &Notification{}}
+}
+
+// Notification is one completion email in the outbox: written in the same
+// transaction as the job's final state, sent (and retried) by a node with
+// SMTP configured, kept after sending. Table notifications.
+type Notification struct {
+	ID    int64 `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
+	JobID int64 `gorm:"column:job_id" json:"job_id"`
+	// JobStatus and Attempt are the final state the notice is about; with
+	// JobID they are unique, so a notice is recorded once whichever path
+	// wrote the final state.
+	JobStatus JobStatus `gorm:"column:job_status" json:"job_status"`
+	Attempt   int       `gorm:"column:attempt" json:"attempt"`
+	// Recipients is the definition's notify_emails when the notice was recorded.
+	Recipients string `gorm:"column:recipients" json:"recipients"`
+	// Attachments are what the task attached (Job.Attach), as JSON.
+	Attachments   JSON               `gorm:"column:attachments" json:"-"`
+	Status        NotificationStatus `gorm:"column:status" json:"status"`
+	Attempts      int                `gorm:"column:attempts" json:"attempts"`
+	NextAttemptAt time.Time          `gorm:"column:next_attempt_at" json:"next_attempt_at"`
+	LastError     *string            `gorm:"column:last_error" json:"last_error"`
+	// NodeID is the node that last tried to send it.
+	NodeID    string     `gorm:"column:node_id" json:"node_id"`
+	CreatedAt time.Time  `gorm:"column:created_at" json:"created_at"`
+	SentAt    *time.Time `gorm:"column:sent_at" json:"sent_at"`
+	UpdatedAt time.Time  `gorm:"column:updated_at" json:"updated_at"`
+}
+
+// TableName implements gorm's tabler.
+func (Notification) TableName() string { return "notifications" }
+
+// NotificationAttachment is one element of notifications.attachments.
+type NotificationAttachment struct {
+	Name        string `json:"name"`
+	ContentType string `json:"content_type,omitempty"`
+	Data        []byte `json:"data"` // base64 in the JSON
 }

@@ -2,9 +2,18 @@
 // for tasks that mail (tasks/email, plugins attaching a report).
 //
 // A Mailer is built on github.com/wneessen/go-mail. Send and SendMessage
-// deliver synchronously. Notify implements tasks.Notifier asynchronously: it
-// only enqueues onto a bounded queue served by a few worker goroutines, so
-// a job's OnComplete never waits on an SMTP server. A failed delivery is
+// deliver synchronously.
+//
+// The completion notices of chime's jobs go through the outbox: the store
+// records a notifications row with the job's final state, and a Sender on
+// every node with SMTP claims due rows, renders each (message.go) from the
+// job's row and log as they are at send time, and retries with backoff
+// across restarts; see Sender.
+//
+// Notify implements tasks.Notifier for code that runs tasks without the
+// engine (tests, tools): it only enqueues onto a bounded in-memory queue
+// served by a few worker goroutines, so OnComplete never waits on an SMTP
+// server. A failed delivery is
 // retried with backoff (a permanent 5xx reply is not); a notice that is
 // finally lost — or dropped because the queue is full — is logged with its
 // job_id, written to the job's own log, counted by Failures and passed to
@@ -18,7 +27,7 @@
 //	...
 //	err = m.Close(ctx) // on shutdown, after the task engine has stopped
 //
-// notify imports tasks (for Job, Result and the Notifier contract), logrus
-// and go-mail; never the store or an engine — the job log tail comes in
-// through the LogTailer interface.
+// notify imports tasks (for Job, Result and the Notifier contract), models
+// (the outbox rows), logrus and go-mail; never the store or an engine — the
+// outbox and the job log tail come in through OutboxStore and LogTailer.
 package notify

@@ -86,6 +86,11 @@ func (a *Admin) ControlJob(ctx context.Context, id int64, c models.JobControl) (
 		if err := tx.Create(&models.JobLog{JobID: id, Level: "info", Message: msg, CreatedAt: now}).Error; err != nil {
 			return fmt.Errorf("log control of job %d: %w", id, err)
 		}
+		if set["status"] == models.JobCanceled {
+			if err := a.s.enqueueNotices(tx, []int64{id}); err != nil {
+				return err
+			}
+		}
 		out = models.Job{}
 		return first(tx.Where("id = ?", id), &out)
 	})

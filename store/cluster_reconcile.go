@@ -53,6 +53,9 @@ func (s *Store) RecoverStalledJobs(ctx context.Context, silentFor time.Duration)
 		if err != nil {
 			return err
 		}
+		if err := s.enqueueNotices(tx, append(append([]int64(nil), res.Failed...), res.Stopped...)); err != nil {
+			return err
+		}
 		return insertJobLogs(tx, logs)
 	})
 	if err != nil {

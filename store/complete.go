@@ -24,6 +24,9 @@ type JobOutcome struct {
 	RunAt  time.Time
 	Result *string
 	Error  *string
+	// Notice, when set on a final outcome, records a completion notice in
+	// the same transaction (see OutcomeNotice).
+	Notice *OutcomeNotice
 }
 
 // CompleteJobsParams is one batch of outcomes from one node.
@@ -47,7 +50,7 @@ const completeChunk = 250
 // some did not (one was canceled or recovered meanwhile), that transaction
 // is rolled back and the batch is written again behind a locking SELECT
 // that says exactly which rows are still ours: the job_logs line of an
-// outcome is written only if the outcome was.
+// outcome is written only if the outcome was, and so is its notice.
 //
 // Results and errors are made storable first (see Storable). When the
 // database still refuses the batch for anything but a transient reason
@@ -83,6 +86,9 @@ func (s *Store) CompleteJobs(ctx context.Context, p *CompleteJobsParams) ([]int6
 			}
 			if n != len(chunk) {
 				return errNotAllGuarded
+			}
+			if err := s.insertOutcomeNotices(tx, chunk, nil); err != nil {
+				return err
 			}
 			for _, o := range chunk {
 				applied = append(applied, o.ID)
@@ -195,6 +201,19 @@ func (s *Store) completeLocked(tx *gorm.DB, nodeID string, outs []JobOutcome, re
 				written = append(written, id)
 			}
 		}
+	}
+	// Only written outcomes get a notice. On this slow path a notice the
+	// database refuses (the statement alone is rolled back) costs that
+	// notice, logged, never the outcomes: they must not be retried forever.
+	sent := make(map[int64]bool, len(written))
+	for _, id := range written {
+		sent[id] = true
+	}
+	if err := s.insertOutcomeNotices(tx, outs, sent); err != nil {
+		if transient(err) {
+			return nil, err
+		}
+		s.log.WithError(err).WithField("jobs", written).Error("could not record the completion notices of these jobs")
 	}
 	return written, nil
 }

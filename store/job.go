@@ -207,6 +207,9 @@ func (s *Store) CancelStopRequested(ctx context.Context, now time.Time) ([]int64
 			models.JobCanceled, now, ids).Error; err != nil {
 			return err
 		}
+		if err := s.enqueueNotices(tx, ids); err != nil {
+			return err
+		}
 		return insertJobLogs(tx, logsFor(ids, "info", "canceled: control = stop before the job started", now))
 	})
 	if err != nil {

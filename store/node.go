@@ -36,7 +36,8 @@ const MaxRecoveries = 5
 // id calls it before claiming, and the cluster's reaper for a dead node.
 // Its queued jobs never started and go back to pending without using an
 // attempt. Its running or paused jobs were cut off: see recoverCutOff.
-// Every change is logged to job_logs in the same transaction.
+// Every change is logged to job_logs in the same transaction, and the
+// failed and stopped jobs' notices are recorded in it.
 func (s *Store) RecoverNode(ctx context.Context, p *RecoverNodeParams) (*RecoverNodeResult, error) {
 	now := DBTime(p.Now)
 	res := &RecoverNodeResult{}
@@ -76,6 +77,9 @@ func (s *Store) RecoverNode(ctx context.Context, p *RecoverNodeParams) (*Recover
 			return err
 		}
 		logs = append(logs, more...)
+		if err := s.enqueueNotices(tx, append(append([]int64(nil), res.Failed...), res.Stopped...)); err != nil {
+			return err
+		}
 		return insertJobLogs(tx, logs)
 	})
 	if err != nil {

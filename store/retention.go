@@ -24,8 +24,8 @@ func checkAge(olderThan time.Duration) error {
 }
 
 // DeleteFinishedJobs deletes at most batch finished jobs whose finished_at
-// is older than olderThan by the database's clock, with their job_logs, in
-// one transaction, and returns how many jobs went. Callers loop until it
+// is older than olderThan by the database's clock, with their job_logs and
+// notifications, in one transaction, and returns how many jobs went. Callers loop until it
 // returns fewer than batch: small transactions keep row locks and undo logs
 // short, so claims and fires on the same tables are not held up.
 //
@@ -61,6 +61,10 @@ func (s *Store) DeleteFinishedJobs(ctx context.Context, olderThan time.Duration,
 		}
 		if err := tx.Exec("DELETE FROM job_logs WHERE job_id IN ?", ids).Error; err != nil {
 			return fmt.Errorf("delete job logs: %w", err)
+		}
+		// A notice still pending for a job this old is not worth sending.
+		if err := tx.Exec("DELETE FROM notifications WHERE job_id IN ?", ids).Error; err != nil {
+			return fmt.Errorf("delete notifications: %w", err)
 		}
 		res := tx.Exec("DELETE FROM jobs WHERE id IN ? AND status IN ?", ids, finishedStatuses)
 		if res.Error != nil {

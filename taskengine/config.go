@@ -40,8 +40,6 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// Registry maps task_type to tasks (default: tasks.Default()).
 	Registry *tasks.Registry
-	// Notifier is handed to every job for completion notices (optional).
-	Notifier tasks.Notifier
 	// MaxBackoff caps the retry delay (default 1h).
 	MaxBackoff time.Duration
 	// OnQueueTimeout bounds a task's OnQueue (default 30s): its context

@@ -3,8 +3,6 @@ package taskengine
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +12,6 @@ import (
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
-	"github.com/chimesched/chime/tasks"
 )
 
 // An ad hoc job inserted by plain SQL with only job_definition_id runs
@@ -56,8 +53,6 @@ func TestRetriesWithBackoff(t *testing.T) {
 		id := insertJob(t, db, def, "")
 		cfg := testConfig(t, nodeName(t))
 		cfg.Clock = clock
-		notes := &attemptNotifier{}
-		cfg.Notifier = notes
 		e := startEngine(t, st, cfg)
 
 		base := 10 * time.Second
@@ -85,27 +80,16 @@ func TestRetriesWithBackoff(t *testing.T) {
 		require.NotNil(t, j.FinishedAt)
 		require.Contains(t, deref(j.Error), "failing as asked")
 		waitLog(t, db, id, "failed (attempt 3 of 3)")
-		require.Equal(t, []int{3}, notes.attempts(), "one failure email, for the outcome, not one per attempt")
+		// One notice, for the outcome, not one per attempt; written with it.
+		var notes []models.Notification
+		require.NoError(t, db.Find(&notes).Error)
+		require.Len(t, notes, 1)
+		require.Equal(t, id, notes[0].JobID)
+		require.Equal(t, 3, notes[0].Attempt)
+		require.Equal(t, models.JobFailed, notes[0].JobStatus)
+		require.Equal(t, "ops@example.com", notes[0].Recipients)
+		require.Equal(t, models.NotificationPending, notes[0].Status)
 	})
-}
-
-// attemptNotifier records which attempts a notification was sent for.
-type attemptNotifier struct {
-	mu   sync.Mutex
-	seen []int
-}
-
-func (n *attemptNotifier) Notify(_ context.Context, job *tasks.Job, _ tasks.Result) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.seen = append(n.seen, job.Attempt)
-	return nil
-}
-
-func (n *attemptNotifier) attempts() []int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return slices.Clone(n.seen)
 }
 
 func TestRetryBackoffBounds(t *testing.T) {

@@ -63,7 +63,7 @@ func (e *Engine) newJob(cj *store.ClaimedJob) *tasks.Job {
 		Attempt:      cj.Attempt + 1,
 		MaxAttempts:  cj.EffectiveMaxAttempts(),
 		Params:       json.RawMessage(cj.EffectiveParams()),
-		Notifier:     e.cfg.Notifier,
+		Notifier:     &handoff{},
 		Logger: e.jobLog.WithFields(logrus.Fields{
 			fieldJobID: cj.ID, fieldScheduleID: schedID, fieldNodeID: e.cfg.NodeID,
 		}),
@@ -208,16 +208,22 @@ func (e *Engine) complete(job *tasks.Job, status models.JobStatus, err error, ou
 		s := err.Error()
 		c.out.Error = &s
 	}
+	if c.out.Status != models.JobPending && handedOff(job) {
+		c.out.Notice = outcomeNotice(job, status, job.Attempt, true)
+	}
 	e.completer.add(c)
 }
 
 // finishUnstarted fails a job that cannot start (no definition, unknown
-// task_type, OnQueue refused): retrying would not help, so it is final.
+// task_type, OnQueue refused): retrying would not help, so it is final. No
+// OnComplete runs, so the engine records the notice notify_on asks for.
 func (e *Engine) finishUnstarted(job *tasks.Job, err error) {
 	s := err.Error()
 	e.completer.add(completion{
 		log: job.Log(), status: models.JobFailed, level: logrus.ErrorLevel, msg: "failed before starting: " + s,
-		out: store.JobOutcome{ID: job.ID, Status: models.JobFailed, FinishedAt: e.cfg.Clock.Now(), Error: &s},
+		out: store.JobOutcome{ID: job.ID, Status: models.JobFailed, FinishedAt: e.cfg.Clock.Now(), Error: &s,
+			// The row's attempt is unchanged: the job never started.
+			Notice: outcomeNotice(job, models.JobFailed, job.Attempt-1, false)},
 	})
 }
 

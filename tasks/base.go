@@ -12,7 +12,8 @@ import (
 //   - Stop cancels the Execute context with cause ErrStopped;
 //   - Pause and Resume gate Job.Checkpoint and the active timeout;
 //   - OnQueue does nothing;
-//   - OnComplete hands the Result to job.Notifier when job.Notify wants it.
+//   - OnComplete hands the Result to job.Notifier when job.Notify wants it
+//     (under the engine, that records the notice in the outbox).
 //
 // Base reaches the job and the cancel function through Prepare, which the
 // engine calls before OnQueue. Before Prepare, Stop, Pause and Resume
@@ -76,9 +77,12 @@ func (b *Base) Resume() bool {
 // OnQueue does nothing.
 func (b *Base) OnQueue(context.Context, *Job) error { return nil }
 
-// OnComplete sends the completion notice when job.Notify wants one for
-// r.Status (a stopped run counts as a failure). The Notifier queues and
-// returns, so this does not hold the pool slot.
+// OnComplete hands the completion notice off to job.Notifier when
+// job.Notify wants one for r.Status (a stopped run counts as a failure).
+// Under the task engine the Notifier only marks the run: the engine records
+// the notice with the job's outcome, in one transaction, and a sender mails
+// it later, so a second hand-off is the same notice and this does not hold
+// the pool slot.
 func (b *Base) OnComplete(ctx context.Context, job *Job, r Result) error {
 	if job == nil || job.Notifier == nil || r.Retrying || !job.Notify.Wants(r.Status) {
 		return nil

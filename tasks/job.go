@@ -29,7 +29,8 @@ type Job struct {
 	// job_logs. Use Log(), which copes with a nil Logger.
 	Logger *logrus.Entry
 	// Notifier receives the completion notice from Base.OnComplete; nil
-	// means no notification.
+	// means no notification. The task engine sets one per run that records
+	// the hand-off: the notice is written with the outcome (the outbox).
 	Notifier Notifier
 
 	mu          sync.Mutex

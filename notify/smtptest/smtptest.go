@@ -15,6 +15,7 @@ import (
 	"mime/quotedprintable"
 	"net"
 	"net/mail"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +32,7 @@ type Server struct {
 	Port int
 
 	username, password string
+	port               int // to listen on; 0 picks a free one
 
 	srv    *smtp.Server
 	served chan struct{}
@@ -53,6 +55,12 @@ func WithAuth(username, password string) Option {
 	return func(s *Server) { s.username, s.password = username, password }
 }
 
+// WithPort listens on this loopback port instead of a free one, e.g. to
+// bring up a server where a client was told to send while it was down.
+func WithPort(port int) Option {
+	return func(s *Server) { s.port = port }
+}
+
 // New starts a server on 127.0.0.1:0 and closes it in t.Cleanup.
 func New(t testing.TB, opts ...Option) *Server {
 	t.Helper()
@@ -64,7 +72,7 @@ func New(t testing.TB, opts ...Option) *Server {
 	for _, o := range opts {
 		o(s)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)))
 	if err != nil {
 		t.Fatalf("smtptest: listen: %v", err)
 	}

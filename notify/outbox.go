@@ -1,0 +1,349 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/mail"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/sirupsen/logrus"
+
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/tasks"
+)
+
+// OutboxStore is the notifications table as the Sender uses it; the store
+// implements it.
+type OutboxStore interface {
+	ClaimNotifications(ctx context.Context, p *models.NotificationClaim) ([]models.NotificationDelivery, error)
+	FinishNotification(ctx context.Context, r *models.NotificationResult) (bool, error)
+	LogTailer
+}
+
+// SenderOptions tune a Sender; zero fields take the defaults.
+type SenderOptions struct {
+	NodeID string // recorded on each notice this node tries
+	// Interval is how often the outbox is read for due notices (default 2s).
+	Interval time.Duration
+	// Settle is how long a notice waits after it was recorded before its
+	// first try (default 2s), so the job's last log lines, written in
+	// batches after the outcome, are in the email's log tail.
+	Settle time.Duration
+	// Attempts is how many tries a notice gets, the first included
+	// (default 10); then it is failed with its last error.
+	Attempts int
+	// Backoff is the wait before the first retry, doubled after each,
+	// jittered, capped by MaxBackoff (defaults 30s and 1h: ten tries span
+	// about three hours of SMTP outage).
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+	// MaxAge fails notices recorded longer ago than this instead of sending
+	// them (default 24h): the mail about a job of last week, sent the day
+	// SMTP is finally set up, misleads more than it informs.
+	MaxAge time.Duration
+	// Batch is how many notices one read claims (default 10).
+	Batch  int
+	Logger logrus.FieldLogger
+	Clock  clockwork.Clock
+	// OnFailure is called for each notice given up, for metrics.
+	OnFailure func(jobID int64, err error)
+}
+
+func (o SenderOptions) withDefaults() SenderOptions {
+	if o.Interval <= 0 {
+		o.Interval = 2 * time.Second
+	}
+	if o.Settle <= 0 {
+		o.Settle = 2 * time.Second
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = 10
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = 30 * time.Second
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = time.Hour
+	}
+	if o.MaxAge <= 0 {
+		o.MaxAge = 24 * time.Hour
+	}
+	if o.Batch <= 0 {
+		o.Batch = 10
+	}
+	if o.Logger == nil {
+		o.Logger = logrus.StandardLogger()
+	}
+	if o.Clock == nil {
+		o.Clock = clockwork.NewRealClock()
+	}
+	return o
+}
+
+// Sender mails the completion notices of the notifications table (the
+// outbox) through a Mailer. Every node with SMTP configured runs one; each
+// notice is claimed by one node at a time (see store.ClaimNotifications),
+// rendered when it is sent — after its job is final and its log written —
+// and tried until sent, refused for good (a 5xx reply, bad recipients), or
+// out of attempts. A notice whose sender dies mid-try is tried again by
+// any node once the claim's lease runs out, so delivery is at least once.
+type Sender struct {
+	mailer func() *Mailer
+	st     OutboxStore
+	opts   SenderOptions
+	wake   chan struct{}
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewSender returns a Sender of st's notices through m; Start runs it.
+func NewSender(m *Mailer, st OutboxStore, opts SenderOptions) *Sender {
+	return NewSenderFunc(func() *Mailer { return m }, st, opts)
+}
+
+// NewSenderFunc returns a Sender through whatever mailer current returns
+// at each pass, so SMTP settings changed while the node runs apply to the
+// next notice. While current returns nil (email off), notices stay in the
+// outbox for a node, or a later setting, that can send them.
+func NewSenderFunc(current func() *Mailer, st OutboxStore, opts SenderOptions) *Sender {
+	return &Sender{mailer: current, st: st, opts: opts.withDefaults(), wake: make(chan struct{}, 1)}
+}
+
+// Start runs the sender until Stop or ctx ends.
+func (s *Sender) Start(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done != nil {
+		return
+	}
+	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.done = make(chan struct{})
+	go s.run(ctx)
+}
+
+// Wake makes the sender read the outbox now.
+func (s *Sender) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Stop ends the sender and waits for the try in flight, which Stop's ctx
+// may cut off; a notice cut off is tried again at the next start (on any
+// node). Safe to call more than once, and before Start.
+func (s *Sender) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	cancel, done := s.cancel, s.done
+	s.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("notify: sender stop: %w", ctx.Err())
+	}
+}
+
+func (s *Sender) run(ctx context.Context) {
+	defer close(s.done)
+	for {
+		n := s.pass(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if n >= s.opts.Batch {
+			continue // more may be due
+		}
+		t := s.opts.Clock.NewTimer(s.opts.Interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-s.wake:
+			t.Stop()
+		case <-t.Chan():
+		}
+	}
+}
+
+// pass claims due notices and tries each; it returns how many it claimed.
+func (s *Sender) pass(ctx context.Context) int {
+	m := s.mailer()
+	if m == nil {
+		return 0
+	}
+	ds, err := s.st.ClaimNotifications(ctx, &models.NotificationClaim{
+		NodeID: s.opts.NodeID, Limit: s.opts.Batch, Settle: s.opts.Settle, Lease: lease(m), MaxAge: s.opts.MaxAge,
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			s.opts.Logger.WithError(err).Warn("notify: reading the outbox failed; retrying")
+		}
+		return 0
+	}
+	for i := range ds {
+		s.try(ctx, m, &ds[i])
+	}
+	return len(ds)
+}
+
+// lease outlasts one try: reading the log tail and one SMTP conversation,
+// each bounded by the mailer's SendTimeout.
+func lease(m *Mailer) time.Duration { return 2*m.opts.SendTimeout + 30*time.Second }
+
+// try sends one claimed notice and records how it went.
+func (s *Sender) try(ctx context.Context, m *Mailer, d *models.NotificationDelivery) {
+	log := s.opts.Logger.WithFields(logrus.Fields{"job_id": d.JobID, "notification_id": d.ID, "attempt": d.Attempts})
+	res := &models.NotificationResult{ID: d.ID, JobID: d.JobID, Attempts: d.Attempts}
+	err := s.send(ctx, m, d)
+	switch {
+	case err == nil:
+		res.Sent = true
+		res.JobLog = "notify: completion email sent to " + d.Recipients
+	case ctx.Err() != nil:
+		// Shutdown cut the try off: it is not the notice's fault, try it
+		// again soon, on whichever node is up.
+		res.Error, res.RetryIn = "interrupted: the node stopped during the try: "+err.Error(), time.Millisecond
+	case d.Attempts >= s.opts.Attempts || isPermanent(err):
+		res.Error = err.Error()
+		res.JobLog = fmt.Sprintf("notify: completion email not sent after %d attempts: %v", d.Attempts, err)
+	default:
+		res.Error, res.RetryIn = err.Error(), s.backoff(d.Attempts)
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	mine, ferr := s.st.FinishNotification(fctx, res)
+	switch {
+	case ferr != nil:
+		// The claim's lease runs out and the notice is tried again: at worst
+		// a second email, never none.
+		log.WithError(ferr).Error("notify: recording the try failed")
+	case !mine:
+		log.Warn("notify: the notice was claimed by another node while this one tried it")
+	case res.Sent:
+		log.Debug("notify: completion email sent")
+	case res.RetryIn > 0:
+		log.WithError(err).Warnf("notify: completion email failed; retry in %v", res.RetryIn.Round(time.Millisecond))
+	default:
+		log.WithError(err).WithField("to", d.Recipients).Error("notify: completion email not sent")
+		m.failures.Add(1)
+		if s.opts.OnFailure != nil {
+			s.opts.OnFailure(d.JobID, err)
+		}
+	}
+}
+
+// errPermanent marks a notice that no retry can send.
+var errPermanent = errors.New("permanent")
+
+func isPermanent(err error) bool { return errors.Is(err, errPermanent) || permanent(err) }
+
+func (s *Sender) send(ctx context.Context, m *Mailer, d *models.NotificationDelivery) error {
+	if d.Job == nil {
+		return fmt.Errorf("%w: job %d no longer exists", errPermanent, d.JobID)
+	}
+	to, err := recipients(d.Recipients)
+	if err != nil {
+		return err
+	}
+	n := deliveryNotice(d, to)
+	if len(d.Attachments) > 0 {
+		var as []models.NotificationAttachment
+		if err := json.Unmarshal(d.Attachments, &as); err != nil {
+			return fmt.Errorf("%w: attachments unreadable: %w", errPermanent, err)
+		}
+		for _, a := range as {
+			n.attachments = append(n.attachments, tasks.Attachment{Name: a.Name, ContentType: a.ContentType, Data: a.Data})
+		}
+	}
+	tctx, cancel := context.WithTimeout(ctx, m.opts.SendTimeout)
+	tail, tailErr := s.st.TailLogs(tctx, d.JobID, m.opts.LogTailLines)
+	cancel()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	msg := Message{To: n.to, Subject: n.subject(m.opts.SubjectPrefix), Text: n.text(tail, tailErr), Attachments: n.attachments}
+	sctx, cancel := context.WithTimeout(ctx, m.opts.SendTimeout)
+	defer cancel()
+	if err := m.SendMessage(sctx, msg); err != nil {
+		return err
+	}
+	m.sent.Add(1)
+	return nil
+}
+
+// recipients parses notifications.recipients, which an admin's SQL may
+// have filled with anything: a bad address fails the notice, naming it.
+func recipients(s string) ([]string, error) {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		}
+		if _, err := mail.ParseAddress(a); err != nil {
+			return nil, fmt.Errorf("%w: recipient %q is not an email address: %w", errPermanent, a, err)
+		}
+		out = append(out, a)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no recipients", errPermanent)
+	}
+	return out, nil
+}
+
+// backoff is the wait after failed try number attempt: Backoff doubled
+// per earlier retry, within ±20%, capped.
+func (s *Sender) backoff(attempt int) time.Duration {
+	d := s.opts.Backoff << min(attempt-1, 20)
+	if d <= 0 || d > s.opts.MaxBackoff {
+		d = s.opts.MaxBackoff
+	}
+	d = time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+	return max(min(d, s.opts.MaxBackoff), time.Millisecond)
+}
+
+// deliveryNotice renders a claimed notice the way Notify renders a queued
+// one, from the job's row as it is now: final, with its result and error.
+func deliveryNotice(d *models.NotificationDelivery, to []string) notice {
+	j := d.Job
+	n := notice{
+		id:          j.ID,
+		definition:  d.DefinitionName,
+		schedule:    d.ScheduleName,
+		taskType:    d.TaskType,
+		node:        j.NodeID,
+		scheduledAt: j.ScheduledAt,
+		attempt:     d.Attempt,
+		max:         d.MaxAttempts,
+		to:          to,
+		result:      tasks.Result{Status: string(d.JobStatus)},
+	}
+	if j.ScheduleID != nil {
+		n.scheduleID = *j.ScheduleID
+	}
+	if j.Error != nil && *j.Error != "" {
+		n.result.Err = errors.New(*j.Error)
+	}
+	if j.Result != nil {
+		n.result.Output = *j.Result
+	}
+	if j.StartedAt != nil {
+		n.result.StartedAt = *j.StartedAt
+	}
+	if j.FinishedAt != nil {
+		n.result.FinishedAt = *j.FinishedAt
+	}
+	return n
+}
