@@ -83,6 +83,9 @@ func Serve(ctx context.Context, cfg *configs.Config, opts Options) error {
 	if log == nil {
 		log = logrus.StandardLogger()
 	}
+	if err := hardenProcess(); err != nil {
+		log.WithError(err).Warn("could not make the process non-dumpable: same-user jobs may read its environment")
+	}
 	st, err := OpenStore(ctx, cfg, log)
 	if err != nil {
 		return err
