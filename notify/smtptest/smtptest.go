@@ -35,6 +35,7 @@ type Server struct {
 	port               int // to listen on; 0 picks a free one
 
 	srv    *smtp.Server
+	ln     net.Listener
 	served chan struct{}
 	closed chan struct{}
 
@@ -76,6 +77,7 @@ func New(t testing.TB, opts ...Option) *Server {
 	if err != nil {
 		t.Fatalf("smtptest: listen: %v", err)
 	}
+	s.ln = l
 	addr := l.Addr().(*net.TCPAddr)
 	s.Host, s.Port = addr.IP.String(), addr.Port
 
@@ -102,6 +104,10 @@ func (s *Server) Close() {
 		close(s.closed)
 	}
 	_ = s.srv.Close()
+	// A Close right after New (a test that skips) can come before Serve
+	// took the listener: go-smtp's Close then knows of no listener, and
+	// Serve would block for ever on one nobody closes.
+	_ = s.ln.Close()
 	<-s.served
 }
 
