@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"reflect"
 	"sort"
 	"testing"
 	"time"
@@ -136,5 +137,46 @@ func TestTailLogs(t *testing.T) {
 		got, err := st.TailLogs(context.Background(), 7, 2)
 		require.NoError(t, err)
 		require.Equal(t, []string{"12:00:00.002 info  hello", "12:00:00.003 info  succeeded"}, got)
+	})
+}
+
+// TestTimeColumnsHaveTriggers: every timestamp column of every model has the
+// triggers of migration 00003 (see README, "Time zones"), so a column added
+// later without them fails here rather than taking an admin's local time
+// for UTC on MySQL or an unsortable text on SQLite.
+func TestTimeColumnsHaveTriggers(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		bodies := map[string]string{}
+		var rows []struct{ Name, Body string }
+		if st.Dialect() == store.MySQL {
+			require.NoError(t, db.Raw(`SELECT TRIGGER_NAME AS name, ACTION_STATEMENT AS body FROM information_schema.TRIGGERS
+				WHERE TRIGGER_SCHEMA = DATABASE()`).Scan(&rows).Error)
+		} else {
+			require.NoError(t, db.Raw(`SELECT name, sql AS body FROM sqlite_master WHERE type = 'trigger'`).Scan(&rows).Error)
+		}
+		for _, r := range rows {
+			bodies[r.Name] = r.Body
+		}
+		timeType := reflect.TypeOf(time.Time{})
+		for _, m := range models.All() {
+			stmt := &gorm.Statement{DB: db}
+			require.NoError(t, stmt.Parse(m))
+			table := stmt.Schema.Table
+			for _, f := range stmt.Schema.Fields {
+				if f.DBName == "" || f.IndirectFieldType != timeType {
+					continue
+				}
+				c := f.DBName
+				if st.Dialect() == store.MySQL {
+					require.Contains(t, bodies["chime_"+table+"_utc_insert"], "NEW."+c+" = chime_session_to_utc(NEW."+c+")", "%s.%s", table, c)
+					require.Contains(t, bodies["chime_"+table+"_utc_update"], "IF NOT (NEW."+c+" <=> OLD."+c+")", "%s.%s", table, c)
+				} else {
+					require.Contains(t, bodies["chime_"+table+"_"+c+"_update"], "AFTER UPDATE OF "+c+" ON "+table, "%s.%s", table, c)
+					require.Contains(t, bodies["chime_"+table+"_time_insert"], "NEW."+c, "%s.%s", table, c)
+				}
+			}
+		}
 	})
 }
