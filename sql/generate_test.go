@@ -47,8 +47,8 @@ type timeTable struct {
 	cols []string
 }
 
-// timeTables lists every timestamp column of the schema; store's schema
-// test checks that each has its triggers.
+// timeTables lists every timestamp column of the schema, all of which
+// MySQL's triggers convert; store's schema test checks that each has them.
 var timeTables = []timeTable{
 	{"job_definitions", []string{"created_at", "updated_at"}},
 	{"schedules", []string{"run_at", "start_at", "end_at", "created_at", "updated_at"}},
@@ -134,37 +134,30 @@ END
 	return b.String()
 }
 
+// sqliteTimeTables are the timestamp columns SQLite's triggers watch: those
+// the README lets admins write (or default). The rest (jobs' lifecycle
+// columns, time_triggers, job_logs, nodes, leases) only chime writes, in its
+// form, and they sit on the hot paths: SQLite's driver compiles a
+// statement, with every trigger it may fire, each time it runs one.
+var sqliteTimeTables = []timeTable{
+	{"job_definitions", []string{"created_at", "updated_at"}},
+	{"schedules", []string{"run_at", "start_at", "end_at", "created_at", "updated_at"}},
+	{"jobs", []string{"scheduled_at", "run_at"}},
+	{"configurations", []string{"updated_at"}},
+}
+
+// inForm is true when v is in chime's form and names a real date and time.
+func inForm(v string) string {
+	return fmt.Sprintf("%[1]s GLOB '%[2]s-%[3]s-%[3]s %[3]s:%[3]s:%[3]s*+00:00'"+
+		" AND (length(%[1]s) = 25 OR (length(%[1]s) > 26 AND substr(%[1]s, 20, 1) = '.' AND substr(%[1]s, 21, length(%[1]s) - 26) NOT GLOB '*[^0-9]*'))"+
+		" AND strftime('%%Y-%%m-%%d %%H:%%M:%%S', substr(%[1]s, 1, 19), '+0 seconds') = substr(%[1]s, 1, 19)", v, d4, d2)
+}
+
 const (
-	d4 = "[0-9][0-9][0-9][0-9]"
-	d2 = "[0-9][0-9]"
+	d4         = "[0-9][0-9][0-9][0-9]"
+	d2         = "[0-9][0-9]"
+	datePrefix = "'" + d4 + "-" + d2 + "-" + d2 + "*'"
 )
-
-// canonX is true when x is in chime's form and names a real date and time.
-var canonX = "x GLOB '" + d4 + "-" + d2 + "-" + d2 + " " + d2 + ":" + d2 + ":" + d2 + "*+00:00'" +
-	" AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*'))" +
-	" AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)"
-
-const datePrefix = "'" + d4 + "-" + d2 + "-" + d2 + "*'"
-
-func values(prefix string, cols []string) string {
-	var parts []string
-	for i, c := range cols {
-		if i == 0 {
-			parts = append(parts, "SELECT "+prefix+c+" AS x")
-		} else {
-			parts = append(parts, "SELECT "+prefix+c)
-		}
-	}
-	return strings.Join(parts, " UNION ALL ")
-}
-
-func setSame(cols []string) string {
-	var parts []string
-	for _, c := range cols {
-		parts = append(parts, c+" = "+c)
-	}
-	return strings.Join(parts, ", ")
-}
 
 func sqliteTimeForms() string {
 	var b strings.Builder
@@ -174,49 +167,56 @@ func sqliteTimeForms() string {
 -- text, so every writer must use one form: UTC as
 -- 'YYYY-MM-DD HH:MM:SS[.fffffffff]+00:00' (chime's driver writes it; the
 -- column defaults write it to the millisecond). These triggers rewrite a
--- timestamp written in another form SQLite's date functions read
+-- timestamp an admin writes in another form SQLite's date functions read
 -- ('2030-01-01 09:00', a 'T', a 'Z', or an offset such as '+08:00', which
 -- means that instant) into the form, to the millisecond, and refuse what
--- is not a date and time. A value already in the form passes untouched:
--- chime's own writes cost one check per column.
+-- is not a date and time. A value already in the form passes untouched.
 --
 -- In the form: GLOB 'YYYY-MM-DD HH:MM:SS*+00:00', only digits after a '.',
 -- and a date and time that exist: strftime with '+0 seconds' rolls
 -- 2030-02-30 or 24:00 over into another text, and so does the rewrite.
 --
+-- They watch the columns admins write: job_definitions' and configurations'
+-- created_at and updated_at, every timestamp of schedules, and jobs'
+-- scheduled_at and run_at. The other columns only chime writes, and they
+-- are on its hot paths, where SQLite compiles the triggers a statement may
+-- fire every time it runs the statement.
+--
 -- chime_<table>_<column>_update: AFTER UPDATE OF the column, a value not in
 --   the form is rewritten or refused.
 -- chime_<table>_time_insert: AFTER INSERT, a row with a value not in the
---   form sets its timestamps to themselves, for the update triggers.
+--   form sets those columns to themselves, for the update triggers.
 
 -- +goose Up
 `)
-	for _, t := range timeTables {
+	for _, t := range sqliteTimeTables {
+		var notInForm, same []string
 		for _, c := range t.cols {
+			n := "NEW." + c
 			w("-- +goose StatementBegin\nCREATE TRIGGER chime_%[1]s_%[2]s_update AFTER UPDATE OF %[2]s ON %[1]s FOR EACH ROW\n"+
-				"WHEN (SELECT NOT (%[3]s) FROM (SELECT NEW.%[2]s AS x))\nBEGIN\n"+
-				"  UPDATE %[1]s SET %[2]s = COALESCE(CASE WHEN NEW.%[2]s GLOB %[4]s THEN strftime('%%Y-%%m-%%d %%H:%%M:%%f+00:00', NEW.%[2]s, '+0 seconds') END,\n"+
+				"WHEN %[3]s IS NOT NULL AND NOT (%[4]s)\nBEGIN\n"+
+				"  UPDATE %[1]s SET %[2]s = COALESCE(CASE WHEN %[3]s GLOB %[5]s THEN strftime('%%Y-%%m-%%d %%H:%%M:%%f+00:00', %[3]s, '+0 seconds') END,\n"+
 				"    RAISE(ABORT, 'chime: %[1]s.%[2]s is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))\n"+
-				"  WHERE rowid = NEW.rowid;\nEND;\n-- +goose StatementEnd\n\n", t.name, c, canonX, datePrefix)
+				"  WHERE rowid = NEW.rowid;\nEND;\n-- +goose StatementEnd\n\n", t.name, c, n, inForm(n), datePrefix)
+			notInForm = append(notInForm, fmt.Sprintf("(%s IS NOT NULL AND NOT (%s))", n, inForm(n)))
+			same = append(same, c+" = "+c)
 		}
 		w("-- +goose StatementBegin\nCREATE TRIGGER chime_%[1]s_time_insert AFTER INSERT ON %[1]s FOR EACH ROW\n"+
-			"WHEN EXISTS (SELECT 1 FROM (%[2]s)\n  WHERE NOT (%[3]s))\nBEGIN\n  UPDATE %[1]s SET %[4]s WHERE rowid = NEW.rowid;\nEND;\n-- +goose StatementEnd\n\n",
-			t.name, values("NEW.", t.cols), canonX, setSame(t.cols))
+			"WHEN %[2]s\nBEGIN\n  UPDATE %[1]s SET %[3]s WHERE rowid = NEW.rowid;\nEND;\n-- +goose StatementEnd\n\n",
+			t.name, strings.Join(notInForm, "\n  OR "), strings.Join(same, ", "))
 	}
-	w("-- Rows written before: those with a timestamp not ending in +00:00 go\n-- through the triggers, unless one of their timestamps is not a time at\n-- all, which stays as it was.\n")
-	for _, t := range timeTables {
-		var notUTC []string
+	w("-- Rows written before: each timestamp not ending in +00:00 that reads as a\n-- time goes through the triggers; text that is not a time stays as it was.\n")
+	for _, t := range sqliteTimeTables {
 		for _, c := range t.cols {
-			notUTC = append(notUTC, c+" NOT GLOB '*+00:00'")
+			w("UPDATE %[1]s SET %[2]s = %[2]s WHERE %[2]s NOT GLOB '*+00:00' AND %[2]s GLOB %[3]s AND strftime('%%f', %[2]s) IS NOT NULL;\n", t.name, c, datePrefix)
 		}
-		w("UPDATE %[1]s SET %[2]s\nWHERE (%[3]s)\n  AND NOT EXISTS (SELECT 1 FROM (%[4]s)\n    WHERE x IS NOT NULL AND (x NOT GLOB %[5]s OR strftime('%%f', x) IS NULL));\n",
-			t.name, setSame(t.cols), strings.Join(notUTC, " OR "), values(t.name+".", t.cols), datePrefix)
 	}
 	w("\n-- +goose Down\n")
-	for i := len(timeTables) - 1; i >= 0; i-- {
-		w("DROP TRIGGER chime_%s_time_insert;\n", timeTables[i].name)
-		for j := len(timeTables[i].cols) - 1; j >= 0; j-- {
-			w("DROP TRIGGER chime_%s_%s_update;\n", timeTables[i].name, timeTables[i].cols[j])
+	for i := len(sqliteTimeTables) - 1; i >= 0; i-- {
+		t := sqliteTimeTables[i]
+		w("DROP TRIGGER chime_%s_time_insert;\n", t.name)
+		for j := len(t.cols) - 1; j >= 0; j-- {
+			w("DROP TRIGGER chime_%s_%s_update;\n", t.name, t.cols[j])
 		}
 	}
 	return b.String()

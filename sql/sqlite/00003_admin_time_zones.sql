@@ -5,25 +5,30 @@
 -- text, so every writer must use one form: UTC as
 -- 'YYYY-MM-DD HH:MM:SS[.fffffffff]+00:00' (chime's driver writes it; the
 -- column defaults write it to the millisecond). These triggers rewrite a
--- timestamp written in another form SQLite's date functions read
+-- timestamp an admin writes in another form SQLite's date functions read
 -- ('2030-01-01 09:00', a 'T', a 'Z', or an offset such as '+08:00', which
 -- means that instant) into the form, to the millisecond, and refuse what
--- is not a date and time. A value already in the form passes untouched:
--- chime's own writes cost one check per column.
+-- is not a date and time. A value already in the form passes untouched.
 --
 -- In the form: GLOB 'YYYY-MM-DD HH:MM:SS*+00:00', only digits after a '.',
 -- and a date and time that exist: strftime with '+0 seconds' rolls
 -- 2030-02-30 or 24:00 over into another text, and so does the rewrite.
 --
+-- They watch the columns admins write: job_definitions' and configurations'
+-- created_at and updated_at, every timestamp of schedules, and jobs'
+-- scheduled_at and run_at. The other columns only chime writes, and they
+-- are on its hot paths, where SQLite compiles the triggers a statement may
+-- fire every time it runs the statement.
+--
 -- chime_<table>_<column>_update: AFTER UPDATE OF the column, a value not in
 --   the form is rewritten or refused.
 -- chime_<table>_time_insert: AFTER INSERT, a row with a value not in the
---   form sets its timestamps to themselves, for the update triggers.
+--   form sets those columns to themselves, for the update triggers.
 
 -- +goose Up
 -- +goose StatementBegin
 CREATE TRIGGER chime_job_definitions_created_at_update AFTER UPDATE OF created_at ON job_definitions FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.created_at AS x))
+WHEN NEW.created_at IS NOT NULL AND NOT (NEW.created_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(NEW.created_at) = 25 OR (length(NEW.created_at) > 26 AND substr(NEW.created_at, 20, 1) = '.' AND substr(NEW.created_at, 21, length(NEW.created_at) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(NEW.created_at, 1, 19), '+0 seconds') = substr(NEW.created_at, 1, 19))
 BEGIN
   UPDATE job_definitions SET created_at = COALESCE(CASE WHEN NEW.created_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.created_at, '+0 seconds') END,
     RAISE(ABORT, 'chime: job_definitions.created_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
@@ -33,7 +38,7 @@ END;
 
 -- +goose StatementBegin
 CREATE TRIGGER chime_job_definitions_updated_at_update AFTER UPDATE OF updated_at ON job_definitions FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.updated_at AS x))
+WHEN NEW.updated_at IS NOT NULL AND NOT (NEW.updated_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(NEW.updated_at) = 25 OR (length(NEW.updated_at) > 26 AND substr(NEW.updated_at, 20, 1) = '.' AND substr(NEW.updated_at, 21, length(NEW.updated_at) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(NEW.updated_at, 1, 19), '+0 seconds') = substr(NEW.updated_at, 1, 19))
 BEGIN
   UPDATE job_definitions SET updated_at = COALESCE(CASE WHEN NEW.updated_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.updated_at, '+0 seconds') END,
     RAISE(ABORT, 'chime: job_definitions.updated_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
@@ -43,8 +48,8 @@ END;
 
 -- +goose StatementBegin
 CREATE TRIGGER chime_job_definitions_time_insert AFTER INSERT ON job_definitions FOR EACH ROW
-WHEN EXISTS (SELECT 1 FROM (SELECT NEW.created_at AS x UNION ALL SELECT NEW.updated_at)
-  WHERE NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)))
+WHEN (NEW.created_at IS NOT NULL AND NOT (NEW.created_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(NEW.created_at) = 25 OR (length(NEW.created_at) > 26 AND substr(NEW.created_at, 20, 1) = '.' AND substr(NEW.created_at, 21, length(NEW.created_at) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(NEW.created_at, 1, 19), '+0 seconds') = substr(NEW.created_at, 1, 19)))
+  OR (NEW.updated_at IS NOT NULL AND NOT (NEW.updated_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(NEW.updated_at) = 25 OR (length(NEW.updated_at) > 26 AND substr(NEW.updated_at, 20, 1) = '.' AND substr(NEW.updated_at, 21, length(NEW.updated_at) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(NEW.updated_at, 1, 19), '+0 seconds') = substr(NEW.updated_at, 1, 19)))
 BEGIN
   UPDATE job_definitions SET created_at = created_at, updated_at = updated_at WHERE rowid = NEW.rowid;
 END;
@@ -52,7 +57,7 @@ END;
 
 -- +goose StatementBegin
 CREATE TRIGGER chime_schedules_run_at_update AFTER UPDATE OF run_at ON schedules FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.run_at AS x))
+WHEN NEW.run_at IS NOT NULL AND NOT (NEW.run_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(NEW.run_at) = 25 OR (length(NEW.run_at) > 26 AND substr(NEW.run_at, 20, 1) = '.' AND substr(NEW.run_at, 21, length(NEW.run_at) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(NEW.run_at, 1, 19), '+0 seconds') = substr(NEW.run_at, 1, 19))
 BEGIN
   UPDATE schedules SET run_at = COALESCE(CASE WHEN NEW.run_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.run_at, '+0 seconds') END,
     RAISE(ABORT, 'chime: schedules.run_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
@@ -62,7 +67,7 @@ END;
 
 -- +goose StatementBegin
 CREATE TRIGGER chime_schedules_start_at_update AFTER UPDATE OF start_at ON schedules FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.start_at AS x))
+WHEN NEW.start_at IS NOT NULL AND NOT (NEW.start_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(NEW.start_at) = 25 OR (length(NEW.start_at) > 26 AND substr(NEW.start_at, 20, 1) = '.' AND substr(NEW.start_at, 21, length(NEW.start_at) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(NEW.start_at, 1, 19), '+0 seconds') = substr(NEW.start_at, 1, 19))
 BEGIN
   UPDATE schedules SET start_at = COALESCE(CASE WHEN NEW.start_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.start_at, '+0 seconds') END,
     RAISE(ABORT, 'chime: schedules.start_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
@@ -72,7 +77,7 @@ END;
 
 -- +goose StatementBegin
 CREATE TRIGGER chime_schedules_end_at_update AFTER UPDATE OF end_at ON schedules FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.end_at AS x))
+WHEN NEW.end_at IS NOT NULL AND NOT (NEW.end_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(NEW.end_at) = 25 OR (length(NEW.end_at) > 26 AND substr(NEW.end_at, 20, 1) = '.' AND substr(NEW.end_at, 21, length(NEW.end_at) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(NEW.end_at, 1, 19), '+0 seconds') = substr(NEW.end_at, 1, 19))
 BEGIN
   UPDATE schedules SET end_at = COALESCE(CASE WHEN NEW.end_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.end_at, '+0 seconds') END,
     RAISE(ABORT, 'chime: schedules.end_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
@@ -82,7 +87,7 @@ END;
 
 -- +goose StatementBegin
 CREATE TRIGGER chime_schedules_created_at_update AFTER UPDATE OF created_at ON schedules FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.created_at AS x))
+WHEN NEW.created_at IS NOT NULL AND NOT (NEW.created_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(NEW.created_at) = 25 OR (length(NEW.created_at) > 26 AND substr(NEW.created_at, 20, 1) = '.' AND substr(NEW.created_at, 21, length(NEW.created_at) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(NEW.created_at, 1, 19), '+0 seconds') = substr(NEW.created_at, 1, 19))
 BEGIN
   UPDATE schedules SET created_at = COALESCE(CASE WHEN NEW.created_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.created_at, '+0 seconds') END,
     RAISE(ABORT, 'chime: schedules.created_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
@@ -92,7 +97,7 @@ END;
 
 -- +goose StatementBegin
 CREATE TRIGGER chime_schedules_updated_at_update AFTER UPDATE OF updated_at ON schedules FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.updated_at AS x))
+WHEN NEW.updated_at IS NOT NULL AND NOT (NEW.updated_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(NEW.updated_at) = 25 OR (length(NEW.updated_at) > 26 AND substr(NEW.updated_at, 20, 1) = '.' AND substr(NEW.updated_at, 21, length(NEW.updated_at) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(NEW.updated_at, 1, 19), '+0 seconds') = substr(NEW.updated_at, 1, 19))
 BEGIN
   UPDATE schedules SET updated_at = COALESCE(CASE WHEN NEW.updated_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.updated_at, '+0 seconds') END,
     RAISE(ABORT, 'chime: schedules.updated_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
@@ -102,65 +107,19 @@ END;
 
 -- +goose StatementBegin
 CREATE TRIGGER chime_schedules_time_insert AFTER INSERT ON schedules FOR EACH ROW
-WHEN EXISTS (SELECT 1 FROM (SELECT NEW.run_at AS x UNION ALL SELECT NEW.start_at UNION ALL SELECT NEW.end_at UNION ALL SELECT NEW.created_at UNION ALL SELECT NEW.updated_at)
-  WHERE NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)))
+WHEN (NEW.run_at IS NOT NULL AND NOT (NEW.run_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(NEW.run_at) = 25 OR (length(NEW.run_at) > 26 AND substr(NEW.run_at, 20, 1) = '.' AND substr(NEW.run_at, 21, length(NEW.run_at) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(NEW.run_at, 1, 19), '+0 seconds') = substr(NEW.run_at, 1, 19)))
+  OR (NEW.start_at IS NOT NULL AND NOT (NEW.start_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(NEW.start_at) = 25 OR (length(NEW.start_at) > 26 AND substr(NEW.start_at, 20, 1) = '.' AND substr(NEW.start_at, 21, length(NEW.start_at) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(NEW.start_at, 1, 19), '+0 seconds') = substr(NEW.start_at, 1, 19)))
+  OR (NEW.end_at IS NOT NULL AND NOT (NEW.end_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(NEW.end_at) = 25 OR (length(NEW.end_at) > 26 AND substr(NEW.end_at, 20, 1) = '.' AND substr(NEW.end_at, 21, length(NEW.end_at) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(NEW.end_at, 1, 19), '+0 seconds') = substr(NEW.end_at, 1, 19)))
+  OR (NEW.created_at IS NOT NULL AND NOT (NEW.created_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(NEW.created_at) = 25 OR (length(NEW.created_at) > 26 AND substr(NEW.created_at, 20, 1) = '.' AND substr(NEW.created_at, 21, length(NEW.created_at) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(NEW.created_at, 1, 19), '+0 seconds') = substr(NEW.created_at, 1, 19)))
+  OR (NEW.updated_at IS NOT NULL AND NOT (NEW.updated_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(NEW.updated_at) = 25 OR (length(NEW.updated_at) > 26 AND substr(NEW.updated_at, 20, 1) = '.' AND substr(NEW.updated_at, 21, length(NEW.updated_at) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(NEW.updated_at, 1, 19), '+0 seconds') = substr(NEW.updated_at, 1, 19)))
 BEGIN
   UPDATE schedules SET run_at = run_at, start_at = start_at, end_at = end_at, created_at = created_at, updated_at = updated_at WHERE rowid = NEW.rowid;
 END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE TRIGGER chime_time_triggers_next_fire_at_update AFTER UPDATE OF next_fire_at ON time_triggers FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.next_fire_at AS x))
-BEGIN
-  UPDATE time_triggers SET next_fire_at = COALESCE(CASE WHEN NEW.next_fire_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.next_fire_at, '+0 seconds') END,
-    RAISE(ABORT, 'chime: time_triggers.next_fire_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
-  WHERE rowid = NEW.rowid;
-END;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE TRIGGER chime_time_triggers_last_fire_at_update AFTER UPDATE OF last_fire_at ON time_triggers FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.last_fire_at AS x))
-BEGIN
-  UPDATE time_triggers SET last_fire_at = COALESCE(CASE WHEN NEW.last_fire_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.last_fire_at, '+0 seconds') END,
-    RAISE(ABORT, 'chime: time_triggers.last_fire_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
-  WHERE rowid = NEW.rowid;
-END;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE TRIGGER chime_time_triggers_created_at_update AFTER UPDATE OF created_at ON time_triggers FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.created_at AS x))
-BEGIN
-  UPDATE time_triggers SET created_at = COALESCE(CASE WHEN NEW.created_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.created_at, '+0 seconds') END,
-    RAISE(ABORT, 'chime: time_triggers.created_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
-  WHERE rowid = NEW.rowid;
-END;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE TRIGGER chime_time_triggers_updated_at_update AFTER UPDATE OF updated_at ON time_triggers FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.updated_at AS x))
-BEGIN
-  UPDATE time_triggers SET updated_at = COALESCE(CASE WHEN NEW.updated_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.updated_at, '+0 seconds') END,
-    RAISE(ABORT, 'chime: time_triggers.updated_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
-  WHERE rowid = NEW.rowid;
-END;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE TRIGGER chime_time_triggers_time_insert AFTER INSERT ON time_triggers FOR EACH ROW
-WHEN EXISTS (SELECT 1 FROM (SELECT NEW.next_fire_at AS x UNION ALL SELECT NEW.last_fire_at UNION ALL SELECT NEW.created_at UNION ALL SELECT NEW.updated_at)
-  WHERE NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)))
-BEGIN
-  UPDATE time_triggers SET next_fire_at = next_fire_at, last_fire_at = last_fire_at, created_at = created_at, updated_at = updated_at WHERE rowid = NEW.rowid;
-END;
--- +goose StatementEnd
-
--- +goose StatementBegin
 CREATE TRIGGER chime_jobs_scheduled_at_update AFTER UPDATE OF scheduled_at ON jobs FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.scheduled_at AS x))
+WHEN NEW.scheduled_at IS NOT NULL AND NOT (NEW.scheduled_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(NEW.scheduled_at) = 25 OR (length(NEW.scheduled_at) > 26 AND substr(NEW.scheduled_at, 20, 1) = '.' AND substr(NEW.scheduled_at, 21, length(NEW.scheduled_at) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(NEW.scheduled_at, 1, 19), '+0 seconds') = substr(NEW.scheduled_at, 1, 19))
 BEGIN
   UPDATE jobs SET scheduled_at = COALESCE(CASE WHEN NEW.scheduled_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.scheduled_at, '+0 seconds') END,
     RAISE(ABORT, 'chime: jobs.scheduled_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
@@ -170,7 +129,7 @@ END;
 
 -- +goose StatementBegin
 CREATE TRIGGER chime_jobs_run_at_update AFTER UPDATE OF run_at ON jobs FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.run_at AS x))
+WHEN NEW.run_at IS NOT NULL AND NOT (NEW.run_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(NEW.run_at) = 25 OR (length(NEW.run_at) > 26 AND substr(NEW.run_at, 20, 1) = '.' AND substr(NEW.run_at, 21, length(NEW.run_at) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(NEW.run_at, 1, 19), '+0 seconds') = substr(NEW.run_at, 1, 19))
 BEGIN
   UPDATE jobs SET run_at = COALESCE(CASE WHEN NEW.run_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.run_at, '+0 seconds') END,
     RAISE(ABORT, 'chime: jobs.run_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
@@ -179,96 +138,17 @@ END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE TRIGGER chime_jobs_queued_at_update AFTER UPDATE OF queued_at ON jobs FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.queued_at AS x))
-BEGIN
-  UPDATE jobs SET queued_at = COALESCE(CASE WHEN NEW.queued_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.queued_at, '+0 seconds') END,
-    RAISE(ABORT, 'chime: jobs.queued_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
-  WHERE rowid = NEW.rowid;
-END;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE TRIGGER chime_jobs_started_at_update AFTER UPDATE OF started_at ON jobs FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.started_at AS x))
-BEGIN
-  UPDATE jobs SET started_at = COALESCE(CASE WHEN NEW.started_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.started_at, '+0 seconds') END,
-    RAISE(ABORT, 'chime: jobs.started_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
-  WHERE rowid = NEW.rowid;
-END;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE TRIGGER chime_jobs_finished_at_update AFTER UPDATE OF finished_at ON jobs FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.finished_at AS x))
-BEGIN
-  UPDATE jobs SET finished_at = COALESCE(CASE WHEN NEW.finished_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.finished_at, '+0 seconds') END,
-    RAISE(ABORT, 'chime: jobs.finished_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
-  WHERE rowid = NEW.rowid;
-END;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE TRIGGER chime_jobs_heartbeat_at_update AFTER UPDATE OF heartbeat_at ON jobs FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.heartbeat_at AS x))
-BEGIN
-  UPDATE jobs SET heartbeat_at = COALESCE(CASE WHEN NEW.heartbeat_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.heartbeat_at, '+0 seconds') END,
-    RAISE(ABORT, 'chime: jobs.heartbeat_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
-  WHERE rowid = NEW.rowid;
-END;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE TRIGGER chime_jobs_created_at_update AFTER UPDATE OF created_at ON jobs FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.created_at AS x))
-BEGIN
-  UPDATE jobs SET created_at = COALESCE(CASE WHEN NEW.created_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.created_at, '+0 seconds') END,
-    RAISE(ABORT, 'chime: jobs.created_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
-  WHERE rowid = NEW.rowid;
-END;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE TRIGGER chime_jobs_updated_at_update AFTER UPDATE OF updated_at ON jobs FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.updated_at AS x))
-BEGIN
-  UPDATE jobs SET updated_at = COALESCE(CASE WHEN NEW.updated_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.updated_at, '+0 seconds') END,
-    RAISE(ABORT, 'chime: jobs.updated_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
-  WHERE rowid = NEW.rowid;
-END;
--- +goose StatementEnd
-
--- +goose StatementBegin
 CREATE TRIGGER chime_jobs_time_insert AFTER INSERT ON jobs FOR EACH ROW
-WHEN EXISTS (SELECT 1 FROM (SELECT NEW.scheduled_at AS x UNION ALL SELECT NEW.run_at UNION ALL SELECT NEW.queued_at UNION ALL SELECT NEW.started_at UNION ALL SELECT NEW.finished_at UNION ALL SELECT NEW.heartbeat_at UNION ALL SELECT NEW.created_at UNION ALL SELECT NEW.updated_at)
-  WHERE NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)))
+WHEN (NEW.scheduled_at IS NOT NULL AND NOT (NEW.scheduled_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(NEW.scheduled_at) = 25 OR (length(NEW.scheduled_at) > 26 AND substr(NEW.scheduled_at, 20, 1) = '.' AND substr(NEW.scheduled_at, 21, length(NEW.scheduled_at) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(NEW.scheduled_at, 1, 19), '+0 seconds') = substr(NEW.scheduled_at, 1, 19)))
+  OR (NEW.run_at IS NOT NULL AND NOT (NEW.run_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(NEW.run_at) = 25 OR (length(NEW.run_at) > 26 AND substr(NEW.run_at, 20, 1) = '.' AND substr(NEW.run_at, 21, length(NEW.run_at) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(NEW.run_at, 1, 19), '+0 seconds') = substr(NEW.run_at, 1, 19)))
 BEGIN
-  UPDATE jobs SET scheduled_at = scheduled_at, run_at = run_at, queued_at = queued_at, started_at = started_at, finished_at = finished_at, heartbeat_at = heartbeat_at, created_at = created_at, updated_at = updated_at WHERE rowid = NEW.rowid;
-END;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE TRIGGER chime_job_logs_created_at_update AFTER UPDATE OF created_at ON job_logs FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.created_at AS x))
-BEGIN
-  UPDATE job_logs SET created_at = COALESCE(CASE WHEN NEW.created_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.created_at, '+0 seconds') END,
-    RAISE(ABORT, 'chime: job_logs.created_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
-  WHERE rowid = NEW.rowid;
-END;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE TRIGGER chime_job_logs_time_insert AFTER INSERT ON job_logs FOR EACH ROW
-WHEN EXISTS (SELECT 1 FROM (SELECT NEW.created_at AS x)
-  WHERE NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)))
-BEGIN
-  UPDATE job_logs SET created_at = created_at WHERE rowid = NEW.rowid;
+  UPDATE jobs SET scheduled_at = scheduled_at, run_at = run_at WHERE rowid = NEW.rowid;
 END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
 CREATE TRIGGER chime_configurations_updated_at_update AFTER UPDATE OF updated_at ON configurations FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.updated_at AS x))
+WHEN NEW.updated_at IS NOT NULL AND NOT (NEW.updated_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(NEW.updated_at) = 25 OR (length(NEW.updated_at) > 26 AND substr(NEW.updated_at, 20, 1) = '.' AND substr(NEW.updated_at, 21, length(NEW.updated_at) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(NEW.updated_at, 1, 19), '+0 seconds') = substr(NEW.updated_at, 1, 19))
 BEGIN
   UPDATE configurations SET updated_at = COALESCE(CASE WHEN NEW.updated_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.updated_at, '+0 seconds') END,
     RAISE(ABORT, 'chime: configurations.updated_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
@@ -278,121 +158,31 @@ END;
 
 -- +goose StatementBegin
 CREATE TRIGGER chime_configurations_time_insert AFTER INSERT ON configurations FOR EACH ROW
-WHEN EXISTS (SELECT 1 FROM (SELECT NEW.updated_at AS x)
-  WHERE NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)))
+WHEN (NEW.updated_at IS NOT NULL AND NOT (NEW.updated_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(NEW.updated_at) = 25 OR (length(NEW.updated_at) > 26 AND substr(NEW.updated_at, 20, 1) = '.' AND substr(NEW.updated_at, 21, length(NEW.updated_at) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(NEW.updated_at, 1, 19), '+0 seconds') = substr(NEW.updated_at, 1, 19)))
 BEGIN
   UPDATE configurations SET updated_at = updated_at WHERE rowid = NEW.rowid;
 END;
 -- +goose StatementEnd
 
--- +goose StatementBegin
-CREATE TRIGGER chime_nodes_started_at_update AFTER UPDATE OF started_at ON nodes FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.started_at AS x))
-BEGIN
-  UPDATE nodes SET started_at = COALESCE(CASE WHEN NEW.started_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.started_at, '+0 seconds') END,
-    RAISE(ABORT, 'chime: nodes.started_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
-  WHERE rowid = NEW.rowid;
-END;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE TRIGGER chime_nodes_heartbeat_at_update AFTER UPDATE OF heartbeat_at ON nodes FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.heartbeat_at AS x))
-BEGIN
-  UPDATE nodes SET heartbeat_at = COALESCE(CASE WHEN NEW.heartbeat_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.heartbeat_at, '+0 seconds') END,
-    RAISE(ABORT, 'chime: nodes.heartbeat_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
-  WHERE rowid = NEW.rowid;
-END;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE TRIGGER chime_nodes_time_insert AFTER INSERT ON nodes FOR EACH ROW
-WHEN EXISTS (SELECT 1 FROM (SELECT NEW.started_at AS x UNION ALL SELECT NEW.heartbeat_at)
-  WHERE NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)))
-BEGIN
-  UPDATE nodes SET started_at = started_at, heartbeat_at = heartbeat_at WHERE rowid = NEW.rowid;
-END;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE TRIGGER chime_leases_expires_at_update AFTER UPDATE OF expires_at ON leases FOR EACH ROW
-WHEN (SELECT NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)) FROM (SELECT NEW.expires_at AS x))
-BEGIN
-  UPDATE leases SET expires_at = COALESCE(CASE WHEN NEW.expires_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN strftime('%Y-%m-%d %H:%M:%f+00:00', NEW.expires_at, '+0 seconds') END,
-    RAISE(ABORT, 'chime: leases.expires_at is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))
-  WHERE rowid = NEW.rowid;
-END;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE TRIGGER chime_leases_time_insert AFTER INSERT ON leases FOR EACH ROW
-WHEN EXISTS (SELECT 1 FROM (SELECT NEW.expires_at AS x)
-  WHERE NOT (x GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]*+00:00' AND (length(x) = 25 OR (length(x) > 26 AND substr(x, 20, 1) = '.' AND substr(x, 21, length(x) - 26) NOT GLOB '*[^0-9]*')) AND strftime('%Y-%m-%d %H:%M:%S', substr(x, 1, 19), '+0 seconds') = substr(x, 1, 19)))
-BEGIN
-  UPDATE leases SET expires_at = expires_at WHERE rowid = NEW.rowid;
-END;
--- +goose StatementEnd
-
--- Rows written before: those with a timestamp not ending in +00:00 go
--- through the triggers, unless one of their timestamps is not a time at
--- all, which stays as it was.
-UPDATE job_definitions SET created_at = created_at, updated_at = updated_at
-WHERE (created_at NOT GLOB '*+00:00' OR updated_at NOT GLOB '*+00:00')
-  AND NOT EXISTS (SELECT 1 FROM (SELECT job_definitions.created_at AS x UNION ALL SELECT job_definitions.updated_at)
-    WHERE x IS NOT NULL AND (x NOT GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' OR strftime('%f', x) IS NULL));
-UPDATE schedules SET run_at = run_at, start_at = start_at, end_at = end_at, created_at = created_at, updated_at = updated_at
-WHERE (run_at NOT GLOB '*+00:00' OR start_at NOT GLOB '*+00:00' OR end_at NOT GLOB '*+00:00' OR created_at NOT GLOB '*+00:00' OR updated_at NOT GLOB '*+00:00')
-  AND NOT EXISTS (SELECT 1 FROM (SELECT schedules.run_at AS x UNION ALL SELECT schedules.start_at UNION ALL SELECT schedules.end_at UNION ALL SELECT schedules.created_at UNION ALL SELECT schedules.updated_at)
-    WHERE x IS NOT NULL AND (x NOT GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' OR strftime('%f', x) IS NULL));
-UPDATE time_triggers SET next_fire_at = next_fire_at, last_fire_at = last_fire_at, created_at = created_at, updated_at = updated_at
-WHERE (next_fire_at NOT GLOB '*+00:00' OR last_fire_at NOT GLOB '*+00:00' OR created_at NOT GLOB '*+00:00' OR updated_at NOT GLOB '*+00:00')
-  AND NOT EXISTS (SELECT 1 FROM (SELECT time_triggers.next_fire_at AS x UNION ALL SELECT time_triggers.last_fire_at UNION ALL SELECT time_triggers.created_at UNION ALL SELECT time_triggers.updated_at)
-    WHERE x IS NOT NULL AND (x NOT GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' OR strftime('%f', x) IS NULL));
-UPDATE jobs SET scheduled_at = scheduled_at, run_at = run_at, queued_at = queued_at, started_at = started_at, finished_at = finished_at, heartbeat_at = heartbeat_at, created_at = created_at, updated_at = updated_at
-WHERE (scheduled_at NOT GLOB '*+00:00' OR run_at NOT GLOB '*+00:00' OR queued_at NOT GLOB '*+00:00' OR started_at NOT GLOB '*+00:00' OR finished_at NOT GLOB '*+00:00' OR heartbeat_at NOT GLOB '*+00:00' OR created_at NOT GLOB '*+00:00' OR updated_at NOT GLOB '*+00:00')
-  AND NOT EXISTS (SELECT 1 FROM (SELECT jobs.scheduled_at AS x UNION ALL SELECT jobs.run_at UNION ALL SELECT jobs.queued_at UNION ALL SELECT jobs.started_at UNION ALL SELECT jobs.finished_at UNION ALL SELECT jobs.heartbeat_at UNION ALL SELECT jobs.created_at UNION ALL SELECT jobs.updated_at)
-    WHERE x IS NOT NULL AND (x NOT GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' OR strftime('%f', x) IS NULL));
-UPDATE job_logs SET created_at = created_at
-WHERE (created_at NOT GLOB '*+00:00')
-  AND NOT EXISTS (SELECT 1 FROM (SELECT job_logs.created_at AS x)
-    WHERE x IS NOT NULL AND (x NOT GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' OR strftime('%f', x) IS NULL));
-UPDATE configurations SET updated_at = updated_at
-WHERE (updated_at NOT GLOB '*+00:00')
-  AND NOT EXISTS (SELECT 1 FROM (SELECT configurations.updated_at AS x)
-    WHERE x IS NOT NULL AND (x NOT GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' OR strftime('%f', x) IS NULL));
-UPDATE nodes SET started_at = started_at, heartbeat_at = heartbeat_at
-WHERE (started_at NOT GLOB '*+00:00' OR heartbeat_at NOT GLOB '*+00:00')
-  AND NOT EXISTS (SELECT 1 FROM (SELECT nodes.started_at AS x UNION ALL SELECT nodes.heartbeat_at)
-    WHERE x IS NOT NULL AND (x NOT GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' OR strftime('%f', x) IS NULL));
-UPDATE leases SET expires_at = expires_at
-WHERE (expires_at NOT GLOB '*+00:00')
-  AND NOT EXISTS (SELECT 1 FROM (SELECT leases.expires_at AS x)
-    WHERE x IS NOT NULL AND (x NOT GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' OR strftime('%f', x) IS NULL));
+-- Rows written before: each timestamp not ending in +00:00 that reads as a
+-- time goes through the triggers; text that is not a time stays as it was.
+UPDATE job_definitions SET created_at = created_at WHERE created_at NOT GLOB '*+00:00' AND created_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' AND strftime('%f', created_at) IS NOT NULL;
+UPDATE job_definitions SET updated_at = updated_at WHERE updated_at NOT GLOB '*+00:00' AND updated_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' AND strftime('%f', updated_at) IS NOT NULL;
+UPDATE schedules SET run_at = run_at WHERE run_at NOT GLOB '*+00:00' AND run_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' AND strftime('%f', run_at) IS NOT NULL;
+UPDATE schedules SET start_at = start_at WHERE start_at NOT GLOB '*+00:00' AND start_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' AND strftime('%f', start_at) IS NOT NULL;
+UPDATE schedules SET end_at = end_at WHERE end_at NOT GLOB '*+00:00' AND end_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' AND strftime('%f', end_at) IS NOT NULL;
+UPDATE schedules SET created_at = created_at WHERE created_at NOT GLOB '*+00:00' AND created_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' AND strftime('%f', created_at) IS NOT NULL;
+UPDATE schedules SET updated_at = updated_at WHERE updated_at NOT GLOB '*+00:00' AND updated_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' AND strftime('%f', updated_at) IS NOT NULL;
+UPDATE jobs SET scheduled_at = scheduled_at WHERE scheduled_at NOT GLOB '*+00:00' AND scheduled_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' AND strftime('%f', scheduled_at) IS NOT NULL;
+UPDATE jobs SET run_at = run_at WHERE run_at NOT GLOB '*+00:00' AND run_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' AND strftime('%f', run_at) IS NOT NULL;
+UPDATE configurations SET updated_at = updated_at WHERE updated_at NOT GLOB '*+00:00' AND updated_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' AND strftime('%f', updated_at) IS NOT NULL;
 
 -- +goose Down
-DROP TRIGGER chime_leases_time_insert;
-DROP TRIGGER chime_leases_expires_at_update;
-DROP TRIGGER chime_nodes_time_insert;
-DROP TRIGGER chime_nodes_heartbeat_at_update;
-DROP TRIGGER chime_nodes_started_at_update;
 DROP TRIGGER chime_configurations_time_insert;
 DROP TRIGGER chime_configurations_updated_at_update;
-DROP TRIGGER chime_job_logs_time_insert;
-DROP TRIGGER chime_job_logs_created_at_update;
 DROP TRIGGER chime_jobs_time_insert;
-DROP TRIGGER chime_jobs_updated_at_update;
-DROP TRIGGER chime_jobs_created_at_update;
-DROP TRIGGER chime_jobs_heartbeat_at_update;
-DROP TRIGGER chime_jobs_finished_at_update;
-DROP TRIGGER chime_jobs_started_at_update;
-DROP TRIGGER chime_jobs_queued_at_update;
 DROP TRIGGER chime_jobs_run_at_update;
 DROP TRIGGER chime_jobs_scheduled_at_update;
-DROP TRIGGER chime_time_triggers_time_insert;
-DROP TRIGGER chime_time_triggers_updated_at_update;
-DROP TRIGGER chime_time_triggers_created_at_update;
-DROP TRIGGER chime_time_triggers_last_fire_at_update;
-DROP TRIGGER chime_time_triggers_next_fire_at_update;
 DROP TRIGGER chime_schedules_time_insert;
 DROP TRIGGER chime_schedules_updated_at_update;
 DROP TRIGGER chime_schedules_created_at_update;
