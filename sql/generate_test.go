@@ -72,7 +72,9 @@ func mysqlTimeZones() string {
 -- session not at '+00:00' writes from that zone to UTC. chime's own
 -- connections set time_zone = '+00:00' (store/store.go), so its writes pass
 -- untouched; so does a mysqldump, which runs at '+00:00' too. An UPDATE
--- converts only the columns whose value it changes: the others already hold UTC.
+-- converts only the columns whose value it changes: the others already hold
+-- UTC. (So INSERT ... ON DUPLICATE KEY UPDATE c = VALUES(c) converts c twice,
+-- once per trigger; the README tells admins to upsert times at '+00:00'.)
 
 -- +goose Up
 -- +goose StatementBegin
