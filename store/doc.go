@@ -9,5 +9,9 @@
 //
 // Times written by store are UTC truncated to the microsecond (see DBTime):
 // MySQL keeps DATETIME(6), and SQLite compares timestamps as text, which is
-// only time order when every writer uses one format and one zone.
+// only time order when every writer uses one format and one zone. Migration
+// 00003 holds other writers to that: on MySQL, triggers convert what a
+// session not at '+00:00' writes from its zone to UTC (chime's connections
+// are at '+00:00', see mysqlDSN, and pass untouched); on SQLite, triggers
+// rewrite other time text into the driver's form or refuse it.
 package store

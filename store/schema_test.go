@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"reflect"
 	"sort"
 	"testing"
 	"time"
@@ -138,5 +139,66 @@ func TestTailLogs(t *testing.T) {
 		got, err := st.TailLogs(context.Background(), 7, 2)
 		require.NoError(t, err)
 		require.Equal(t, []string{"12:00:00.002 info  hello", "12:00:00.003 info  succeeded"}, got)
+	})
+}
+
+// sqliteWatched are the timestamp columns SQLite's triggers of migration
+// 00003 watch: those admins write. chime alone writes the others, on its hot
+// paths (see sql/generate_test.go).
+var sqliteWatched = map[string]bool{
+	"job_definitions.created_at": true, "job_definitions.updated_at": true,
+	"schedules.run_at": true, "schedules.start_at": true, "schedules.end_at": true,
+	"schedules.created_at": true, "schedules.updated_at": true,
+	"jobs.scheduled_at": true, "jobs.run_at": true,
+	"configurations.updated_at": true,
+}
+
+// TestTimeColumnsHaveTriggers: on MySQL every timestamp column of every
+// model has the triggers of migration 00003 (README, "Time zones"), so a
+// column added later without them fails here rather than taking an admin's
+// local time for UTC; on SQLite the columns admins write have them.
+func TestTimeColumnsHaveTriggers(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		bodies := map[string]string{}
+		var rows []struct{ Name, Body string }
+		if st.Dialect() == store.MySQL {
+			require.NoError(t, db.Raw(`SELECT TRIGGER_NAME AS name, ACTION_STATEMENT AS body FROM information_schema.TRIGGERS
+				WHERE TRIGGER_SCHEMA = DATABASE()`).Scan(&rows).Error)
+		} else {
+			require.NoError(t, db.Raw(`SELECT name, sql AS body FROM sqlite_master WHERE type = 'trigger'`).Scan(&rows).Error)
+		}
+		for _, r := range rows {
+			bodies[r.Name] = r.Body
+		}
+		timeType := reflect.TypeOf(time.Time{})
+		seen := map[string]bool{}
+		for _, m := range models.All() {
+			stmt := &gorm.Statement{DB: db}
+			require.NoError(t, stmt.Parse(m))
+			table := stmt.Schema.Table
+			for _, f := range stmt.Schema.Fields {
+				if f.DBName == "" || f.IndirectFieldType != timeType {
+					continue
+				}
+				c := f.DBName
+				if st.Dialect() == store.MySQL {
+					require.Contains(t, bodies["chime_"+table+"_utc_insert"], "NEW."+c+" = chime_session_to_utc(NEW."+c+")", "%s.%s", table, c)
+					require.Contains(t, bodies["chime_"+table+"_utc_update"], "IF NOT (NEW."+c+" <=> OLD."+c+")", "%s.%s", table, c)
+					continue
+				}
+				if !sqliteWatched[table+"."+c] {
+					require.NotContains(t, bodies, "chime_"+table+"_"+c+"_update")
+					continue
+				}
+				seen[table+"."+c] = true
+				require.Contains(t, bodies["chime_"+table+"_"+c+"_update"], "AFTER UPDATE OF "+c+" ON "+table, "%s.%s", table, c)
+				require.Contains(t, bodies["chime_"+table+"_time_insert"], "NEW."+c, "%s.%s", table, c)
+			}
+		}
+		if st.Dialect() == store.SQLite {
+			require.Len(t, seen, len(sqliteWatched), "a watched column is not a timestamp of a model")
+		}
 	})
 }
