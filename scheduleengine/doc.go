@@ -58,7 +58,13 @@
 // finish applies each result on the run goroutine. One batch is one
 // transaction (store.WriteFires): the status check, jobs rows with UNIQUE
 // (schedule_id, scheduled_at) and on-conflict-do-nothing, and the
-// time_triggers advance. Schedules used up by a fire are marked completed
+// time_triggers advance. The check also reads (on MySQL, locks) each
+// trigger row: a schedule whose last_fire_at is no longer the one its fires
+// were planned from gets nothing written, and finish re-plans it from the
+// row. The unique key alone does not stop a stale plan: two leaders that
+// count the same missed fires up to different takeover instants write
+// catch-up jobs with different scheduled_at (a leader whose commit stalled
+// past its lease, and the node that took over). Schedules used up by a fire are marked completed
 // by a later batch, once no fire is due or in flight, so a herd of once
 // schedules commits its jobs first; the trigger row written with the last
 // fire already says nothing is left, and a restore completes the schedule

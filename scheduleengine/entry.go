@@ -115,3 +115,17 @@ func (e *entry) catchUpTo(last time.Time, fired, misfired int64) {
 	e.fired, e.misfired = fired, misfired
 	e.next = e.trig.Next(last)
 }
+
+// adopt sets en's firing state to the stored row's. Unlike catchUpTo it may
+// move backwards: the write that reported the row found it elsewhere than
+// en expected, and the table, not a node's memory, is the truth; planning
+// on from en's own state would only be refused again.
+func (e *entry) adopt(t TriggerRow) {
+	e.last = nil
+	if t.LastFireAt != nil {
+		l := t.LastFireAt.UTC()
+		e.last = &l
+	}
+	e.fired, e.misfired = t.FiredCount, t.MisfiredCount
+	e.next = e.trig.Next(e.after())
+}

@@ -49,6 +49,13 @@ type TriggerRow struct {
 	FiredCount     int64
 	RemainingCount *int64
 	MisfiredCount  int64
+	// FromLastFireAt is, in WriteFires, the last_fire_at the writer planned
+	// from (nil: the schedule had never fired). The schedule's jobs, trigger
+	// and completion are written only while the stored row still holds it
+	// (or does not exist yet); otherwise another writer has moved the row on
+	// since, and the batch's part for this schedule is dropped and reported
+	// in WriteFiresResult.Stale. EnsureTriggers ignores it.
+	FromLastFireAt *time.Time
 }
 
 // EnsureTriggersParams lists triggers to create if missing.
@@ -69,7 +76,9 @@ type FireJob struct {
 }
 
 // WriteFiresParams is one batch: the jobs, the trigger advances of every
-// schedule handled, and the schedules used up.
+// schedule handled, and the schedules used up. Jobs and Complete are
+// written only for schedules with a row in Triggers, which carries the
+// check (TriggerRow.FromLastFireAt).
 type WriteFiresParams struct {
 	Jobs     []FireJob
 	Triggers []TriggerRow
@@ -87,6 +96,10 @@ type WriteFiresResult struct {
 	// committed (paused or deleted since the last sync): nothing was written
 	// for them.
 	Inactive []int64
+	// Stale holds the stored trigger of each schedule whose row no longer
+	// had the batch's FromLastFireAt: nothing was written for it, and the
+	// writer should plan again from this state.
+	Stale []TriggerRow
 }
 
 // MarkInvalidParams names a schedule that cannot be scheduled.
