@@ -98,8 +98,17 @@
 // (or created_at for a new schedule); a fire later than MisfireThreshold is a
 // misfire and follows misfire_policy, and fires older than
 // catchup_window_seconds are dropped. As in Quartz, resuming a paused
-// schedule applies the same rule to the fires missed while it was paused. A
-// row that cannot be scheduled becomes status invalid with status_reason.
+// schedule applies the same rule to the fires missed while it was paused.
+// Also as in Quartz (a reschedule), an edit of the timing (schedule_type,
+// cron_expr, interval_seconds, run_at, timezone, start_at: specHash) starts
+// the schedule afresh: time_triggers.spec_hash is the timing the trigger
+// was computed from, and a row that no longer matches it counts its fires
+// from when the engine saw that (spec_changed_at, recorded by the leader),
+// not from last_fire_at. The edit is found from the rows, so it works for
+// the API and plain SQL alike, and after a restart; an edit made while no
+// engine ran, or while the schedule was paused, counts from when an engine
+// sees the row active. A row that cannot be scheduled becomes status
+// invalid with status_reason.
 //
 // scheduleengine imports models, store (the Store interface's plain types;
 // all SQL is in store/schedule_engine.go, fire.go, trigger.go, lease.go),

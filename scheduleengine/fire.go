@@ -252,7 +252,8 @@ func (e *Engine) busySchedules(ctx context.Context, due []*entry) (map[int64]boo
 func (e *Engine) advancedRow(en *entry, p *plan) TriggerRow {
 	// FromLastFireAt: the row must still be where this plan started, or
 	// another writer has moved it on and this plan is stale (store.WriteFires).
-	row := TriggerRow{ScheduleID: en.sched.ID, LastFireAt: en.last, FiredCount: p.fired, RemainingCount: p.remaining, MisfiredCount: en.misfired + p.misfired, FromLastFireAt: en.last}
+	row := TriggerRow{ScheduleID: en.sched.ID, LastFireAt: en.last, FiredCount: p.fired, RemainingCount: p.remaining, MisfiredCount: en.misfired + p.misfired, FromLastFireAt: en.last,
+		SpecHash: en.spec, SpecChangedAt: en.since}
 	if !p.last.IsZero() {
 		l := p.last
 		row.LastFireAt = &l

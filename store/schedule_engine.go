@@ -56,6 +56,32 @@ type TriggerRow struct {
 	// since, and the batch's part for this schedule is dropped and reported
 	// in WriteFiresResult.Stale. EnsureTriggers ignores it.
 	FromLastFireAt *time.Time
+	// SpecHash and SpecChangedAt are written only when the row is created
+	// (EnsureTriggers, or a fire that finds no row); SetTriggerSpecs changes
+	// them afterwards.
+	SpecHash      string
+	SpecChangedAt *time.Time
+}
+
+// TriggerSpec records that a schedule's timing is now Hash, in the trigger
+// row that still holds From (optimistic: a row another writer updated
+// meanwhile is left alone).
+type TriggerSpec struct {
+	ScheduleID int64
+	From       string
+	Hash       string
+	// ChangedAt is when the change was seen; fires count from it, and
+	// next_fire_at becomes NextFireAt (nil: none), the next fire under the
+	// new timing. Nil ChangedAt adopts a row that had no hash (From empty):
+	// only spec_hash is written.
+	ChangedAt  *time.Time
+	NextFireAt *time.Time
+}
+
+// SetTriggerSpecsParams lists spec changes to record.
+type SetTriggerSpecsParams struct {
+	Specs []TriggerSpec
+	Now   time.Time
 }
 
 // EnsureTriggersParams lists triggers to create if missing.
