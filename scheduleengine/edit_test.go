@@ -215,3 +215,22 @@ func TestPauseResumeKeepsCatchUp(t *testing.T) {
 		require.Empty(t, catchUpsOf(t, st, edited.ID), "edited while paused: afresh at resume")
 	})
 }
+
+// spec_changed_at is the engine's; a hand-written one in the future does
+// not hold the schedule back.
+func TestFutureSpecChangedAtIsClamped(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		b := setup(t, st, "n1")
+		start := b.clock.Now()
+		s := b.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")}, start)
+		b.at(t, start)
+		b.e.resign(t.Context())
+		require.NoError(t, st.DB().Exec("UPDATE time_triggers SET spec_changed_at = ? WHERE schedule_id = ?", store.DBTime(start.Add(24*time.Hour)), s.ID).Error)
+		r := setupWithClock(t, st, "n1", b.clock)
+		r.at(t, start.Add(2*time.Second))
+		r.at(t, start.Add(3*time.Second))
+		jobs := jobsOf(t, st, s.ID)
+		require.True(t, start.Add(3*time.Second).Equal(jobs[len(jobs)-1].ScheduledAt), "fires go on, got %v", scheduledAts(jobs))
+	})
+}

@@ -554,6 +554,13 @@ func (e *Engine) apply(ctx context.Context, r *ScheduleRow) error {
 		// it was not driven is missed, however recent.
 		en.restoreUpTo = e.cfg.Clock.Now()
 	}
+	if now := store.DBTime(e.cfg.Clock.Now()); en.since != nil && en.since.After(now) {
+		// Only the engine writes spec_changed_at, at the moment it saw an
+		// edit; one in the future (a hand-edited row) would hold the
+		// schedule back until then.
+		en.since = &now
+		en.next = en.trig.Next(en.after())
+	}
 	e.respecced(r, en, old)
 	if old != nil && old.last != nil {
 		// The row may have been read before a fire this engine committed
