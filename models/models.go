@@ -67,6 +67,12 @@ type TimeTrigger struct {
 	MisfiredCount  int64      `gorm:"column:misfired_count" json:"misfired_count"`
 	CreatedAt      time.Time  `gorm:"column:created_at" json:"created_at"`
 	UpdatedAt      time.Time  `gorm:"column:updated_at" json:"updated_at"`
+
+	// SpecHash fingerprints the schedule's timing the trigger was computed
+	// from; SpecChangedAt is when the engine saw it change, and fires count
+	// from then (an edit starts the schedule afresh). Empty: not known yet.
+	SpecHash      string     `gorm:"column:spec_hash" json:"spec_hash"`
+	SpecChangedAt *time.Time `gorm:"column:spec_changed_at" json:"spec_changed_at"`
 }
 
 // TableName implements gorm's tabler.

@@ -58,7 +58,13 @@
 // finish applies each result on the run goroutine. One batch is one
 // transaction (store.WriteFires): the status check, jobs rows with UNIQUE
 // (schedule_id, scheduled_at) and on-conflict-do-nothing, and the
-// time_triggers advance. Schedules used up by a fire are marked completed
+// time_triggers advance. The check also reads (on MySQL, locks) each
+// trigger row: a schedule whose last_fire_at is no longer the one its fires
+// were planned from gets nothing written, and finish re-plans it from the
+// row. The unique key alone does not stop a stale plan: two leaders that
+// count the same missed fires up to different takeover instants write
+// catch-up jobs with different scheduled_at (a leader whose commit stalled
+// past its lease, and the node that took over). Schedules used up by a fire are marked completed
 // by a later batch, once no fire is due or in flight, so a herd of once
 // schedules commits its jobs first; the trigger row written with the last
 // fire already says nothing is left, and a restore completes the schedule
@@ -92,8 +98,17 @@
 // (or created_at for a new schedule); a fire later than MisfireThreshold is a
 // misfire and follows misfire_policy, and fires older than
 // catchup_window_seconds are dropped. As in Quartz, resuming a paused
-// schedule applies the same rule to the fires missed while it was paused. A
-// row that cannot be scheduled becomes status invalid with status_reason.
+// schedule applies the same rule to the fires missed while it was paused.
+// Also as in Quartz (a reschedule), an edit of the timing (schedule_type,
+// cron_expr, interval_seconds, run_at, timezone, start_at: specHash) starts
+// the schedule afresh: time_triggers.spec_hash is the timing the trigger
+// was computed from, and a row that no longer matches it counts its fires
+// from when the engine saw that (spec_changed_at, recorded by the leader),
+// not from last_fire_at. The edit is found from the rows, so it works for
+// the API and plain SQL alike, and after a restart; an edit made while no
+// engine ran, or while the schedule was paused, counts from when an engine
+// sees the row active. A row that cannot be scheduled becomes status
+// invalid with status_reason.
 //
 // scheduleengine imports models, store (the Store interface's plain types;
 // all SQL is in store/schedule_engine.go, fire.go, trigger.go, lease.go),

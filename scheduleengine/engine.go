@@ -15,6 +15,7 @@ import (
 
 	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
 )
 
 // syncOverlap re-reads rows updated shortly before the last watermark: a
@@ -74,7 +75,8 @@ type Engine struct {
 	inflight   map[int64]bool   // schedules in a batch a writer has not finished
 	queued     int              // batches handed to writers and not finished
 	invalid    map[int64]string
-	missing    map[int64]TriggerRow // triggers to create
+	missing    map[int64]TriggerRow  // triggers to create
+	respec     map[int64]TriggerSpec // timing changes to record in the trigger rows
 	watermark  time.Time
 	leaseUntil time.Time
 	leaseDue   time.Time
@@ -144,6 +146,7 @@ func (e *Engine) reset() {
 	e.queued = 0
 	e.invalid = map[int64]string{}
 	e.missing = map[int64]TriggerRow{}
+	e.respec = map[int64]TriggerSpec{}
 	e.watermark = time.Time{}
 	e.leaseUntil, e.leaseDue, e.syncDue, e.fullDue, e.fireRetry = time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	e.syncing, e.stale = false, false
@@ -531,6 +534,8 @@ func (e *Engine) apply(ctx context.Context, r *ScheduleRow) error {
 		// entry's: keep the entry and its gocron job as they are.
 		if r.Trigger == nil {
 			e.missing[id] = old.triggerRow()
+		} else if r.Trigger.SpecHash == old.spec {
+			delete(e.respec, id) // recorded
 		}
 		if !old.next.After(e.cfg.Clock.Now()) {
 			e.due[id] = old
@@ -549,6 +554,14 @@ func (e *Engine) apply(ctx context.Context, r *ScheduleRow) error {
 		// it was not driven is missed, however recent.
 		en.restoreUpTo = e.cfg.Clock.Now()
 	}
+	if now := store.DBTime(e.cfg.Clock.Now()); en.since != nil && en.since.After(now) {
+		// Only the engine writes spec_changed_at, at the moment it saw an
+		// edit; one in the future (a hand-edited row) would hold the
+		// schedule back until then.
+		en.since = &now
+		en.next = en.trig.Next(en.after())
+	}
+	e.respecced(r, en, old)
 	if old != nil && old.last != nil {
 		// The row may have been read before a fire this engine committed
 		// (a writer's transaction was in flight during the read).
@@ -620,11 +633,49 @@ func (e *Engine) setEntry(en *entry) {
 	e.heap.track(en)
 }
 
+// respecced compares the timing of en, built from r, with the fingerprint
+// r's trigger row was computed from. A different one is an edit (through
+// the API or a plain UPDATE, while running, paused or down): the schedule
+// starts afresh from when this engine saw it, and the leader records that
+// instant in the row, so a restart or another leader counts from it too.
+// An empty fingerprint is a row from before spec_hash existed: adopted as
+// it is, without a reset.
+func (e *Engine) respecced(r *ScheduleRow, en, old *entry) {
+	id := en.sched.ID
+	t := r.Trigger
+	if t == nil || t.SpecHash == en.spec {
+		delete(e.respec, id)
+		return
+	}
+	sp := TriggerSpec{ScheduleID: id, From: t.SpecHash, Hash: en.spec}
+	if t.SpecHash != "" {
+		at := store.DBTime(e.cfg.Clock.Now())
+		if old != nil && old.spec == en.spec && old.since != nil {
+			// Seen already (re-read before the record was written, or on a
+			// standby, which writes nothing): keep the first instant.
+			at = *old.since
+		}
+		en.since = &at
+		en.next = en.trig.Next(en.after())
+		sp.ChangedAt = &at
+		if !en.next.IsZero() {
+			n := en.next
+			sp.NextFireAt = &n
+		}
+		if e.respec[id].ChangedAt == nil || !e.respec[id].ChangedAt.Equal(at) {
+			e.log.WithFields(logrus.Fields{"schedule_id": id, "counting_from": at, "next_fire_at": en.next}).
+				Info("schedule timing changed; it starts afresh, with no catch-up for the change")
+		}
+	}
+	e.respec[id] = sp
+}
+
 func (e *Engine) remove(id int64) {
 	en, ok := e.entries[id]
 	if !ok {
 		return
 	}
+	delete(e.respec, id)
 	e.disarm(en)
 	e.heap.untrack(en)
 	delete(e.entries, id)
@@ -652,6 +703,16 @@ func (e *Engine) writeBookkeeping(ctx context.Context, now time.Time) error {
 			return err
 		}
 		clear(e.missing)
+	}
+	if len(e.respec) > 0 {
+		specs := make([]TriggerSpec, 0, len(e.respec))
+		for _, sp := range e.respec {
+			specs = append(specs, sp)
+		}
+		if err := e.store.SetTriggerSpecs(ctx, &SetTriggerSpecsParams{Specs: specs, Now: now}); err != nil {
+			return err
+		}
+		clear(e.respec)
 	}
 	return nil
 }

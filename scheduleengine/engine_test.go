@@ -190,6 +190,10 @@ func TestRestoreCollapsesMissedFires(t *testing.T) {
 		tr := triggerOf(t, st, s.ID)
 		require.EqualValues(t, 51, tr.FiredCount)
 		require.EqualValues(t, 10, tr.MisfiredCount)
+		// A row without spec_hash (written before it existed) is adopted
+		// as it is, not taken for an edit: the catch-up above still came.
+		require.Equal(t, specHash(&s), tr.SpecHash)
+		require.Nil(t, tr.SpecChangedAt)
 
 		// Then the normal cadence resumes.
 		b.at(t, start.Add(time.Minute))
@@ -309,12 +313,13 @@ func TestSyncPicksUpChanges(t *testing.T) {
 		<-b.e.refresh // what run does with the signal
 		b.e.syncDue = time.Time{}
 		b.at(t, start.Add(10*time.Second))
-		// Fires count from the last fire (here: creation) under the new
-		// expression, so +0s is a misfire collapsed into a catch-up.
+		// A new expression starts the schedule afresh from when the sync
+		// saw it: +0s, due under the new expression since the creation, is
+		// not caught up.
 		jobs := jobsOf(t, st, s.ID)
-		require.Len(t, jobs, 2)
-		require.True(t, jobs[0].CatchUp)
-		require.True(t, start.Add(10*time.Second).Equal(jobs[1].ScheduledAt))
+		require.Len(t, jobs, 1)
+		require.False(t, jobs[0].CatchUp)
+		require.True(t, start.Add(10*time.Second).Equal(jobs[0].ScheduledAt))
 	})
 }
 

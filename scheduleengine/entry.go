@@ -18,15 +18,23 @@ type entry struct {
 	last        *time.Time // last_fire_at
 	fired       int64
 	misfired    int64
-	next        time.Time // first occurrence after last; zero when used up
-	key         string    // triggerKey of the row
-	timer       *timer    // the gocron job timing this schedule; nil when none
-	hidx        int       // position in Engine.heap; -1 when not there
-	restoreUpTo time.Time // occurrences up to this passed while the schedule was not driven: missed
+	next        time.Time  // first occurrence after last; zero when used up
+	key         string     // triggerKey of the row
+	timer       *timer     // the gocron job timing this schedule; nil when none
+	hidx        int        // position in Engine.heap; -1 when not there
+	restoreUpTo time.Time  // occurrences up to this passed while the schedule was not driven: missed
+	spec        string     // specHash of sched: its timing
+	since       *time.Time // the timing was changed then; occurrences count from it (time_triggers.spec_changed_at)
 }
 
 // after is the instant whose successor is the schedule's next occurrence.
 func (e *entry) after() time.Time {
+	if e.since != nil && (e.last == nil || e.last.Before(*e.since)) {
+		// The timing was edited after the last fire: the schedule starts
+		// afresh, counting from the edit as a new row counts from its
+		// creation, so the edit itself leaves nothing to catch up.
+		return e.since.Add(-time.Nanosecond)
+	}
 	if e.last != nil {
 		return *e.last
 	}
@@ -54,7 +62,8 @@ func (e *entry) usedUp() bool {
 }
 
 func (e *entry) triggerRow() TriggerRow {
-	t := TriggerRow{ScheduleID: e.sched.ID, LastFireAt: e.last, FiredCount: e.fired, RemainingCount: e.remaining(), MisfiredCount: e.misfired}
+	t := TriggerRow{ScheduleID: e.sched.ID, LastFireAt: e.last, FiredCount: e.fired, RemainingCount: e.remaining(), MisfiredCount: e.misfired,
+		SpecHash: e.spec, SpecChangedAt: e.since}
 	if !e.next.IsZero() {
 		n := e.next
 		t.NextFireAt = &n
@@ -77,13 +86,18 @@ func newEntry(r *ScheduleRow) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &entry{sched: s, def: r.Definition, trig: trig, params: params, maxAttempts: max(r.Definition.MaxAttempts, 1), key: triggerKey(r), hidx: -1}
+	e := &entry{sched: s, def: r.Definition, trig: trig, params: params, maxAttempts: max(r.Definition.MaxAttempts, 1), key: triggerKey(r), hidx: -1,
+		spec: specHash(&s)}
 	if t := r.Trigger; t != nil {
 		if t.LastFireAt != nil {
 			l := t.LastFireAt.UTC()
 			e.last = &l
 		}
 		e.fired, e.misfired = t.FiredCount, t.MisfiredCount
+		if t.SpecChangedAt != nil && t.SpecHash == e.spec {
+			c := t.SpecChangedAt.UTC()
+			e.since = &c
+		}
 	}
 	e.next = trig.Next(e.after())
 	return e, nil
@@ -113,5 +127,19 @@ func (e *entry) catchUpTo(last time.Time, fired, misfired int64) {
 	l := last
 	e.last = &l
 	e.fired, e.misfired = fired, misfired
-	e.next = e.trig.Next(last)
+	e.next = e.trig.Next(e.after())
+}
+
+// adopt sets en's firing state to the stored row's. Unlike catchUpTo it may
+// move backwards: the write that reported the row found it elsewhere than
+// en expected, and the table, not a node's memory, is the truth; planning
+// on from en's own state would only be refused again.
+func (e *entry) adopt(t TriggerRow) {
+	e.last = nil
+	if t.LastFireAt != nil {
+		l := t.LastFireAt.UTC()
+		e.last = &l
+	}
+	e.fired, e.misfired = t.FiredCount, t.MisfiredCount
+	e.next = e.trig.Next(e.after())
 }

@@ -157,7 +157,9 @@ func (e *Engine) batchOf(items []planned) *writeReq {
 		en, p := it.en, &it.p
 		if it.completeOnly {
 			// Used up before this write (completeOnly): the trigger row as it is.
-			batch.Triggers = append(batch.Triggers, en.triggerRow())
+			row := en.triggerRow()
+			row.FromLastFireAt = row.LastFireAt
+			batch.Triggers = append(batch.Triggers, row)
 			batch.Complete = append(batch.Complete, en.sched.ID)
 			continue
 		}
@@ -248,7 +250,10 @@ func (e *Engine) busySchedules(ctx context.Context, due []*entry) (map[int64]boo
 }
 
 func (e *Engine) advancedRow(en *entry, p *plan) TriggerRow {
-	row := TriggerRow{ScheduleID: en.sched.ID, LastFireAt: en.last, FiredCount: p.fired, RemainingCount: p.remaining, MisfiredCount: en.misfired + p.misfired}
+	// FromLastFireAt: the row must still be where this plan started, or
+	// another writer has moved it on and this plan is stale (store.WriteFires).
+	row := TriggerRow{ScheduleID: en.sched.ID, LastFireAt: en.last, FiredCount: p.fired, RemainingCount: p.remaining, MisfiredCount: en.misfired + p.misfired, FromLastFireAt: en.last,
+		SpecHash: en.spec, SpecChangedAt: en.since}
 	if !p.last.IsZero() {
 		l := p.last
 		row.LastFireAt = &l
@@ -291,6 +296,10 @@ func (e *Engine) finish(r *writeReq) error {
 	for _, id := range res.Inactive {
 		inactive[id] = true
 	}
+	stale := make(map[int64]TriggerRow, len(res.Stale))
+	for _, t := range res.Stale {
+		stale[t.ScheduleID] = t
+	}
 	for _, it := range r.items {
 		en, p := it.en, &it.p
 		id := en.sched.ID
@@ -299,6 +308,23 @@ func (e *Engine) finish(r *writeReq) error {
 			// Paused or deleted since the last sync: the next sync says which.
 			if cur != nil {
 				e.remove(id)
+			}
+			continue
+		}
+		if t, ok := stale[id]; ok {
+			// Another writer (a leader that took over while this batch was
+			// planned or in flight) moved the trigger on: nothing was
+			// written, and the fires are planned again from the row.
+			e.log.WithFields(logrus.Fields{"schedule_id": id, "planned_from": timeOrZero(en.last), "last_fire_at": timeOrZero(t.LastFireAt)}).
+				Warn("fires not written: another writer advanced the schedule's trigger since this node read it; planning again from the table")
+			if cur != nil {
+				cur.adopt(t)
+				e.heap.track(cur)
+				if cur.usedUp() {
+					e.complete[id] = true
+				} else {
+					e.due[id] = cur
+				}
 			}
 			continue
 		}

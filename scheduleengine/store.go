@@ -22,6 +22,9 @@ type Store interface {
 	UnfinishedSchedules(ctx context.Context, scheduleIDs []int64) (map[int64]bool, error)
 	// WriteFires writes one batch of fires in one transaction.
 	WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFiresResult, error)
+	// SetTriggerSpecs records the timing fingerprint (and, after an edit,
+	// the instant fires count from) of existing trigger rows.
+	SetTriggerSpecs(ctx context.Context, p *SetTriggerSpecsParams) error
 	// MarkInvalid sets an active schedule to invalid with a reason.
 	MarkInvalid(ctx context.Context, p *MarkInvalidParams) error
 	// AcquireLeaseAt takes or renews a lease and reports whether p.Holder holds it.
@@ -33,16 +36,18 @@ type Store interface {
 
 // The parameter and row types of Store; see their documentation in store.
 type (
-	LoadSchedulesParams  = store.LoadSchedulesParams
-	LoadSchedulesResult  = store.LoadSchedulesResult
-	ScheduleRow          = store.ScheduleRow
-	TriggerRow           = store.TriggerRow
-	EnsureTriggersParams = store.EnsureTriggersParams
-	FireJob              = store.FireJob
-	WriteFiresParams     = store.WriteFiresParams
-	WriteFiresResult     = store.WriteFiresResult
-	MarkInvalidParams    = store.MarkInvalidParams
-	LeaseParams          = store.LeaseParams
+	LoadSchedulesParams   = store.LoadSchedulesParams
+	LoadSchedulesResult   = store.LoadSchedulesResult
+	ScheduleRow           = store.ScheduleRow
+	TriggerRow            = store.TriggerRow
+	EnsureTriggersParams  = store.EnsureTriggersParams
+	TriggerSpec           = store.TriggerSpec
+	SetTriggerSpecsParams = store.SetTriggerSpecsParams
+	FireJob               = store.FireJob
+	WriteFiresParams      = store.WriteFiresParams
+	WriteFiresResult      = store.WriteFiresResult
+	MarkInvalidParams     = store.MarkInvalidParams
+	LeaseParams           = store.LeaseParams
 )
 
 var _ Store = (*store.Store)(nil)

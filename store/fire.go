@@ -17,20 +17,42 @@ import (
 // WriteFires is the schedule engine's hot path: every statement is raw SQL
 // on the transaction's connection (no GORM statement building), and the
 // transaction is at most four statements whatever the batch size: the status
-// check, the jobs INSERT (two when the batch mixes on-time and catch-up
-// fires), the trigger advance and the completion UPDATE.
+// and trigger check, the jobs INSERT (two when the batch mixes on-time and
+// catch-up fires), the trigger advance and the completion UPDATE.
+//
+// The check is optimistic concurrency on the trigger row: a schedule's
+// jobs, trigger and completion are written only if the row still holds the
+// FromLastFireAt its fires were planned from. Two writers that planned from
+// the same row (a leader whose commit stalled past its lease, and the node
+// that took over meanwhile) may each count the same missed fires up to a
+// different instant, so the unique key on (schedule_id, scheduled_at) would
+// let both catch-up jobs in; with the check, whichever commits second
+// writes nothing for that schedule and learns the row's state from Stale.
 func (s *Store) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFiresResult, error) {
 	var res *WriteFiresResult
 	err := s.InTx(ctx, func(tx *gorm.DB) error {
 		res = &WriteFiresResult{}
-		active, err := s.activeAmong(tx, p)
+		seen, err := s.lockFireRows(tx, p)
 		if err != nil {
 			return err
+		}
+		// ok: active, and the trigger row is where the writer planned from.
+		ok := make(map[int64]bool, len(seen))
+		for _, t := range p.Triggers {
+			r, active := seen[t.ScheduleID]
+			switch {
+			case !active:
+				res.Inactive = append(res.Inactive, t.ScheduleID)
+			case r.exists && !sameTime(r.row.LastFireAt, t.FromLastFireAt):
+				res.Stale = append(res.Stale, r.row)
+			default:
+				ok[t.ScheduleID] = true
+			}
 		}
 		var normal, catchUp []FireJob
 		for _, j := range p.Jobs {
 			switch {
-			case !active[j.ScheduleID]:
+			case !ok[j.ScheduleID]:
 			case j.CatchUp:
 				catchUp = append(catchUp, j)
 			default:
@@ -48,10 +70,8 @@ func (s *Store) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFire
 		res.Duplicates = len(normal) + len(catchUp) - res.Inserted - res.InsertedCatchUp
 		var trigs []TriggerRow
 		for _, t := range p.Triggers {
-			if active[t.ScheduleID] {
+			if ok[t.ScheduleID] {
 				trigs = append(trigs, t)
-			} else {
-				res.Inactive = append(res.Inactive, t.ScheduleID)
 			}
 		}
 		if err := s.advanceTriggers(tx, trigs, p.Now); err != nil {
@@ -59,7 +79,7 @@ func (s *Store) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFire
 		}
 		var done []int64
 		for _, id := range p.Complete {
-			if active[id] {
+			if ok[id] {
 				done = append(done, id)
 			}
 		}
@@ -77,43 +97,87 @@ func (s *Store) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFire
 	return res, nil
 }
 
-// activeAmong re-reads the status of the batch's schedules inside the
-// transaction, so a pause or delete that the last sync missed still stops
-// the fire.
-func (s *Store) activeAmong(tx *gorm.DB, p *WriteFiresParams) (map[int64]bool, error) {
-	ids := make([]int64, 0, len(p.Triggers)+len(p.Complete))
+// fireRow is what lockFireRows read of one active schedule.
+type fireRow struct {
+	exists bool       // it has a time_triggers row
+	row    TriggerRow // that row, when it exists
+}
+
+// lockFireRows reads, inside the transaction, which of the batch's
+// schedules are still active (so a pause or delete that the last sync
+// missed still stops the fire) and their trigger rows, for the check
+// against FromLastFireAt. On MySQL the read locks both rows until commit,
+// so no other writer can move the trigger between the check and the write;
+// SQLite's transactions are already exclusive (BEGIN IMMEDIATE). Every
+// schedule of the batch has a trigger row in p.Triggers (the engine sends
+// one per schedule it handles), so jobs and completions are checked
+// through it.
+func (s *Store) lockFireRows(tx *gorm.DB, p *WriteFiresParams) (map[int64]fireRow, error) {
+	ids := make([]int64, 0, len(p.Triggers))
 	for _, t := range p.Triggers {
 		ids = append(ids, t.ScheduleID)
 	}
-	for _, j := range p.Jobs {
-		ids = append(ids, j.ScheduleID)
-	}
-	ids = append(ids, p.Complete...)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	active := make(map[int64]bool, len(ids))
+	lock := ""
+	if s.dialect == MySQL {
+		lock = " FOR UPDATE"
+	}
+	out := make(map[int64]fireRow, len(ids))
 	for chunk := range slices.Chunk(ids, scheduleInChunk) {
 		rows, err := tx.Statement.ConnPool.QueryContext(tx.Statement.Context,
-			"SELECT id FROM schedules WHERE status = ? AND id IN ("+idList(chunk)+")", string(models.ScheduleActive))
+			"SELECT s.id, t.schedule_id, t.next_fire_at, t.last_fire_at, t.fired_count, t.remaining_count, t.misfired_count"+
+				" FROM schedules s LEFT JOIN time_triggers t ON t.schedule_id = s.id"+
+				" WHERE s.status = ? AND s.id IN ("+idList(chunk)+") ORDER BY s.id"+lock, string(models.ScheduleActive))
 		if err != nil {
-			return nil, fmt.Errorf("check schedules are still active: %w", err)
+			return nil, fmt.Errorf("check schedules and triggers: %w", err)
 		}
 		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
+			var (
+				id                 int64
+				tid, fired, missed sql.NullInt64
+				rem                sql.NullInt64
+				next, last         sql.NullTime
+			)
+			if err := rows.Scan(&id, &tid, &next, &last, &fired, &rem, &missed); err != nil {
 				_ = rows.Close()
-				return nil, fmt.Errorf("check schedules are still active: %w", err)
+				return nil, fmt.Errorf("check schedules and triggers: %w", err)
 			}
-			active[id] = true
+			r := fireRow{exists: tid.Valid}
+			if r.exists {
+				r.row = TriggerRow{ScheduleID: id, NextFireAt: nullTime(next), LastFireAt: nullTime(last), FiredCount: fired.Int64, MisfiredCount: missed.Int64}
+				if rem.Valid {
+					v := rem.Int64
+					r.row.RemainingCount = &v
+				}
+			}
+			out[id] = r
 		}
 		if err := rows.Close(); err != nil {
-			return nil, fmt.Errorf("check schedules are still active: %w", err)
+			return nil, fmt.Errorf("check schedules and triggers: %w", err)
 		}
 		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("check schedules are still active: %w", err)
+			return nil, fmt.Errorf("check schedules and triggers: %w", err)
 		}
 	}
-	return active, nil
+	return out, nil
+}
+
+func nullTime(t sql.NullTime) *time.Time {
+	if !t.Valid {
+		return nil
+	}
+	v := t.Time.UTC()
+	return &v
+}
+
+// sameTime compares two instants as the database stores them (UTC,
+// microseconds); nil is NULL.
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return DBTime(*a).Equal(DBTime(*b))
 }
 
 // idList renders ids as a literal IN list. They are int64s, so the literal

@@ -49,6 +49,39 @@ type TriggerRow struct {
 	FiredCount     int64
 	RemainingCount *int64
 	MisfiredCount  int64
+	// FromLastFireAt is, in WriteFires, the last_fire_at the writer planned
+	// from (nil: the schedule had never fired). The schedule's jobs, trigger
+	// and completion are written only while the stored row still holds it
+	// (or does not exist yet); otherwise another writer has moved the row on
+	// since, and the batch's part for this schedule is dropped and reported
+	// in WriteFiresResult.Stale. EnsureTriggers ignores it.
+	FromLastFireAt *time.Time
+	// SpecHash and SpecChangedAt are written only when the row is created
+	// (EnsureTriggers, or a fire that finds no row); SetTriggerSpecs changes
+	// them afterwards.
+	SpecHash      string
+	SpecChangedAt *time.Time
+}
+
+// TriggerSpec records that a schedule's timing is now Hash, in the trigger
+// row that still holds From (optimistic: a row another writer updated
+// meanwhile is left alone).
+type TriggerSpec struct {
+	ScheduleID int64
+	From       string
+	Hash       string
+	// ChangedAt is when the change was seen; fires count from it, and
+	// next_fire_at becomes NextFireAt (nil: none), the next fire under the
+	// new timing. Nil ChangedAt adopts a row that had no hash (From empty):
+	// only spec_hash is written.
+	ChangedAt  *time.Time
+	NextFireAt *time.Time
+}
+
+// SetTriggerSpecsParams lists spec changes to record.
+type SetTriggerSpecsParams struct {
+	Specs []TriggerSpec
+	Now   time.Time
 }
 
 // EnsureTriggersParams lists triggers to create if missing.
@@ -69,7 +102,9 @@ type FireJob struct {
 }
 
 // WriteFiresParams is one batch: the jobs, the trigger advances of every
-// schedule handled, and the schedules used up.
+// schedule handled, and the schedules used up. Jobs and Complete are
+// written only for schedules with a row in Triggers, which carries the
+// check (TriggerRow.FromLastFireAt).
 type WriteFiresParams struct {
 	Jobs     []FireJob
 	Triggers []TriggerRow
@@ -87,6 +122,10 @@ type WriteFiresResult struct {
 	// committed (paused or deleted since the last sync): nothing was written
 	// for them.
 	Inactive []int64
+	// Stale holds the stored trigger of each schedule whose row no longer
+	// had the batch's FromLastFireAt: nothing was written for it, and the
+	// writer should plan again from this state.
+	Stale []TriggerRow
 }
 
 // MarkInvalidParams names a schedule that cannot be scheduled.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -109,18 +110,21 @@ func (s *Store) advanceTriggers(tx *gorm.DB, rows []TriggerRow, now time.Time) e
 }
 
 // triggerUpsert builds one multi-row upsert of time_triggers: overwrite
-// replaces the state, otherwise existing rows are left as they are.
+// replaces the firing state, otherwise existing rows are left as they are.
+// The spec columns are written only with a new row: SetTriggerSpecs owns
+// them afterwards.
 func (s *Store) triggerUpsert(rows []TriggerRow, now time.Time, overwrite bool) (string, []any) {
 	var b strings.Builder
-	b.WriteString("INSERT INTO time_triggers (schedule_id, next_fire_at, last_fire_at, fired_count, remaining_count, misfired_count, created_at, updated_at) VALUES ")
-	args := make([]any, 0, len(rows)*8)
+	b.WriteString("INSERT INTO time_triggers (schedule_id, next_fire_at, last_fire_at, fired_count, remaining_count, misfired_count, spec_hash, spec_changed_at, created_at, updated_at) VALUES ")
+	args := make([]any, 0, len(rows)*10)
 	ts := DBTime(now)
 	for i, r := range rows {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString("(?,?,?,?,?,?,?,?)")
-		args = append(args, r.ScheduleID, dbTimeOrNil(r.NextFireAt), dbTimeOrNil(r.LastFireAt), r.FiredCount, int64OrNil(r.RemainingCount), r.MisfiredCount, ts, ts)
+		b.WriteString("(?,?,?,?,?,?,?,?,?,?)")
+		args = append(args, r.ScheduleID, dbTimeOrNil(r.NextFireAt), dbTimeOrNil(r.LastFireAt), r.FiredCount, int64OrNil(r.RemainingCount), r.MisfiredCount,
+			r.SpecHash, dbTimeOrNil(r.SpecChangedAt), ts, ts)
 	}
 	set := []string{"next_fire_at", "last_fire_at", "fired_count", "remaining_count", "misfired_count", "updated_at"}
 	mysql := s.dialect == MySQL
@@ -147,6 +151,55 @@ func (s *Store) triggerUpsert(rows []TriggerRow, now time.Time, overwrite bool) 
 		}
 	}
 	return b.String(), args
+}
+
+func (s *Store) SetTriggerSpecs(ctx context.Context, p *SetTriggerSpecsParams) error {
+	if len(p.Specs) == 0 {
+		return nil
+	}
+	// Edits are rare and each has its own instant; adopting the rows of an
+	// older schema (no instant: the firing state stays as it is) comes in
+	// bulk after an upgrade, and those are grouped by hash.
+	type adopt struct{ hash string }
+	groups := map[adopt][]int64{}
+	var order []adopt
+	var single []TriggerSpec
+	for _, sp := range p.Specs {
+		if sp.ChangedAt == nil {
+			k := adopt{sp.Hash}
+			if _, ok := groups[k]; !ok {
+				order = append(order, k)
+			}
+			groups[k] = append(groups[k], sp.ScheduleID)
+			continue
+		}
+		single = append(single, sp)
+	}
+	ts := DBTime(p.Now)
+	err := s.InTx(ctx, func(tx *gorm.DB) error {
+		for _, k := range order {
+			ids := groups[k]
+			slices.Sort(ids)
+			for chunk := range slices.Chunk(ids, scheduleInChunk) {
+				if _, err := rawExec(tx, "UPDATE time_triggers SET spec_hash = ?, updated_at = ? WHERE spec_hash = '' AND schedule_id IN ("+idList(chunk)+")",
+					k.hash, ts); err != nil {
+					return err
+				}
+			}
+		}
+		slices.SortFunc(single, func(a, b TriggerSpec) int { return cmp.Compare(a.ScheduleID, b.ScheduleID) })
+		for _, sp := range single {
+			if _, err := rawExec(tx, "UPDATE time_triggers SET spec_hash = ?, spec_changed_at = ?, next_fire_at = ?, updated_at = ? WHERE schedule_id = ? AND spec_hash = ?",
+				sp.Hash, DBTime(*sp.ChangedAt), dbTimeOrNil(sp.NextFireAt), ts, sp.ScheduleID, sp.From); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record the timing of %d time triggers: %w", len(p.Specs), err)
+	}
+	return nil
 }
 
 func dbTimeOrNil(t *time.Time) any {

@@ -13,8 +13,6 @@ import (
 	"github.com/chimesched/chime/store"
 )
 
-const schedules = 100
-
 // Three nodes, 100 schedules firing every second, and the leader killed
 // with SIGKILL while it runs jobs. A survivor must take the lease within
 // the failover window plus a heartbeat, each schedule must get exactly one

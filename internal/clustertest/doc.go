@@ -6,6 +6,7 @@
 // The tests need a MariaDB/MySQL server (CHIME_TEST_MYSQL_DSN); without one
 // they skip, except under CI=true where that is a failure. The outage test
 // also needs mariadbd and mariadb-install-db on PATH (or in /usr/sbin) to run
-// a private server it can stop and restart. The package has no non-test
+// a private server it can stop and restart. CHIME_CLUSTERTEST_HEARTBEAT,
+// _FAILOVER and _SCHEDULES replace the harness's 500ms, 2s and 100. The package has no non-test
 // code; it imports store, models and internal/testdb.
 package clustertest

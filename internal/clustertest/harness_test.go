@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,10 +24,37 @@ import (
 
 // Cluster settings every process of these tests runs with: short windows
 // so a failover takes seconds, not the production 20 s.
-const (
-	heartbeat = 500 * time.Millisecond
-	failover  = 2 * time.Second
+// CHIME_CLUSTERTEST_HEARTBEAT, _FAILOVER and _SCHEDULES override them, to
+// replay a reported run's parameters (e.g. 1s, 4s and 50).
+var (
+	heartbeat = envDuration("CHIME_CLUSTERTEST_HEARTBEAT", 500*time.Millisecond)
+	failover  = envDuration("CHIME_CLUSTERTEST_FAILOVER", 2*time.Second)
+	schedules = envInt("CHIME_CLUSTERTEST_SCHEDULES", 100)
 )
+
+func envDuration(name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		panic(fmt.Sprintf("%s=%q: want a positive duration", name, v))
+	}
+	return d
+}
+
+func envInt(name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		panic(fmt.Sprintf("%s=%q: want a positive integer", name, v))
+	}
+	return n
+}
 
 var (
 	buildOnce sync.Once

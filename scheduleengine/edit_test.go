@@ -1,0 +1,236 @@
+package scheduleengine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+)
+
+func catchUpsOf(t *testing.T, st *store.Store, scheduleID int64) []models.Job {
+	t.Helper()
+	var out []models.Job
+	for _, j := range jobsOf(t, st, scheduleID) {
+		if j.CatchUp {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// Editing a running schedule's timing by plain SQL starts it afresh from
+// when the engine sees the edit, as Quartz's reschedule does: no catch-up
+// job counts the occurrences the new rule would have had since the last
+// fire.
+func TestTimingEditStartsAfresh(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		sched models.Schedule
+		edit  string // SET clause
+	}{
+		{"cron_expr", models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("*/30 * * * * *")}, "cron_expr = '* * * * * *'"},
+		{"interval_seconds", models.Schedule{ScheduleType: models.ScheduleInterval, IntervalSeconds: ptr(30)}, "interval_seconds = 1"},
+		{"schedule_type", models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("*/30 * * * * *"), IntervalSeconds: ptr(1)}, "schedule_type = 'interval'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+				b := setup(t, st, "n1")
+				start := b.clock.Now()
+				s := b.schedule(t, tc.sched, start)
+				b.at(t, start)
+				b.at(t, start.Add(20*time.Second))
+				before := len(jobsOf(t, st, s.ID))
+				require.Equal(t, 1, before, "+0 only")
+
+				// The edit at +25 s, seen by the sync at +27 s: under the new
+				// rule +1 … +22 s would be missed since the last fire.
+				b.clock.Advance(5 * time.Second)
+				require.NoError(t, st.DB().Exec("UPDATE schedules SET "+tc.edit+" WHERE id = ?", s.ID).Error)
+				b.e.syncDue = time.Time{}
+				b.at(t, start.Add(27*time.Second))
+				b.at(t, start.Add(29*time.Second))
+
+				require.Empty(t, catchUpsOf(t, st, s.ID), "no catch-up job for the edit")
+				tr := triggerOf(t, st, s.ID)
+				require.Zero(t, tr.MisfiredCount)
+				require.Equal(t, specHash(ptr(reload(t, st, s))), tr.SpecHash, "the trigger records the timing it now follows")
+				require.NotNil(t, tr.SpecChangedAt)
+				require.True(t, start.Add(27*time.Second).Equal(*tr.SpecChangedAt), "and when the engine saw it change")
+				// Afresh from +27 s: +27, +28, +29 on time.
+				jobs := jobsOf(t, st, s.ID)[before:]
+				require.Len(t, jobs, 3)
+				require.True(t, start.Add(27*time.Second).Equal(jobs[0].ScheduledAt), "first fire after the edit at %v", jobs[0].ScheduledAt)
+			})
+		})
+	}
+}
+
+// A time zone change is a timing edit too: a schedule at the top of the
+// hour in UTC, moved to Asia/Kolkata (+05:30) 45 minutes after it fired,
+// does not catch up the Kolkata top of the hour 15 minutes before the edit.
+func TestTimeZoneEditStartsAfresh(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		clock := clockwork.NewFakeClockAt(time.Now().UTC().Truncate(time.Hour).Add(time.Hour))
+		b := setupWithClock(t, st, "n1", clock)
+		start := clock.Now()
+		s := b.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("0 0 * * * *")}, start)
+		b.at(t, start)
+		require.Len(t, jobsOf(t, st, s.ID), 1)
+		clock.Advance(45 * time.Minute)
+		require.NoError(t, st.DB().Exec("UPDATE schedules SET timezone = 'Asia/Kolkata' WHERE id = ?", s.ID).Error)
+		b.e.syncDue = time.Time{}
+		b.at(t, start.Add(45*time.Minute+2*time.Second))
+		require.Len(t, jobsOf(t, st, s.ID), 1)
+		b.at(t, start.Add(90*time.Minute))
+		jobs := jobsOf(t, st, s.ID)
+		require.Len(t, jobs, 2)
+		require.False(t, jobs[1].CatchUp)
+		require.True(t, start.Add(90*time.Minute).Equal(jobs[1].ScheduledAt), "the next Kolkata top of the hour")
+	})
+}
+
+// The timing fields, and only they, make an edit that starts afresh.
+func TestSpecHash(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	base := models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * *"), IntervalSeconds: ptr(5), RunAt: &at, Timezone: "UTC", StartAt: &at,
+		EndAt: &at, MaxRuns: ptr(3), MisfirePolicy: models.MisfireFireOnce, Params: models.JSON(`{}`), Status: models.ScheduleActive, CreatedAt: at, UpdatedAt: at}
+	h := specHash(&base)
+	later := at.Add(time.Microsecond)
+	for name, edit := range map[string]func(*models.Schedule){
+		"schedule_type":    func(s *models.Schedule) { s.ScheduleType = models.ScheduleInterval },
+		"cron_expr":        func(s *models.Schedule) { s.CronExpr = ptr("*/2 * * * *") },
+		"cron_expr nil":    func(s *models.Schedule) { s.CronExpr = nil },
+		"interval_seconds": func(s *models.Schedule) { s.IntervalSeconds = ptr(6) },
+		"run_at":           func(s *models.Schedule) { s.RunAt = &later },
+		"timezone":         func(s *models.Schedule) { s.Timezone = "Europe/Berlin" },
+		"start_at":         func(s *models.Schedule) { s.StartAt = &later },
+		"start_at nil":     func(s *models.Schedule) { s.StartAt = nil },
+	} {
+		s := base
+		edit(&s)
+		require.NotEqual(t, h, specHash(&s), name)
+	}
+	for name, edit := range map[string]func(*models.Schedule){
+		"end_at":         func(s *models.Schedule) { s.EndAt = &later },
+		"max_runs":       func(s *models.Schedule) { s.MaxRuns = nil },
+		"misfire_policy": func(s *models.Schedule) { s.MisfirePolicy = models.MisfireSkip },
+		"params":         func(s *models.Schedule) { s.Params = models.JSON(`{"a":1}`) },
+		"status":         func(s *models.Schedule) { s.Status = models.SchedulePaused },
+		"updated_at":     func(s *models.Schedule) { s.UpdatedAt = later },
+		"same run_at in another zone": func(s *models.Schedule) {
+			v := at.In(time.FixedZone("x", 3600))
+			s.RunAt = &v
+		},
+	} {
+		s := base
+		edit(&s)
+		require.Equal(t, h, specHash(&s), name)
+	}
+}
+
+// The afresh point survives a restart, and does not swallow a real outage
+// after it: an engine that was down after the edit was applied still
+// collapses what it missed into one catch-up job.
+func TestTimingEditThenRestart(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		b := setup(t, st, "n1")
+		start := b.clock.Now()
+		s := b.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("*/30 * * * * *")}, start)
+		b.at(t, start)
+		b.clock.Advance(5 * time.Second)
+		require.NoError(t, st.DB().Exec("UPDATE schedules SET cron_expr = '* * * * * *' WHERE id = ?", s.ID).Error)
+		b.e.syncDue = time.Time{}
+		b.at(t, start.Add(10*time.Second))
+		require.Len(t, jobsOf(t, st, s.ID), 2, "+0, then +10 on time")
+		b.e.resign(t.Context())
+
+		// Down from +10 s to +20 s; a new engine restores +11 … +19 as one
+		// catch-up, as for any schedule.
+		r := setupWithClock(t, st, "n1", b.clock)
+		r.at(t, start.Add(20*time.Second))
+		ups := catchUpsOf(t, st, s.ID)
+		require.Len(t, ups, 1)
+		require.Equal(t, 9, ups[0].MissedFires)
+	})
+}
+
+// An edit made while no engine ran starts afresh from when an engine sees
+// it: the restart writes no catch-up for that schedule.
+func TestTimingEditWhileDown(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		b := setup(t, st, "n1")
+		start := b.clock.Now()
+		s := b.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("*/30 * * * * *")}, start)
+		b.at(t, start)
+		b.e.resign(t.Context())
+		b.clock.Advance(5 * time.Second)
+		require.NoError(t, st.DB().Exec("UPDATE schedules SET cron_expr = '* * * * * *' WHERE id = ?", s.ID).Error)
+
+		r := setupWithClock(t, st, "n1", b.clock)
+		r.at(t, start.Add(20*time.Second))
+		r.at(t, start.Add(21*time.Second))
+		require.Empty(t, catchUpsOf(t, st, s.ID))
+		jobs := jobsOf(t, st, s.ID)
+		require.Len(t, jobs, 3, "+0, then +20 and +21")
+		require.True(t, start.Add(20*time.Second).Equal(jobs[1].ScheduledAt))
+	})
+}
+
+// Pausing and resuming without a timing change keeps the misfire policy:
+// what passed while paused is one catch-up job under fire_once. With a
+// timing change while paused, the resume starts afresh.
+func TestPauseResumeKeepsCatchUp(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		b := setup(t, st, "n1")
+		start := b.clock.Now()
+		plain := b.schedule(t, models.Schedule{Name: "plain", ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")}, start)
+		edited := b.schedule(t, models.Schedule{Name: "edited", ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")}, start)
+		b.at(t, start)
+		b.at(t, start.Add(2*time.Second))
+		require.NoError(t, st.DB().Exec("UPDATE schedules SET status = 'paused'").Error)
+		b.e.syncDue = time.Time{}
+		b.at(t, start.Add(3*time.Second))
+		require.NoError(t, st.DB().Exec("UPDATE schedules SET cron_expr = '*/2 * * * * *' WHERE id = ?", edited.ID).Error)
+		b.clock.Advance(10 * time.Second)
+		require.NoError(t, st.DB().Exec("UPDATE schedules SET status = 'active'").Error)
+		b.e.syncDue = time.Time{}
+		b.at(t, start.Add(14*time.Second))
+
+		ups := catchUpsOf(t, st, plain.ID)
+		require.Len(t, ups, 1, "the paused time is caught up")
+		require.True(t, start.Add(13*time.Second).Equal(ups[0].ScheduledAt))
+		require.Equal(t, 11, ups[0].MissedFires, "+3 … +13")
+		require.Empty(t, catchUpsOf(t, st, edited.ID), "edited while paused: afresh at resume")
+	})
+}
+
+// spec_changed_at is the engine's; a hand-written one in the future does
+// not hold the schedule back.
+func TestFutureSpecChangedAtIsClamped(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		b := setup(t, st, "n1")
+		start := b.clock.Now()
+		s := b.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")}, start)
+		b.at(t, start)
+		b.e.resign(t.Context())
+		require.NoError(t, st.DB().Exec("UPDATE time_triggers SET spec_changed_at = ? WHERE schedule_id = ?", store.DBTime(start.Add(24*time.Hour)), s.ID).Error)
+		r := setupWithClock(t, st, "n1", b.clock)
+		r.at(t, start.Add(2*time.Second))
+		r.at(t, start.Add(3*time.Second))
+		jobs := jobsOf(t, st, s.ID)
+		require.True(t, start.Add(3*time.Second).Equal(jobs[len(jobs)-1].ScheduledAt), "fires go on, got %v", scheduledAts(jobs))
+	})
+}
