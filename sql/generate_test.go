@@ -16,8 +16,10 @@ var update = flag.Bool("update", false, "rewrite the generated migrations")
 
 // generated maps each generated file to its generator.
 var generated = map[string]func() string{
-	"mysql/00003_admin_time_zones.sql":  mysqlTimeZones,
-	"sqlite/00003_admin_time_zones.sql": sqliteTimeForms,
+	"mysql/00003_admin_time_zones.sql":    mysqlTimeZones,
+	"sqlite/00003_admin_time_zones.sql":   sqliteTimeForms,
+	"mysql/00007_later_time_columns.sql":  mysqlLaterColumns,
+	"sqlite/00007_later_time_columns.sql": sqliteLaterColumns,
 }
 
 func TestGeneratedMigrations(t *testing.T) {
@@ -109,30 +111,69 @@ END
 -- +goose StatementEnd
 `)
 	for _, t := range timeTables {
-		w("\n-- +goose StatementBegin\nCREATE TRIGGER chime_%s_utc_insert BEFORE INSERT ON %s FOR EACH ROW\nBEGIN\n  IF @@session.time_zone <> '+00:00' THEN\n", t.name, t.name)
-		for i, c := range t.cols {
-			sep := ","
-			if i == len(t.cols)-1 {
-				sep = ";"
-			}
-			pre := "    SET "
-			if i > 0 {
-				pre = "        "
-			}
-			w("%sNEW.%s = chime_session_to_utc(NEW.%s)%s\n", pre, c, c, sep)
-		}
-		w("  END IF;\nEND\n-- +goose StatementEnd\n")
-		w("\n-- +goose StatementBegin\nCREATE TRIGGER chime_%s_utc_update BEFORE UPDATE ON %s FOR EACH ROW\nBEGIN\n  IF @@session.time_zone <> '+00:00' THEN\n", t.name, t.name)
-		for _, c := range t.cols {
-			w("    IF NOT (NEW.%s <=> OLD.%s) THEN SET NEW.%s = chime_session_to_utc(NEW.%s); END IF;\n", c, c, c, c)
-		}
-		w("  END IF;\nEND\n-- +goose StatementEnd\n")
+		w("%s", mysqlTriggers(t))
 	}
 	w("\n-- +goose Down\n")
 	for i := len(timeTables) - 1; i >= 0; i-- {
-		w("DROP TRIGGER chime_%s_utc_update;\nDROP TRIGGER chime_%s_utc_insert;\n", timeTables[i].name, timeTables[i].name)
+		w("%s", mysqlDropTriggers(timeTables[i].name))
 	}
 	w("DROP FUNCTION chime_session_to_utc;\n")
+	return b.String()
+}
+
+// mysqlTriggers converts t's columns written from a session not at +00:00.
+func mysqlTriggers(t timeTable) string {
+	var b strings.Builder
+	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	w("\n-- +goose StatementBegin\nCREATE TRIGGER chime_%s_utc_insert BEFORE INSERT ON %s FOR EACH ROW\nBEGIN\n  IF @@session.time_zone <> '+00:00' THEN\n", t.name, t.name)
+	for i, c := range t.cols {
+		sep := ","
+		if i == len(t.cols)-1 {
+			sep = ";"
+		}
+		pre := "    SET "
+		if i > 0 {
+			pre = "        "
+		}
+		w("%sNEW.%s = chime_session_to_utc(NEW.%s)%s\n", pre, c, c, sep)
+	}
+	w("  END IF;\nEND\n-- +goose StatementEnd\n")
+	w("\n-- +goose StatementBegin\nCREATE TRIGGER chime_%s_utc_update BEFORE UPDATE ON %s FOR EACH ROW\nBEGIN\n  IF @@session.time_zone <> '+00:00' THEN\n", t.name, t.name)
+	for _, c := range t.cols {
+		w("    IF NOT (NEW.%s <=> OLD.%s) THEN SET NEW.%s = chime_session_to_utc(NEW.%s); END IF;\n", c, c, c, c)
+	}
+	w("  END IF;\nEND\n-- +goose StatementEnd\n")
+	return b.String()
+}
+
+func mysqlDropTriggers(table string) string {
+	return fmt.Sprintf("DROP TRIGGER chime_%s_utc_update;\nDROP TRIGGER chime_%s_utc_insert;\n", table, table)
+}
+
+// Tables and columns added after migration 00003 get the same rule in
+// 00007: time_triggers.spec_changed_at (00004) and the notifications
+// outbox (00006), whose next_attempt_at the README lets admins set.
+var (
+	timeTriggers7  = timeTable{"time_triggers", []string{"next_fire_at", "last_fire_at", "spec_changed_at", "created_at", "updated_at"}}
+	notifications7 = timeTable{"notifications", []string{"next_attempt_at", "created_at", "sent_at", "updated_at"}}
+)
+
+func mysqlLaterColumns() string {
+	var b strings.Builder
+	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	w(generatedNote)
+	w("-- Migration 00003's rule (a timestamp means one instant whatever the\n" +
+		"-- writer's session zone) for the timestamp columns added since:\n" +
+		"-- time_triggers.spec_changed_at and the notifications table.\n\n-- +goose Up\n")
+	w("%s", mysqlDropTriggers(timeTriggers7.name))
+	w("%s", mysqlTriggers(timeTriggers7))
+	w("%s", mysqlTriggers(notifications7))
+	w("\n-- +goose Down\n%s%s", mysqlDropTriggers(notifications7.name), mysqlDropTriggers(timeTriggers7.name))
+	for _, t := range timeTables {
+		if t.name == timeTriggers7.name {
+			w("%s", mysqlTriggers(t))
+		}
+	}
 	return b.String()
 }
 
@@ -160,6 +201,41 @@ const (
 	d2         = "[0-9][0-9]"
 	datePrefix = "'" + d4 + "-" + d2 + "-" + d2 + "*'"
 )
+
+// sqliteTriggers rewrite or refuse t's columns written in another form.
+func sqliteTriggers(t timeTable) string {
+	var b strings.Builder
+	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	var notInForm, same []string
+	for _, c := range t.cols {
+		n := "NEW." + c
+		w("-- +goose StatementBegin\nCREATE TRIGGER chime_%[1]s_%[2]s_update AFTER UPDATE OF %[2]s ON %[1]s FOR EACH ROW\n"+
+			"WHEN %[3]s IS NOT NULL AND NOT (%[4]s)\nBEGIN\n"+
+			"  UPDATE %[1]s SET %[2]s = COALESCE(CASE WHEN %[3]s GLOB %[5]s THEN strftime('%%Y-%%m-%%d %%H:%%M:%%f+00:00', %[3]s, '+0 seconds') END,\n"+
+			"    RAISE(ABORT, 'chime: %[1]s.%[2]s is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))\n"+
+			"  WHERE rowid = NEW.rowid;\nEND;\n-- +goose StatementEnd\n\n", t.name, c, n, inForm(n), datePrefix)
+		notInForm = append(notInForm, fmt.Sprintf("(%s IS NOT NULL AND NOT (%s))", n, inForm(n)))
+		same = append(same, c+" = "+c)
+	}
+	w("-- +goose StatementBegin\nCREATE TRIGGER chime_%[1]s_time_insert AFTER INSERT ON %[1]s FOR EACH ROW\n"+
+		"WHEN %[2]s\nBEGIN\n  UPDATE %[1]s SET %[3]s WHERE rowid = NEW.rowid;\nEND;\n-- +goose StatementEnd\n\n",
+		t.name, strings.Join(notInForm, "\n  OR "), strings.Join(same, ", "))
+	return b.String()
+}
+
+// notificationsSQLite7: of the outbox, admins write next_attempt_at.
+var notificationsSQLite7 = timeTable{"notifications", []string{"next_attempt_at"}}
+
+func sqliteLaterColumns() string {
+	var b strings.Builder
+	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	w(generatedNote)
+	w("-- Migration 00003's rule for the notifications outbox (00006), whose\n" +
+		"-- next_attempt_at the README lets admins set to retry a notice now.\n\n-- +goose Up\n")
+	w("%s", sqliteTriggers(notificationsSQLite7))
+	w("-- +goose Down\nDROP TRIGGER chime_notifications_time_insert;\nDROP TRIGGER chime_notifications_next_attempt_at_update;\n")
+	return b.String()
+}
 
 func sqliteTimeForms() string {
 	var b strings.Builder
@@ -192,20 +268,7 @@ func sqliteTimeForms() string {
 -- +goose Up
 `)
 	for _, t := range sqliteTimeTables {
-		var notInForm, same []string
-		for _, c := range t.cols {
-			n := "NEW." + c
-			w("-- +goose StatementBegin\nCREATE TRIGGER chime_%[1]s_%[2]s_update AFTER UPDATE OF %[2]s ON %[1]s FOR EACH ROW\n"+
-				"WHEN %[3]s IS NOT NULL AND NOT (%[4]s)\nBEGIN\n"+
-				"  UPDATE %[1]s SET %[2]s = COALESCE(CASE WHEN %[3]s GLOB %[5]s THEN strftime('%%Y-%%m-%%d %%H:%%M:%%f+00:00', %[3]s, '+0 seconds') END,\n"+
-				"    RAISE(ABORT, 'chime: %[1]s.%[2]s is not a time: write UTC as YYYY-MM-DD HH:MM:SS[.fff], or add Z or an offset such as +08:00'))\n"+
-				"  WHERE rowid = NEW.rowid;\nEND;\n-- +goose StatementEnd\n\n", t.name, c, n, inForm(n), datePrefix)
-			notInForm = append(notInForm, fmt.Sprintf("(%s IS NOT NULL AND NOT (%s))", n, inForm(n)))
-			same = append(same, c+" = "+c)
-		}
-		w("-- +goose StatementBegin\nCREATE TRIGGER chime_%[1]s_time_insert AFTER INSERT ON %[1]s FOR EACH ROW\n"+
-			"WHEN %[2]s\nBEGIN\n  UPDATE %[1]s SET %[3]s WHERE rowid = NEW.rowid;\nEND;\n-- +goose StatementEnd\n\n",
-			t.name, strings.Join(notInForm, "\n  OR "), strings.Join(same, ", "))
+		w("%s", sqliteTriggers(t))
 	}
 	w("-- Rows written before: each timestamp not ending in +00:00 that reads as a\n-- time goes through the triggers; text that is not a time stays as it was.\n")
 	for _, t := range sqliteTimeTables {
