@@ -407,26 +407,7 @@ func newJobCommand() *cobra.Command {
 			return c.post(ctx, out, jobsPath+"/"+id+"/"+verb, nil)
 		}
 	}
-	var logLimit int
-	logsCmd := jobArg("logs", "Print a job's log, oldest first", func(ctx context.Context, c *client, out io.Writer, id string) error {
-		q := url.Values{"limit": {strconv.Itoa(logLimit)}}
-		var raw json.RawMessage
-		if err := c.do(ctx, "GET", jobsPath+"/"+id+"/logs", q, nil, &raw); err != nil {
-			return err
-		}
-		if c.output == "json" {
-			return printJSON(out, raw)
-		}
-		var page api.List[models.JobLog]
-		if err := json.Unmarshal(raw, &page); err != nil {
-			return fmt.Errorf("decode logs: %w", err)
-		}
-		for _, l := range page.Items {
-			fmt.Fprintf(out, "%s  %-5s  %s\n", l.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"), inertCell(l.Level), inert(l.Message, false))
-		}
-		return nil
-	})
-	logsCmd.Flags().IntVar(&logLimit, "limit", api.MaxLimit, fmt.Sprintf("most lines to print (1-%d)", api.MaxLimit))
+	logsCmd := newLogsCommand(f)
 
 	var runParams, runAt string
 	runCmd := &cobra.Command{

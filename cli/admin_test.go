@@ -25,6 +25,14 @@ const cliToken = "cli-test-token"
 // SQLite database and returns its base URL.
 func startAPI(t *testing.T) string {
 	t.Helper()
+	url, _ := startAPIStore(t)
+	return url
+}
+
+// startAPIStore is startAPI that also returns the server's database, for
+// tests that write rows the API only reads (log lines, a job's status).
+func startAPIStore(t *testing.T) (string, *store.Store) {
+	t.Helper()
 	st := testdb.Open(t, store.SQLite)
 	reg := tasks.NewRegistry()
 	reg.MustRegister(sleep.Kind, sleep.New)
@@ -37,7 +45,7 @@ func startAPI(t *testing.T) string {
 		defer cancel()
 		require.NoError(t, srv.Stop(ctx))
 	})
-	return "http://" + srv.Addr()
+	return "http://" + srv.Addr(), st
 }
 
 // chime runs one command line against url and returns its stdout.
