@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/chimesched/chime/models"
 )
 
 // Node statuses in nodes.status.
@@ -254,4 +256,20 @@ func (s *Store) DeleteReplacedNodes(ctx context.Context, hostname, keep string) 
 		}
 	}
 	return gone, nil
+}
+
+// CountWaitingJobs counts the pending jobs that are due by the database's
+// clock: the backlog no worker has claimed. idx_jobs_claim (status, run_at)
+// answers it from the index alone.
+func (s *Store) CountWaitingJobs(ctx context.Context) (int64, error) {
+	now, err := s.DBNow(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := s.db.WithContext(ctx).Raw("SELECT COUNT(*) FROM jobs WHERE status = ? AND run_at <= ?", models.JobPending, now).
+		Scan(&n).Error; err != nil {
+		return 0, fmt.Errorf("count waiting jobs: %w", err)
+	}
+	return n, nil
 }
