@@ -138,7 +138,7 @@ func newDefinitionCommand() *cobra.Command {
 			return nil
 		}),
 	}
-	cmd.AddCommand(addCmd, listCmd, showCmd, deleteCmd)
+	cmd.AddCommand(addCmd, newDefinitionEditCommand(f), listCmd, showCmd, deleteCmd)
 	return cmd
 }
 
@@ -295,7 +295,7 @@ func newScheduleCommand() *cobra.Command {
 			return c.post(ctx, out, schedulesPath+"/"+id+"/"+verb, nil)
 		}
 	}
-	cmd.AddCommand(addCmd, listCmd,
+	cmd.AddCommand(addCmd, newScheduleEditCommand(f), listCmd,
 		byID("show", "Show a schedule and its next fire times", func(ctx context.Context, c *client, out io.Writer, id string) error {
 			return c.show(ctx, out, schedulesPath+"/"+id)
 		}),
