@@ -262,14 +262,21 @@ func newScheduleCommand() *cobra.Command {
 				}
 				q.Set("job_definition_id", id)
 			}
+			nm := newNames(ctx, c)
 			return list(ctx, c, out, schedulesPath, q,
 				[]string{"ID", "NAME", "DEFINITION", "TYPE", "SPEC", "TIMEZONE", "STATUS", "NEXT FIRE"},
 				func(s *scheduleRow) []string {
 					next := "-"
-					if len(s.NextFires) > 0 {
+					switch {
+					case s.Status == models.SchedulePaused:
+						// Its next fire times are what it would do; resuming
+						// writes the missed ones as misfire_policy says.
+						next = "- (paused)"
+					case s.Status != models.ScheduleActive:
+					case len(s.NextFires) > 0:
 						next = timeCell(&s.NextFires[0])
 					}
-					return []string{itoa(s.ID), s.Name, itoa(s.JobDefinitionID), string(s.ScheduleType), spec(&s.Schedule),
+					return []string{itoa(s.ID), s.Name, nm.definition(s.JobDefinitionID).name, string(s.ScheduleType), spec(&s.Schedule),
 						s.Timezone, string(s.Status), next}
 				})
 		}),
@@ -375,11 +382,12 @@ func newJobCommand() *cobra.Command {
 				}
 				q.Set(r.key, id)
 			}
+			nm := newNames(ctx, c)
 			return list(ctx, c, out, jobsPath, q,
 				[]string{"ID", "SCHEDULE", "DEFINITION", "STATUS", "CONTROL", "ATTEMPT", "SCHEDULED AT", "STARTED", "FINISHED", "NODE"},
 				func(j *jobRow) []string {
-					return []string{itoa(j.ID), intCell(j.ScheduleID), itoa(j.JobDefinitionID), string(j.Status), str(string(j.Control)),
-						fmt.Sprintf("%d/%d", j.Attempt, j.MaxAttempts), timeCell(&j.ScheduledAt), timeCell(j.StartedAt), timeCell(j.FinishedAt), str(j.NodeID)}
+					return []string{itoa(j.ID), nm.schedule(j.ScheduleID), nm.definition(j.JobDefinitionID).name, string(j.Status), str(string(j.Control)),
+						nm.attempts(j), timeCell(&j.ScheduledAt), timeCell(j.StartedAt), timeCell(j.FinishedAt), str(j.NodeID)}
 				})
 		}),
 	}

@@ -94,8 +94,8 @@ func TestCLIEndToEnd(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3, out)
 	require.Regexp(t, `^ID\s+NAME\s+DEFINITION\s+TYPE\s+SPEC\s+TIMEZONE\s+STATUS\s+NEXT FIRE$`, lines[0])
-	require.Regexp(t, `^2\s+often\s+1\s+interval\s+every 1m30s\s+UTC\s+active\s+\d{4}-`, lines[1], "newest first")
-	require.Regexp(t, `^1\s+nightly\s+1\s+cron\s+0 2 \* \* \*\s+Asia/Tokyo\s+active\s+\d{4}-\d\d-\d\dT17:00:00Z$`, lines[2])
+	require.Regexp(t, `^2\s+often\s+report\s+interval\s+every 1m30s\s+UTC\s+active\s+\d{4}-`, lines[1], "newest first")
+	require.Regexp(t, `^1\s+nightly\s+report\s+cron\s+0 2 \* \* \*\s+Asia/Tokyo\s+active\s+\d{4}-\d\d-\d\dT17:00:00Z$`, lines[2])
 	// Columns are aligned: every row's STATUS starts where the header's does.
 	col := strings.Index(lines[0], "STATUS")
 	for _, l := range lines[1:] {
@@ -120,7 +120,7 @@ func TestCLIEndToEnd(t *testing.T) {
 	require.EqualValues(t, 2, job["max_attempts"])
 
 	out = mustChime(t, url, "job", "list", "--schedule", "nightly")
-	require.Regexp(t, `(?m)^`+jobID+`\s+1\s+1\s+pending\s+-\s+0/2\s`, out)
+	require.Regexp(t, `(?m)^`+jobID+`\s+nightly\s+report\s+pending\s+-\s+0/2\s`, out)
 	out = mustChime(t, url, "job", "logs", jobID)
 	require.Contains(t, out, "triggered through the API from schedule 1")
 
@@ -157,7 +157,7 @@ func TestCLIEndToEnd(t *testing.T) {
 		{[]string{"job", "show", "999"}, "job 999 does not exist"},
 		{[]string{"job", "pause", jobID}, "only a queued or running job can be paused"},
 		{[]string{"job", "reset", jobID, "--force"}, "is canceled"},
-		{[]string{"job", "run", "report", "--params", `{"duration":"x"}`}, "field params.duration"},
+		{[]string{"job", "run", "report", "--params", `{"duration":"x"}`}, "params.duration: "},
 		{[]string{"schedule", "show", "ghost"}, `no schedule named "ghost"`},
 		{[]string{"job", "list", "--status", "done"}, "unknown status"},
 		{[]string{"nodes", "-o", "yaml"}, "want table or json"},

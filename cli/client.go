@@ -188,11 +188,20 @@ type apiError struct {
 	body   api.Error
 }
 
+// The field is added only when the message does not name it already, and
+// a leading "field: " is dropped when the rest names it again, so that
+// "cron_expr: bad cron_expr …" reads "bad cron_expr …".
 func (e *apiError) Error() string {
-	if e.body.Field != "" {
-		return inert(fmt.Sprintf("%s (field %s)", e.body.Error, e.body.Field), false)
+	msg, f := e.body.Error, e.body.Field
+	if f != "" {
+		if rest, ok := strings.CutPrefix(msg, f+": "); ok && strings.Contains(rest, f) {
+			msg = rest
+		}
+		if !strings.Contains(msg, f) {
+			msg = fmt.Sprintf("%s (field %s)", msg, f)
+		}
 	}
-	return inert(e.body.Error, false)
+	return inert(msg, false)
 }
 
 // do sends a request and decodes a 2xx answer into out (unless nil).
