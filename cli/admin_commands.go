@@ -306,8 +306,17 @@ func newScheduleCommand() *cobra.Command {
 		byID("show", "Show a schedule and its next fire times", func(ctx context.Context, c *client, out io.Writer, id string) error {
 			return c.show(ctx, out, schedulesPath+"/"+id)
 		}),
-		byID("pause", "Pause a schedule: no fires until resumed", action("pause")),
-		byID("resume", "Resume a paused schedule", action("resume")),
+		withLong(byID("pause", "Pause a schedule: no fires until resumed (see --help for what resuming writes)", action("pause")),
+			`Pause a schedule: it fires nothing until resumed. The fires it misses while
+paused are missed fires: on resume they follow its misfire_policy, so under
+the default fire_once one catch-up job is written at once for all of them
+(skip writes none; fire_all writes each, up to fire_all_cap), and
+catchup_window_seconds drops those older than the window. To resume without
+a catch-up, set --misfire-policy skip with chime schedule edit first.`),
+		withLong(byID("resume", "Resume a paused schedule (fires missed while paused follow misfire_policy)", action("resume")),
+			`Resume a paused schedule. The fires it missed while paused follow its
+misfire_policy: under the default fire_once, one catch-up job is written at
+once (catch_up = true, missed_fires = how many); skip writes none.`),
 		byID("trigger", "Fire a schedule now (prints the job written)", action("trigger")),
 		byID("delete", "Delete a schedule (its jobs stay)", func(ctx context.Context, c *client, out io.Writer, id string) error {
 			if err := c.do(ctx, "DELETE", schedulesPath+"/"+id, nil, nil, nil); err != nil {
@@ -478,6 +487,11 @@ waits up to 15s for the node to act, then resets what is left.`
 		resetCmd,
 		runCmd,
 	)
+	return cmd
+}
+
+func withLong(cmd *cobra.Command, long string) *cobra.Command {
+	cmd.Long = long
 	return cmd
 }
 
