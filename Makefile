@@ -1,10 +1,13 @@
 # Day-to-day commands; the README's two commands need none of this.
-.PHONY: help run test test/race bench tidy vet
+.PHONY: help build run test test/race walkthrough bench tidy vet
 
 MYSQL_DSN ?= chime_test:chime_test@tcp(127.0.0.1:3306)/chime_test
 
 help: ## list the targets
 	@grep -E '^[a-z/]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+build: ## build the chime binary into ./bin/chime
+	go build -o bin/chime ./cmd/chime
 
 run: ## run a node on the embedded SQLite file chime.db
 	go run ./cmd/chime serve
@@ -13,6 +16,9 @@ test: ## the whole suite, as CI runs it (starts MariaDB if needed)
 	./scripts/test.sh
 
 test/race: test ## same as test: the suite always runs with -race
+
+walkthrough: ## follow the README's quick start with a real binary and server
+	./scripts/walkthrough.sh
 
 vet: ## go vet and gofmt
 	go vet ./...

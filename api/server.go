@@ -45,6 +45,11 @@ type Config struct {
 	Token string
 	// Addr is the listen address (default DefaultAddr).
 	Addr string
+	// Listener, when set, is served instead of listening on Addr (which
+	// still decides the loopback and token checks): app opens it before
+	// the node joins the cluster, so a port in use stops start-up before
+	// the node registers. Start takes it over; Stop closes it.
+	Listener net.Listener
 	// TLSCert and TLSKey are PEM files; set both to serve HTTPS, so a token
 	// never crosses a network in clear. Neither: plain HTTP.
 	TLSCert, TLSKey string
@@ -186,10 +191,13 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.srv != nil {
 		return nil
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("api: listen on %s: %w", s.cfg.Addr, err)
+	ln := s.cfg.Listener
+	if ln == nil {
+		var lc net.ListenConfig
+		var err error
+		if ln, err = lc.Listen(ctx, "tcp", s.cfg.Addr); err != nil {
+			return fmt.Errorf("api: listen on %s: %w", s.cfg.Addr, err)
+		}
 	}
 	base := context.WithoutCancel(ctx)
 	srv := &http.Server{

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -144,6 +145,8 @@ type node struct {
 	tasks       *taskengine.Engine
 	sched       *scheduleengine.Engine
 	api         *api.Server
+	apiLn       net.Listener // opened before joining; served from the end of start
+	apiStarted  bool
 	watchCancel context.CancelFunc
 	watchDone   chan struct{}
 }
@@ -211,6 +214,17 @@ func (n *node) start(ctx context.Context, opts Options) error {
 	if err := n.mailer.set(cfg.SMTP); err != nil {
 		return err
 	}
+	if !slices.Contains(reg.Kinds(), "sleep") {
+		if err := builtin.Register(reg, builtin.WithSender(n.mailer)); err != nil {
+			return err
+		}
+	}
+	// What can fail on this node alone is checked before it joins the
+	// cluster: a bad api.addr, a port in use or a bad TLS pair must not
+	// leave a node row, a lease or claimed jobs behind.
+	if err := n.prepareAPI(reg); err != nil {
+		return err
+	}
 	// Membership first: the task engine's recovery and the scheduler's
 	// election both assume this node is registered and beating.
 	var roles []string
@@ -232,11 +246,6 @@ func (n *node) start(ctx context.Context, opts Options) error {
 		return err
 	}
 	n.cluster = cn
-	if !slices.Contains(reg.Kinds(), "sleep") {
-		if err := builtin.Register(reg, builtin.WithSender(n.mailer)); err != nil {
-			return err
-		}
-	}
 	var wake func()
 	if cfg.TaskEngine.Enabled {
 		te, err := taskengine.New(n.st, taskengine.Config{
@@ -290,24 +299,10 @@ func (n *node) start(ctx context.Context, opts Options) error {
 		}
 		n.sched = se
 	}
-	srv, err := api.New(api.Config{
-		Store: n.st, Registry: reg, Token: cfg.API.Token, Addr: cfg.API.Addr,
-		TLSCert: cfg.API.TLSCert, TLSKey: cfg.API.TLSKey, FailoverAfter: cfg.Cluster.FailoverAfter.D(),
-		Logger: n.log, NodeID: cfg.Node.ID, Settings: n.base,
-		OnSchedulesChanged: func(int64) {
-			if n.sched != nil {
-				n.sched.Refresh()
-			}
-		},
-		OnJobsAdded: wake,
-	})
-	if err != nil {
+	if err := n.api.Start(ctx); err != nil {
 		return err
 	}
-	if err := srv.Start(ctx); err != nil {
-		return err
-	}
-	n.api = srv
+	n.apiStarted = true
 	n.watchSettings(ctx)
 	return nil
 }
@@ -318,8 +313,10 @@ func (n *node) stop(ctx context.Context) error {
 		n.watchCancel()
 		<-n.watchDone
 	}
-	if n.api != nil {
+	if n.api != nil && n.apiStarted {
 		errs = append(errs, n.api.Stop(ctx))
+	} else if n.apiLn != nil {
+		errs = append(errs, n.apiLn.Close())
 	}
 	if n.sched != nil {
 		errs = append(errs, n.sched.Stop(ctx))
@@ -337,6 +334,37 @@ func (n *node) stop(ctx context.Context) error {
 		errs = append(errs, n.cluster.Stop(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// prepareAPI builds the API server and opens its listener. The callbacks
+// reach the engines, which start later, through n.
+func (n *node) prepareAPI(reg *tasks.Registry) error {
+	cfg := n.cfg
+	ln, err := net.Listen("tcp", cfg.API.Addr)
+	if err != nil {
+		return fmt.Errorf("api.addr %s (CHIME_API_ADDR): cannot listen: %w", cfg.API.Addr, err)
+	}
+	n.apiLn = ln
+	srv, err := api.New(api.Config{
+		Store: n.st, Registry: reg, Token: cfg.API.Token, Addr: cfg.API.Addr, Listener: ln,
+		TLSCert: cfg.API.TLSCert, TLSKey: cfg.API.TLSKey, FailoverAfter: cfg.Cluster.FailoverAfter.D(),
+		Logger: n.log, NodeID: cfg.Node.ID, Settings: n.base,
+		OnSchedulesChanged: func(int64) {
+			if n.sched != nil {
+				n.sched.Refresh()
+			}
+		},
+		OnJobsAdded: func() {
+			if n.tasks != nil {
+				n.tasks.Wake()
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	n.api = srv
+	return nil
 }
 
 // senderTuning is the outbox sender's timing; zero fields take

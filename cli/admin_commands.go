@@ -138,7 +138,7 @@ func newDefinitionCommand() *cobra.Command {
 			return nil
 		}),
 	}
-	cmd.AddCommand(addCmd, listCmd, showCmd, deleteCmd)
+	cmd.AddCommand(addCmd, newDefinitionEditCommand(f), listCmd, showCmd, deleteCmd)
 	return cmd
 }
 
@@ -262,14 +262,21 @@ func newScheduleCommand() *cobra.Command {
 				}
 				q.Set("job_definition_id", id)
 			}
+			nm := newNames(ctx, c)
 			return list(ctx, c, out, schedulesPath, q,
 				[]string{"ID", "NAME", "DEFINITION", "TYPE", "SPEC", "TIMEZONE", "STATUS", "NEXT FIRE"},
 				func(s *scheduleRow) []string {
 					next := "-"
-					if len(s.NextFires) > 0 {
+					switch {
+					case s.Status == models.SchedulePaused:
+						// Its next fire times are what it would do; resuming
+						// writes the missed ones as misfire_policy says.
+						next = "- (paused)"
+					case s.Status != models.ScheduleActive:
+					case len(s.NextFires) > 0:
 						next = timeCell(&s.NextFires[0])
 					}
-					return []string{itoa(s.ID), s.Name, itoa(s.JobDefinitionID), string(s.ScheduleType), spec(&s.Schedule),
+					return []string{itoa(s.ID), s.Name, nm.definition(s.JobDefinitionID).name, string(s.ScheduleType), spec(&s.Schedule),
 						s.Timezone, string(s.Status), next}
 				})
 		}),
@@ -295,12 +302,21 @@ func newScheduleCommand() *cobra.Command {
 			return c.post(ctx, out, schedulesPath+"/"+id+"/"+verb, nil)
 		}
 	}
-	cmd.AddCommand(addCmd, listCmd,
+	cmd.AddCommand(addCmd, newScheduleEditCommand(f), listCmd,
 		byID("show", "Show a schedule and its next fire times", func(ctx context.Context, c *client, out io.Writer, id string) error {
 			return c.show(ctx, out, schedulesPath+"/"+id)
 		}),
-		byID("pause", "Pause a schedule: no fires until resumed", action("pause")),
-		byID("resume", "Resume a paused schedule", action("resume")),
+		withLong(byID("pause", "Pause a schedule: no fires until resumed (see --help for what resuming writes)", action("pause")),
+			`Pause a schedule: it fires nothing until resumed. The fires it misses while
+paused are missed fires: on resume they follow its misfire_policy, so under
+the default fire_once one catch-up job is written at once for all of them
+(skip writes none; fire_all writes each, up to fire_all_cap), and
+catchup_window_seconds drops those older than the window. To resume without
+a catch-up, set --misfire-policy skip with chime schedule edit first.`),
+		withLong(byID("resume", "Resume a paused schedule (fires missed while paused follow misfire_policy)", action("resume")),
+			`Resume a paused schedule. The fires it missed while paused follow its
+misfire_policy: under the default fire_once, one catch-up job is written at
+once (catch_up = true, missed_fires = how many); skip writes none.`),
 		byID("trigger", "Fire a schedule now (prints the job written)", action("trigger")),
 		byID("delete", "Delete a schedule (its jobs stay)", func(ctx context.Context, c *client, out io.Writer, id string) error {
 			if err := c.do(ctx, "DELETE", schedulesPath+"/"+id, nil, nil, nil); err != nil {
@@ -375,11 +391,12 @@ func newJobCommand() *cobra.Command {
 				}
 				q.Set(r.key, id)
 			}
+			nm := newNames(ctx, c)
 			return list(ctx, c, out, jobsPath, q,
 				[]string{"ID", "SCHEDULE", "DEFINITION", "STATUS", "CONTROL", "ATTEMPT", "SCHEDULED AT", "STARTED", "FINISHED", "NODE"},
 				func(j *jobRow) []string {
-					return []string{itoa(j.ID), intCell(j.ScheduleID), itoa(j.JobDefinitionID), string(j.Status), str(string(j.Control)),
-						fmt.Sprintf("%d/%d", j.Attempt, j.MaxAttempts), timeCell(&j.ScheduledAt), timeCell(j.StartedAt), timeCell(j.FinishedAt), str(j.NodeID)}
+					return []string{itoa(j.ID), nm.schedule(j.ScheduleID), nm.definition(j.JobDefinitionID).name, string(j.Status), str(string(j.Control)),
+						nm.attempts(j), timeCell(&j.ScheduledAt), timeCell(j.StartedAt), timeCell(j.FinishedAt), str(j.NodeID)}
 				})
 		}),
 	}
@@ -407,26 +424,7 @@ func newJobCommand() *cobra.Command {
 			return c.post(ctx, out, jobsPath+"/"+id+"/"+verb, nil)
 		}
 	}
-	var logLimit int
-	logsCmd := jobArg("logs", "Print a job's log, oldest first", func(ctx context.Context, c *client, out io.Writer, id string) error {
-		q := url.Values{"limit": {strconv.Itoa(logLimit)}}
-		var raw json.RawMessage
-		if err := c.do(ctx, "GET", jobsPath+"/"+id+"/logs", q, nil, &raw); err != nil {
-			return err
-		}
-		if c.output == "json" {
-			return printJSON(out, raw)
-		}
-		var page api.List[models.JobLog]
-		if err := json.Unmarshal(raw, &page); err != nil {
-			return fmt.Errorf("decode logs: %w", err)
-		}
-		for _, l := range page.Items {
-			fmt.Fprintf(out, "%s  %-5s  %s\n", l.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"), inertCell(l.Level), inert(l.Message, false))
-		}
-		return nil
-	})
-	logsCmd.Flags().IntVar(&logLimit, "limit", api.MaxLimit, fmt.Sprintf("most lines to print (1-%d)", api.MaxLimit))
+	logsCmd := newLogsCommand(f)
 
 	var runParams, runAt string
 	runCmd := &cobra.Command{
@@ -489,6 +487,11 @@ waits up to 15s for the node to act, then resets what is left.`
 		resetCmd,
 		runCmd,
 	)
+	return cmd
+}
+
+func withLong(cmd *cobra.Command, long string) *cobra.Command {
+	cmd.Long = long
 	return cmd
 }
 

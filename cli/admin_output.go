@@ -107,9 +107,34 @@ func printFields(w io.Writer, raw []byte) error {
 		if err := dec.Decode(&v); err != nil {
 			return err
 		}
-		fmt.Fprintf(tw, "%s:\t%s\n", inertCell(fmt.Sprint(k)), inertCell(cell(v)))
+		// A multi-line string (a task's result or error) keeps its lines,
+		// each under the first, instead of one line of \n escapes.
+		var lines []string
+		if s, ok := multiline(v); ok {
+			lines = strings.Split(s, "\n")
+		} else {
+			lines = []string{cell(v)}
+		}
+		fmt.Fprintf(tw, "%s:\t%s\n", inertCell(fmt.Sprint(k)), inertCell(lines[0]))
+		for _, l := range lines[1:] {
+			fmt.Fprintf(tw, "\t%s\n", inertCell(l))
+		}
 	}
 	return tw.Flush()
+}
+
+// multiline returns v's text when v is a JSON string of several lines.
+func multiline(v json.RawMessage) (string, bool) {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 || v[0] != '"' {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return "", false
+	}
+	s = strings.TrimRight(s, "\n")
+	return s, strings.Contains(s, "\n")
 }
 
 // cell renders one JSON value for a table: strings bare, null as "-",

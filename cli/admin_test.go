@@ -25,6 +25,14 @@ const cliToken = "cli-test-token"
 // SQLite database and returns its base URL.
 func startAPI(t *testing.T) string {
 	t.Helper()
+	url, _ := startAPIStore(t)
+	return url
+}
+
+// startAPIStore is startAPI that also returns the server's database, for
+// tests that write rows the API only reads (log lines, a job's status).
+func startAPIStore(t *testing.T) (string, *store.Store) {
+	t.Helper()
 	st := testdb.Open(t, store.SQLite)
 	reg := tasks.NewRegistry()
 	reg.MustRegister(sleep.Kind, sleep.New)
@@ -37,7 +45,7 @@ func startAPI(t *testing.T) string {
 		defer cancel()
 		require.NoError(t, srv.Stop(ctx))
 	})
-	return "http://" + srv.Addr()
+	return "http://" + srv.Addr(), st
 }
 
 // chime runs one command line against url and returns its stdout.
@@ -86,8 +94,8 @@ func TestCLIEndToEnd(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3, out)
 	require.Regexp(t, `^ID\s+NAME\s+DEFINITION\s+TYPE\s+SPEC\s+TIMEZONE\s+STATUS\s+NEXT FIRE$`, lines[0])
-	require.Regexp(t, `^2\s+often\s+1\s+interval\s+every 1m30s\s+UTC\s+active\s+\d{4}-`, lines[1], "newest first")
-	require.Regexp(t, `^1\s+nightly\s+1\s+cron\s+0 2 \* \* \*\s+Asia/Tokyo\s+active\s+\d{4}-\d\d-\d\dT17:00:00Z$`, lines[2])
+	require.Regexp(t, `^2\s+often\s+report\s+interval\s+every 1m30s\s+UTC\s+active\s+\d{4}-`, lines[1], "newest first")
+	require.Regexp(t, `^1\s+nightly\s+report\s+cron\s+0 2 \* \* \*\s+Asia/Tokyo\s+active\s+\d{4}-\d\d-\d\dT17:00:00Z$`, lines[2])
 	// Columns are aligned: every row's STATUS starts where the header's does.
 	col := strings.Index(lines[0], "STATUS")
 	for _, l := range lines[1:] {
@@ -112,7 +120,7 @@ func TestCLIEndToEnd(t *testing.T) {
 	require.EqualValues(t, 2, job["max_attempts"])
 
 	out = mustChime(t, url, "job", "list", "--schedule", "nightly")
-	require.Regexp(t, `(?m)^`+jobID+`\s+1\s+1\s+pending\s+-\s+0/2\s`, out)
+	require.Regexp(t, `(?m)^`+jobID+`\s+nightly\s+report\s+pending\s+-\s+0/2\s`, out)
 	out = mustChime(t, url, "job", "logs", jobID)
 	require.Contains(t, out, "triggered through the API from schedule 1")
 
@@ -149,7 +157,7 @@ func TestCLIEndToEnd(t *testing.T) {
 		{[]string{"job", "show", "999"}, "job 999 does not exist"},
 		{[]string{"job", "pause", jobID}, "only a queued or running job can be paused"},
 		{[]string{"job", "reset", jobID, "--force"}, "is canceled"},
-		{[]string{"job", "run", "report", "--params", `{"duration":"x"}`}, "field params.duration"},
+		{[]string{"job", "run", "report", "--params", `{"duration":"x"}`}, "params.duration: "},
 		{[]string{"schedule", "show", "ghost"}, `no schedule named "ghost"`},
 		{[]string{"job", "list", "--status", "done"}, "unknown status"},
 		{[]string{"nodes", "-o", "yaml"}, "want table or json"},

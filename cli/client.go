@@ -29,6 +29,11 @@ const (
 	EnvAPIToken     = "CHIME_API_TOKEN"
 	EnvAPITokenFile = "CHIME_API_TOKEN_FILE"
 	EnvAPICACert    = "CHIME_API_CA_CERT"
+	// EnvAPIAddr and EnvAPITLSCert are the server's (api.addr,
+	// api.tls_cert): without CHIME_API_URL the CLI derives the URL from
+	// them, so moving the server with one variable moves the CLI too.
+	EnvAPIAddr    = "CHIME_API_ADDR"
+	EnvAPITLSCert = "CHIME_API_TLS_CERT"
 )
 
 // DefaultAPIURL is where the admin commands look for the API.
@@ -46,7 +51,8 @@ type clientFlags struct {
 func (f *clientFlags) register(cmd *cobra.Command) {
 	pf := cmd.PersistentFlags()
 	// No defaults shown from the environment: a token must not end up in --help.
-	pf.StringVar(&f.apiURL, "api-url", "", "chime API base URL (default $"+EnvAPIURL+", else "+DefaultAPIURL+")")
+	pf.StringVar(&f.apiURL, "api-url", "", "chime API base URL (default $"+EnvAPIURL+", else from $"+EnvAPIAddr+
+		" as serve reads it, else "+DefaultAPIURL+")")
 	pf.StringVar(&f.token, "token", "", "API bearer token (default $"+EnvAPIToken+", else the token file)")
 	pf.StringVar(&f.tokenFile, "token-file", "", "file holding the API token (default $"+EnvAPITokenFile+
 		", else the file chime serve generates, for a loopback --api-url)")
@@ -71,7 +77,11 @@ func (f *clientFlags) clientWith(getenv func(string) string) (*client, error) {
 		base = getenv(EnvAPIURL)
 	}
 	if base == "" {
-		base = DefaultAPIURL
+		derived, err := urlFromAddr(getenv(EnvAPIAddr), getenv(EnvAPITLSCert) != "")
+		if err != nil {
+			return nil, err
+		}
+		base = derived
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -105,6 +115,30 @@ func (f *clientFlags) clientWith(getenv func(string) string) (*client, error) {
 		hc.Transport = tr
 	}
 	return &client{base: strings.TrimRight(base, "/"), token: token, output: f.output, http: hc}, nil
+}
+
+// urlFromAddr is the URL of a server listening on addr (api.addr): https
+// when it serves TLS, and a wildcard host (0.0.0.0, [::], empty) reached
+// on loopback, where the token file serve generated is also sent.
+func urlFromAddr(addr string, tls bool) (string, error) {
+	if addr == "" {
+		return DefaultAPIURL, nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("%s %q: want host:port such as 127.0.0.1:8080 (or set %s): %v", EnvAPIAddr, addr, EnvAPIURL, err)
+	}
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port), nil
 }
 
 // resolveToken picks the token: --token, $CHIME_API_TOKEN, --token-file,
@@ -154,11 +188,20 @@ type apiError struct {
 	body   api.Error
 }
 
+// The field is added only when the message does not name it already, and
+// a leading "field: " is dropped when the rest names it again, so that
+// "cron_expr: bad cron_expr …" reads "bad cron_expr …".
 func (e *apiError) Error() string {
-	if e.body.Field != "" {
-		return inert(fmt.Sprintf("%s (field %s)", e.body.Error, e.body.Field), false)
+	msg, f := e.body.Error, e.body.Field
+	if f != "" {
+		if rest, ok := strings.CutPrefix(msg, f+": "); ok && strings.Contains(rest, f) {
+			msg = rest
+		}
+		if !strings.Contains(msg, f) {
+			msg = fmt.Sprintf("%s (field %s)", msg, f)
+		}
 	}
-	return inert(e.body.Error, false)
+	return inert(msg, false)
 }
 
 // do sends a request and decodes a 2xx answer into out (unless nil).
@@ -187,7 +230,7 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("cannot reach the chime API at %s (is `chime serve` running? set --api-url or %s): %w", c.base, EnvAPIURL, err)
+		return fmt.Errorf("cannot reach the chime API at %s (is `chime serve` running? set --api-url, %s or %s): %w", c.base, EnvAPIURL, EnvAPIAddr, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))

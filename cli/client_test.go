@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,4 +133,47 @@ func TestCLIOverTLS(t *testing.T) {
 	require.Contains(t, out, "HOSTNAME")
 	_, err = run("nodes")
 	require.ErrorContains(t, err, "certificate", "an unknown CA is refused, not skipped")
+}
+
+// The CLI finds a server moved with CHIME_API_ADDR, the variable serve
+// reads, when CHIME_API_URL is not set; CHIME_API_URL and --api-url win.
+func TestAPIURLFromServeAddr(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		flag string
+		env  map[string]string
+		want string
+	}{
+		{env: nil, want: DefaultAPIURL},
+		{env: map[string]string{EnvAPIAddr: "127.0.0.1:9191"}, want: "http://127.0.0.1:9191"},
+		{env: map[string]string{EnvAPIAddr: "0.0.0.0:9191"}, want: "http://127.0.0.1:9191"},
+		{env: map[string]string{EnvAPIAddr: ":9191"}, want: "http://127.0.0.1:9191"},
+		{env: map[string]string{EnvAPIAddr: "[::]:9191"}, want: "http://[::1]:9191"},
+		{env: map[string]string{EnvAPIAddr: "chime.internal:443", EnvAPITLSCert: "/etc/chime/cert.pem"}, want: "https://chime.internal:443"},
+		{env: map[string]string{EnvAPIAddr: "127.0.0.1:9191", EnvAPIURL: "http://127.0.0.1:7000"}, want: "http://127.0.0.1:7000"},
+		{flag: "http://127.0.0.1:6000", env: map[string]string{EnvAPIAddr: "127.0.0.1:9191"}, want: "http://127.0.0.1:6000"},
+	} {
+		f := &clientFlags{apiURL: c.flag, output: "table", token: "t"}
+		cl, err := f.clientWith(fakeEnv(c.env))
+		require.NoError(t, err, c.env)
+		require.Equal(t, c.want, cl.base, c.env)
+	}
+	f := &clientFlags{output: "table", token: "t"}
+	_, err := f.clientWith(fakeEnv(map[string]string{EnvAPIAddr: "no-port"}))
+	require.ErrorContains(t, err, EnvAPIAddr)
+}
+
+// End to end: a server on another port is reached through CHIME_API_ADDR.
+// Not parallel: it sets the process's environment.
+func TestCLIFindsServerFromAPIAddr(t *testing.T) {
+	url := startAPI(t)
+	t.Setenv(EnvAPIURL, "")
+	t.Setenv(EnvAPIAddr, strings.TrimPrefix(url, "http://"))
+	cmd := NewRootCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"nodes", "--token", cliToken})
+	require.NoError(t, cmd.ExecuteContext(context.Background()), out.String())
+	require.Contains(t, out.String(), "HOSTNAME")
 }

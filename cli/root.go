@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/sirupsen/logrus"
@@ -49,12 +50,42 @@ func NewRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&g.configFile, "config", "", "configuration file (YAML); CHIME_* variables override it")
-	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "", "text or json (overrides log.format)")
-	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "", "trace, debug, info, warn or error (overrides log.level)")
-	root.AddCommand(newServeCommand(g), newMigrateCommand(g), newVersionCommand(), newBenchCommand(g))
+	// The configuration flags belong to the commands that read the
+	// configuration; the admin commands talk to a server and take its
+	// URL and token instead.
+	server := []*cobra.Command{newServeCommand(g), newMigrateCommand(g), newBenchCommand(g)}
+	for _, c := range server {
+		g.register(c)
+	}
+	root.AddCommand(server...)
+	root.AddCommand(newVersionCommand())
 	root.AddCommand(adminCommands()...)
 	return root
+}
+
+func (g *globals) register(cmd *cobra.Command) {
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&g.configFile, "config", "", "configuration file (YAML; the embedded default is configs/chime.yaml); CHIME_* variables override it")
+	pf.StringVar(&g.logFormat, "log-format", "", "text or json (overrides log.format)")
+	pf.StringVar(&g.logLevel, "log-level", "", "trace, debug, info, warn or error (overrides log.level)")
+}
+
+// envHelp lists the environment variables a server-side command reads,
+// one per configuration key, for --help.
+func envHelp() string {
+	var b strings.Builder
+	b.WriteString("Environment (each overrides the key of the same path in chime.yaml; see the README's table):\n")
+	line := " "
+	for _, k := range configs.Keys() {
+		name := " " + configs.EnvName(k)
+		if len(line)+len(name) > 78 {
+			b.WriteString(line + "\n")
+			line = " "
+		}
+		line += name
+	}
+	b.WriteString(line)
+	return b.String()
 }
 
 // load reads configuration and builds the logger for a server-side command.
@@ -87,7 +118,13 @@ func newServeCommand(g *globals) *cobra.Command {
 		Short: "Run a chime node: schedule engine, task engine and API",
 		Long: `Run a chime node until SIGINT or SIGTERM. Both engines run by default;
 --scheduler=false makes a worker-only node and --worker=false a scheduler-only
-node, so a cluster can split the roles.`,
+node, so a cluster can split the roles.
+
+Without configuration it runs on the SQLite file chime.db in the working
+directory, serves the API on 127.0.0.1:8080 and writes its token to
+~/.config/chime/api.token (CHIME_API_TOKEN_FILE), where the CLI finds it.
+
+` + envHelp(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, log, err := g.load(cmd.ErrOrStderr())
 			if err != nil {

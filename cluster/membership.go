@@ -46,6 +46,13 @@ func (m *Membership) Register(ctx context.Context) error {
 	m.mu.Lock()
 	m.contactSince = start
 	m.mu.Unlock()
+	// Tidying only: a failure costs a stale row in `chime nodes`, not the start.
+	gone, err := m.st.DeleteReplacedNodes(ctx, m.info.Hostname, m.info.ID)
+	if err != nil {
+		m.log.WithError(err).Warn("could not delete the rows of this host's earlier processes from nodes")
+	} else if len(gone) > 0 {
+		m.log.WithField("nodes", gone).Info("deleted the rows of this host's earlier processes (default node ids) from nodes")
+	}
 	return nil
 }
 

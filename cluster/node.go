@@ -10,6 +10,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/store"
 )
 
@@ -188,6 +189,9 @@ func (n *Node) maintLoop(ctx context.Context) {
 		}
 		leading := n.maint.Leading()
 		now := n.cfg.Clock.Now()
+		if leading || wasLeading {
+			n.refreshWaiting(ctx, leading)
+		}
 		if leading && !wasLeading {
 			retainDue = now.Add(n.cfg.Heartbeat)
 		}
@@ -209,4 +213,25 @@ func (n *Node) maintLoop(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// refreshWaiting sets chime_jobs_waiting: the count while this node holds
+// the maintenance lease, 0 once it has lost it, so that summing the gauge
+// over nodes gives the count whichever node leads. A failed count leaves
+// the last value.
+func (n *Node) refreshWaiting(ctx context.Context, leading bool) {
+	if !leading {
+		metrics.JobsWaiting.Set(0)
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, n.cfg.opTimeout())
+	defer cancel()
+	waiting, err := n.st.CountWaitingJobs(cctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			n.log.WithError(err).Warn("counting waiting jobs for chime_jobs_waiting failed; retrying next pass")
+		}
+		return
+	}
+	metrics.JobsWaiting.Set(float64(waiting))
 }

@@ -32,7 +32,9 @@ if [[ $# -eq 0 ]]; then
 fi
 go vet ./...
 go test -race -count=1 -timeout 18m "$@"
-# The whole suite also gives every fuzz target a short search beyond its seeds.
+# The whole suite also gives every fuzz target a short search beyond its seeds,
+# and follows the README's quick start with a real binary and server.
 if [[ $full -eq 1 ]]; then
   ./scripts/fuzz.sh
+  ./scripts/walkthrough.sh
 fi

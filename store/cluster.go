@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/chimesched/chime/models"
 )
 
 // Node statuses in nodes.status.
@@ -203,4 +205,71 @@ func (s *Store) OrphanNodes(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("find nodes holding jobs without being alive: %w", err)
 	}
 	return ids, nil
+}
+
+// DeleteReplacedNodes deletes the rows that earlier processes on hostname
+// left under their default id (hostname-pid, see configs) once they
+// stopped or were declared dead, and returns their ids. keep is the caller's
+// own id. A row that still names a queued, running or paused job stays
+// for the reaper; a row whose id was chosen (CHIME_NODE_ID) stays too:
+// such a node takes its row over when it comes back. Without this every
+// restart with the default id left one more stopped row in `chime nodes`
+// until retention. jobs.node_id keeps the id string, and nothing joins
+// on the row of a finished job's node.
+func (s *Store) DeleteReplacedNodes(ctx context.Context, hostname, keep string) ([]string, error) {
+	if hostname == "" {
+		return nil, nil
+	}
+	rows, err := s.sqlDB.QueryContext(ctx, "SELECT id, pid FROM nodes WHERE hostname = ? AND id <> ? AND status IN (?, ?)",
+		hostname, keep, NodeStopped, NodeDead)
+	if err != nil {
+		return nil, fmt.Errorf("find replaced nodes of %s: %w", hostname, err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		var pid int
+		if err := rows.Scan(&id, &pid); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("find replaced nodes of %s: %w", hostname, err)
+		}
+		if id == fmt.Sprintf("%s-%d", hostname, pid) {
+			ids = append(ids, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("find replaced nodes of %s: %w", hostname, err)
+	}
+	var gone []string
+	for _, id := range ids {
+		// Guarded again: the row may have come back to life, or been
+		// given jobs, since the SELECT.
+		res := s.db.WithContext(ctx).Exec(`DELETE FROM nodes WHERE id = ? AND status IN ?
+			AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.node_id = ? AND jobs.status IN ?)`,
+			id, []string{NodeStopped, NodeDead}, id, activeStatuses)
+		if res.Error != nil {
+			return gone, fmt.Errorf("delete replaced node %s: %w", id, res.Error)
+		}
+		if res.RowsAffected > 0 {
+			gone = append(gone, id)
+		}
+	}
+	return gone, nil
+}
+
+// CountWaitingJobs counts the pending jobs that are due by the database's
+// clock: the backlog no worker has claimed. idx_jobs_claim (status, run_at)
+// answers it from the index alone.
+func (s *Store) CountWaitingJobs(ctx context.Context) (int64, error) {
+	now, err := s.DBNow(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := s.db.WithContext(ctx).Raw("SELECT COUNT(*) FROM jobs WHERE status = ? AND run_at <= ?", models.JobPending, now).
+		Scan(&n).Error; err != nil {
+		return 0, fmt.Errorf("count waiting jobs: %w", err)
+	}
+	return n, nil
 }

@@ -76,7 +76,10 @@ func Open(ctx context.Context, cfg Config) (st *Store, err error) {
 	case MySQL:
 		dsn, err := mysqlDSN(ctx, cfg.DSN)
 		if err != nil {
-			return nil, err
+			// A missing database is created, a malformed DSN explained.
+			if dsn, err = mysqlFirstRun(ctx, cfg.DSN, cfg.Logger, err, mysqlDSN); err != nil {
+				return nil, err
+			}
 		}
 		dialector = mysql.New(mysql.Config{DSN: dsn})
 		if cfg.MaxOpenConns == 0 {

@@ -65,6 +65,12 @@ var (
 	NotificationFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "chime_notification_failures_total", Help: "Notification emails that failed after retries.",
 	})
+	// JobsWaiting is the number of pending jobs that are due, counted by the
+	// node holding the maintenance lease (0 on the others).
+	JobsWaiting = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "chime_jobs_waiting",
+		Help: "Pending jobs whose run_at has come: due but not yet claimed by a worker. Set by the maintenance leader, 0 on other nodes.",
+	})
 	// IsLeader is 1 while this node holds the scheduler lease.
 	IsLeader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "chime_scheduler_leader", Help: "1 while this node holds the scheduler lease."})
 )
@@ -75,6 +81,6 @@ func init() {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		Fires, DuplicateFires, MisfiresCollapsed, MisfiresDropped, FireLateness,
 		JobsFinished, JobDuration, JobStartLateness, PoolBusy, PoolCapacity,
-		ClaimDuration, PollDuration, NotificationFailures, IsLeader,
+		ClaimDuration, PollDuration, NotificationFailures, IsLeader, JobsWaiting,
 	)
 }

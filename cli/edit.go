@@ -1,0 +1,231 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chimesched/chime/models"
+)
+
+// editBody collects the flags the user gave into a PATCH body: flags not
+// given are not sent, so the stored values stay. set maps a flag to its
+// body key and value; the value is read when the command runs.
+type editBody struct {
+	fields []editField
+}
+
+type editField struct {
+	flag, key string
+	value     func() (any, error)
+}
+
+func (b *editBody) add(flag, key string, value func() (any, error)) {
+	b.fields = append(b.fields, editField{flag, key, value})
+}
+
+func (b *editBody) build(cmd *cobra.Command) (map[string]any, error) {
+	body := map[string]any{}
+	for _, f := range b.fields {
+		if !cmd.Flags().Changed(f.flag) {
+			continue
+		}
+		v, err := f.value()
+		if err != nil {
+			return nil, err
+		}
+		body[f.key] = v
+	}
+	return body, nil
+}
+
+var errNoChange = errors.New("nothing to change: give at least one flag (see --help)")
+
+func strVal(p *string) func() (any, error) { return func() (any, error) { return *p, nil } }
+func intVal(p *int) func() (any, error)    { return func() (any, error) { return *p, nil } }
+
+// patch sends body to path and prints the row the API answers with.
+func (c *client) patch(ctx context.Context, out io.Writer, path string, body any) error {
+	var raw json.RawMessage
+	if err := c.do(ctx, "PATCH", path, nil, body, &raw); err != nil {
+		return err
+	}
+	return c.printRow(out, raw)
+}
+
+func newDefinitionEditCommand(f *clientFlags) *cobra.Command {
+	var (
+		b                                               editBody
+		name, taskType, params, descr, notifyOn, emails string
+		timeout, attempts, backoff                      int
+		recovery                                        bool
+	)
+	cmd := &cobra.Command{
+		Use:   "edit ID|NAME [flags]",
+		Short: "Change a job definition: only the flags given change",
+		Long: `Change a job definition. Only the flags given are changed; the others keep
+their stored value. Its schedules fire with the new values from their next
+fire on; jobs already written keep the params they were written with.`,
+		Example: `  chime definition edit hello --params '{"command":"echo hello again"}'
+  chime definition edit nightly-backup --max-attempts 5 --notify-on failure --notify-emails ops@example.com`,
+		Args: cobra.ExactArgs(1),
+	}
+	b.add("name", "name", strVal(&name))
+	b.add("task-type", "task_type", strVal(&taskType))
+	b.add("params", "default_params", func() (any, error) { return jsonFlag("params", params) })
+	b.add("description", "description", strVal(&descr))
+	b.add("timeout", "timeout_seconds", intVal(&timeout))
+	b.add("max-attempts", "max_attempts", intVal(&attempts))
+	b.add("retry-backoff", "retry_backoff_seconds", intVal(&backoff))
+	b.add("notify-on", "notify_on", strVal(&notifyOn))
+	b.add("notify-emails", "notify_emails", strVal(&emails))
+	b.add("requests-recovery", "requests_recovery", func() (any, error) { return recovery, nil })
+	cmd.RunE = runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
+		body, err := b.build(cmd)
+		if err != nil {
+			return err
+		}
+		if len(body) == 0 {
+			return errNoChange
+		}
+		id, err := c.resolve(ctx, definitionsPath, "job definition", args[0])
+		if err != nil {
+			return err
+		}
+		return c.patch(ctx, out, definitionsPath+"/"+id, body)
+	})
+	fl := cmd.Flags()
+	fl.StringVar(&name, "name", "", "new name")
+	fl.StringVar(&taskType, "task-type", "", "registered task type")
+	fl.StringVar(&params, "params", "", "default params, a JSON object (replaces the stored one)")
+	fl.StringVar(&descr, "description", "", "free text")
+	fl.IntVar(&timeout, "timeout", 0, "seconds before a run is stopped (0 = none)")
+	fl.IntVar(&attempts, "max-attempts", 1, "attempts per job, retries included")
+	fl.IntVar(&backoff, "retry-backoff", 10, "seconds between attempts")
+	fl.StringVar(&notifyOn, "notify-on", "", "email on never, failure, success or always")
+	fl.StringVar(&emails, "notify-emails", "", "comma-separated addresses")
+	fl.BoolVar(&recovery, "requests-recovery", true, "run a job cut off by the loss of its node again without using an attempt")
+	return cmd
+}
+
+func newScheduleEditCommand(f *clientFlags) *cobra.Command {
+	var (
+		b                                                                        editBody
+		name, def, cron, every, at, tz, start, end, misfire, concurrency, params string
+		maxRuns, catchup                                                         int
+	)
+	cmd := &cobra.Command{
+		Use:   "edit ID|NAME [flags]",
+		Short: "Change a schedule: only the flags given change",
+		Long: `Change a schedule. Only the flags given are changed; the others keep their
+stored value. --cron, --every or --at switch the schedule to that kind. Editing
+an invalid or completed schedule makes it active again (the edit is how it is
+fixed or extended); a paused one stays paused. The schedule engine applies the
+change at once.`,
+		Example: `  chime schedule edit hello-10s --cron '*/30 * * * * *'
+  chime schedule edit nightly --timezone Europe/Berlin --misfire-policy skip
+  chime schedule edit report --max-runs 0   # no limit any more`,
+		Args: cobra.ExactArgs(1),
+	}
+	b.add("name", "name", strVal(&name))
+	b.add("timezone", "timezone", strVal(&tz))
+	b.add("start-at", "start_at", nullable(&start))
+	b.add("end-at", "end_at", nullable(&end))
+	b.add("misfire-policy", "misfire_policy", strVal(&misfire))
+	b.add("concurrency", "concurrency", strVal(&concurrency))
+	b.add("max-runs", "max_runs", func() (any, error) {
+		if maxRuns <= 0 {
+			return nil, nil
+		}
+		return maxRuns, nil
+	})
+	b.add("catchup-window", "catchup_window_seconds", func() (any, error) {
+		if catchup < 0 {
+			return nil, nil
+		}
+		return catchup, nil
+	})
+	b.add("params", "params", func() (any, error) {
+		if params == "" {
+			return nil, nil
+		}
+		return jsonFlag("params", params)
+	})
+	cmd.RunE = runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
+		kinds := 0
+		for _, fl := range []string{"cron", "every", "at"} {
+			if cmd.Flags().Changed(fl) {
+				kinds++
+			}
+		}
+		if kinds > 1 {
+			return errors.New("give at most one of --cron, --every or --at")
+		}
+		body, err := b.build(cmd)
+		if err != nil {
+			return err
+		}
+		if kinds == 1 {
+			// Switching kind clears the other spec columns.
+			body["cron_expr"], body["interval_seconds"], body["run_at"] = nil, nil, nil
+			switch {
+			case cmd.Flags().Changed("cron"):
+				body["schedule_type"], body["cron_expr"] = models.ScheduleCron, cron
+			case cmd.Flags().Changed("every"):
+				d, err := time.ParseDuration(every)
+				if err != nil || d < time.Second || d%time.Second != 0 {
+					return fmt.Errorf("--every %q: want a whole number of seconds such as 30s, 5m or 1h", every)
+				}
+				body["schedule_type"], body["interval_seconds"] = models.ScheduleInterval, int64(d/time.Second)
+			default:
+				body["schedule_type"], body["run_at"] = models.ScheduleOnce, at
+			}
+		}
+		if cmd.Flags().Changed("definition") {
+			id, err := c.resolve(ctx, definitionsPath, "job definition", def)
+			if err != nil {
+				return err
+			}
+			body["job_definition_id"], _ = strconv.ParseInt(id, 10, 64)
+		}
+		if len(body) == 0 {
+			return errNoChange
+		}
+		id, err := c.resolve(ctx, schedulesPath, "schedule", args[0])
+		if err != nil {
+			return err
+		}
+		return c.patch(ctx, out, schedulesPath+"/"+id, body)
+	})
+	fl := cmd.Flags()
+	fl.StringVar(&name, "name", "", "new name")
+	fl.StringVar(&def, "definition", "", "job definition to run, by id or name")
+	fl.StringVar(&cron, "cron", "", `make it a cron schedule: 5 fields, 6 with seconds, or "@daily", "@every 5m"`)
+	fl.StringVar(&every, "every", "", "make it an interval schedule: 30s, 5m, 1h")
+	fl.StringVar(&at, "at", "", "make it a once schedule at this RFC 3339 time")
+	fl.StringVar(&tz, "timezone", "", "IANA time zone of the cron expression")
+	fl.StringVar(&start, "start-at", "", `no fire before this RFC 3339 time ("" = no bound)`)
+	fl.StringVar(&end, "end-at", "", `no fire after this RFC 3339 time ("" = no bound)`)
+	fl.IntVar(&maxRuns, "max-runs", 0, "stop after this many fires (0 = no limit)")
+	fl.StringVar(&misfire, "misfire-policy", "", "fire_once, skip or fire_all")
+	fl.IntVar(&catchup, "catchup-window", -1, "seconds: missed fires older than this are dropped; -1 = no bound")
+	fl.StringVar(&concurrency, "concurrency", "", "allow or forbid overlapping jobs")
+	fl.StringVar(&params, "params", "", `params merged over the definition's defaults, a JSON object ("" = none)`)
+	return cmd
+}
+
+// nullable sends an empty flag as null, which clears the column.
+func nullable(p *string) func() (any, error) {
+	return func() (any, error) {
+		if *p == "" {
+			return nil, nil
+		}
+		return *p, nil
+	}
+}

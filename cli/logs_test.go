@@ -1,0 +1,186 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+)
+
+// chimeSplit runs one command line against url with its own context and
+// returns stdout and stderr apart: the paging hint goes to stderr.
+func chimeSplit(ctx context.Context, url string, args ...string) (string, string, error) {
+	cmd := NewRootCommand()
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(append(args, "--api-url", url, "--token", cliToken))
+	err := cmd.ExecuteContext(ctx)
+	return out.String(), errOut.String(), err
+}
+
+// addLines writes log lines "line from..to-1" of job.
+func addLines(t *testing.T, st *store.Store, job int64, from, to int) {
+	t.Helper()
+	logs := make([]models.JobLog, 0, to-from)
+	for i := from; i < to; i++ {
+		logs = append(logs, models.JobLog{JobID: job, Level: "info", Message: fmt.Sprintf("line %d", i), CreatedAt: store.DBTime(time.Now())})
+	}
+	require.NoError(t, st.InsertJobLogs(context.Background(), logs))
+}
+
+var logLine = regexp.MustCompile(`(?m)^\S+Z  info   line (\d+)$`)
+
+// numbers returns the line numbers printed, in order.
+func numbers(out string) []string {
+	var n []string
+	for _, m := range logLine.FindAllStringSubmatch(out, -1) {
+		n = append(n, m[1])
+	}
+	return n
+}
+
+func seq(from, to int) []string {
+	var s []string
+	for i := from; i < to; i++ {
+		s = append(s, fmt.Sprint(i))
+	}
+	return s
+}
+
+// A chatty job's log is not cut at the first page without a word: the
+// hint says how to go on, --cursor continues, --limit 0 prints it all and
+// --tail shows its end.
+func TestCLIJobLogsPaging(t *testing.T) {
+	t.Parallel()
+	url, st := startAPIStore(t)
+	def := testdb.Definition(t, st, 1)
+	job := testdb.Job(t, st, def, models.JobSucceeded, "", 1, nil)
+	id := fmt.Sprint(job.ID)
+	addLines(t, st, job.ID, 0, 1203)
+	ctx := context.Background()
+
+	out, hint, err := chimeSplit(ctx, url, "job", "logs", id)
+	require.NoError(t, err)
+	require.Equal(t, seq(0, DefaultLogLimit), numbers(out))
+	m := regexp.MustCompile(`^\(more lines: add --cursor (\S+) to go on, --tail N for the last N`).FindStringSubmatch(hint)
+	require.NotNil(t, m, "stderr: %q", hint)
+
+	out, hint, err = chimeSplit(ctx, url, "job", "logs", id, "--cursor", m[1], "--limit", "1000")
+	require.NoError(t, err)
+	require.Equal(t, seq(500, 1203), numbers(out), "the cursor continues after the last line shown")
+	require.Empty(t, hint, "no hint at the end of the log")
+
+	out, _, err = chimeSplit(ctx, url, "job", "logs", id, "--limit", "0")
+	require.NoError(t, err)
+	require.Equal(t, seq(0, 1203), numbers(out))
+
+	out, hint, err = chimeSplit(ctx, url, "job", "logs", id, "--limit", "703")
+	require.NoError(t, err)
+	require.Equal(t, seq(0, 703), numbers(out), "a limit above one API page")
+	require.Contains(t, hint, "more lines")
+
+	out, _, err = chimeSplit(ctx, url, "job", "logs", id, "--tail", "3")
+	require.NoError(t, err)
+	require.Equal(t, seq(1200, 1203), numbers(out))
+
+	out, _, err = chimeSplit(ctx, url, "job", "logs", id, "--tail", "2", "-o", "json")
+	require.NoError(t, err)
+	rows := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, rows, 2, "JSON Lines: one object per line")
+	var l models.JobLog
+	require.NoError(t, json.Unmarshal([]byte(rows[1]), &l))
+	require.Equal(t, "line 1202", l.Message)
+
+	_, _, err = chimeSplit(ctx, url, "job", "logs", id, "--tail", "2", "--limit", "5")
+	require.ErrorContains(t, err, "none of the others can be")
+}
+
+// --follow prints new lines as they come and returns once the job has
+// finished, with the lines written up to then; Ctrl-C ends it cleanly.
+func TestCLIJobLogsFollow(t *testing.T) {
+	t.Parallel()
+	url, st := startAPIStore(t)
+	def := testdb.Definition(t, st, 1)
+	job := testdb.Job(t, st, def, models.JobRunning, "n1", 1, nil)
+	id := fmt.Sprint(job.ID)
+	addLines(t, st, job.ID, 0, 3)
+
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		cmd := NewRootCommand()
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs([]string{"job", "logs", id, "--follow", "--interval", "20ms", "--api-url", url, "--token", cliToken})
+		done <- cmd.ExecuteContext(context.Background())
+	}()
+	require.Eventually(t, func() bool { return len(numbers(out.String())) == 3 }, 10*time.Second, 10*time.Millisecond)
+	addLines(t, st, job.ID, 3, 5)
+	require.Eventually(t, func() bool { return len(numbers(out.String())) == 5 }, 10*time.Second, 10*time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("follow ended while the job runs: %v", err)
+	default:
+	}
+	require.NoError(t, st.DB().Model(&models.Job{}).Where("id = ?", job.ID).Update("status", models.JobSucceeded).Error)
+	// The engine logs the final line just after the transition.
+	addLines(t, st, job.ID, 5, 6)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("follow did not end after the job finished")
+	}
+	require.Equal(t, seq(0, 6), numbers(out.String()))
+
+	// Ctrl-C: the context ends, the command returns without an error.
+	running := testdb.Job(t, st, def, models.JobRunning, "n1", 1, nil)
+	addLines(t, st, running.ID, 0, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	var out2 syncBuffer
+	go func() {
+		cmd := NewRootCommand()
+		cmd.SetOut(&out2)
+		cmd.SetErr(&out2)
+		cmd.SetArgs([]string{"job", "logs", fmt.Sprint(running.ID), "-f", "--interval", "20ms", "--api-url", url, "--token", cliToken})
+		done <- cmd.ExecuteContext(ctx)
+	}()
+	require.Eventually(t, func() bool { return len(numbers(out2.String())) == 1 }, 10*time.Second, 10*time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("follow did not end on cancel")
+	}
+}
+
+// syncBuffer is a bytes.Buffer a test may read while a command writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
