@@ -91,13 +91,23 @@ func TestLiveSettingsOnTwoNodes(t *testing.T) {
 			return true
 		}, 20*time.Second, 20*time.Millisecond, "both nodes apply the rows within the sync interval")
 
-		for _, h := range []*test.Hook{hook1, hook2} {
+		// The pass that applied the live keys may still be logging the
+		// others: wait for its lines rather than read them half-written.
+		warnings := func(h *test.Hook) map[string]string {
 			warned := map[string]string{}
 			for _, e := range h.AllEntries() {
 				if k, ok := e.Data["key"].(string); ok && e.Level == logrus.WarnLevel {
 					warned[k] = e.Message
 				}
 			}
+			return warned
+		}
+		for _, h := range []*test.Hook{hook1, hook2} {
+			require.Eventually(t, func() bool {
+				_, ok := warnings(h)["scheduleengine.fire_all_cap"]
+				return ok
+			}, 20*time.Second, 20*time.Millisecond, "the restart-only key is logged")
+			warned := warnings(h)
 			require.Contains(t, warned["taskengine.poolsize"], "did you mean taskengine.pool_size?")
 			require.Contains(t, warned["node.id"], "only in the configuration file or by CHIME_NODE_ID")
 			require.Contains(t, warned["scheduleengine.fire_all_cap"], "takes effect at restart")
