@@ -21,6 +21,7 @@ import (
 	"github.com/chimesched/chime/api"
 	"github.com/chimesched/chime/cluster"
 	"github.com/chimesched/chime/configs"
+	"github.com/chimesched/chime/console"
 	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/notify"
 	"github.com/chimesched/chime/scheduleengine"
@@ -287,6 +288,13 @@ func (n *node) start(ctx context.Context, opts Options) error {
 		}
 		n.sched = se
 	}
+	con, err := console.New(console.Config{
+		Store: n.st, Registry: reg, Token: cfg.API.Token, Secure: cfg.API.TLSCert != "",
+		FailoverAfter: cfg.Cluster.FailoverAfter.D(), Logger: n.log, Version: Version,
+	})
+	if err != nil {
+		return err
+	}
 	srv, err := api.New(api.Config{
 		Store: n.st, Registry: reg, Token: cfg.API.Token, Addr: cfg.API.Addr,
 		TLSCert: cfg.API.TLSCert, TLSKey: cfg.API.TLSKey, FailoverAfter: cfg.Cluster.FailoverAfter.D(),
@@ -297,6 +305,7 @@ func (n *node) start(ctx context.Context, opts Options) error {
 			}
 		},
 		OnJobsAdded: wake,
+		Console:     con.Handler,
 	})
 	if err != nil {
 		return err
