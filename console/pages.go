@@ -510,7 +510,7 @@ func (c *Console) jobLog(w http.ResponseWriter, r *http.Request, s *session) {
 		Words    string `json:"words"`
 		Finished bool   `json:"finished"`
 		Lines    []line `json:"lines"`
-	}{Status: string(j.Status), Words: jobStatusWords(j), Finished: j.Status.Finished(), Lines: []line{}}
+	}{Status: string(j.Status), Words: jobStatusWords(*j), Finished: j.Status.Finished(), Lines: []line{}}
 	for _, l := range logs {
 		out.Lines = append(out.Lines, line{l.ID, l.CreatedAt.UTC().Format(time.RFC3339Nano), l.Level, l.Message})
 	}

@@ -41,15 +41,15 @@ var funcs = template.FuncMap{
 	"specWords": specWords,
 	"barHeight": barHeight,
 	"mul":       func(a, b int) int { return a * b },
-	"canPause":  func(j *models.Job) bool { return j.Status == models.JobQueued || j.Status == models.JobRunning },
-	"canResume": func(j *models.Job) bool {
+	"canPause":  func(j models.Job) bool { return j.Status == models.JobQueued || j.Status == models.JobRunning },
+	"canResume": func(j models.Job) bool {
 		return j.Status == models.JobPaused || (j.Control == models.ControlPause && !j.Status.Finished())
 	},
-	"canStop": func(j *models.Job) bool { return !j.Status.Finished() },
-	"canReset": func(j *models.Job) bool {
+	"canStop": func(j models.Job) bool { return !j.Status.Finished() },
+	"canReset": func(j models.Job) bool {
 		return j.Status == models.JobQueued || j.Status == models.JobRunning || j.Status == models.JobPaused
 	},
-	"finished":    func(j *models.Job) bool { return j.Status.Finished() },
+	"finished":    func(j models.Job) bool { return j.Status.Finished() },
 	"fieldError":  func(errs map[string]string, f string) string { return errs[f] },
 	"hasPrefix":   strings.HasPrefix,
 	"int64":       func(i int64) string { return strconv.FormatInt(i, 10) },
@@ -169,7 +169,7 @@ var jobWords = map[models.JobStatus]string{
 
 // jobStatusWords says a job's state in words, with a pending control
 // request, since the status alone hides it.
-func jobStatusWords(j *models.Job) string {
+func jobStatusWords(j models.Job) string {
 	w := jobWords[j.Status]
 	if w == "" {
 		w = string(j.Status)
