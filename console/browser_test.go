@@ -231,7 +231,7 @@ func browserFlow(t *testing.T, ctx context.Context, base string, st *store.Store
 
 	// Open a failed job and read its error and log.
 	failDef := definition(t, st, "fails", `{"duration": "10ms", "fail": true}`)
-	failed := adHoc(t, st, failDef, "")
+	failed := adHoc(t, st, failDef, `{"duration": "10ms", "fail": true}`)
 	require.Eventually(t, func() bool { return jobStatus(t, st, failed) == models.JobFailed }, 20*time.Second, 50*time.Millisecond)
 	do(t, ctx,
 		chromedp.Navigate(base+"/jobs?status=failed"),
@@ -283,9 +283,9 @@ func definition(t *testing.T, st *store.Store, name, params string) int64 {
 func screenshots(t *testing.T, ctx context.Context, base string, st *store.Store, dir string) {
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	fillForPictures(t, st)
-	var failed []models.Job
-	failed, err := st.Admin().ListJobs(ctx, &store.AdminListParams{Status: "failed", Limit: 1})
-	require.NoError(t, err)
+	// The flow's failed job has the engine's own log lines.
+	var failed int64
+	require.NoError(t, st.DB().Raw(`SELECT id FROM jobs WHERE error LIKE '%failing as asked%'`).Scan(&failed).Error)
 	var schID int64
 	require.NoError(t, st.DB().Raw(`SELECT id FROM schedules WHERE name = 'nightly-report'`).Scan(&schID).Error)
 	shot := func(name, path, wait string) {
@@ -303,7 +303,7 @@ func screenshots(t *testing.T, ctx context.Context, base string, st *store.Store
 	shot("console-schedules.png", "/schedules", "#schedules")
 	shot("console-schedule.png", fmt.Sprintf("/schedules/%d", schID), "#h-fires")
 	shot("console-jobs.png", "/jobs", "#jobs")
-	shot("console-job.png", fmt.Sprintf("/jobs/%d", failed[0].ID), "#job-log")
+	shot("console-job.png", fmt.Sprintf("/jobs/%d", failed), "#job-log")
 	shot("console-nodes.png", "/nodes", "#nodes")
 	do(t, ctx, colorScheme("dark"))
 	shot("console-overview-dark.png", "/", "#h-status")
@@ -328,26 +328,29 @@ func fillForPictures(t *testing.T, st *store.Store) {
 			misfire_policy, concurrency, status, status_reason, created_at, updated_at)
 			VALUES (?, ?, 'cron', ?, 'Europe/Paris', 'fire_once', 'forbid', ?, '', ?, ?)`, s.name, defs[s.def], s.cron, s.status, now, now).Error)
 	}
-	var ids []int64
-	require.NoError(t, db.Raw(`SELECT id FROM schedules ORDER BY id`).Scan(&ids).Error)
+	var rows []models.Schedule
+	require.NoError(t, db.Select("id, job_definition_id").Order("id").Find(&rows).Error)
 	var sb strings.Builder
 	var args []any
 	sb.WriteString(`INSERT INTO jobs (schedule_id, job_definition_id, scheduled_at, run_at, status, control, attempt, max_attempts,
 		node_id, started_at, finished_at, result, error, created_at, updated_at) VALUES `)
-	for i := 0; i < 180; i++ {
-		at := now.Add(-time.Duration(i) * 20 * time.Second)
-		status, errText, result := "succeeded", any(nil), any("ok")
-		if i%11 == 3 {
-			status, errText, result = "failed", "exit status 1: connection refused by crm.example.com:443", nil
+	// An hour of uneven load, oldest first so ids grow with time.
+	n := 0
+	for m := 59; m >= 1; m-- {
+		for k := range 1 + (m*7)%5 + (m/20)*2 {
+			at := now.Truncate(time.Minute).Add(-time.Duration(m)*time.Minute + time.Duration(k)*7*time.Second)
+			status, errText, result := "succeeded", any(nil), any("ok")
+			if (m+k)%9 == 4 {
+				status, errText, result = "failed", "exit status 1: connection refused by crm.example.com:443", nil
+			}
+			if n > 0 {
+				sb.WriteString(",")
+			}
+			n++
+			sb.WriteString("(?, ?, ?, ?, ?, '', 1, 1, 'node-sqlite', ?, ?, ?, ?, ?, ?)")
+			sch := rows[n%len(rows)]
+			args = append(args, sch.ID, sch.JobDefinitionID, at, at, status, at, at.Add(1500*time.Millisecond), result, errText, at, at)
 		}
-		if i > 0 {
-			sb.WriteString(",")
-		}
-		sb.WriteString("(?, ?, ?, ?, ?, '', 1, 1, 'node-sqlite', ?, ?, ?, ?, ?, ?)")
-		sch := ids[i%len(ids)]
-		var def int64
-		require.NoError(t, db.Raw(`SELECT job_definition_id FROM schedules WHERE id = ?`, sch).Scan(&def).Error)
-		args = append(args, sch, def, at, at, status, at, at.Add(2*time.Second), result, errText, at, at)
 	}
 	require.NoError(t, db.Exec(sb.String(), args...).Error)
 }
