@@ -27,12 +27,13 @@ const testToken = "console-test-token-0123456789"
 
 // site is a console and its API on a test server, on a real database.
 type site struct {
-	t   *testing.T
+	t   testing.TB
 	st  *store.Store
 	srv *httptest.Server
+	h   http.Handler
 }
 
-func newSite(t *testing.T, st *store.Store, token string) *site {
+func newSite(t testing.TB, st *store.Store, token string) *site {
 	t.Helper()
 	reg := tasks.NewRegistry()
 	require.NoError(t, builtin.Register(reg))
@@ -45,7 +46,7 @@ func newSite(t *testing.T, st *store.Store, token string) *site {
 	require.NoError(t, err)
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
-	return &site{t: t, st: st, srv: srv}
+	return &site{t: t, st: st, srv: srv, h: a.Handler()}
 }
 
 // client is a browser without JavaScript: cookies, no redirects followed.
@@ -82,7 +83,7 @@ func (s *site) post(c *http.Client, path string, form url.Values) (*http.Respons
 
 var csrfRe = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
-func csrfOf(t *testing.T, body string) string {
+func csrfOf(t testing.TB, body string) string {
 	t.Helper()
 	m := csrfRe.FindStringSubmatch(body)
 	require.NotNil(t, m, "page has no CSRF field")
