@@ -95,7 +95,7 @@ type historyIDs struct {
 
 // fillHistory writes the benchmark's rows with multi-row INSERTs of
 // generated literals (no outside input), a few thousand rows a statement.
-func fillHistory(b *testing.B, st *store.Store, total int) historyIDs {
+func fillHistory(b testing.TB, st *store.Store, total int) historyIDs {
 	ctx := context.Background()
 	db := st.SQL()
 	now := time.Now().UTC().Truncate(time.Second)
@@ -184,7 +184,10 @@ func fillHistory(b *testing.B, st *store.Store, total int) historyIDs {
 	exec(sb.String())
 	exec("INSERT INTO nodes (id, hostname, pid, version, roles, started_at, heartbeat_at, status) VALUES " +
 		"('bench-node', 'bench', 1, 'dev', 'scheduler,worker', " + ts(now) + ", " + ts(now) + ", 'alive')")
-	exec("ANALYZE TABLE jobs")
+	if st.Dialect() == store.MySQL {
+		exec("ANALYZE TABLE jobs")
+	} else {
+		exec("ANALYZE")
+	}
 	return ids
 }
-
