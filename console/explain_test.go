@@ -70,6 +70,8 @@ func TestQueriesUseIndexes(t *testing.T) {
 			// lastRuns and scheduleJobs.
 			{"a schedule's latest jobs", fmt.Sprintf("SELECT * FROM jobs WHERE schedule_id = %d ORDER BY scheduled_at DESC LIMIT 20", ids.schedule), `uq_jobs_schedule_fire|sqlite_autoindex_jobs_1 \(schedule_id=`}, // SQLite names the UNIQUE constraint itself
 			// The API's job list filtered by definition (store.Admin.ListJobs).
+			// The job list by time, for a window that holds no job.
+			{"jobs in a quiet window", "SELECT * FROM jobs WHERE scheduled_at >= '2999-01-01 00:00:00' ORDER BY id DESC LIMIT 51", "idx_jobs_scheduled"},
 			{"jobs of a definition", fmt.Sprintf("SELECT * FROM jobs WHERE job_definition_id = %d ORDER BY id DESC LIMIT 51", ids.rareDefinition), "idx_jobs_definition"},
 		} {
 			p := plan(t, st, c.q)
