@@ -305,6 +305,15 @@ func screenshots(t *testing.T, ctx context.Context, base string, st *store.Store
 	shot("console-jobs.png", "/jobs", "#jobs")
 	shot("console-job.png", fmt.Sprintf("/jobs/%d", failed), "#job-log")
 	shot("console-nodes.png", "/nodes", "#nodes")
+	do(t, ctx, chromedp.Navigate(base+"/schedules/new"), chromedp.WaitVisible(css(`#f-name`)),
+		chromedp.SendKeys(css(`#f-name`), "invoices-monthly"), setValue("f-timezone", "Europe/Paris"),
+		chromedp.SendKeys(css(`#f-cron_expr`), "0 6 1 * *"), chromedp.SendKeys(css(`#f-params`), `{"duration": "5s"}`),
+		chromedp.Click(css(`#schedule-form button[type=submit]`)), chromedp.WaitVisible(css(`#e-job_definition_id`)))
+	do(t, ctx, setValue("f-job_definition_id", "2"), chromedp.WaitVisible(css(`#preview-fires time`)),
+		chromedp.Sleep(300*time.Millisecond)) // the preview's answer; a picture, not an assertion
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "console-schedule-form.png"), png, 0o644))
 	do(t, ctx, colorScheme("dark"))
 	shot("console-overview-dark.png", "/", "#h-status")
 	do(t, ctx, colorScheme("light"), chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))

@@ -101,7 +101,7 @@
           if (!data || mine !== seq) { return; }
           list.replaceChildren();
           err.hidden = !data.error;
-          err.textContent = data.error ? (data.field ? data.field + ": " : "") + data.error : "";
+          err.textContent = data.error || "";
           data.fires.forEach(function (t) {
             var li = document.createElement("li"); li.appendChild(timeEl(t)); list.appendChild(li);
           });
