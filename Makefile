@@ -1,5 +1,5 @@
 # Day-to-day commands; the README's two commands need none of this.
-.PHONY: help build run test test/race walkthrough bench tidy vet
+.PHONY: help build run test test/race walkthrough bench bench/console screenshots tidy vet
 
 MYSQL_DSN ?= chime_test:chime_test@tcp(127.0.0.1:3306)/chime_test
 
@@ -26,6 +26,12 @@ vet: ## go vet and gofmt
 
 bench: ## engine benchmarks on MariaDB (minutes; see docs/benchmarks.md)
 	CHIME_TEST_MYSQL_DSN='$(MYSQL_DSN)' go test -run XXX -bench . -benchtime=1x -timeout 30m ./scheduleengine/ ./taskengine/
+
+bench/console: ## console page render times over 1,000,000 jobs on MariaDB (minutes)
+	CHIME_TEST_MYSQL_DSN='$(MYSQL_DSN)' go test -run XXX -bench BenchmarkPages -benchtime=100x -timeout 60m ./console/
+
+screenshots: ## retake the console pictures in docs/ (needs chromium)
+	CHIME_CONSOLE_SCREENSHOTS=$(CURDIR)/docs go test -count=1 -run 'TestBrowser/sqlite' ./console/
 
 tidy: ## go mod tidy
 	go mod tidy

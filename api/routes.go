@@ -81,5 +81,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle(Prefix+"/", s.authorize(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound("no route %s %s; see %s/openapi.json", r.Method, r.URL.Path, Prefix))
 	})))
+	if s.cfg.Console != nil {
+		mux.Handle("/", s.cfg.Console(mux))
+	}
 	return s.logRequests(s.guard(mux))
 }

@@ -79,6 +79,13 @@ type Config struct {
 	// trigger or an ad hoc run), so the local task engine polls at once.
 	// It must not block.
 	OnJobsAdded func()
+	// Console, when set, builds the handler served at "/" beside /api/v1
+	// (the web console). It receives the API's own routes, so every write
+	// the console makes goes through the API's validation and store calls.
+	// It sits behind the same guard (cross-origin protection, the Host
+	// check of a tokenless server, nosniff) but not behind the bearer
+	// check: the console authenticates its own sessions.
+	Console func(api http.Handler) http.Handler
 }
 
 // Server is the HTTP API.

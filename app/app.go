@@ -22,6 +22,7 @@ import (
 	"github.com/chimesched/chime/api"
 	"github.com/chimesched/chime/cluster"
 	"github.com/chimesched/chime/configs"
+	"github.com/chimesched/chime/console"
 	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/notify"
 	"github.com/chimesched/chime/scheduleengine"
@@ -345,6 +346,13 @@ func (n *node) prepareAPI(reg *tasks.Registry) error {
 		return fmt.Errorf("api.addr %s (CHIME_API_ADDR): cannot listen: %w", cfg.API.Addr, err)
 	}
 	n.apiLn = ln
+	con, err := console.New(console.Config{
+		Store: n.st, Registry: reg, Token: cfg.API.Token, Secure: cfg.API.TLSCert != "",
+		FailoverAfter: cfg.Cluster.FailoverAfter.D(), Logger: n.log, Version: Version,
+	})
+	if err != nil {
+		return err
+	}
 	srv, err := api.New(api.Config{
 		Store: n.st, Registry: reg, Token: cfg.API.Token, Addr: cfg.API.Addr, Listener: ln,
 		TLSCert: cfg.API.TLSCert, TLSKey: cfg.API.TLSKey, FailoverAfter: cfg.Cluster.FailoverAfter.D(),
@@ -359,6 +367,7 @@ func (n *node) prepareAPI(reg *tasks.Registry) error {
 				n.tasks.Wake()
 			}
 		},
+		Console: con.Handler,
 	})
 	if err != nil {
 		return err

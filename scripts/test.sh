@@ -25,6 +25,16 @@ SQL
   export CHIME_TEST_MYSQL_DSN='chime_test:chime_test@tcp(127.0.0.1:3306)/chime_test'
 fi
 
+# The console's browser tests drive Debian's chromium headless (chromedp);
+# they skip without it on a laptop but fail with CI=true, so install it.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "installing chromium for the console's browser tests" >&2
+  sudo=""
+  [[ $(id -u) -ne 0 ]] && command -v sudo >/dev/null 2>&1 && sudo="sudo"
+  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium; } >/dev/null ||
+    echo "could not install chromium: the console's browser tests will skip (and fail with CI=true)" >&2
+fi
+
 full=0
 if [[ $# -eq 0 ]]; then
   set -- ./...

@@ -1,0 +1,27 @@
+// Package console is chime's web console: server-rendered pages for admins
+// (overview, schedules, jobs, job definitions, nodes) served by every node
+// at "/" on the API's address, beside /api/v1. Templates and static files
+// are embedded with go:embed; nothing is fetched from elsewhere, and
+// building needs no front-end toolchain.
+//
+// Reads use the store's admin queries, the indexed, cursor-paginated ones
+// the API serves, plus a few aggregates of its own (queries.go) that stay
+// on the jobs table's (status, run_at) and (schedule_id, scheduled_at)
+// indexes. Every write is an in-process request to the API's own routes
+// (see api.Config.Console), so a form is validated, stored and logged
+// exactly as the same JSON request would be, and its field errors come
+// back with the API's words.
+//
+// Security: a login page takes the API token; the session is a signed
+// cookie (HMAC keyed by the token, a fresh nonce per login, HttpOnly,
+// SameSite=Strict, Secure under TLS), so every node that shares the token
+// accepts it and changing the token ends every session. Every POST carries
+// a per-session CSRF token and passes the API's cross-origin protection;
+// pages carry a strict Content-Security-Policy (no inline script) and
+// refuse framing. html/template escapes everything shown, since job
+// results and logs are plugin output. Without a token (loopback only, as
+// for the API) the console opens a session without a login.
+//
+// console may import api, store, models, scheduleengine and tasks; api
+// never imports it (app wires the two).
+package console

@@ -1,0 +1,81 @@
+package console_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/store"
+)
+
+// plan returns the query plan of q: MySQL's EXPLAIN rows as "table:key"
+// (key empty for a scan), SQLite's EXPLAIN QUERY PLAN details.
+func plan(t *testing.T, st *store.Store, q string) string {
+	t.Helper()
+	ctx := context.Background()
+	if st.Dialect() == store.SQLite {
+		rows, err := st.SQL().QueryContext(ctx, "EXPLAIN QUERY PLAN "+q)
+		require.NoError(t, err)
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var id, parent, notused int
+			var detail string
+			require.NoError(t, rows.Scan(&id, &parent, &notused, &detail))
+			out = append(out, detail)
+		}
+		require.NoError(t, rows.Err())
+		return strings.Join(out, "; ")
+	}
+	rows, err := st.SQL().QueryContext(ctx, "EXPLAIN "+q)
+	require.NoError(t, err)
+	defer rows.Close()
+	cols, err := rows.Columns()
+	require.NoError(t, err)
+	var out []string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		require.NoError(t, rows.Scan(ptrs...))
+		row := map[string]string{}
+		for i, c := range cols {
+			row[c] = vals[i].String
+		}
+		out = append(out, row["table"]+":"+row["key"]+" ("+row["Extra"]+")")
+	}
+	require.NoError(t, rows.Err())
+	return strings.Join(out, "; ")
+}
+
+// TestQueriesUseIndexes pins the plans that keep pages fast with a long
+// history (BenchmarkPages measures them): each query the console runs on
+// jobs reads an index range, never the whole table. Plans, not timings.
+func TestQueriesUseIndexes(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ids := fillHistory(t, st, 5000)
+		const since = "'2000-01-01 00:00:00'"
+		for _, c := range []struct{ name, q, index string }{
+			// statusCounts and perMinute.
+			{"counts by status", "SELECT status, COUNT(*) FROM jobs WHERE status IN ('pending','queued','running','paused','succeeded','failed','stopped','canceled') AND run_at >= " + since + " GROUP BY status", "idx_jobs_claim"},
+			// runningByNode.
+			{"running per node", "SELECT node_id, COUNT(*) FROM jobs WHERE status = 'running' GROUP BY node_id", "idx_jobs_claim"},
+			// lastRuns and scheduleJobs.
+			{"a schedule's latest jobs", fmt.Sprintf("SELECT * FROM jobs WHERE schedule_id = %d ORDER BY scheduled_at DESC LIMIT 20", ids.schedule), `uq_jobs_schedule_fire|sqlite_autoindex_jobs_1 \(schedule_id=`}, // SQLite names the UNIQUE constraint itself
+			// The API's job list filtered by definition (store.Admin.ListJobs).
+			// The job list by time, for a window that holds no job.
+			{"jobs in a quiet window", "SELECT * FROM jobs WHERE scheduled_at >= '2999-01-01 00:00:00' ORDER BY id DESC LIMIT 51", "idx_jobs_scheduled"},
+			{"jobs of a definition", fmt.Sprintf("SELECT * FROM jobs WHERE job_definition_id = %d ORDER BY id DESC LIMIT 51", ids.rareDefinition), "idx_jobs_definition"},
+		} {
+			p := plan(t, st, c.q)
+			require.Regexp(t, c.index, p, "%s: %s", c.name, p)
+		}
+	})
+}

@@ -1,0 +1,536 @@
+package console
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chimesched/chime/api"
+	"github.com/chimesched/chime/models"
+)
+
+// form is a submitted or prefilled form: values by field name (the API's
+// JSON keys) and the errors shown beside them.
+type form struct {
+	Values url.Values
+	Errors map[string]string
+	// Top is an error that names no field of the form.
+	Top string
+}
+
+func (f *form) Get(k string) string { return f.Values.Get(k) }
+
+// fail records the API's (or the form's own) error at its field, or on top.
+func (f *form) fail(field, msg string, fields []string) {
+	for _, k := range fields {
+		if k == field {
+			f.Errors[field] = msg
+			return
+		}
+	}
+	f.Top = msg
+}
+
+var scheduleFields = []string{"name", "job_definition_id", "schedule_type", "cron_expr", "interval_seconds", "run_at",
+	"timezone", "start_at", "end_at", "max_runs", "misfire_policy", "catchup_window_seconds", "concurrency", "params", "status"}
+
+var definitionFields = []string{"name", "task_type", "description", "default_params", "timeout_seconds", "max_attempts",
+	"retry_backoff_seconds", "notify_on", "notify_emails", "requests_recovery"}
+
+// localTimeLayout is what <input type="datetime-local"> sends.
+const localTimeLayout = "2006-01-02T15:04"
+
+// scheduleBody turns the form into the API's JSON body. It only converts:
+// text to numbers, times and JSON. Whether the values make a valid
+// schedule is the API's call. A field that does not convert is an error at
+// that field.
+func scheduleBody(f *form) map[string]any {
+	v := f.Values
+	body := map[string]any{}
+	str := func(k string) {
+		body[k] = strings.TrimSpace(v.Get(k))
+	}
+	str("name")
+	str("timezone")
+	str("misfire_policy")
+	str("concurrency")
+	str("status")
+	str("schedule_type")
+	num := func(k string) {
+		s := strings.TrimSpace(v.Get(k))
+		if s == "" {
+			body[k] = nil
+			return
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			f.Errors[k] = "enter a whole number"
+			return
+		}
+		body[k] = n
+	}
+	num("job_definition_id")
+	if body["job_definition_id"] == nil {
+		body["job_definition_id"] = 0
+	}
+	num("max_runs")
+	num("catchup_window_seconds")
+	// Only the spec field of the chosen type is sent: the form keeps all
+	// three inputs, the API refuses a spec of another type.
+	typ := v.Get("schedule_type")
+	body["cron_expr"], body["interval_seconds"], body["run_at"] = nil, nil, nil
+	// In the schedule's own time zone, as an admin reads a wall clock.
+	loc, err := time.LoadLocation(strings.TrimSpace(v.Get("timezone")))
+	if err != nil || v.Get("timezone") == "" || v.Get("timezone") == "Local" {
+		loc = time.UTC
+	}
+	when := func(k string) {
+		s := strings.TrimSpace(v.Get(k))
+		if s == "" {
+			body[k] = nil
+			return
+		}
+		t, err := time.ParseInLocation(localTimeLayout, s, loc)
+		if err != nil {
+			if t, err = time.Parse(time.RFC3339, s); err != nil {
+				f.Errors[k] = "enter a date and time such as 2030-01-02T15:04"
+				return
+			}
+		}
+		body[k] = t.UTC().Format(time.RFC3339)
+	}
+	switch typ {
+	case string(models.ScheduleCron):
+		body["cron_expr"] = strings.TrimSpace(v.Get("cron_expr"))
+	case string(models.ScheduleInterval):
+		num("interval_seconds")
+	case string(models.ScheduleOnce):
+		when("run_at")
+	}
+	when("start_at")
+	when("end_at")
+	jsonField(f, body, "params")
+	return body
+}
+
+func jsonField(f *form, body map[string]any, k string) {
+	s := strings.TrimSpace(f.Values.Get(k))
+	if s == "" {
+		body[k] = nil
+		return
+	}
+	if !json.Valid([]byte(s)) {
+		f.Errors[k] = "this is not valid JSON; write an object such as {\"seconds\": 5}"
+		return
+	}
+	body[k] = json.RawMessage(s)
+}
+
+func definitionBody(f *form) map[string]any {
+	v := f.Values
+	body := map[string]any{}
+	for _, k := range []string{"name", "task_type", "description", "notify_on", "notify_emails"} {
+		body[k] = strings.TrimSpace(v.Get(k))
+	}
+	body["description"] = v.Get("description")
+	for _, k := range []string{"timeout_seconds", "max_attempts", "retry_backoff_seconds"} {
+		s := strings.TrimSpace(v.Get(k))
+		if s == "" {
+			s = "0"
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			f.Errors[k] = "enter a whole number"
+			continue
+		}
+		body[k] = n
+	}
+	body["requests_recovery"] = v.Get("requests_recovery") == "on"
+	jsonField(f, body, "default_params")
+	return body
+}
+
+func newForm(r *http.Request) *form {
+	return &form{Values: r.PostForm, Errors: map[string]string{}}
+}
+
+type scheduleFormData struct {
+	F           *form
+	ID          int64
+	Definitions []models.JobDefinition
+	Types       []string
+	Misfire     []string
+	Conc        []string
+	Statuses    []string
+}
+
+func (c *Console) scheduleForm(w http.ResponseWriter, r *http.Request, s *session, status int, id int64, f *form) {
+	defs, err := allDefinitions(r.Context(), c.cfg.Store)
+	if err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	title := "New schedule"
+	if id != 0 {
+		title = "Edit " + f.Get("name")
+	}
+	c.render(w, status, "schedule_form", &page{Title: title, Nav: "schedules", Session: s, Error: f.Top, Data: scheduleFormData{
+		F: f, ID: id, Definitions: defs, Types: []string{"cron", "interval", "once"},
+		Misfire: []string{"fire_once", "skip", "fire_all"}, Conc: []string{"allow", "forbid"}, Statuses: []string{"active", "paused"},
+	}})
+}
+
+func (c *Console) newSchedule(w http.ResponseWriter, r *http.Request, s *session) {
+	f := &form{Values: url.Values{}, Errors: map[string]string{}}
+	f.Values.Set("schedule_type", "cron")
+	f.Values.Set("timezone", "UTC")
+	f.Values.Set("misfire_policy", string(models.MisfireFireOnce))
+	f.Values.Set("concurrency", string(models.ConcurrencyAllow))
+	f.Values.Set("status", string(models.ScheduleActive))
+	f.Values.Set("job_definition_id", r.URL.Query().Get("definition"))
+	c.scheduleForm(w, r, s, http.StatusOK, 0, f)
+}
+
+func (c *Console) createSchedule(w http.ResponseWriter, r *http.Request, s *session) {
+	f := newForm(r)
+	body := scheduleBody(f)
+	if len(f.Errors) > 0 {
+		c.scheduleForm(w, r, s, http.StatusBadRequest, 0, f)
+		return
+	}
+	res := c.callAPI(r.Context(), http.MethodPost, api.Prefix+"/schedules", body)
+	if !res.ok() {
+		f.fail(res.Field, res.Err, scheduleFields)
+		c.scheduleForm(w, r, s, res.Status, 0, f)
+		return
+	}
+	var row models.Schedule
+	_ = res.decode(&row)
+	http.Redirect(w, r, fmt.Sprintf("/schedules/%d?done=created", row.ID), http.StatusSeeOther)
+}
+
+// previewSchedule is the form's live preview: the API's dry run answers
+// the next fire times, or the first error with its field.
+func (c *Console) previewSchedule(w http.ResponseWriter, r *http.Request, s *session) {
+	f := newForm(r)
+	body := scheduleBody(f)
+	out := struct {
+		Fires []string `json:"fires"`
+		Error string   `json:"error,omitempty"`
+		Field string   `json:"field,omitempty"`
+	}{Fires: []string{}}
+	for k, msg := range f.Errors {
+		out.Field, out.Error = k, msg
+	}
+	if out.Error == "" {
+		// Name uniqueness is not part of the dry run, and an edit's own
+		// name would clash with itself: any valid name will do.
+		if body["name"] == "" {
+			body["name"] = "preview"
+		}
+		res := c.callAPI(r.Context(), http.MethodPost, api.Prefix+"/schedules?dry_run=true", body)
+		if res.ok() {
+			var v struct {
+				NextFires []time.Time `json:"next_fires"`
+			}
+			_ = res.decode(&v)
+			for _, t := range v.NextFires {
+				out.Fires = append(out.Fires, t.UTC().Format(time.RFC3339))
+			}
+		} else {
+			out.Error, out.Field = res.Err, res.Field
+		}
+	}
+	writeJSON(w, out)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// scheduleValues fills a form from a row, times in the schedule's zone.
+func scheduleValues(sch *models.Schedule) url.Values {
+	v := url.Values{}
+	v.Set("name", sch.Name)
+	v.Set("job_definition_id", strconv.FormatInt(sch.JobDefinitionID, 10))
+	v.Set("schedule_type", string(sch.ScheduleType))
+	v.Set("cron_expr", derefStr(sch.CronExpr))
+	v.Set("interval_seconds", derefInt(sch.IntervalSeconds))
+	loc, err := time.LoadLocation(sch.Timezone)
+	if err != nil {
+		loc = time.UTC
+	}
+	for k, t := range map[string]*time.Time{"run_at": sch.RunAt, "start_at": sch.StartAt, "end_at": sch.EndAt} {
+		if t != nil {
+			v.Set(k, t.In(loc).Format(localTimeLayout))
+		}
+	}
+	v.Set("timezone", sch.Timezone)
+	v.Set("max_runs", derefInt(sch.MaxRuns))
+	v.Set("misfire_policy", string(sch.MisfirePolicy))
+	v.Set("catchup_window_seconds", derefInt(sch.CatchupWindowSeconds))
+	v.Set("concurrency", string(sch.Concurrency))
+	v.Set("params", prettyJSON(sch.Params))
+	status := sch.Status
+	if status != models.ScheduleActive && status != models.SchedulePaused {
+		// Saving an edit makes a completed or invalid schedule active, as
+		// the API's PATCH does.
+		status = models.ScheduleActive
+	}
+	v.Set("status", string(status))
+	return v
+}
+
+func (c *Console) editSchedule(w http.ResponseWriter, r *http.Request, s *session) {
+	id, ok := pathID(r)
+	if !ok {
+		c.fail(w, r, s, http.StatusNotFound, "There is no schedule with this id.")
+		return
+	}
+	sch, err := c.cfg.Store.Admin().GetSchedule(r.Context(), id)
+	if err != nil {
+		c.notFoundOr(w, r, s, err, "schedule")
+		return
+	}
+	c.scheduleForm(w, r, s, http.StatusOK, id, &form{Values: scheduleValues(sch), Errors: map[string]string{}})
+}
+
+func (c *Console) updateSchedule(w http.ResponseWriter, r *http.Request, s *session) {
+	id, ok := pathID(r)
+	if !ok {
+		c.fail(w, r, s, http.StatusNotFound, "There is no schedule with this id.")
+		return
+	}
+	f := newForm(r)
+	body := scheduleBody(f)
+	if len(f.Errors) > 0 {
+		c.scheduleForm(w, r, s, http.StatusBadRequest, id, f)
+		return
+	}
+	res := c.callAPI(r.Context(), http.MethodPatch, fmt.Sprintf("%s/schedules/%d", api.Prefix, id), body)
+	if !res.ok() {
+		f.fail(res.Field, res.Err, scheduleFields)
+		c.scheduleForm(w, r, s, res.Status, id, f)
+		return
+	}
+	http.Redirect(w, r, fmt.Sprintf("/schedules/%d?done=saved", id), http.StatusSeeOther)
+}
+
+type confirmData struct {
+	What, Name, Action, Back string
+}
+
+func (c *Console) confirmDeleteSchedule(w http.ResponseWriter, r *http.Request, s *session) {
+	id, ok := pathID(r)
+	if !ok {
+		c.fail(w, r, s, http.StatusNotFound, "There is no schedule with this id.")
+		return
+	}
+	sch, err := c.cfg.Store.Admin().GetSchedule(r.Context(), id)
+	if err != nil {
+		c.notFoundOr(w, r, s, err, "schedule")
+		return
+	}
+	c.render(w, http.StatusOK, "confirm", &page{Title: "Delete " + sch.Name, Nav: "schedules", Session: s, Data: confirmData{
+		What: "schedule", Name: sch.Name, Action: fmt.Sprintf("/schedules/%d/delete", id), Back: fmt.Sprintf("/schedules/%d", id)}})
+}
+
+func (c *Console) deleteSchedule(w http.ResponseWriter, r *http.Request, s *session) {
+	id, _ := pathID(r)
+	res := c.callAPI(r.Context(), http.MethodDelete, fmt.Sprintf("%s/schedules/%d", api.Prefix, id), nil)
+	if !res.ok() {
+		c.fail(w, r, s, res.Status, res.Err)
+		return
+	}
+	http.Redirect(w, r, "/schedules", http.StatusSeeOther)
+}
+
+// scheduleAction is Pause, Resume and Trigger now.
+func (c *Console) scheduleAction(w http.ResponseWriter, r *http.Request, s *session) {
+	id, ok := pathID(r)
+	action := r.PathValue("action")
+	if !ok || (action != "pause" && action != "resume" && action != "trigger") {
+		c.fail(w, r, s, http.StatusNotFound, "There is no such action.")
+		return
+	}
+	res := c.callAPI(r.Context(), http.MethodPost, fmt.Sprintf("%s/schedules/%d/%s", api.Prefix, id, action), nil)
+	if !res.ok() {
+		c.fail(w, r, s, res.Status, res.Err)
+		return
+	}
+	if action == "trigger" {
+		var j models.Job
+		_ = res.decode(&j)
+		http.Redirect(w, r, fmt.Sprintf("/jobs/%d", j.ID), http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, fmt.Sprintf("/schedules/%d?done=%sd", id, action), http.StatusSeeOther)
+}
+
+// jobAction is Pause, Resume, Stop, Reset and Run again.
+func (c *Console) jobAction(w http.ResponseWriter, r *http.Request, s *session) {
+	id, ok := pathID(r)
+	action := r.PathValue("action")
+	if !ok {
+		c.fail(w, r, s, http.StatusNotFound, "There is no job with this id.")
+		return
+	}
+	ctx := r.Context()
+	switch action {
+	case "pause", "resume", "stop", "reset":
+		path := fmt.Sprintf("%s/jobs/%d/%s", api.Prefix, id, action)
+		if action == "reset" && r.PostFormValue("force") == "on" {
+			path += "?force=true"
+		}
+		res := c.callAPI(ctx, http.MethodPost, path, nil)
+		if !res.ok() {
+			c.fail(w, r, s, res.Status, res.Err)
+			return
+		}
+		http.Redirect(w, r, fmt.Sprintf("/jobs/%d?done=%s", id, action), http.StatusSeeOther)
+	case "again":
+		j, err := c.cfg.Store.Admin().GetJob(ctx, id)
+		if err != nil {
+			c.notFoundOr(w, r, s, err, "job")
+			return
+		}
+		body := map[string]any{"job_definition_id": j.JobDefinitionID, "params": json.RawMessage(j.Params)}
+		if len(j.Params) == 0 {
+			body["params"] = nil
+		}
+		res := c.callAPI(ctx, http.MethodPost, api.Prefix+"/jobs", body)
+		if !res.ok() {
+			c.fail(w, r, s, res.Status, res.Err)
+			return
+		}
+		var nj models.Job
+		_ = res.decode(&nj)
+		http.Redirect(w, r, fmt.Sprintf("/jobs/%d", nj.ID), http.StatusSeeOther)
+	default:
+		c.fail(w, r, s, http.StatusNotFound, "There is no such action.")
+	}
+}
+
+type definitionFormData struct {
+	F        *form
+	ID       int64
+	Kinds    []string
+	NotifyOn []string
+}
+
+func (c *Console) definitionForm(w http.ResponseWriter, s *session, status int, id int64, f *form) {
+	title := "New job definition"
+	if id != 0 {
+		title = "Edit " + f.Get("name")
+	}
+	c.render(w, status, "definition_form", &page{Title: title, Nav: "definitions", Session: s, Error: f.Top, Data: definitionFormData{
+		F: f, ID: id, Kinds: c.cfg.Registry.Kinds(), NotifyOn: []string{"never", "failure", "success", "always"},
+	}})
+}
+
+func (c *Console) newDefinition(w http.ResponseWriter, r *http.Request, s *session) {
+	f := &form{Values: url.Values{}, Errors: map[string]string{}}
+	for k, v := range map[string]string{"max_attempts": "1", "retry_backoff_seconds": "10", "timeout_seconds": "0",
+		"notify_on": "never", "requests_recovery": "on"} {
+		f.Values.Set(k, v)
+	}
+	c.definitionForm(w, s, http.StatusOK, 0, f)
+}
+
+func (c *Console) createDefinition(w http.ResponseWriter, r *http.Request, s *session) {
+	f := newForm(r)
+	body := definitionBody(f)
+	if len(f.Errors) > 0 {
+		c.definitionForm(w, s, http.StatusBadRequest, 0, f)
+		return
+	}
+	res := c.callAPI(r.Context(), http.MethodPost, api.Prefix+"/definitions", body)
+	if !res.ok() {
+		f.fail(res.Field, res.Err, definitionFields)
+		c.definitionForm(w, s, res.Status, 0, f)
+		return
+	}
+	http.Redirect(w, r, "/definitions?done=created", http.StatusSeeOther)
+}
+
+func definitionValues(d *models.JobDefinition) url.Values {
+	v := url.Values{}
+	v.Set("name", d.Name)
+	v.Set("task_type", d.TaskType)
+	v.Set("description", d.Description)
+	v.Set("default_params", prettyJSON(d.DefaultParams))
+	v.Set("timeout_seconds", strconv.Itoa(d.TimeoutSeconds))
+	v.Set("max_attempts", strconv.Itoa(d.MaxAttempts))
+	v.Set("retry_backoff_seconds", strconv.Itoa(d.RetryBackoffSeconds))
+	v.Set("notify_on", string(d.NotifyOn))
+	v.Set("notify_emails", d.NotifyEmails)
+	if d.RequestsRecovery {
+		v.Set("requests_recovery", "on")
+	}
+	return v
+}
+
+func (c *Console) editDefinition(w http.ResponseWriter, r *http.Request, s *session) {
+	id, ok := pathID(r)
+	if !ok {
+		c.fail(w, r, s, http.StatusNotFound, "There is no job definition with this id.")
+		return
+	}
+	d, err := c.cfg.Store.Admin().GetDefinition(r.Context(), id)
+	if err != nil {
+		c.notFoundOr(w, r, s, err, "job definition")
+		return
+	}
+	c.definitionForm(w, s, http.StatusOK, id, &form{Values: definitionValues(d), Errors: map[string]string{}})
+}
+
+func (c *Console) updateDefinition(w http.ResponseWriter, r *http.Request, s *session) {
+	id, ok := pathID(r)
+	if !ok {
+		c.fail(w, r, s, http.StatusNotFound, "There is no job definition with this id.")
+		return
+	}
+	f := newForm(r)
+	body := definitionBody(f)
+	if len(f.Errors) > 0 {
+		c.definitionForm(w, s, http.StatusBadRequest, id, f)
+		return
+	}
+	res := c.callAPI(r.Context(), http.MethodPatch, fmt.Sprintf("%s/definitions/%d", api.Prefix, id), body)
+	if !res.ok() {
+		f.fail(res.Field, res.Err, definitionFields)
+		c.definitionForm(w, s, res.Status, id, f)
+		return
+	}
+	http.Redirect(w, r, "/definitions?done=saved", http.StatusSeeOther)
+}
+
+func (c *Console) confirmDeleteDefinition(w http.ResponseWriter, r *http.Request, s *session) {
+	id, ok := pathID(r)
+	if !ok {
+		c.fail(w, r, s, http.StatusNotFound, "There is no job definition with this id.")
+		return
+	}
+	d, err := c.cfg.Store.Admin().GetDefinition(r.Context(), id)
+	if err != nil {
+		c.notFoundOr(w, r, s, err, "job definition")
+		return
+	}
+	c.render(w, http.StatusOK, "confirm", &page{Title: "Delete " + d.Name, Nav: "definitions", Session: s, Data: confirmData{
+		What: "job definition", Name: d.Name, Action: fmt.Sprintf("/definitions/%d/delete", id), Back: "/definitions"}})
+}
+
+func (c *Console) deleteDefinition(w http.ResponseWriter, r *http.Request, s *session) {
+	id, _ := pathID(r)
+	res := c.callAPI(r.Context(), http.MethodDelete, fmt.Sprintf("%s/definitions/%d", api.Prefix, id), nil)
+	if !res.ok() {
+		c.fail(w, r, s, res.Status, res.Err)
+		return
+	}
+	http.Redirect(w, r, "/definitions?done=deleted", http.StatusSeeOther)
+}

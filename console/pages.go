@@ -1,0 +1,535 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/chimesched/chime/api"
+	"github.com/chimesched/chime/cluster"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/scheduleengine"
+	"github.com/chimesched/chime/store"
+)
+
+const pageSize = 50
+
+// listParams reads the page cursor the way the API does: the id to go below.
+func listParams(q url.Values) *store.AdminListParams {
+	p := &store.AdminListParams{Limit: pageSize + 1}
+	if id, err := strconv.ParseInt(q.Get("cursor"), 10, 64); err == nil && id > 0 {
+		p.BeforeID = id
+	}
+	return p
+}
+
+// nextCursor trims the extra row and says where the next page starts.
+func nextCursor[T any](items []T, id func(*T) int64) ([]T, string) {
+	if len(items) > pageSize {
+		items = items[:pageSize]
+		return items, strconv.FormatInt(id(&items[pageSize-1]), 10)
+	}
+	return items, ""
+}
+
+type overviewData struct {
+	Hour, Day         map[models.JobStatus]int64
+	Statuses          []models.JobStatus
+	Minutes           []minuteBucket
+	MaxFires          int64
+	Nodes             []nodeRow
+	Leader            string
+	Failures          []jobRow
+	Now               time.Time
+	TotalHour, TotalD int64
+}
+
+func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) {
+	ctx := r.Context()
+	now := c.cfg.Now()
+	d := overviewData{Statuses: allJobStatuses, Now: now}
+	var err error
+	if d.Hour, err = statusCounts(ctx, c.cfg.Store, now.Add(-time.Hour)); err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	if d.Day, err = statusCounts(ctx, c.cfg.Store, now.Add(-24*time.Hour)); err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	for _, n := range d.Hour {
+		d.TotalHour += n
+	}
+	for _, n := range d.Day {
+		d.TotalD += n
+	}
+	if d.Minutes, err = perMinute(ctx, c.cfg.Store, now, 60); err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	for _, m := range d.Minutes {
+		d.MaxFires = max(d.MaxFires, m.Fires)
+	}
+	if d.Nodes, d.Leader, err = c.nodeRows(r); err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	failed, err := c.cfg.Store.Admin().ListJobs(ctx, &store.AdminListParams{Status: string(models.JobFailed), Limit: 10})
+	if err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	if d.Failures, err = c.jobRows(r, failed); err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	c.render(w, http.StatusOK, "overview", &page{Title: "Overview", Nav: "overview", Session: s, Data: d})
+}
+
+type nodeRow struct {
+	models.Node
+	Running   int64
+	Leader    bool
+	Maintains bool
+	Silent    bool
+	Age       string
+}
+
+func (c *Console) nodeRows(r *http.Request) ([]nodeRow, string, error) {
+	ctx := r.Context()
+	nodes, err := c.cfg.Store.Admin().ListNodes(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	running, err := runningByNode(ctx, c.cfg.Store)
+	if err != nil {
+		return nil, "", err
+	}
+	sched, err := c.cfg.Store.GetLease(ctx, cluster.SchedulerLease)
+	if err != nil {
+		return nil, "", err
+	}
+	maint, err := c.cfg.Store.GetLease(ctx, cluster.MaintenanceLease)
+	if err != nil {
+		return nil, "", err
+	}
+	leader := ""
+	if sched.Live {
+		leader = sched.Holder
+	}
+	now := c.cfg.Now()
+	out := make([]nodeRow, len(nodes))
+	for i, n := range nodes {
+		out[i] = nodeRow{
+			Node: n, Running: running[n.ID], Leader: leader == n.ID, Maintains: maint.Live && maint.Holder == n.ID,
+			Silent: now.Sub(n.HeartbeatAt) > c.cfg.FailoverAfter, Age: ago(now, n.HeartbeatAt),
+		}
+	}
+	return out, leader, nil
+}
+
+func (c *Console) nodes(w http.ResponseWriter, r *http.Request, s *session) {
+	rows, leader, err := c.nodeRows(r)
+	if err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	c.render(w, http.StatusOK, "nodes", &page{Title: "Nodes", Nav: "nodes", Session: s, Data: struct {
+		Nodes  []nodeRow
+		Leader string
+	}{rows, leader}})
+}
+
+type scheduleRow struct {
+	models.Schedule
+	Definition string
+	Last       *models.Job
+	Next       *time.Time
+}
+
+type schedulesData struct {
+	Rows       []scheduleRow
+	Q          string
+	Status     string
+	Statuses   []models.ScheduleStatus
+	Query      url.Values
+	NextCursor string
+}
+
+var scheduleStatuses = []models.ScheduleStatus{models.ScheduleActive, models.SchedulePaused, models.ScheduleCompleted, models.ScheduleInvalid}
+
+func (c *Console) schedules(w http.ResponseWriter, r *http.Request, s *session) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	p := listParams(q)
+	d := schedulesData{Q: q.Get("q"), Statuses: scheduleStatuses, Query: q}
+	if st := q.Get("status"); slices.Contains(scheduleStatuses, models.ScheduleStatus(st)) {
+		p.Status, d.Status = st, st
+	}
+	var rows []models.Schedule
+	var err error
+	if d.Q != "" {
+		rows, err = searchSchedules(ctx, c.cfg.Store, p, d.Q)
+	} else {
+		rows, err = c.cfg.Store.Admin().ListSchedules(ctx, p)
+	}
+	if err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	rows, d.NextCursor = nextCursor(rows, func(s *models.Schedule) int64 { return s.ID })
+	if d.Rows, err = c.scheduleRows(r, rows); err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	c.render(w, http.StatusOK, "schedules", &page{Title: "Schedules", Nav: "schedules", Session: s, Data: d})
+}
+
+func (c *Console) scheduleRows(r *http.Request, rows []models.Schedule) ([]scheduleRow, error) {
+	ctx := r.Context()
+	ids := make([]int64, len(rows))
+	defIDs := make([]int64, 0, len(rows))
+	for i := range rows {
+		ids[i] = rows[i].ID
+		defIDs = append(defIDs, rows[i].JobDefinitionID)
+	}
+	last, err := lastRuns(ctx, c.cfg.Store, ids)
+	if err != nil {
+		return nil, err
+	}
+	names, err := definitionNames(ctx, c.cfg.Store, defIDs)
+	if err != nil {
+		return nil, err
+	}
+	trig, err := c.cfg.Store.Admin().ScheduleTriggers(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	now := c.cfg.Now()
+	out := make([]scheduleRow, len(rows))
+	for i := range rows {
+		out[i] = scheduleRow{Schedule: rows[i], Definition: names[rows[i].JobDefinitionID]}
+		if j, ok := last[rows[i].ID]; ok {
+			out[i].Last = &j
+		}
+		if rows[i].Status == models.ScheduleActive {
+			if f := fires(&rows[i], trig, now, 1); len(f) > 0 {
+				out[i].Next = &f[0]
+			}
+		}
+	}
+	return out, nil
+}
+
+// fires is the API's next fire times of a schedule, up to n, honouring the
+// runs it has left.
+func fires(s *models.Schedule, trig map[int64]models.TimeTrigger, now time.Time, n int) []time.Time {
+	if s.Status != models.ScheduleActive && s.Status != models.SchedulePaused {
+		return nil
+	}
+	t, err := scheduleengine.NewTrigger(s)
+	if err != nil {
+		return nil
+	}
+	if tt, ok := trig[s.ID]; ok && tt.RemainingCount != nil {
+		n = min(n, int(max(*tt.RemainingCount, 0)))
+	} else if s.MaxRuns != nil {
+		n = min(n, max(*s.MaxRuns, 0))
+	}
+	return api.NextFires(t, now, n)
+}
+
+type scheduleData struct {
+	S          *models.Schedule
+	Definition *models.JobDefinition
+	Fires      []time.Time
+	Jobs       []jobRow
+	Spec       string
+	Done       string
+}
+
+func pathID(r *http.Request) (int64, bool) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	return id, err == nil && id > 0
+}
+
+func (c *Console) notFoundOr(w http.ResponseWriter, r *http.Request, s *session, err error, what string) {
+	if errors.Is(err, store.ErrNotFound) {
+		c.fail(w, r, s, http.StatusNotFound, "There is no "+what+" with this id.")
+		return
+	}
+	c.dbFail(w, r, s, err)
+}
+
+func (c *Console) schedule(w http.ResponseWriter, r *http.Request, s *session) {
+	id, ok := pathID(r)
+	if !ok {
+		c.fail(w, r, s, http.StatusNotFound, "There is no schedule with this id.")
+		return
+	}
+	ctx := r.Context()
+	admin := c.cfg.Store.Admin()
+	sch, err := admin.GetSchedule(ctx, id)
+	if err != nil {
+		c.notFoundOr(w, r, s, err, "schedule")
+		return
+	}
+	d := scheduleData{S: sch, Spec: specWords(sch), Done: doneWords[r.URL.Query().Get("done")]}
+	if def, err := admin.GetDefinition(ctx, sch.JobDefinitionID); err == nil {
+		d.Definition = def
+	} else if !errors.Is(err, store.ErrNotFound) {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	trig, err := admin.ScheduleTriggers(ctx, []int64{id})
+	if err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	d.Fires = fires(sch, trig, c.cfg.Now(), 10)
+	jobs, err := scheduleJobs(ctx, c.cfg.Store, id, 20)
+	if err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	if d.Jobs, err = c.jobRows(r, jobs); err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	c.render(w, http.StatusOK, "schedule", &page{Title: sch.Name, Nav: "schedules", Session: s, Flash: d.Done, Data: d})
+}
+
+// doneWords are the fixed messages a redirect after an action may show;
+// the query names one, so a link cannot make the page say anything else.
+var doneWords = map[string]string{
+	"created": "Saved.", "saved": "Saved.", "paused": "Paused.", "resumed": "Resumed.", "deleted": "Deleted.",
+	"stop":  "Stop requested: the node running the job acts on it within its control interval.",
+	"pause": "Pause requested.", "resume": "Resume requested.", "reset": "Reset.",
+}
+
+type jobRow struct {
+	models.Job
+	Definition string
+	Schedule   string
+}
+
+func (c *Console) jobRows(r *http.Request, jobs []models.Job) ([]jobRow, error) {
+	var defIDs, schIDs []int64
+	for i := range jobs {
+		defIDs = append(defIDs, jobs[i].JobDefinitionID)
+		if jobs[i].ScheduleID != nil {
+			schIDs = append(schIDs, *jobs[i].ScheduleID)
+		}
+	}
+	defs, err := definitionNames(r.Context(), c.cfg.Store, slices.Compact(slices.Sorted(slices.Values(defIDs))))
+	if err != nil {
+		return nil, err
+	}
+	schs, err := scheduleNames(r.Context(), c.cfg.Store, slices.Compact(slices.Sorted(slices.Values(schIDs))))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]jobRow, len(jobs))
+	for i := range jobs {
+		out[i] = jobRow{Job: jobs[i], Definition: defs[jobs[i].JobDefinitionID]}
+		if jobs[i].ScheduleID != nil {
+			out[i].Schedule = schs[*jobs[i].ScheduleID]
+		}
+	}
+	return out, nil
+}
+
+type jobsData struct {
+	Rows        []jobRow
+	Status      string
+	Statuses    []models.JobStatus
+	Definitions []models.JobDefinition
+	Definition  int64
+	Schedule    int64
+	ScheduleNm  string
+	Since       string
+	Sinces      []struct{ Key, Label string }
+	Query       url.Values
+	NextCursor  string
+	First       bool
+}
+
+var sinceChoices = []struct {
+	Key, Label string
+	D          time.Duration
+}{{"15m", "last 15 minutes", 15 * time.Minute}, {"1h", "last hour", time.Hour}, {"24h", "last day", 24 * time.Hour}, {"7d", "last 7 days", 7 * 24 * time.Hour}}
+
+func (c *Console) jobs(w http.ResponseWriter, r *http.Request, s *session) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	p := listParams(q)
+	d := jobsData{Statuses: allJobStatuses, Query: q, First: p.BeforeID == 0}
+	if st := q.Get("status"); slices.Contains(allJobStatuses, models.JobStatus(st)) {
+		p.Status, d.Status = st, st
+	}
+	if id, err := strconv.ParseInt(q.Get("definition"), 10, 64); err == nil && id > 0 {
+		p.JobDefinitionID, d.Definition = id, id
+	}
+	if id, err := strconv.ParseInt(q.Get("schedule"), 10, 64); err == nil && id > 0 {
+		p.ScheduleID, d.Schedule = id, id
+	}
+	for _, ch := range sinceChoices {
+		d.Sinces = append(d.Sinces, struct{ Key, Label string }{ch.Key, ch.Label})
+		if q.Get("since") == ch.Key {
+			p.Since, d.Since = c.cfg.Now().Add(-ch.D), ch.Key
+		}
+	}
+	jobs, err := c.cfg.Store.Admin().ListJobs(ctx, p)
+	if err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	jobs, d.NextCursor = nextCursor(jobs, func(j *models.Job) int64 { return j.ID })
+	if d.Rows, err = c.jobRows(r, jobs); err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	if d.Definitions, err = allDefinitions(ctx, c.cfg.Store); err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	if d.Schedule != 0 {
+		names, err := scheduleNames(ctx, c.cfg.Store, []int64{d.Schedule})
+		if err != nil {
+			c.dbFail(w, r, s, err)
+			return
+		}
+		d.ScheduleNm = names[d.Schedule]
+	}
+	c.render(w, http.StatusOK, "jobs", &page{Title: "Jobs", Nav: "jobs", Session: s, Data: d})
+}
+
+type jobData struct {
+	J        jobRow
+	Timeline []timelineEntry
+	Logs     []models.JobLog
+	LastLog  int64
+	More     bool
+	Done     string
+}
+
+type timelineEntry struct {
+	At   *time.Time
+	What string
+}
+
+const logPage = 500
+
+func (c *Console) job(w http.ResponseWriter, r *http.Request, s *session) {
+	id, ok := pathID(r)
+	if !ok {
+		c.fail(w, r, s, http.StatusNotFound, "There is no job with this id.")
+		return
+	}
+	ctx := r.Context()
+	admin := c.cfg.Store.Admin()
+	j, err := admin.GetJob(ctx, id)
+	if err != nil {
+		c.notFoundOr(w, r, s, err, "job")
+		return
+	}
+	rows, err := c.jobRows(r, []models.Job{*j})
+	if err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	d := jobData{J: rows[0], Done: doneWords[r.URL.Query().Get("done")]}
+	logs, err := admin.ListJobLogs(ctx, id, 0, logPage+1)
+	if err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	if len(logs) > logPage {
+		logs, d.More = logs[:logPage], true
+	}
+	d.Logs = logs
+	if n := len(logs); n > 0 {
+		d.LastLog = logs[n-1].ID
+	}
+	at := func(t time.Time) *time.Time { return &t }
+	d.Timeline = append(d.Timeline, timelineEntry{at(j.CreatedAt), "created"}, timelineEntry{at(j.RunAt), "due"})
+	if j.QueuedAt != nil {
+		d.Timeline = append(d.Timeline, timelineEntry{j.QueuedAt, "queued on node " + orDash(j.NodeID)})
+	}
+	if j.StartedAt != nil {
+		d.Timeline = append(d.Timeline, timelineEntry{j.StartedAt, "started, attempt " + strconv.Itoa(j.Attempt)})
+	}
+	if j.HeartbeatAt != nil && !j.Status.Finished() {
+		d.Timeline = append(d.Timeline, timelineEntry{j.HeartbeatAt, "last heartbeat"})
+	}
+	if j.FinishedAt != nil {
+		d.Timeline = append(d.Timeline, timelineEntry{j.FinishedAt, "finished: " + statusWords(j.Status)})
+	}
+	slices.SortStableFunc(d.Timeline, func(a, b timelineEntry) int { return a.At.Compare(*b.At) })
+	c.render(w, http.StatusOK, "job", &page{Title: "Job " + strconv.FormatInt(id, 10), Nav: "jobs", Session: s, Flash: d.Done, Data: d})
+}
+
+// jobLog is the live follow: the lines after ?after=, and the job's status
+// so the page knows when to stop asking. JSON, shown with textContent.
+func (c *Console) jobLog(w http.ResponseWriter, r *http.Request, s *session) {
+	id, ok := pathID(r)
+	if !ok {
+		http.Error(w, "bad id", http.StatusBadRequest)
+		return
+	}
+	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+	ctx := r.Context()
+	admin := c.cfg.Store.Admin()
+	j, err := admin.GetJob(ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			http.Error(w, "no such job", http.StatusNotFound)
+			return
+		}
+		c.log.WithError(err).Error("console: read job")
+		http.Error(w, "database error", http.StatusInternalServerError)
+		return
+	}
+	logs, err := admin.ListJobLogs(ctx, id, max(after, 0), logPage)
+	if err != nil {
+		c.log.WithError(err).Error("console: read job log")
+		http.Error(w, "database error", http.StatusInternalServerError)
+		return
+	}
+	type line struct {
+		ID      int64  `json:"id"`
+		At      string `json:"at"`
+		Level   string `json:"level"`
+		Message string `json:"message"`
+	}
+	out := struct {
+		Status   string `json:"status"`
+		Words    string `json:"words"`
+		Finished bool   `json:"finished"`
+		Lines    []line `json:"lines"`
+	}{Status: string(j.Status), Words: jobStatusWords(*j), Finished: j.Status.Finished(), Lines: []line{}}
+	for _, l := range logs {
+		out.Lines = append(out.Lines, line{l.ID, l.CreatedAt.UTC().Format(time.RFC3339Nano), l.Level, l.Message})
+	}
+	writeJSON(w, out)
+}
+
+func (c *Console) definitions(w http.ResponseWriter, r *http.Request, s *session) {
+	q := r.URL.Query()
+	p := listParams(q)
+	defs, err := c.cfg.Store.Admin().ListDefinitions(r.Context(), p)
+	if err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	defs, next := nextCursor(defs, func(d *models.JobDefinition) int64 { return d.ID })
+	c.render(w, http.StatusOK, "definitions", &page{Title: "Definitions", Nav: "definitions", Session: s,
+		Flash: doneWords[q.Get("done")], Data: struct {
+			Rows       []models.JobDefinition
+			NextCursor string
+			Query      url.Values
+		}{defs, next, q}})
+}

@@ -1,0 +1,246 @@
+package console
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+const (
+	sessionCookie    = "chime_session"
+	loginCSRFCookie  = "chime_login_csrf"
+	csrfField        = "csrf"
+	sessionNonceSize = 16
+)
+
+// session is a logged-in browser.
+type session struct {
+	nonce string
+	// CSRF is the token every form of this session posts back.
+	CSRF string
+}
+
+// sessionKey derives the cookie signing key from the token, so every node
+// sharing the token accepts the same sessions and a new token ends them
+// all. Without a token a random key serves this process only.
+func sessionKey(token string) ([]byte, error) {
+	if token == "" {
+		k := make([]byte, 32)
+		if _, err := rand.Read(k); err != nil {
+			return nil, err
+		}
+		return k, nil
+	}
+	m := hmac.New(sha256.New, []byte("chime console session key v1"))
+	m.Write([]byte(token))
+	return m.Sum(nil), nil
+}
+
+func (c *Console) mac(parts ...[]byte) []byte {
+	m := hmac.New(sha256.New, c.key)
+	for _, p := range parts {
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(p)))
+		m.Write(n[:])
+		m.Write(p)
+	}
+	return m.Sum(nil)
+}
+
+var b64 = base64.RawURLEncoding
+
+// newSession makes a cookie value with a fresh nonce: a login never reuses
+// a session id an attacker could have planted.
+func (c *Console) newSession() (string, *session, error) {
+	nonce := make([]byte, sessionNonceSize)
+	if _, err := rand.Read(nonce); err != nil {
+		return "", nil, err
+	}
+	var exp [8]byte
+	binary.BigEndian.PutUint64(exp[:], uint64(c.cfg.Now().Add(c.cfg.SessionTTL).Unix()))
+	payload := append(nonce, exp[:]...)
+	value := b64.EncodeToString(payload) + "." + b64.EncodeToString(c.mac([]byte("session"), payload))
+	return value, c.sessionOf(nonce), nil
+}
+
+func (c *Console) sessionOf(nonce []byte) *session {
+	return &session{nonce: string(nonce), CSRF: b64.EncodeToString(c.mac([]byte("csrf"), nonce))}
+}
+
+// readSession checks the session cookie: signature, expiry, logout.
+func (c *Console) readSession(r *http.Request) *session {
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil || len(ck.Value) > 200 {
+		return nil
+	}
+	p, sig, ok := strings.Cut(ck.Value, ".")
+	if !ok {
+		return nil
+	}
+	payload, err1 := b64.DecodeString(p)
+	mac, err2 := b64.DecodeString(sig)
+	if err1 != nil || err2 != nil || len(payload) != sessionNonceSize+8 {
+		return nil
+	}
+	if !hmac.Equal(mac, c.mac([]byte("session"), payload)) {
+		return nil
+	}
+	exp := time.Unix(int64(binary.BigEndian.Uint64(payload[sessionNonceSize:])), 0)
+	if !c.cfg.Now().Before(exp) {
+		return nil
+	}
+	nonce := payload[:sessionNonceSize]
+	c.mu.Lock()
+	_, gone := c.revoked[string(nonce)]
+	c.mu.Unlock()
+	if gone {
+		return nil
+	}
+	return c.sessionOf(nonce)
+}
+
+func (c *Console) setCookie(w http.ResponseWriter, name, value string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{
+		Name: name, Value: value, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode,
+	})
+}
+
+type authedHandler func(w http.ResponseWriter, r *http.Request, s *session)
+
+// authed serves h to a valid session only, and checks the CSRF token of
+// every POST. Without a session a GET goes to the login page and anything
+// else is refused: before login nothing but the login page is shown.
+func (c *Console) authed(h authedHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := c.readSession(r)
+		if s == nil && c.cfg.Token == "" && r.Method == http.MethodGet {
+			// No token: the API is open on loopback, so is the console;
+			// the session only carries the CSRF token.
+			value, ns, err := c.newSession()
+			if err != nil {
+				http.Error(w, "cannot make a session", http.StatusInternalServerError)
+				return
+			}
+			c.setCookie(w, sessionCookie, value, int(c.cfg.SessionTTL.Seconds()))
+			s = ns
+		}
+		if s == nil {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			http.Error(w, "log in first", http.StatusUnauthorized)
+			return
+		}
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+			if subtle.ConstantTimeCompare([]byte(r.PostFormValue(csrfField)), []byte(s.CSRF)) != 1 {
+				c.log.WithField("path", r.URL.Path).Warn("console: form without a valid CSRF token refused")
+				c.fail(w, r, s, http.StatusForbidden, "This form has expired or did not come from this console. Reload the page and try again.")
+				return
+			}
+		}
+		h(w, r, s)
+	})
+}
+
+type loginData struct {
+	CSRF, Next, Error string
+	NoToken           bool
+}
+
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
+	if c.readSession(r) != nil || c.cfg.Token == "" {
+		http.Redirect(w, r, localPath(r.URL.Query().Get("next")), http.StatusSeeOther)
+		return
+	}
+	c.renderLogin(w, r, http.StatusOK, "")
+}
+
+// renderLogin shows the login form with a fresh login CSRF token, carried
+// in a cookie as well (double submit): there is no session yet to tie it to.
+func (c *Console) renderLogin(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	tok := make([]byte, 16)
+	_, _ = rand.Read(tok)
+	csrf := b64.EncodeToString(tok)
+	c.setCookie(w, loginCSRFCookie, csrf, 3600)
+	c.render(w, status, "login", &page{Title: "Log in", Data: loginData{CSRF: csrf, Next: localPath(r.FormValue("next")), Error: msg}})
+}
+
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	ck, err := r.Cookie(loginCSRFCookie)
+	if err != nil || ck.Value == "" || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(r.PostFormValue(csrfField))) != 1 {
+		c.renderLogin(w, r, http.StatusForbidden, "The login form expired. Try again.")
+		return
+	}
+	if c.cfg.Token == "" {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	// Hashing first makes the comparison constant-time in the length too.
+	got := sha256.Sum256([]byte(r.PostFormValue("token")))
+	want := sha256.Sum256([]byte(c.cfg.Token))
+	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		c.slowDown(r)
+		c.log.WithField("remote", r.RemoteAddr).Warn("console: failed login")
+		c.renderLogin(w, r, http.StatusUnauthorized, "That is not the API token.")
+		return
+	}
+	value, _, err := c.newSession()
+	if err != nil {
+		http.Error(w, "cannot make a session", http.StatusInternalServerError)
+		return
+	}
+	c.setCookie(w, loginCSRFCookie, "", -1)
+	c.setCookie(w, sessionCookie, value, int(c.cfg.SessionTTL.Seconds()))
+	c.log.WithField("remote", r.RemoteAddr).Info("console: login")
+	http.Redirect(w, r, localPath(r.PostFormValue("next")), http.StatusSeeOther)
+}
+
+// slowDown answers failed logins one at a time, each after the delay.
+func (c *Console) slowDown(r *http.Request) {
+	select {
+	case c.failed <- struct{}{}:
+	case <-r.Context().Done():
+		return
+	}
+	defer func() { <-c.failed }()
+	t := time.NewTimer(c.cfg.FailedLoginDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-r.Context().Done():
+	}
+}
+
+func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) {
+	now := c.cfg.Now()
+	c.mu.Lock()
+	for n, until := range c.revoked {
+		if now.After(until) {
+			delete(c.revoked, n)
+		}
+	}
+	// The cookie dies in this browser; a copy of it dies on this node.
+	c.revoked[s.nonce] = now.Add(c.cfg.SessionTTL)
+	c.mu.Unlock()
+	c.setCookie(w, sessionCookie, "", -1)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// localPath keeps a redirect target on this site: a path, not "//host".
+func localPath(p string) string {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") || strings.ContainsAny(p, "\r\n") {
+		return "/"
+	}
+	return p
+}

@@ -1,0 +1,138 @@
+package console
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chimesched/chime/models"
+)
+
+// specWords says when a schedule fires, in words. It covers the common
+// shapes; anything else shows the expression itself, and the page's list
+// of next fire times, computed by the engine's own code, is the proof.
+func specWords(s *models.Schedule) string {
+	tz := ""
+	if s.Timezone != "" && s.Timezone != "UTC" {
+		tz = " (" + s.Timezone + " time)"
+	} else {
+		tz = " (UTC)"
+	}
+	switch s.ScheduleType {
+	case models.ScheduleInterval:
+		if s.IntervalSeconds == nil {
+			return "interval without a length"
+		}
+		return "every " + durationWords(time.Duration(*s.IntervalSeconds)*time.Second)
+	case models.ScheduleOnce:
+		if s.RunAt == nil {
+			return "once, without a time"
+		}
+		return "once, at " + s.RunAt.UTC().Format("2006-01-02 15:04:05 UTC")
+	case models.ScheduleCron:
+		if s.CronExpr == nil {
+			return "cron without an expression"
+		}
+		return cronWords(*s.CronExpr) + tz
+	}
+	return string(s.ScheduleType)
+}
+
+func durationWords(d time.Duration) string {
+	units := []struct {
+		d    time.Duration
+		name string
+	}{{24 * time.Hour, "day"}, {time.Hour, "hour"}, {time.Minute, "minute"}, {time.Second, "second"}}
+	for _, u := range units {
+		if d >= u.d && d%u.d == 0 {
+			n := int64(d / u.d)
+			if n == 1 {
+				return u.name
+			}
+			return fmt.Sprintf("%d %ss", n, u.name)
+		}
+	}
+	return d.String()
+}
+
+var weekdays = []string{"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"}
+
+func cronWords(expr string) string {
+	e := strings.TrimSpace(expr)
+	switch e {
+	case "@yearly", "@annually":
+		return "every year on January 1 at 00:00"
+	case "@monthly":
+		return "on the first day of every month at 00:00"
+	case "@weekly":
+		return "every Sunday at 00:00"
+	case "@daily", "@midnight":
+		return "every day at 00:00"
+	case "@hourly":
+		return "every hour, on the hour"
+	}
+	if d, ok := strings.CutPrefix(e, "@every "); ok {
+		if dur, err := time.ParseDuration(strings.TrimSpace(d)); err == nil && dur > 0 {
+			return "every " + durationWords(dur)
+		}
+	}
+	f := strings.Fields(e)
+	if strings.HasPrefix(e, "TZ=") || strings.HasPrefix(e, "CRON_TZ=") || (len(f) != 5 && len(f) != 6) {
+		return "cron " + e
+	}
+	if len(f) == 6 {
+		// Seconds other than 0 are rare; the expression says them best.
+		if f[0] != "0" {
+			return "cron " + e
+		}
+		f = f[1:]
+	}
+	min, hour, dom, mon, dow := f[0], f[1], f[2], f[3], f[4]
+	if mon != "*" {
+		return "cron " + e
+	}
+	num := func(s string, hi int) (int, bool) {
+		n, err := strconv.Atoi(s)
+		return n, err == nil && n >= 0 && n <= hi
+	}
+	switch {
+	case min == "*" && hour == "*" && dom == "*" && dow == "*":
+		return "every minute"
+	case strings.HasPrefix(min, "*/") && hour == "*" && dom == "*" && dow == "*":
+		if n, ok := num(min[2:], 59); ok && n > 0 {
+			return "every " + durationWords(time.Duration(n)*time.Minute)
+		}
+	case hour == "*" && dom == "*" && dow == "*":
+		if m, ok := num(min, 59); ok {
+			return fmt.Sprintf("every hour at minute %d", m)
+		}
+	}
+	m, okm := num(min, 59)
+	h, okh := num(hour, 23)
+	if !okm || !okh {
+		return "cron " + e
+	}
+	at := fmt.Sprintf("at %02d:%02d", h, m)
+	switch {
+	case dom == "*" && dow == "*":
+		return "every day " + at
+	case dom == "*" && (dow == "1-5" || strings.EqualFold(dow, "MON-FRI")):
+		return "every weekday (Monday to Friday) " + at
+	case dom == "*":
+		var days []string
+		for _, d := range strings.Split(dow, ",") {
+			n, ok := num(d, 7)
+			if !ok {
+				return "cron " + e
+			}
+			days = append(days, weekdays[n])
+		}
+		return "every " + strings.Join(days, ", ") + " " + at
+	case dow == "*":
+		if d, ok := num(dom, 31); ok && d > 0 {
+			return fmt.Sprintf("on day %d of every month %s", d, at)
+		}
+	}
+	return "cron " + e
+}
