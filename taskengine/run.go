@@ -64,6 +64,7 @@ func (e *Engine) newJob(cj *store.ClaimedJob) *tasks.Job {
 		MaxAttempts:  cj.EffectiveMaxAttempts(),
 		Params:       json.RawMessage(cj.EffectiveParams()),
 		Notifier:     &handoff{},
+		Clock:        e.cfg.Clock,
 		Logger: e.jobLog.WithFields(logrus.Fields{
 			fieldJobID: cj.ID, fieldScheduleID: schedID, fieldNodeID: e.cfg.NodeID,
 		}),

@@ -4,8 +4,9 @@
 // factory.
 //
 // Plugin authors import this package and nothing else of chime. It must stay
-// free of the database: it imports no gorm, no store, no engine (only logrus
-// and internal/strictjson, which decodes params and API requests alike). The task
+// free of the database: it imports no gorm, no store, no engine (only logrus,
+// clockwork for Job.Clock, and internal/strictjson, which decodes params and
+// API requests alike). The task
 // engine (taskengine) consumes it, never the other way round. Built-in tasks
 // live in sub-packages (tasks/sleep, tasks/shell, tasks/httpcall,
 // tasks/email) and are registered by tasks/builtin.
