@@ -147,7 +147,7 @@ func (s *Store) claimTx(tx *gorm.DB, p *ClaimParams, res *ClaimResult, schedName
 			}
 			taken[*r.ScheduleID] = true
 		}
-		r.Status, r.NodeID, r.QueuedAt = models.JobQueued, p.NodeID, &now
+		r.Status, r.NodeID, r.QueuedAt, r.Outcome = models.JobQueued, p.NodeID, &now, models.OutcomeNone
 		res.Jobs = append(res.Jobs, ClaimedJob{Job: r})
 		ids = append(ids, r.ID)
 	}
@@ -155,7 +155,8 @@ func (s *Store) claimTx(tx *gorm.DB, p *ClaimParams, res *ClaimResult, schedName
 	if len(ids) == 0 {
 		return nil
 	}
-	if err := tx.Exec(`UPDATE `+s.jobsByID()+` SET status = ?, node_id = ?, queued_at = ? WHERE id IN ?`,
+	// outcome describes the last run: cleared as the next one begins.
+	if err := tx.Exec(`UPDATE `+s.jobsByID()+` SET status = ?, node_id = ?, queued_at = ?, outcome = '' WHERE id IN ?`,
 		models.JobQueued, p.NodeID, now, ids).Error; err != nil {
 		return fmt.Errorf("mark jobs queued: %w", err)
 	}

@@ -23,6 +23,7 @@ type Job struct {
 	ScheduledAt    time.Time // the intended fire time
 	Attempt        int       // 1-based
 	MaxAttempts    int
+	Snoozes        int             // times the job was snoozed before this run (see Snooze)
 	Params         json.RawMessage // definition defaults merged with schedule params
 	Notify         NotifySpec
 
