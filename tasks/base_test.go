@@ -314,3 +314,26 @@ func TestActiveTimeoutOnJobClock(t *testing.T) {
 	}
 	require.ErrorIs(t, context.Cause(ctx), tasks.ErrTimeout)
 }
+
+// The typed outcomes are found through wrapping, keep their cause, and a
+// cancel is notified as a failure while a snooze is never notified.
+func TestOutcomes(t *testing.T) {
+	t.Parallel()
+	cause := errors.New("401 unauthorized")
+	var skip *tasks.SkipRetryError
+	require.ErrorAs(t, fmt.Errorf("call: %w", tasks.SkipRetry(cause)), &skip)
+	require.ErrorIs(t, skip, cause)
+	var cancel *tasks.CancelError
+	require.ErrorAs(t, fmt.Errorf("call: %w", tasks.Cancel(cause)), &cancel)
+	require.ErrorIs(t, cancel, cause)
+	require.Equal(t, "canceled by the task: no reason given", tasks.Cancel(nil).Error())
+	var snooze *tasks.SnoozeError
+	require.ErrorAs(t, tasks.Snooze(time.Minute), &snooze)
+	require.Equal(t, time.Minute, snooze.Delay)
+	require.Equal(t, tasks.MaxSnoozeDelay, tasks.Snooze(100*365*24*time.Hour).(*tasks.SnoozeError).Delay)
+
+	failure := tasks.NotifySpec{On: tasks.NotifyFailure}
+	require.True(t, failure.Wants(tasks.StatusCanceled))
+	require.False(t, failure.Wants(tasks.StatusSnoozed))
+	require.False(t, tasks.NotifySpec{On: tasks.NotifyAlways}.Wants(tasks.StatusSnoozed))
+}
