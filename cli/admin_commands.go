@@ -395,7 +395,7 @@ func newJobCommand() *cobra.Command {
 			return list(ctx, c, out, jobsPath, q,
 				[]string{"ID", "SCHEDULE", "DEFINITION", "STATUS", "CONTROL", "ATTEMPT", "SCHEDULED AT", "STARTED", "FINISHED", "NODE"},
 				func(j *jobRow) []string {
-					return []string{itoa(j.ID), nm.schedule(j.ScheduleID), nm.definition(j.JobDefinitionID).name, string(j.Status), str(string(j.Control)),
+					return []string{itoa(j.ID), nm.schedule(j.ScheduleID), nm.definition(j.JobDefinitionID).name, jobStatusCell(j), str(string(j.Control)),
 						nm.attempts(j), timeCell(&j.ScheduledAt), timeCell(j.StartedAt), timeCell(j.FinishedAt), str(j.NodeID)}
 				})
 		}),
@@ -488,6 +488,18 @@ waits up to 15s for the node to act, then resets what is left.`
 		runCmd,
 	)
 	return cmd
+}
+
+// jobStatusCell is the job's status with the typed outcome its task chose,
+// if any: "failed (skip_retry)", "pending (snoozed)", "canceled (by task)".
+func jobStatusCell(j *jobRow) string {
+	switch j.Outcome {
+	case models.OutcomeNone:
+		return string(j.Status)
+	case models.OutcomeCanceled:
+		return string(j.Status) + " (by task)"
+	}
+	return string(j.Status) + " (" + inertCell(string(j.Outcome)) + ")"
 }
 
 func withLong(cmd *cobra.Command, long string) *cobra.Command {

@@ -49,6 +49,15 @@ func TestCLIDisplay(t *testing.T) {
 	require.Equal(t, strings.Repeat(" ", col)+"second line", lines[at+1], out)
 	require.Equal(t, strings.Repeat(" ", col)+`\tindented`, lines[at+2], out)
 
+	// A typed outcome the task chose: in the list beside the status, in
+	// show as its own field.
+	require.NoError(t, st.DB().Model(&models.Job{}).Where("id = 2").Updates(map[string]any{
+		"status": models.JobFailed, "outcome": models.OutcomeSkipRetry, "snoozes": 2}).Error)
+	require.Regexp(t, `(?m)^2\s+-\s+report\s+failed \(skip_retry\)\s`, mustChime(t, url, "job", "list"))
+	out = mustChime(t, url, "job", "show", "2")
+	require.Regexp(t, `(?m)^outcome:\s+skip_retry$`, out)
+	require.Regexp(t, `(?m)^snoozes:\s+2$`, out)
+
 	_, err := chime(t, url, "schedule", "add", "bad", "--definition", "report", "--cron", "61 * * * *")
 	require.Error(t, err)
 	require.Equal(t, 1, strings.Count(err.Error(), "cron_expr"), "the field is named once: %s", err)

@@ -23,6 +23,20 @@ func (s JobStatus) Finished() bool {
 	return false
 }
 
+// JobOutcome is the jobs.outcome column: the typed outcome a task chose for
+// its last run. The status says the rest.
+type JobOutcome string
+
+const (
+	OutcomeNone JobOutcome = ""
+	// OutcomeSkipRetry: failed, not retried though attempts were left.
+	OutcomeSkipRetry JobOutcome = "skip_retry"
+	// OutcomeSnoozed: back to pending, due at run_at, no attempt used.
+	OutcomeSnoozed JobOutcome = "snoozed"
+	// OutcomeCanceled: status canceled, by the task.
+	OutcomeCanceled JobOutcome = "canceled"
+)
+
 // JobControl is the jobs.control column: an action an admin asked for.
 type JobControl string
 

@@ -80,6 +80,8 @@ func (TimeTrigger) TableName() string { return "time_triggers" }
 
 // Job is one fire or ad-hoc run of a definition (the paper's Job table).
 // Recoveries counts its reruns after node loss that used no attempt.
+// Outcome is what the task chose for its last run (tasks.SkipRetry,
+// Snooze, Cancel), empty when it chose nothing; Snoozes counts snoozes.
 type Job struct {
 	ID              int64      `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
 	ScheduleID      *int64     `gorm:"column:schedule_id" json:"schedule_id"`
@@ -91,6 +93,8 @@ type Job struct {
 	Attempt         int        `gorm:"column:attempt" json:"attempt"`
 	MaxAttempts     int        `gorm:"column:max_attempts" json:"max_attempts"`
 	Recoveries      int        `gorm:"column:recoveries" json:"recoveries"`
+	Outcome         JobOutcome `gorm:"column:outcome" json:"outcome"`
+	Snoozes         int        `gorm:"column:snoozes" json:"snoozes"`
 	Params          JSON       `gorm:"column:params" json:"params"`
 	CatchUp         bool       `gorm:"column:catch_up" json:"catch_up"`
 	MissedFires     int        `gorm:"column:missed_fires" json:"missed_fires"`

@@ -30,6 +30,11 @@ type ClaimedJob struct {
 	Definition *models.JobDefinition
 	// ScheduleName is "" for an ad hoc job.
 	ScheduleName string
+	// LoadErr says why Definition could not be read after the claim
+	// committed. The row is queued on the claiming node all the same: the
+	// caller owns it and should release it (store.ReleaseJobs) rather than
+	// run it without its definition.
+	LoadErr error
 }
 
 // EffectiveMaxAttempts is jobs.max_attempts, or the definition's when the
@@ -76,89 +81,127 @@ var activeStatuses = []models.JobStatus{models.JobQueued, models.JobRunning, mod
 // of a schedule that already has a queued, running or paused job are not
 // picked, and of several due rows of one such schedule only the earliest is
 // claimed.
+//
+// An error means nothing was claimed. Once the transaction has committed,
+// the rows are the caller's and ClaimJobs returns them with a nil error,
+// whatever happens after (ctx ending, the definitions' read failing): a row
+// whose definition could not be read carries the reason in LoadErr.
 func (s *Store) ClaimJobs(ctx context.Context, p *ClaimParams) (*ClaimResult, error) {
 	if p.Limit <= 0 {
 		return &ClaimResult{}, nil
 	}
-	now := DBTime(p.Now)
 	res := &ClaimResult{}
 	schedNames := map[int64]string{}
 	err := s.InTx(ctx, func(tx *gorm.DB) error {
-		res.Jobs, res.Selected, res.Blocked = nil, 0, nil
+		*res = ClaimResult{}
 		clear(schedNames)
-		rows, err := s.selectDue(tx, p.Limit, now, nil)
-		if err != nil {
-			return err
-		}
-		forbid := map[int64]bool{}
-		if err := readSchedules(tx, rows, schedNames, forbid); err != nil {
-			return err
-		}
-		// Schedules that forbid overlap and have a job holding a worker.
-		// Looked up only when a picked row belongs to a forbid schedule:
-		// most claims pick none, and this saves them a statement. The
-		// range on idx_jobs_claim covers only active rows, which are few.
-		var blocked []int64
-		if pickedForbid(rows, forbid) {
-			if err := s.lockForbid(tx, rows, forbid); err != nil {
-				return err
-			}
-			if err := tx.Raw(`SELECT DISTINCT a.schedule_id FROM jobs a JOIN schedules s ON s.id = a.schedule_id
-				WHERE a.status IN ? AND s.concurrency = ?`, activeStatuses, models.ConcurrencyForbid).
-				Scan(&blocked).Error; err != nil {
-				return fmt.Errorf("find busy forbid schedules: %w", err)
-			}
-			if pickedAny(rows, blocked) {
-				// Rows of busy schedules took places that eligible rows
-				// may have: pick again without them.
-				if rows, err = s.selectDue(tx, p.Limit, now, blocked); err != nil {
-					return err
-				}
-				if err := readSchedules(tx, rows, schedNames, forbid); err != nil {
-					return err
-				}
-				if err := s.lockForbid(tx, rows, forbid); err != nil {
-					return err
-				}
-			}
-		}
-		res.Selected = len(rows)
-		if len(rows) == 0 {
-			res.Blocked = blocked
-			return nil
-		}
-		taken := map[int64]bool{}
-		ids := make([]int64, 0, len(rows))
-		for _, r := range rows {
-			if r.ScheduleID != nil && forbid[*r.ScheduleID] {
-				if taken[*r.ScheduleID] || slices.Contains(blocked, *r.ScheduleID) {
-					blocked = append(blocked, *r.ScheduleID)
-					continue
-				}
-				taken[*r.ScheduleID] = true
-			}
-			r.Status, r.NodeID, r.QueuedAt = models.JobQueued, p.NodeID, &now
-			res.Jobs = append(res.Jobs, ClaimedJob{Job: r})
-			ids = append(ids, r.ID)
-		}
-		res.Blocked = blocked
-		if len(ids) == 0 {
-			return nil
-		}
-		if err := tx.Exec(`UPDATE `+s.jobsByID()+` SET status = ?, node_id = ?, queued_at = ? WHERE id IN ?`,
-			models.JobQueued, p.NodeID, now, ids).Error; err != nil {
-			return fmt.Errorf("mark jobs queued: %w", err)
-		}
-		return nil
+		return s.claimTx(tx, p, res, schedNames)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim jobs for node %s: %w", p.NodeID, err)
 	}
-	if len(res.Jobs) == 0 {
-		return res, nil
+	if len(res.Jobs) > 0 {
+		// Committed: from here on nothing may lose the rows. The read goes
+		// on after ctx ends (Stop cancels claims in flight), bounded by
+		// its own timeout instead.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimLoadTimeout)
+		defer cancel()
+		s.loadClaimed(rctx, res, schedNames)
 	}
-	// Definitions are read after the commit: the claim transaction holds row
-	// locks (and on SQLite the write lock), so it stays as short as it can.
+	return res, nil
+}
+
+// claimLoadTimeout bounds the read of claimed jobs' definitions, which
+// outlives the claim's context.
+const claimLoadTimeout = 10 * time.Second
+
+// claimTx picks and marks the rows of one claim inside tx (see ClaimJobs),
+// filling res and the names of the schedules it read.
+func (s *Store) claimTx(tx *gorm.DB, p *ClaimParams, res *ClaimResult, schedNames map[int64]string) error {
+	now := DBTime(p.Now)
+	rows, err := s.selectDue(tx, p.Limit, now, nil)
+	if err != nil {
+		return err
+	}
+	forbid := map[int64]bool{}
+	if err := readSchedules(tx, rows, schedNames, forbid); err != nil {
+		return err
+	}
+	// Schedules that forbid overlap and have a job holding a worker.
+	// Looked up only when a picked row belongs to a forbid schedule: most
+	// claims pick none, and this saves them a statement.
+	var blocked []int64
+	if pickedForbid(rows, forbid) {
+		if rows, blocked, err = s.dropBusyForbid(tx, p.Limit, now, rows, schedNames, forbid); err != nil {
+			return err
+		}
+	}
+	res.Selected = len(rows)
+	taken := map[int64]bool{}
+	ids := make([]int64, 0, len(rows))
+	for _, r := range rows {
+		if r.ScheduleID != nil && forbid[*r.ScheduleID] {
+			if taken[*r.ScheduleID] || slices.Contains(blocked, *r.ScheduleID) {
+				blocked = append(blocked, *r.ScheduleID)
+				continue
+			}
+			taken[*r.ScheduleID] = true
+		}
+		r.Status, r.NodeID, r.QueuedAt, r.Outcome = models.JobQueued, p.NodeID, &now, models.OutcomeNone
+		res.Jobs = append(res.Jobs, ClaimedJob{Job: r})
+		ids = append(ids, r.ID)
+	}
+	res.Blocked = blocked
+	if len(ids) == 0 {
+		return nil
+	}
+	// outcome describes the last run: cleared as the next one begins.
+	if err := tx.Exec(`UPDATE `+s.jobsByID()+` SET status = ?, node_id = ?, queued_at = ?, outcome = '' WHERE id IN ?`,
+		models.JobQueued, p.NodeID, now, ids).Error; err != nil {
+		return fmt.Errorf("mark jobs queued: %w", err)
+	}
+	return nil
+}
+
+// dropBusyForbid finds the forbid schedules that have a job holding a
+// worker and, when rows holds one of theirs, picks again without them. It
+// returns the rows to claim and the busy schedules. The range on
+// idx_jobs_claim covers only active rows, which are few.
+func (s *Store) dropBusyForbid(tx *gorm.DB, limit int, now time.Time, rows []models.Job,
+	schedNames map[int64]string, forbid map[int64]bool) ([]models.Job, []int64, error) {
+	if err := s.lockForbid(tx, rows, forbid); err != nil {
+		return nil, nil, err
+	}
+	var blocked []int64
+	if err := tx.Raw(`SELECT DISTINCT a.schedule_id FROM jobs a JOIN schedules s ON s.id = a.schedule_id
+		WHERE a.status IN ? AND s.concurrency = ?`, activeStatuses, models.ConcurrencyForbid).
+		Scan(&blocked).Error; err != nil {
+		return nil, nil, fmt.Errorf("find busy forbid schedules: %w", err)
+	}
+	if !pickedAny(rows, blocked) {
+		return rows, blocked, nil
+	}
+	// Rows of busy schedules took places that eligible rows may have:
+	// pick again without them.
+	rows, err := s.selectDue(tx, limit, now, blocked)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := readSchedules(tx, rows, schedNames, forbid); err != nil {
+		return nil, nil, err
+	}
+	if err := s.lockForbid(tx, rows, forbid); err != nil {
+		return nil, nil, err
+	}
+	return rows, blocked, nil
+}
+
+// loadClaimed attaches definitions and schedule names to the claimed jobs
+// of res. Definitions are read after the commit: the claim transaction
+// holds row locks (and on SQLite the write lock), so it stays as short as
+// it can. The read is tried a few times; when it still fails, every job
+// gets the error as LoadErr.
+func (s *Store) loadClaimed(ctx context.Context, res *ClaimResult, schedNames map[int64]string) {
 	defIDs := make([]int64, 0, 4)
 	seen := map[int64]bool{}
 	for _, j := range res.Jobs {
@@ -168,8 +211,20 @@ func (s *Store) ClaimJobs(ctx context.Context, p *ClaimParams) (*ClaimResult, er
 		}
 	}
 	var defs []models.JobDefinition
-	if err := s.db.WithContext(ctx).Where("id IN ?", defIDs).Find(&defs).Error; err != nil {
-		return res, fmt.Errorf("read definitions of claimed jobs: %w", err)
+	var err error
+	for try := 1; ; try++ {
+		defs = defs[:0]
+		err = s.db.WithContext(ctx).Where("id IN ?", defIDs).Find(&defs).Error
+		if err == nil || try == 3 || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(try) * 50 * time.Millisecond):
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("read definitions of claimed jobs: %w", err)
 	}
 	byID := make(map[int64]*models.JobDefinition, len(defs))
 	for i := range defs {
@@ -177,12 +232,11 @@ func (s *Store) ClaimJobs(ctx context.Context, p *ClaimParams) (*ClaimResult, er
 	}
 	for i := range res.Jobs {
 		j := &res.Jobs[i]
-		j.Definition = byID[j.JobDefinitionID]
+		j.Definition, j.LoadErr = byID[j.JobDefinitionID], err
 		if j.ScheduleID != nil {
 			j.ScheduleName = schedNames[*j.ScheduleID]
 		}
 	}
-	return res, nil
 }
 
 // selectDue picks up to limit due pending rows, leaving out the schedules

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,9 +16,14 @@ import (
 // JobOutcome is how one run ended, as the completer writes it.
 type JobOutcome struct {
 	ID int64
-	// Status is succeeded, failed, stopped, or pending for a failed attempt
-	// that will be retried at RunAt.
+	// Status is succeeded, failed, stopped, canceled (the task asked), or
+	// pending for a failed attempt that will be retried at RunAt, or a
+	// snooze.
 	Status models.JobStatus
+	// Outcome is the typed outcome the task chose, written to jobs.outcome.
+	// OutcomeSnoozed (with Status pending) also gives the attempt back and
+	// counts the snooze in jobs.snoozes.
+	Outcome models.JobOutcome
 	// FinishedAt is when the run ended (kept NULL for a retry).
 	FinishedAt time.Time
 	// RunAt is when a retry becomes due; ignored unless Status is pending.
@@ -35,7 +41,8 @@ type CompleteJobsParams struct {
 	Outcomes []JobOutcome
 }
 
-// completeChunk bounds the ids of one UPDATE: each costs 13 placeholders.
+// completeChunk bounds the ids of one UPDATE: each costs 13 placeholders,
+// and a few more when it has a typed outcome.
 const completeChunk = 250
 
 // CompleteJobs writes a batch of outcomes in one transaction with one
@@ -294,6 +301,7 @@ func (s *Store) writeOutcomes(tx *gorm.DB, nodeID string, outs []JobOutcome) (in
 		}
 		return nodeID
 	})
+	args = s.writeTypedOutcomes(&b, args, outs)
 	b.WriteString(", control = '' WHERE id IN ? AND node_id = ? AND status IN ?")
 	args = append(args, ids, nodeID, activeStatuses)
 	res := tx.Exec(b.String(), args...)
@@ -301,4 +309,40 @@ func (s *Store) writeOutcomes(tx *gorm.DB, nodeID string, outs []JobOutcome) (in
 		return 0, fmt.Errorf("write job outcomes: %w", res.Error)
 	}
 	return int(res.RowsAffected), nil
+}
+
+// writeTypedOutcomes adds the SET clauses of jobs.outcome to an UPDATE of
+// writeOutcomes, and for snoozes gives the attempt back (as a recovery
+// does, see recoverCutOff) and counts the snooze. A batch without typed
+// outcomes, the common case, costs one constant clause and no placeholder.
+func (s *Store) writeTypedOutcomes(b *strings.Builder, args []any, outs []JobOutcome) []any {
+	var typed, snoozed []int64
+	for i := range outs {
+		o := &outs[i]
+		switch {
+		case o.Outcome == models.OutcomeSnoozed && o.Status == models.JobPending:
+			snoozed = append(snoozed, o.ID)
+			typed = append(typed, o.ID)
+		case o.Outcome != models.OutcomeNone && o.Outcome != models.OutcomeSnoozed:
+			typed = append(typed, o.ID)
+		}
+	}
+	if len(typed) == 0 {
+		b.WriteString(", outcome = ''")
+		return args
+	}
+	b.WriteString(", outcome = CASE id")
+	for i := range outs {
+		if slices.Contains(typed, outs[i].ID) {
+			b.WriteString(" WHEN ? THEN ?")
+			args = append(args, outs[i].ID, string(outs[i].Outcome))
+		}
+	}
+	b.WriteString(" ELSE '' END")
+	if len(snoozed) > 0 {
+		b.WriteString(", attempt = CASE WHEN id IN ? AND attempt > 0 THEN attempt - 1 ELSE attempt END" +
+			", snoozes = CASE WHEN id IN ? THEN snoozes + 1 ELSE snoozes END")
+		args = append(args, snoozed, snoozed)
+	}
+	return args
 }

@@ -118,6 +118,25 @@ func groupAlive(t testing.TB, pgid int) bool {
 	return false
 }
 
+// holdingServer answers no request until releaseAll is called; arrived is
+// closed when the first request comes in.
+func holdingServer(t *testing.T) (url string, arrived <-chan struct{}, releaseAll func()) {
+	t.Helper()
+	arrivedCh, release := make(chan struct{}), make(chan struct{})
+	var arriveOnce, releaseOnce sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arriveOnce.Do(func() { close(arrivedCh) })
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	releaseAll = func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(releaseAll) // before srv.Close: cleanups run last first
+	return srv.URL, arrivedCh, releaseAll
+}
+
 // What pause does per built-in task, through jobs.control: shell and sleep
 // pause for real (the shell's processes are in state T); httpcall and email
 // refuse while their request is in flight, say why in job_logs, and stay
@@ -126,19 +145,7 @@ func TestPausePerBuiltinTask(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		arrived, release := make(chan struct{}), make(chan struct{})
-		var arriveOnce sync.Once
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			arriveOnce.Do(func() { close(arrived) })
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-		}))
-		t.Cleanup(srv.Close)
-		var releaseOnce sync.Once
-		releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
-		t.Cleanup(releaseAll) // before srv.Close: cleanups run last first
+		srvURL, arrived, releaseAll := holdingServer(t)
 		sender := newGateSender()
 		t.Cleanup(func() {
 			select {
@@ -153,7 +160,7 @@ func TestPausePerBuiltinTask(t *testing.T) {
 			"command": `echo $$ > "$PIDFILE"; while :; do sleep 0.05; done`, "env": map[string]string{"PIDFILE": pidFile},
 		})}), "")
 		sl := insertJob(t, db, createDef(t, db, "sl", defOpts{Params: `{"duration":"60s"}`}), "")
-		hc := insertJob(t, db, createDef(t, db, "hc", defOpts{TaskType: httpcall.Kind, Params: mustJSON(t, map[string]any{"url": srv.URL})}), "")
+		hc := insertJob(t, db, createDef(t, db, "hc", defOpts{TaskType: httpcall.Kind, Params: mustJSON(t, map[string]any{"url": srvURL})}), "")
 		em := insertJob(t, db, createDef(t, db, "em", defOpts{TaskType: email.Kind, Params: `{"to":["ops@example.com"]}`}), "")
 
 		cfg := testConfig(t, nodeName(t))

@@ -22,7 +22,8 @@ type Config struct {
 	// (default: logrus's standard logger).
 	Logger logrus.FieldLogger
 	// Clock is the time source for every timestamp and timer (default: the
-	// real clock). Task timeouts run on real time (tasks.WithActiveTimeout).
+	// real clock), task timeouts and pause accounting included: each
+	// tasks.Job gets it as Job.Clock.
 	Clock clockwork.Clock
 	// PollInterval is how often the engine looks for due jobs when nothing
 	// wakes it (default 4s, the paper's value; jittered by ±10%).

@@ -30,6 +30,15 @@ var errQueueClosed = errors.New("taskengine: node shutting down before the job s
 // PoolSize, and Submit finds a free worker.
 func (e *Engine) enqueue(cj *store.ClaimedJob, job *tasks.Job) {
 	def := cj.Definition
+	if cj.LoadErr != nil {
+		// The claim committed but its definition could not be read: give
+		// the job back now, without using an attempt, rather than leave
+		// it queued until the reconciler frees it.
+		job.Log().WithError(cj.LoadErr).Warn("could not read the job's definition after claiming it")
+		e.release(job, "released to pending: reading its definition after the claim failed: "+cj.LoadErr.Error())
+		e.runDone()
+		return
+	}
 	if def == nil {
 		e.finishUnstarted(job, fmt.Errorf("job definition %d does not exist", cj.JobDefinitionID))
 		e.runDone()

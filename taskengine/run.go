@@ -62,8 +62,10 @@ func (e *Engine) newJob(cj *store.ClaimedJob) *tasks.Job {
 		ScheduledAt:  cj.ScheduledAt,
 		Attempt:      cj.Attempt + 1,
 		MaxAttempts:  cj.EffectiveMaxAttempts(),
+		Snoozes:      cj.Snoozes,
 		Params:       json.RawMessage(cj.EffectiveParams()),
 		Notifier:     &handoff{},
+		Clock:        e.cfg.Clock,
 		Logger: e.jobLog.WithFields(logrus.Fields{
 			fieldJobID: cj.ID, fieldScheduleID: schedID, fieldNodeID: e.cfg.NodeID,
 		}),
@@ -145,10 +147,10 @@ func (e *Engine) run(runCtx context.Context, cancelRun context.CancelFunc, cj *s
 	if errors.As(execErr, &pe) {
 		log.Errorf("%v\n%s", pe.Value, pe.Stack)
 	}
-	status, execErr := classify(execErr, cause, ar.stopRequested.Load(), timeout)
+	v := classify(execErr, cause, ar.stopRequested.Load(), timeout, job.Snoozes)
 
-	res := tasks.Result{Status: string(status), Err: execErr, Output: job.Result(), StartedAt: startedAt, FinishedAt: finishedAt,
-		Retrying: status == models.JobFailed && job.Attempt < job.MaxAttempts}
+	res := tasks.Result{Status: v.resultStatus(), Err: v.err, Output: job.Result(), StartedAt: startedAt, FinishedAt: finishedAt,
+		Retrying: v.outcome == models.OutcomeSnoozed || (v.status == models.JobFailed && v.outcome == models.OutcomeNone && job.Attempt < job.MaxAttempts)}
 	cctx, cancelC := context.WithTimeout(context.WithoutCancel(runCtx), onCompleteTimeout)
 	if err := safeCall(func() error { return task.OnComplete(cctx, job, res) }); err != nil {
 		log.WithError(err).Warn("on_complete failed; the outcome stands")
@@ -156,67 +158,118 @@ func (e *Engine) run(runCtx context.Context, cancelRun context.CancelFunc, cj *s
 	cancelC()
 
 	backoff := time.Duration(def.RetryBackoffSeconds) * time.Second
-	e.complete(job, status, execErr, res.Output, finishedAt, backoff, errors.Is(cause, errShutdown))
+	e.complete(job, v, res.Output, finishedAt, backoff, errors.Is(cause, errShutdown))
 }
 
-// classify turns how Execute ended into the attempt's status and the error
-// to record.
-func classify(err, cause error, stopRequested bool, timeout time.Duration) (models.JobStatus, error) {
+// verdict is how a run ended, as the engine records it.
+type verdict struct {
+	// status is succeeded, failed, stopped or canceled, or pending for a
+	// snooze.
+	status  models.JobStatus
+	outcome models.JobOutcome // the typed outcome the task chose
+	err     error             // what to record in jobs.error
+	snooze  time.Duration     // with outcome snoozed: due again after this
+}
+
+// resultStatus is the tasks.Result status of v.
+func (v verdict) resultStatus() string {
+	if v.outcome == models.OutcomeSnoozed {
+		return tasks.StatusSnoozed
+	}
+	return string(v.status)
+}
+
+// classify turns how Execute ended into the run's verdict. A stop asked
+// for wins; then the typed outcome the task chose (tasks.SkipRetry,
+// Snooze, Cancel), so that a task may say what a timeout means to it; a
+// snooze past tasks.MaxSnoozes (snoozes is the job's count so far) is a
+// failed attempt.
+func classify(err, cause error, stopRequested bool, timeout time.Duration, snoozes int) verdict {
+	var (
+		skip   *tasks.SkipRetryError
+		cancel *tasks.CancelError
+		snooze *tasks.SnoozeError
+	)
 	switch {
 	case err == nil:
-		return models.JobSucceeded, nil
+		return verdict{status: models.JobSucceeded}
 	case stopRequested || errors.Is(cause, tasks.ErrStopped):
-		return models.JobStopped, err
+		return verdict{status: models.JobStopped, err: err}
+	case errors.As(err, &skip):
+		return verdict{status: models.JobFailed, outcome: models.OutcomeSkipRetry, err: err}
+	case errors.As(err, &cancel):
+		return verdict{status: models.JobCanceled, outcome: models.OutcomeCanceled, err: err}
+	case errors.As(err, &snooze) && snoozes >= tasks.MaxSnoozes:
+		return verdict{status: models.JobFailed, err: fmt.Errorf(
+			"snoozed %d times already, the most a job may (tasks.MaxSnoozes); this snooze counts as a failed attempt: %w", snoozes, err)}
+	case errors.As(err, &snooze):
+		// Snooze clamps its delay; a SnoozeError built by hand may not.
+		d := min(max(snooze.Delay, 0), tasks.MaxSnoozeDelay)
+		return verdict{status: models.JobPending, outcome: models.OutcomeSnoozed, snooze: d}
 	case errors.Is(cause, tasks.ErrTimeout):
-		return models.JobFailed, fmt.Errorf("timeout: still running after %v of active time: %w", timeout, err)
+		return verdict{status: models.JobFailed, err: fmt.Errorf("timeout: still running after %v of active time: %w", timeout, err)}
 	case errors.Is(cause, errShutdown):
-		return models.JobFailed, fmt.Errorf("interrupted: %w: %w", errShutdown, err)
+		return verdict{status: models.JobFailed, err: fmt.Errorf("interrupted: %w: %w", errShutdown, err)}
 	}
-	return models.JobFailed, err
+	return verdict{status: models.JobFailed, err: err}
 }
 
 // complete hands the outcome to the completer. A failed attempt with
 // attempts left goes back to pending, due after the backoff (at once when
-// shutdown cut it off: the job did nothing wrong).
-func (e *Engine) complete(job *tasks.Job, status models.JobStatus, err error, output string, at time.Time, backoff time.Duration, interrupted bool) {
-	c := completion{log: job.Log(), status: status}
-	c.out = store.JobOutcome{ID: job.ID, Status: status, FinishedAt: at}
+// shutdown cut it off: the job did nothing wrong); a snoozed one, due
+// after its snooze, with its attempt given back.
+func (e *Engine) complete(job *tasks.Job, v verdict, output string, at time.Time, backoff time.Duration, interrupted bool) {
+	c := completion{log: job.Log(), status: v.status}
+	c.out = store.JobOutcome{ID: job.ID, Status: v.status, Outcome: v.outcome, FinishedAt: at}
 	if output != "" {
 		c.out.Result = &output
 	}
-	took := at.Sub(job.ScheduledAt)
-	switch status {
+	switch v.status {
 	case models.JobSucceeded:
+		took := at.Sub(job.ScheduledAt)
 		c.level, c.msg = logrus.InfoLevel, fmt.Sprintf("succeeded (attempt %d, %v after scheduled_at)", job.Attempt, took.Round(time.Millisecond))
 	case models.JobStopped:
-		c.level, c.msg = logrus.WarnLevel, fmt.Sprintf("stopped: %v", err)
+		c.level, c.msg = logrus.WarnLevel, fmt.Sprintf("stopped: %v", v.err)
+	case models.JobCanceled:
+		c.level, c.msg = logrus.WarnLevel, fmt.Sprintf("canceled by the task, not retried (attempt %d of %d): %v", job.Attempt, job.MaxAttempts, v.err)
+	case models.JobPending:
+		c.out.RunAt = at.Add(v.snooze)
+		c.level, c.msg = logrus.InfoLevel, fmt.Sprintf("snoozed: runs again in %v; attempt %d not used (snooze %d of at most %d)",
+			v.snooze, job.Attempt, job.Snoozes+1, tasks.MaxSnoozes)
+		c.status = "snoozed"
 	case models.JobFailed:
-		if job.Attempt < job.MaxAttempts {
-			var delay time.Duration
-			if !interrupted {
-				delay = retryBackoff(backoff, job.Attempt, e.cfg.MaxBackoff)
-			}
-			c.out.Status = models.JobPending
-			c.out.RunAt = at.Add(delay)
-			c.level, c.msg = logrus.WarnLevel, fmt.Sprintf("attempt %d of %d failed: %v; retry in %v", job.Attempt, job.MaxAttempts, err, delay.Round(time.Millisecond))
-			c.status = "retry"
-		} else {
-			c.level, c.msg = logrus.ErrorLevel, fmt.Sprintf("failed (attempt %d of %d): %v", job.Attempt, job.MaxAttempts, err)
-		}
+		e.failed(&c, job, v, at, backoff, interrupted)
 	}
-	if err != nil {
-		s := err.Error()
+	if v.err != nil {
+		s := v.err.Error()
 		c.out.Error = &s
 	}
 	if c.out.Status != models.JobPending && handedOff(job) {
-		c.out.Notice = outcomeNotice(job, status, job.Attempt, true)
+		c.out.Notice = outcomeNotice(job, c.out.Status, job.Attempt, true)
 	}
 	e.completer.add(c)
 }
 
-// finishUnstarted fails a job that cannot start (no definition, unknown
-// task_type, OnQueue refused): retrying would not help, so it is final. No
-// OnComplete runs, so the engine records the notice notify_on asks for.
+// failed fills c for a failed attempt: a retry while attempts are left,
+// unless the task said SkipRetry, else the job's failure.
+func (e *Engine) failed(c *completion, job *tasks.Job, v verdict, at time.Time, backoff time.Duration, interrupted bool) {
+	switch {
+	case v.outcome == models.OutcomeSkipRetry:
+		c.level, c.msg = logrus.ErrorLevel, fmt.Sprintf("failed (attempt %d of %d), not retried as the task asked: %v", job.Attempt, job.MaxAttempts, v.err)
+	case job.Attempt < job.MaxAttempts:
+		var delay time.Duration
+		if !interrupted {
+			delay = retryBackoff(backoff, job.Attempt, e.cfg.MaxBackoff)
+		}
+		c.out.Status = models.JobPending
+		c.out.RunAt = at.Add(delay)
+		c.level, c.msg = logrus.WarnLevel, fmt.Sprintf("attempt %d of %d failed: %v; retry in %v", job.Attempt, job.MaxAttempts, v.err, delay.Round(time.Millisecond))
+		c.status = "retry"
+	default:
+		c.level, c.msg = logrus.ErrorLevel, fmt.Sprintf("failed (attempt %d of %d): %v", job.Attempt, job.MaxAttempts, v.err)
+	}
+}
+
 func (e *Engine) finishUnstarted(job *tasks.Job, err error) {
 	s := err.Error()
 	e.completer.add(completion{

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chimesched/chime/tasks"
@@ -281,4 +282,58 @@ func TestContextError(t *testing.T) {
 	plain, cancelPlain := context.WithCancel(context.Background())
 	cancelPlain()
 	require.EqualError(t, tasks.ContextError(plain), "context canceled")
+}
+
+// The active timeout and pause accounting run on the job's clock: with a
+// fake one, time spent paused is left out of the budget without the test
+// sleeping.
+func TestActiveTimeoutOnJobClock(t *testing.T) {
+	t.Parallel()
+	clock := clockwork.NewFakeClock()
+	task, job := &nopTask{}, &tasks.Job{Clock: clock}
+	pctx, pcancel := tasks.Prepare(context.Background(), task, job)
+	defer pcancel()
+	ctx, cancel := tasks.WithActiveTimeout(pctx, job, time.Minute)
+	defer cancel()
+
+	clock.Advance(40 * time.Second)
+	require.True(t, task.Pause())
+	clock.Advance(time.Hour) // paused: none of this counts
+	require.NoError(t, ctx.Err(), "timed out while paused")
+	require.Equal(t, time.Hour, job.PausedDuration())
+	require.True(t, task.Resume())
+	require.Equal(t, time.Hour, job.PausedDuration())
+
+	clock.Advance(19 * time.Second) // 59s of active time
+	require.NoError(t, ctx.Err(), "timed out before its minute of active time")
+	clock.Advance(time.Second)
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second): // AfterFunc runs on its own goroutine
+		t.Fatal("no timeout after a minute of active time")
+	}
+	require.ErrorIs(t, context.Cause(ctx), tasks.ErrTimeout)
+}
+
+// The typed outcomes are found through wrapping, keep their cause, and a
+// cancel is notified as a failure while a snooze is never notified.
+func TestOutcomes(t *testing.T) {
+	t.Parallel()
+	cause := errors.New("401 unauthorized")
+	var skip *tasks.SkipRetryError
+	require.ErrorAs(t, fmt.Errorf("call: %w", tasks.SkipRetry(cause)), &skip)
+	require.ErrorIs(t, skip, cause)
+	var cancel *tasks.CancelError
+	require.ErrorAs(t, fmt.Errorf("call: %w", tasks.Cancel(cause)), &cancel)
+	require.ErrorIs(t, cancel, cause)
+	require.Equal(t, "canceled by the task: no reason given", tasks.Cancel(nil).Error())
+	var snooze *tasks.SnoozeError
+	require.ErrorAs(t, tasks.Snooze(time.Minute), &snooze)
+	require.Equal(t, time.Minute, snooze.Delay)
+	require.Equal(t, tasks.MaxSnoozeDelay, tasks.Snooze(100*365*24*time.Hour).(*tasks.SnoozeError).Delay)
+
+	failure := tasks.NotifySpec{On: tasks.NotifyFailure}
+	require.True(t, failure.Wants(tasks.StatusCanceled))
+	require.False(t, failure.Wants(tasks.StatusSnoozed))
+	require.False(t, tasks.NotifySpec{On: tasks.NotifyAlways}.Wants(tasks.StatusSnoozed))
 }

@@ -4,8 +4,9 @@
 // factory.
 //
 // Plugin authors import this package and nothing else of chime. It must stay
-// free of the database: it imports no gorm, no store, no engine (only logrus
-// and internal/strictjson, which decodes params and API requests alike). The task
+// free of the database: it imports no gorm, no store, no engine (only logrus,
+// clockwork for Job.Clock, and internal/strictjson, which decodes params and
+// API requests alike). The task
 // engine (taskengine) consumes it, never the other way round. Built-in tasks
 // live in sub-packages (tasks/sleep, tasks/shell, tasks/httpcall,
 // tasks/email) and are registered by tasks/builtin.
@@ -36,6 +37,13 @@
 //
 // A task that also wants its params checked before a job is ever written
 // (by the API, say) implements Validator.
+
+// # Outcomes
+//
+// A plain error from Execute fails the attempt, and the engine retries it
+// while attempts remain. Return SkipRetry(err) to fail the job at once,
+// Snooze(d) to run it again after d without using an attempt, or
+// Cancel(err) to end it canceled; jobs.outcome records which.
 //
 // # Lifecycle, as the engine drives it
 //
@@ -52,9 +60,10 @@
 //     Execute(ctx, job) — recovering a panic into a failure;
 //  5. meanwhile, on a control request, calls Pause, Resume or Stop from
 //     another goroutine, and records a false return as a refusal;
-//  6. builds a Result (status succeeded, failed or stopped; Err; Output from
-//     job.Result(); start and finish times) and calls OnComplete(ctx, job,
-//     r), whose error it logs without changing the status;
+//  6. builds a Result (status succeeded, failed, stopped, canceled or
+//     snoozed; Err; Output from job.Result(); start and finish times) and
+//     calls OnComplete(ctx, job, r), whose error it logs without changing
+//     the status;
 //  7. calls the CancelFunc from Prepare.
 //
 // After the run, context.Cause of the Execute context tells why it ended:

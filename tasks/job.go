@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/sirupsen/logrus"
 )
 
@@ -22,6 +23,7 @@ type Job struct {
 	ScheduledAt    time.Time // the intended fire time
 	Attempt        int       // 1-based
 	MaxAttempts    int
+	Snoozes        int             // times the job was snoozed before this run (see Snooze)
 	Params         json.RawMessage // definition defaults merged with schedule params
 	Notify         NotifySpec
 
@@ -32,6 +34,10 @@ type Job struct {
 	// means no notification. The task engine sets one per run that records
 	// the hand-off: the notice is written with the outcome (the outbox).
 	Notifier Notifier
+	// Clock is the time source of pause accounting and the active timeout
+	// (WithActiveTimeout). The task engine sets its own, so a fake clock in
+	// a test drives timeouts too; nil means the real clock.
+	Clock clockwork.Clock
 
 	mu          sync.Mutex
 	paused      bool
@@ -123,7 +129,16 @@ func (j *Job) Paused() bool {
 func (j *Job) PausedDuration() time.Duration {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.pausedLocked(time.Now())
+	return j.pausedLocked(j.clock().Now())
+}
+
+var realClock = clockwork.NewRealClock()
+
+func (j *Job) clock() clockwork.Clock {
+	if j.Clock != nil {
+		return j.Clock
+	}
+	return realClock
 }
 
 func (j *Job) pausedLocked(now time.Time) time.Duration {
@@ -143,7 +158,7 @@ func (j *Job) pause() bool {
 		return false
 	}
 	j.paused = true
-	j.pausedAt = time.Now()
+	j.pausedAt = j.clock().Now()
 	j.resumed = make(chan struct{})
 	if j.timeout != nil {
 		j.timeout.timer.Stop()
@@ -157,7 +172,7 @@ func (j *Job) resume() bool {
 	if !j.paused {
 		return false
 	}
-	now := time.Now()
+	now := j.clock().Now()
 	j.pausedTotal += now.Sub(j.pausedAt)
 	j.paused = false
 	close(j.resumed)
@@ -168,7 +183,7 @@ func (j *Job) resume() bool {
 }
 
 type activeTimeout struct {
-	timer        *time.Timer
+	timer        clockwork.Timer
 	budget       time.Duration
 	start        time.Time
 	pausedBefore time.Duration // PausedDuration at start
@@ -180,7 +195,7 @@ func (t *activeTimeout) remaining(now time.Time, pausedNow time.Duration) time.D
 }
 
 // WithActiveTimeout returns a context that ends, with cause ErrTimeout,
-// once the job has run unpaused for d. A fixed deadline would let a long
+// once the job has run unpaused for d, measured on job.Clock. A fixed deadline would let a long
 // pause time a job out; this clock stops while the job is paused (through
 // Base.Pause) and restarts on Resume. d <= 0 means no timeout. Call the
 // returned CancelFunc when Execute returns.
@@ -189,10 +204,11 @@ func WithActiveTimeout(ctx context.Context, job *Job, d time.Duration) (context.
 	if d <= 0 {
 		return ctx, func() { cancel(context.Canceled) }
 	}
-	now := time.Now()
+	clock := job.clock()
+	now := clock.Now()
 	job.mu.Lock()
 	t := &activeTimeout{budget: d, start: now, pausedBefore: job.pausedLocked(now)}
-	t.timer = time.AfterFunc(d, func() { cancel(ErrTimeout) })
+	t.timer = clock.AfterFunc(d, func() { cancel(ErrTimeout) })
 	if job.paused {
 		t.timer.Stop()
 	}

@@ -45,23 +45,29 @@ type Notifier interface {
 	Notify(ctx context.Context, job *Job, r Result) error
 }
 
-// Final statuses a Result carries; they match the jobs.status column.
+// Statuses a Result carries. All but StatusSnoozed are final and match the
+// jobs.status column; a snoozed run leaves the job pending.
 const (
 	StatusSucceeded = "succeeded"
 	StatusFailed    = "failed"
 	StatusStopped   = "stopped"
+	StatusCanceled  = "canceled" // the task returned Cancel
+	StatusSnoozed   = "snoozed"  // the task returned Snooze
 )
 
 // Result is the outcome of one run, as handed to OnComplete.
 type Result struct {
-	Status     string // StatusSucceeded, StatusFailed or StatusStopped
+	// Status is StatusSucceeded, StatusFailed, StatusStopped,
+	// StatusCanceled or StatusSnoozed. A SkipRetry is StatusFailed with
+	// Retrying false; Err still wraps the *SkipRetryError.
+	Status     string
 	Err        error  // nil on success
 	Output     string // what the task passed to Job.SetResult
 	StartedAt  time.Time
 	FinishedAt time.Time
-	// Retrying is true for a failed attempt that the engine will run again:
-	// the job's outcome is not known yet, so Base.OnComplete sends no
-	// notification for it (the last attempt's does).
+	// Retrying is true for a failed attempt that the engine will run again,
+	// and for a snooze: the job's outcome is not known yet, so
+	// Base.OnComplete sends no notification for it (the last run's does).
 	Retrying bool
 }
 
@@ -88,15 +94,16 @@ type NotifySpec struct {
 }
 
 // Wants reports whether a run ending in status should be notified. A stopped
-// run counts as a failure: somebody will want to know it did not finish.
+// or canceled run counts as a failure: somebody will want to know it did
+// not finish. A snooze is not an end and is never notified.
 func (s NotifySpec) Wants(status string) bool {
 	switch s.On {
 	case NotifyAlways:
-		return true
+		return status != StatusSnoozed
 	case NotifySuccess:
 		return status == StatusSucceeded
 	case NotifyFailure:
-		return status == StatusFailed || status == StatusStopped
+		return status == StatusFailed || status == StatusStopped || status == StatusCanceled
 	default:
 		return false
 	}

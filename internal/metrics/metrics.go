@@ -37,7 +37,7 @@ var (
 	})
 	// JobsFinished counts jobs reaching a final state, by status.
 	JobsFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "chime_jobs_finished_total", Help: "Jobs that reached a final status, and attempts sent back to pending (status=retry).",
+		Name: "chime_jobs_finished_total", Help: "Jobs that reached a final status, and runs sent back to pending (status=retry, or snoozed by the task).",
 	}, []string{"status"})
 	// JobDuration observes Execute's run time.
 	JobDuration = prometheus.NewHistogram(prometheus.HistogramOpts{

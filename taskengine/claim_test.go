@@ -1,0 +1,41 @@
+package taskengine
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+)
+
+// A claim that committed hands its rows on even when reading their
+// definitions fails after the commit: the job is given back to pending at
+// once (no attempt used) and runs on the next claim, instead of sitting
+// queued until the reconciler frees it.
+func TestClaimedRowsSurviveAFailureAfterCommit(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		def := createDef(t, db, "after-commit", defOpts{Params: `{"duration":"0s"}`})
+		// The first claim's read of definitions (after its commit) fails,
+		// every time it is tried; later claims read them fine.
+		var failing atomic.Bool
+		failing.Store(true)
+		require.NoError(t, db.Callback().Query().Before("gorm:query").Register("test:fail_definitions", func(tx *gorm.DB) {
+			if tx.Statement.Table == "job_definitions" && failing.Load() {
+				_ = tx.AddError(errors.New("injected: connection lost"))
+			}
+		}))
+		id := insertJob(t, db, def, "")
+		startEngine(t, st, testConfig(t, nodeName(t)))
+		waitLog(t, db, id, "released to pending")
+		failing.Store(false)
+		j := waitStatus(t, db, id, models.JobSucceeded)
+		require.Equal(t, 1, j.Attempt, "the release used no attempt")
+	})
+}
