@@ -20,8 +20,8 @@
 // tests compare against all of it.
 //
 // Where chime differs from Quartz on purpose: an expression with a field
-// that yields no value, and "0W" (which makes Quartz loop for ever), are
-// refused; the last year is fixed at MaxYear instead of Quartz's JVM start
+// that yields no value, and "0W" and "L-28W" to "L-30W" (which make Quartz
+// loop for ever), are refused; the last year is fixed at MaxYear instead of Quartz's JVM start
 // year + 100; one Next gives up (zero time) after maxSteps steps.
 //
 // An Expression is immutable after Parse and safe for concurrent use.

@@ -181,6 +181,11 @@ func (e *Expression) build() {
 	if e.nearestWeekday && !e.lastdayOfMonth && e.daysOfMonth.first() < 1 {
 		fail(-1, "Day of month values must be between 1 and 31")
 	}
+	// The same loop happens for L-nW once a month has n days or fewer
+	// (L-28W in February).
+	if e.nearestWeekday && e.lastdayOfMonth && e.lastdayOffset >= 28 {
+		fail(-1, "Offset from last day must be <= 27 with 'W'")
+	}
 }
 
 func (e *Expression) storeExpressionVals(pos int, s []rune, typ int) int {
