@@ -1,5 +1,5 @@
 # Day-to-day commands; the README's two commands need none of this.
-.PHONY: help build run test test/race walkthrough bench bench/console screenshots tidy vet
+.PHONY: help build run test test/race walkthrough bench bench/console screenshots tidy vet fixture/quartz
 
 MYSQL_DSN ?= chime_test:chime_test@tcp(127.0.0.1:3306)/chime_test
 
@@ -32,6 +32,12 @@ bench/console: ## console page render times over 1,000,000 jobs on MariaDB (minu
 
 screenshots: ## retake the console pictures in docs/ (needs chromium)
 	CHIME_CONSOLE_SCREENSHOTS=$(CURDIR)/docs go test -count=1 -run 'TestBrowser/sqlite' ./console/
+
+QUARTZ_JAR ?= /usr/share/java/quartz2.jar
+
+fixture/quartz: ## regenerate quartzcron's fire times from real Quartz 2.3.2 (a JDK and Debian's libquartz2-java; minutes)
+	d=$$(mktemp -d) && javac -nowarn -d $$d -cp $(QUARTZ_JAR) quartzcron/testdata/gen/QuartzFixture.java && \
+	java -cp $(QUARTZ_JAR):$$d QuartzFixture quartzcron/testdata/quartz_fixture.json; rc=$$?; rm -rf $$d; exit $$rc
 
 tidy: ## go mod tidy
 	go mod tidy

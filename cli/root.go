@@ -30,7 +30,7 @@ func Main() int {
 	cmd := NewRootCommand()
 	if err := cmd.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "chime:", inert(err.Error(), false))
-		return 1
+		return exitCode(err)
 	}
 	return 0
 }
@@ -58,7 +58,7 @@ func NewRootCommand() *cobra.Command {
 		g.register(c)
 	}
 	root.AddCommand(server...)
-	root.AddCommand(newVersionCommand())
+	root.AddCommand(newVersionCommand(), newCronCommand())
 	root.AddCommand(adminCommands()...)
 	return root
 }

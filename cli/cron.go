@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chimesched/chime/api"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/quartzcron"
+	"github.com/chimesched/chime/scheduleengine"
+)
+
+// Cron syntaxes a schedule can be written in.
+const (
+	syntaxStandard = "standard"
+	syntaxQuartz   = "quartz"
+)
+
+const maxCronCount = 1000
+
+// usageError is a command line chime refuses before doing anything (a bad
+// expression, zone or flag value): Main exits with code 2 for it.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// exitCode is the process exit code for an error a command returned.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var u usageError
+	if errors.As(err, &u) {
+		return 2
+	}
+	return 1
+}
+
+func newCronCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cron",
+		Short: "Cron expression tools (no server needed)",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newCronNextCommand())
+	return cmd
+}
+
+func newCronNextCommand() *cobra.Command {
+	var syntax, zone, from string
+	var count int
+	cmd := &cobra.Command{
+		Use:   "next EXPR",
+		Short: "Print the next fire times of a cron expression, one RFC3339 time per line",
+		Long: `Print the next fire times of a cron expression, one RFC3339 time per line, in
+the --timezone zone. No server is needed.
+
+--syntax standard (the default) reads EXPR as a schedule's cron_expr does:
+5 fields, 6 with seconds first, descriptors such as @daily and @every 5m;
+day-of-week 0-6 counts from Sunday. --syntax quartz reads it as Quartz 2.3.2
+does: 6 or 7 fields (seconds first, an optional year last), ?, L, W, #, and
+day-of-week 1-7 counting from Sunday (so 1 is Sunday here, Monday in
+standard). See docs/quartz.md.
+
+An invalid expression, zone or flag exits with code 2.`,
+		Example: `  chime cron next '0 15 10 ? * 6L' --syntax quartz --timezone Europe/Berlin
+  chime cron next '*/10 * * * *' --from 2030-01-01T00:00:00Z --count 3`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			expr := strings.TrimSpace(args[0])
+			if count < 1 || count > maxCronCount {
+				return usagef("--count must be between 1 and %d, got %d", maxCronCount, count)
+			}
+			if zone == "" {
+				zone = "UTC"
+			}
+			loc, err := time.LoadLocation(zone)
+			if err != nil || zone == "Local" {
+				return usagef("unknown time zone %q (want an IANA name such as Europe/Berlin)", zone)
+			}
+			start := time.Now()
+			if from != "" {
+				if start, err = time.Parse(time.RFC3339, from); err != nil {
+					return usagef("--from %q is not an RFC3339 time such as 2030-01-01T09:00:00Z", from)
+				}
+			}
+			var trig scheduleengine.Trigger
+			switch syntax {
+			case syntaxStandard:
+				// The same function the API previews next_fires with.
+				s := &models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: &expr, Timezone: zone, CreatedAt: start}
+				if trig, err = scheduleengine.NewTrigger(s); err != nil {
+					return usagef("invalid standard cron expression: %v", err)
+				}
+			case syntaxQuartz:
+				if trig, err = quartzcron.Parse(expr, loc); err != nil {
+					return usagef("invalid Quartz cron expression %q: %v", expr, err)
+				}
+			default:
+				return usagef("unknown --syntax %q (want standard or quartz)", syntax)
+			}
+			fires := api.NextFires(trig, start, count)
+			out := cmd.OutOrStdout()
+			for _, t := range fires {
+				fmt.Fprintln(out, t.In(loc).Format(time.RFC3339))
+			}
+			if len(fires) == 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "no fire time after %s\n", start.In(loc).Format(time.RFC3339))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&syntax, "syntax", syntaxStandard, "standard or quartz")
+	f.StringVar(&zone, "timezone", "UTC", "IANA zone the expression's wall times are read in")
+	f.StringVar(&from, "from", "", "RFC3339 time to start after (default now)")
+	f.IntVar(&count, "count", 5, fmt.Sprintf("how many fire times (1-%d)", maxCronCount))
+	return cmd
+}
