@@ -69,10 +69,8 @@ func New(st *store.Store, cfg *Config) (*Node, error) {
 	return n, nil
 }
 
-// SchedulerElector is the scheduler lease's elector: hand it to the
-// schedule engine (gocron.WithDistributedElector, and OnChange to restore
-// and catch up on gaining the lease). On a node without the scheduler role
-// it never leads.
+// SchedulerElector is the scheduler lease's elector: the schedule engine's
+// Leadership. On a node without the scheduler role it never leads.
 func (n *Node) SchedulerElector() *Elector { return n.sched }
 
 // Membership is this node's row in nodes.

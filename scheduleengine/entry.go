@@ -19,8 +19,6 @@ type entry struct {
 	fired       int64
 	misfired    int64
 	next        time.Time  // first occurrence after last; zero when used up
-	key         string     // triggerKey of the row
-	timer       *timer     // the gocron job timing this schedule; nil when none
 	hidx        int        // position in Engine.heap; -1 when not there
 	restoreUpTo time.Time  // occurrences up to this passed while the schedule was not driven: missed
 	spec        string     // specHash of sched: its timing
@@ -64,7 +62,7 @@ func (e *entry) usedUp() bool {
 func (e *entry) triggerRow() TriggerRow {
 	t := TriggerRow{ScheduleID: e.sched.ID, LastFireAt: e.last, FiredCount: e.fired, RemainingCount: e.remaining(), MisfiredCount: e.misfired,
 		SpecHash: e.spec, SpecChangedAt: e.since}
-	if !e.next.IsZero() {
+	if !e.usedUp() { // max_runs may be spent with occurrences left
 		n := e.next
 		t.NextFireAt = &n
 	}
@@ -86,7 +84,7 @@ func newEntry(r *ScheduleRow) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &entry{sched: s, def: r.Definition, trig: trig, params: params, maxAttempts: max(r.Definition.MaxAttempts, 1), key: triggerKey(r), hidx: -1,
+	e := &entry{sched: s, def: r.Definition, trig: trig, params: params, maxAttempts: max(r.Definition.MaxAttempts, 1), hidx: -1,
 		spec: specHash(&s)}
 	if t := r.Trigger; t != nil {
 		if t.LastFireAt != nil {
