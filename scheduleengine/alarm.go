@@ -2,13 +2,11 @@ package scheduleengine
 
 import (
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
 	"github.com/google/uuid"
-	"github.com/sirupsen/logrus"
 )
 
 // alarm is the Cron of the engine's one gocron job: it runs once, at the
@@ -64,19 +62,3 @@ func (e *Engine) setAlarm(at time.Time) bool {
 	e.alarmAt = at
 	return true
 }
-
-// gocronLogger routes gocron's slog-style lines into logrus.
-type gocronLogger struct{ log logrus.FieldLogger }
-
-func (l gocronLogger) with(args []any) logrus.FieldLogger {
-	f := make(logrus.Fields, len(args)/2+1)
-	for i := 0; i+1 < len(args); i += 2 {
-		f[fmt.Sprint(args[i])] = args[i+1]
-	}
-	return l.log.WithFields(f)
-}
-
-func (l gocronLogger) Debug(msg string, args ...any) { l.with(args).Debug(msg) }
-func (l gocronLogger) Info(msg string, args ...any)  { l.with(args).Debug(msg) } // start/stop chatter
-func (l gocronLogger) Warn(msg string, args ...any)  { l.with(args).Warn(msg) }
-func (l gocronLogger) Error(msg string, args ...any) { l.with(args).Error(msg) }

@@ -21,28 +21,26 @@ type Config struct {
 	// SyncInterval is how often schedules changed by plain SQL are picked up
 	// (default 2s).
 	SyncInterval time.Duration
-	// FullSyncInterval is how often every schedule is re-read, which is how
-	// deleted rows and changes missed by the updated_at scan are noticed
-	// (default 30s).
+	// FullSyncInterval is how often every schedule is re-read, so deleted
+	// rows and changes the updated_at scan missed are noticed (default 30s).
 	FullSyncInterval time.Duration
-	// MisfireThreshold is how late a fire may be and still count as on time;
-	// later fires are misfires handled by the schedule's misfire_policy
-	// (default 5s).
+	// MisfireThreshold is how late a fire may be and still be on time; later
+	// ones follow the schedule's misfire_policy (default 5s).
 	MisfireThreshold time.Duration
-	// FireAllCap is the most missed fires written per schedule and catch-up
-	// under misfire_policy fire_all (default 100).
+	// FireAllCap is the most missed fires one catch-up writes under
+	// misfire_policy fire_all (default 100).
 	FireAllCap int
 	// BatchSize is the most fires written in one transaction (default 500).
 	BatchSize int
-	// BatchWait is how long fires due after the first of a wake-up may
-	// still join its batch (default 2ms): schedules due microseconds apart
-	// (intervals anchored at created_at) then share a transaction.
+	// BatchWait is how long a small batch waits for fires due just after
+	// its first (default 2ms), so schedules due microseconds apart
+	// (intervals anchored at created_at) share a transaction.
 	BatchWait time.Duration
-	// RetryDelay is the pause after a failed database round trip before the
-	// engine tries again (default 1s).
+	// RetryDelay is the pause before retrying a failed database round trip
+	// (default 1s).
 	RetryDelay time.Duration
-	// OnFire, if set, is called after a commit that wrote at least one job,
-	// so the local task engine can claim at once. It must not block.
+	// OnFire, if set, is called after a commit that wrote jobs, so the
+	// local task engine claims at once. It must not block.
 	OnFire func()
 	// Clock is the engine's only source of time (default: the real clock).
 	Clock clockwork.Clock

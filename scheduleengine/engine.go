@@ -16,21 +16,18 @@ import (
 	"github.com/chimesched/chime/internal/startstop"
 )
 
-// Engine is the schedule engine of one node. One goroutine (run) owns every
-// field after the block of channels; the others only signal it.
+// Engine is the schedule engine of one node. The run goroutine owns every
+// field after the atomics; the others only signal it.
 type Engine struct {
 	startstop.Base
 	store Store
 	cfg   Config
 	log   logrus.FieldLogger
 
-	refresh chan struct{} // Refresh
-	nudge   chan struct{} // Leadership.OnChange
-	wake    chan struct{} // the gocron alarm
-	leader  atomic.Bool
-	asked   atomic.Int64 // counts Refresh, OnChange and Settle calls
-	mu      sync.Mutex
-	settled settledState // guarded by mu
+	refresh, nudge, wake chan struct{} // Refresh, Leadership.OnChange, the alarm: cap 1
+	leader               atomic.Bool
+	asked                atomic.Int64 // signals sent, so a test can wait until the loop has seen them
+	settled              atomic.Pointer[settledState]
 
 	cron     gocron.Scheduler
 	alarm    uuid.UUID // the gocron job that wakes run at alarmAt
@@ -40,7 +37,7 @@ type Engine struct {
 	synced   chan syncResult // a sync's read → run
 	bg       sync.WaitGroup  // writers and sync reads
 	entries  map[int64]*entry
-	heap     dueHeap          // entries by next intended time, while not due
+	heap     dueHeap          // entries by next intended time, until due
 	due      map[int64]*entry // to plan at the next write
 	complete map[int64]bool   // used-up schedules still to mark completed
 	inflight map[int64]bool   // schedules in a batch a writer has not finished
@@ -51,14 +48,10 @@ type Engine struct {
 
 	watermark, syncDue, fullDue, fireRetry time.Time
 	gatherUntil                            time.Time // a small batch waits until then for fires due just after it
-	holding                                bool      // gathering: the write waits for the next instant
-	syncing                                bool      // a sync's read is in flight
+	holding, syncing                       bool      // gathering; a sync's read is in flight
 	stale                                  bool      // leading, but no full sync read since it started leading
 	leadGen                                int       // counts gains of the lead
-	// leaderSince is when this engine last started leading: every
-	// occurrence before it passed while no engine of this node fired, so it
-	// is missed whatever the misfire threshold says (the restore rule).
-	leaderSince time.Time
+	leaderSince                            time.Time // every occurrence before it is missed (the restore rule)
 }
 
 // settledState is what the run loop last published: the asked count it had
@@ -68,8 +61,7 @@ type settledState struct {
 	until time.Time
 }
 
-// syncResult is one LoadSchedules read, made off the run goroutine so a
-// large read never holds up the fires.
+// syncResult is one LoadSchedules read.
 type syncResult struct {
 	gen int // leadGen when the read started
 	p   *LoadSchedulesParams
@@ -105,8 +97,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	cron, err := gocron.NewScheduler(gocron.WithClock(e.cfg.Clock), gocron.WithLocation(time.UTC),
-		gocron.WithLogger(gocronLogger{e.log.WithField("lib", "gocron")}), gocron.WithStopTimeout(5*time.Second))
+	// gocron's own logger stays silent: its one job's errors come back
+	// from NewJob, which logs them.
+	cron, err := gocron.NewScheduler(gocron.WithClock(e.cfg.Clock), gocron.WithLocation(time.UTC), gocron.WithStopTimeout(5*time.Second))
 	if err != nil {
 		finished()
 		return fmt.Errorf("scheduleengine: create gocron scheduler: %w", err)
@@ -197,9 +190,7 @@ func (e *Engine) publish(asked int64, now, next time.Time) {
 	if e.queued == 0 && !e.syncing && next.After(now) {
 		s.until = next
 	}
-	e.mu.Lock()
-	e.settled = s
-	e.mu.Unlock()
+	e.settled.Store(&s)
 }
 
 // shutdown runs when the loop ends: no alarm and no commit after it.
@@ -303,5 +294,9 @@ func earlier(a, b time.Time) time.Time {
 
 func (e *Engine) setLeader(v bool) {
 	e.leader.Store(v)
-	metrics.IsLeader.Set(map[bool]float64{true: 1}[v])
+	if v {
+		metrics.IsLeader.Set(1)
+	} else {
+		metrics.IsLeader.Set(0)
+	}
 }

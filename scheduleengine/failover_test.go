@@ -75,6 +75,7 @@ func TestStaleBatchWritesNoSecondCatchUp(t *testing.T) {
 
 		// Stalled past its lease: b takes over at +6.5 s and catches up
 		// +3 … +6 from the row a's batch has not advanced.
+		a.clock.Advance(start.Add(6500 * time.Millisecond).Sub(a.clock.Now()))
 		leadA.set(false)
 		leadB.set(true)
 		b.at(t, start.Add(6500*time.Millisecond))

@@ -13,20 +13,18 @@ import (
 	"github.com/chimesched/chime/models"
 )
 
-// writers is how many fire transactions may be in flight at once. Each
-// batch holds disjoint schedules, so one commit's latency overlaps the next
-// batch's statements.
-const writers = 2
-
-// maxQueued bounds the batches handed to writers and not yet finished: one
-// running and one waiting per writer. What is due beyond that stays in
-// Engine.due and joins the next batch, so a trickle of fires coalesces
-// while the writers are busy.
-const maxQueued = 2 * writers
-
-// minSplit is the fewest fires per batch when a herd is spread over the
-// writers.
-const minSplit = 64
+const (
+	// writers commit batches of disjoint schedules side by side, so one
+	// commit's latency overlaps the next batch's statements.
+	writers = 2
+	// maxQueued bounds the batches handed to writers and not finished: one
+	// running and one waiting per writer. What is due beyond that waits in
+	// Engine.due and joins the next batch.
+	maxQueued = 2 * writers
+	// minSplit is the fewest fires per batch when a herd is spread over
+	// the writers.
+	minSplit = 64
+)
 
 var errNotLeader = errors.New("scheduleengine: this node does not lead")
 
@@ -47,10 +45,8 @@ type writeReq struct {
 }
 
 // runOnce hands the fires of every due schedule to the writers, in batches
-// of at most BatchSize jobs, one transaction each. Each schedule's rows
-// come from computePlan at now, so scheduled_at is always the Trigger's
-// intended time, whenever the loop woke. A schedule is in at most one
-// batch in flight; it waits in due for that batch's result.
+// of at most BatchSize jobs. A schedule is in at most one batch in flight;
+// it waits in due for that batch's result.
 func (e *Engine) runOnce(ctx context.Context, now time.Time) error {
 	if e.stale || e.queued >= maxQueued {
 		return nil // the full sync, or finish as writers free up, calls again
@@ -62,7 +58,7 @@ func (e *Engine) runOnce(ctx context.Context, now time.Time) error {
 	}
 	busy, err := e.busySchedules(ctx, due)
 	if err != nil {
-		e.requeue(due)
+		e.requeue(due...)
 		return err
 	}
 	// Spread a herd over the writers (1,000 is two batches of 500 written
@@ -95,7 +91,7 @@ func (e *Engine) runOnce(ctx context.Context, now time.Time) error {
 		e.queued++
 		e.work <- r // never blocks: cap(work) is maxQueued
 		if e.queued >= maxQueued {
-			e.requeue(due[i:]) // unplanned, until a writer finishes
+			e.requeue(due[i:]...) // unplanned, until a writer finishes
 			return nil
 		}
 	}
@@ -125,9 +121,7 @@ func (e *Engine) takeDue(now time.Time) []*entry {
 
 // completions lists the used-up schedules to mark completed, once no fire
 // is due or in flight: a herd of once schedules commits its jobs without
-// the schedules UPDATE in the same transactions. The trigger row written
-// with the last fire already says nothing is left, so a crash in between
-// loses nothing.
+// the schedules UPDATE in the same transactions.
 func (e *Engine) completions(firesDue bool) []planned {
 	if firesDue || e.queued > 0 {
 		return nil
@@ -177,8 +171,7 @@ func (e *Engine) batchOf(items []planned) *writeReq {
 	return &writeReq{batch: batch, items: items}
 }
 
-// writer commits the batches runOnce hands it and hands each result back
-// to the run goroutine.
+// writer commits the batches runOnce hands it.
 func (e *Engine) writer(ctx context.Context) {
 	for {
 		select {
@@ -187,9 +180,7 @@ func (e *Engine) writer(ctx context.Context) {
 		case r := <-e.work:
 			r.batch.Now = e.cfg.Clock.Now()
 			if !e.cfg.Leadership.Leading() {
-				// Lost between planning and writing: the next leader
-				// restores these fires from the tables.
-				r.err = errNotLeader
+				r.err = errNotLeader // the next leader restores these fires from the tables
 			} else {
 				r.res, r.err = e.store.WriteFires(ctx, r.batch)
 			}
@@ -215,8 +206,7 @@ func (e *Engine) planInput(en *entry, busy bool) planInput {
 	return in
 }
 
-// busySchedules asks, once for the whole batch, which forbid-overlap
-// schedules still have a job in flight.
+// busySchedules asks which forbid-overlap schedules have a job in flight.
 func (e *Engine) busySchedules(ctx context.Context, due []*entry) (map[int64]bool, error) {
 	var ids []int64
 	for _, en := range due {
@@ -250,9 +240,8 @@ func advancedRow(en *entry, p *plan) TriggerRow {
 	return row
 }
 
-// finish applies one batch's outcome on the run goroutine: on success it
-// moves the entries on, only now that the fires are committed; on failure
-// they stay as they were and are queued again.
+// finish applies one batch's outcome: on success it moves the entries on;
+// on failure they stay as they were and are queued again.
 func (e *Engine) finish(r *writeReq) {
 	e.queued--
 	for _, it := range r.items {
@@ -260,7 +249,7 @@ func (e *Engine) finish(r *writeReq) {
 	}
 	if r.err != nil {
 		for _, it := range r.items {
-			e.requeue([]*entry{it.en})
+			e.requeue(it.en)
 		}
 		if !errors.Is(r.err, context.Canceled) && !errors.Is(r.err, errNotLeader) {
 			e.log.WithError(r.err).Warn("writing fires failed; retrying")
@@ -280,7 +269,19 @@ func (e *Engine) finish(r *writeReq) {
 		case slices.Contains(res.Inactive, id):
 			e.remove(id) // paused or deleted since the last sync: the next sync says which
 		case isStale:
-			e.replan(id, cur, it.en, t)
+			// Another leader moved the trigger on: nothing was written;
+			// plan again from the row.
+			e.log.WithFields(logrus.Fields{"schedule_id": id, "planned_from": timeOrZero(it.en.last), "last_fire_at": timeOrZero(t.LastFireAt)}).
+				Warn("fires not written: another writer advanced the schedule's trigger since this node read it; planning again from the table")
+			if cur != nil {
+				cur.setState(t.LastFireAt, t.FiredCount, t.MisfiredCount)
+				e.heap.untrack(cur)
+				if cur.usedUp() {
+					e.complete[id] = true
+				} else {
+					e.due[id] = cur
+				}
+			}
 		default:
 			e.advance(&it, cur, r.committed)
 		}
@@ -293,24 +294,6 @@ func (e *Engine) finish(r *writeReq) {
 	}
 	if res.Inserted+res.InsertedCatchUp > 0 && e.cfg.OnFire != nil {
 		e.cfg.OnFire()
-	}
-}
-
-// replan handles a schedule whose trigger another writer (a leader that
-// took over while this batch was planned or in flight) moved on: nothing
-// was written, and the fires are planned again from the row.
-func (e *Engine) replan(id int64, cur, en *entry, t TriggerRow) {
-	e.log.WithFields(logrus.Fields{"schedule_id": id, "planned_from": timeOrZero(en.last), "last_fire_at": timeOrZero(t.LastFireAt)}).
-		Warn("fires not written: another writer advanced the schedule's trigger since this node read it; planning again from the table")
-	if cur == nil {
-		return
-	}
-	cur.adopt(t)
-	e.heap.untrack(cur)
-	if cur.usedUp() {
-		e.complete[id] = true
-	} else {
-		e.due[id] = cur
 	}
 }
 
@@ -351,7 +334,7 @@ func (e *Engine) advance(it *planned, cur *entry, committed time.Time) {
 }
 
 // requeue queues entries whose fires were not written again, unchanged.
-func (e *Engine) requeue(ens []*entry) {
+func (e *Engine) requeue(ens ...*entry) {
 	for _, en := range ens {
 		if !en.next.IsZero() && e.entries[en.sched.ID] == en {
 			e.due[en.sched.ID] = en

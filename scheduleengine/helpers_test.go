@@ -56,10 +56,7 @@ func settle(t *testing.T, e *Engine) {
 	asked := e.asked.Load()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		e.mu.Lock()
-		s := e.settled
-		e.mu.Unlock()
-		if s.asked >= asked && s.until.After(e.cfg.Clock.Now()) {
+		if s := e.settled.Load(); s != nil && s.asked >= asked && s.until.After(e.cfg.Clock.Now()) {
 			return
 		}
 		if time.Now().After(deadline) {

@@ -27,7 +27,8 @@ func TestLeadershipDecidesWhoFires(t *testing.T) {
 		b.at(t, start.Add(20*time.Second))
 		require.Empty(t, jobsOf(t, st, s.ID), "a standby writes nothing")
 
-		lead.set(true)
+		b.at(t, start.Add(21*time.Second))
+		lead.set(true) // at +21 s: the loop may see it before a later Advance
 		b.at(t, start.Add(21*time.Second))
 		require.True(t, b.e.IsLeader())
 		b.at(t, start.Add(30*time.Second))

@@ -13,15 +13,13 @@ import (
 	"github.com/chimesched/chime/store"
 )
 
-// syncOverlap re-reads rows updated shortly before the last watermark: a
-// transaction that committed late may carry an updated_at older than rows
-// already seen.
+// syncOverlap re-reads rows updated shortly before the watermark: a late
+// commit may carry an older updated_at than rows already seen.
 const syncOverlap = 10 * time.Second
 
-// startSync reads, on a goroutine of its own, the schedules changed since
-// the watermark, or all of them when the full sync is due; afterLoad
-// merges the read on the run goroutine. The next sync is set due here; a
-// failed one is retried after RetryDelay.
+// startSync reads, beside the run goroutine so a large read never holds up
+// fires, the schedules changed since the watermark, or all of them when
+// the full sync is due.
 func (e *Engine) startSync(ctx context.Context, now time.Time) {
 	full := !now.Before(e.fullDue)
 	p := &LoadSchedulesParams{}
@@ -41,7 +39,6 @@ func (e *Engine) startSync(ctx context.Context, now time.Time) {
 	})
 }
 
-// afterLoad merges one sync's read into the engine.
 func (e *Engine) afterLoad(ctx context.Context, r syncResult) {
 	e.syncing = false
 	if err := e.merge(ctx, r); err != nil {
@@ -86,9 +83,8 @@ func (e *Engine) merge(ctx context.Context, r syncResult) error {
 }
 
 // apply replaces the engine's view of one schedule with the row's. What
-// is already due (a restore after a restart, a resume, a new leader) comes
-// out of the heap at the next tick, and computePlan applies the misfire
-// policy to it.
+// is already due (a restore, a resume, a new leader) comes off the heap at
+// the next tick.
 func (e *Engine) apply(r *ScheduleRow) {
 	id := r.Schedule.ID
 	old := e.entries[id]
@@ -97,8 +93,7 @@ func (e *Engine) apply(r *ScheduleRow) {
 		return
 	}
 	if old != nil && old.unchanged(r) {
-		// A re-read (the delta scan's overlap, the full sync) of the row
-		// the entry was built from, with no newer fire: keep the entry.
+		// A re-read of the row the entry was built from: keep the entry.
 		if r.Trigger == nil {
 			e.missing[id] = old.triggerRow()
 		} else if r.Trigger.SpecHash == old.spec {
@@ -114,13 +109,12 @@ func (e *Engine) apply(r *ScheduleRow) {
 	}
 	now := e.cfg.Clock.Now()
 	if old == nil && r.Trigger != nil {
-		// Fired before, but not driven by this engine: resumed from paused
-		// or revived from invalid. What passed meanwhile is missed.
+		// Resumed from paused or revived from invalid: what passed
+		// meanwhile is missed.
 		en.restoreUpTo = now
 	}
 	if db := store.DBTime(now); en.since != nil && en.since.After(db) {
-		// Only the engine writes spec_changed_at, when it sees an edit; one
-		// in the future (a hand-edited row) would hold the schedule back.
+		// A hand-written spec_changed_at in the future would hold it back.
 		en.since = &db
 		en.next = en.trig.Next(en.after())
 	}
@@ -144,12 +138,12 @@ func (e *Engine) apply(r *ScheduleRow) {
 	}
 }
 
-// respecced compares the timing of en, built from r, with the fingerprint
-// r's trigger row was computed from. A different one is an edit (API or
-// plain UPDATE, while running, paused or down): the schedule starts afresh
-// from when this engine saw it, and the leader records that instant, so a
-// restart or another leader counts from it too. An empty fingerprint is a
-// row from before spec_hash existed: adopted as it is.
+// respecced compares en's timing with the fingerprint r's trigger row was
+// computed from. A different one is an edit (API or plain UPDATE, while
+// running, paused or down): the schedule starts afresh from when this
+// engine saw it, and the leader records that instant for a restart or
+// another leader. An empty fingerprint (a row from before spec_hash
+// existed) is adopted as it is.
 func (e *Engine) respecced(r *ScheduleRow, en, old *entry) {
 	id := en.sched.ID
 	t := r.Trigger
@@ -188,8 +182,8 @@ func (e *Engine) remove(id int64) {
 	delete(e.complete, id)
 }
 
-// writeBookkeeping records what sync found: invalid rows, missing triggers
-// and timing edits. Only the leader writes.
+// writeBookkeeping records what sync found (invalid rows, missing
+// triggers, timing edits). Only the leader writes.
 func (e *Engine) writeBookkeeping(ctx context.Context, now time.Time) error {
 	for id, reason := range e.invalid {
 		e.log.WithFields(logrus.Fields{"schedule_id": id, "reason": reason}).Warn("schedule cannot be scheduled; marking it invalid")
