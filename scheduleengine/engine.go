@@ -54,8 +54,8 @@ type Engine struct {
 	leaderSince                            time.Time // every occurrence before it is missed (the restore rule)
 }
 
-// settledState is what the run loop last published: the asked count it had
-// seen and, when nothing was in flight, the instant of its next wake-up.
+// settledState is what the run loop last published: the asked count it
+// had seen and, while nothing is in flight, its next wake-up.
 type settledState struct {
 	asked int64
 	until time.Time
@@ -90,8 +90,8 @@ func New(st Store, cfg *Config) (*Engine, error) {
 	return e, nil
 }
 
-// Start runs the engine until Stop or until ctx ends; a stopped engine
-// starts afresh. Calling it on a running engine does nothing.
+// Start runs the engine until Stop or ctx ends; a stopped engine starts
+// afresh.
 func (e *Engine) Start(ctx context.Context) error {
 	ctx, finished, ok := e.StartInit(ctx)
 	if !ok {
@@ -130,8 +130,8 @@ func (e *Engine) reset(cron gocron.Scheduler) {
 // IsLeader reports whether this engine fires schedules now.
 func (e *Engine) IsLeader() bool { return e.leader.Load() }
 
-// Refresh asks the engine to re-read changed schedules now instead of at the
-// next sync: the API calls it after writing a schedule.
+// Refresh makes the engine re-read changed schedules now: the API calls it
+// after writing a schedule.
 func (e *Engine) Refresh() { e.signal(e.refresh) }
 
 func (e *Engine) signal(ch chan struct{}) {
@@ -227,8 +227,7 @@ func (e *Engine) tick(ctx context.Context, now time.Time) {
 }
 
 // gathering holds a small batch back while the next fires are due within
-// BatchWait of its first, so schedules due microseconds apart share a
-// commit. A herd due in one instant never waits: the wake-up finds it all.
+// BatchWait of its first. A herd due in one instant never waits.
 func (e *Engine) gathering(now time.Time) bool {
 	if len(e.due) == 0 || e.queued > 0 {
 		e.gatherUntil = time.Time{}
@@ -267,8 +266,7 @@ func (e *Engine) follow(now time.Time) {
 	clear(e.due)
 }
 
-// nextWake is when the loop must look again: the next sync, the next fire
-// (a leader's), or a retry of a failed write.
+// nextWake is the next sync, fire (a leader's) or retry.
 func (e *Engine) nextWake(now time.Time) time.Time {
 	at := now.Add(e.cfg.FullSyncInterval) // a bound: a sync in flight wakes the loop itself
 	if !e.syncing {
