@@ -51,12 +51,12 @@ type Engine struct {
 	waitMu     sync.Mutex
 	waitLogged map[int64]bool // forbid-held jobs already logged, until claimed
 
-	fetchCtx, queueCtx, workCtx, ctlCtx, flushCtx        context.Context
-	fetchCancel, queueCancel, ctlCancel, flushCancel     context.CancelFunc
-	workCancel                                           context.CancelCauseFunc
-	pollWG, runWG, ctlWG, starterWG, completerWG, logsWG sync.WaitGroup
-	stopStarter, stopCompleter, stopLogs                 chan struct{}
-	stopErr                                              error // Stop's, read once Stopped is closed
+	fetchCtx, queueCtx, workCtx, ctlCtx, flushCtx    context.Context
+	fetchCancel, queueCancel, ctlCancel, flushCancel context.CancelFunc
+	workCancel                                       context.CancelCauseFunc
+	pollWG, runWG, ctlWG                             sync.WaitGroup
+	starterRun, completerRun, logsRun                *flusher
+	stopErr                                          error // Stop's, read once Stopped is closed
 
 	finished atomic.Int64 // outcomes flushed; benchmarks and tests read it
 }
@@ -190,15 +190,11 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.workCtx, e.workCancel = context.WithCancelCause(base)
 	e.ctlCtx, e.ctlCancel = context.WithCancel(base)
 	e.flushCtx, e.flushCancel = context.WithCancel(base)
-	e.stopStarter, e.stopCompleter, e.stopLogs = make(chan struct{}), make(chan struct{}), make(chan struct{})
 
 	metrics.PoolCapacity.Set(float64(e.PoolSize()))
-	e.logsWG.Add(1)
-	go func() { defer e.logsWG.Done(); e.logs.run(e.flushCtx, e.stopLogs) }()
-	e.completerWG.Add(1)
-	go func() { defer e.completerWG.Done(); e.completer.run(e.flushCtx, e.stopCompleter) }()
-	e.starterWG.Add(1)
-	go func() { defer e.starterWG.Done(); e.starter.run(e.flushCtx, e.stopStarter) }()
+	e.logsRun = startFlusher(e.flushCtx, e.logs.run)
+	e.completerRun = startFlusher(e.flushCtx, e.completer.run)
+	e.starterRun = startFlusher(e.flushCtx, e.starter.run)
 	e.ctlWG.Add(1)
 	go func() { defer e.ctlWG.Done(); e.controlLoop(e.ctlCtx) }()
 	e.pollWG.Add(1)
@@ -286,10 +282,8 @@ func (e *Engine) stop(ctx context.Context) error {
 	e.ctlCancel()
 	e.ctlWG.Wait()
 	// Order matters: runs feed the starter and completer, which feed the logs.
-	close(e.stopStarter)
-	e.starterWG.Wait()
-	close(e.stopCompleter)
-	e.completerWG.Wait()
+	e.starterRun.end()
+	e.completerRun.end()
 	// A claimed job whose start failed can still be queued here: give it back.
 	if ids, rerr := e.st.ReleaseJobs(e.flushCtx, &store.ReleaseJobsParams{
 		NodeID: e.cfg.NodeID, Now: e.now(), Reason: "released to pending: node shut down before the job started",
@@ -298,8 +292,7 @@ func (e *Engine) stop(ctx context.Context) error {
 	} else if len(ids) > 0 {
 		e.log.WithField("jobs", len(ids)).Info("released queued jobs to pending")
 	}
-	close(e.stopLogs)
-	e.logsWG.Wait()
+	e.logsRun.end()
 	if perr := e.pool.ReleaseTimeout(5 * time.Second); perr != nil && err == nil {
 		err = fmt.Errorf("taskengine: stop: release pool: %w", perr)
 	}
@@ -332,6 +325,24 @@ func (e *Engine) killRuns() {
 		})
 	}
 	wg.Wait()
+}
+
+// flusher runs one batching goroutine until end, which closes its stop
+// channel and waits until it has flushed what it holds and returned.
+type flusher struct{ stop, done chan struct{} }
+
+func startFlusher(ctx context.Context, run func(context.Context, <-chan struct{})) *flusher {
+	f := &flusher{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		run(ctx, f.stop)
+	}()
+	return f
+}
+
+func (f *flusher) end() {
+	close(f.stop)
+	<-f.done
 }
 
 func waitCh(wg *sync.WaitGroup) <-chan struct{} {
