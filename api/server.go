@@ -17,6 +17,7 @@ import (
 
 	"github.com/chimesched/chime/configs"
 	"github.com/chimesched/chime/internal/metrics"
+	"github.com/chimesched/chime/internal/startstop"
 	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/tasks"
 )
@@ -97,10 +98,10 @@ type Server struct {
 
 	tls *tls.Config
 
+	startstop.Base
 	mu       sync.Mutex
 	srv      *http.Server
 	listener net.Listener
-	done     chan struct{}
 	serveErr error
 }
 
@@ -193,16 +194,18 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Start listens on Config.Addr and serves in the background until Stop.
 // Calling it again while running is a no-op.
 func (s *Server) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.srv != nil {
+	_, finished, ok := s.StartInit(ctx)
+	if !ok {
 		return nil
 	}
+	s.mu.Lock() // Stop waits for the server to be set up
+	defer s.mu.Unlock()
 	ln := s.cfg.Listener
 	if ln == nil {
 		var lc net.ListenConfig
 		var err error
 		if ln, err = lc.Listen(ctx, "tcp", s.cfg.Addr); err != nil {
+			finished()
 			return fmt.Errorf("api: listen on %s: %w", s.cfg.Addr, err)
 		}
 	}
@@ -216,10 +219,9 @@ func (s *Server) Start(ctx context.Context) error {
 		BaseContext:       func(net.Listener) context.Context { return base },
 		TLSConfig:         s.tls,
 	}
-	done := make(chan struct{})
-	s.srv, s.listener, s.done, s.serveErr = srv, ln, done, nil
+	s.srv, s.listener, s.serveErr = srv, ln, nil
 	go func() {
-		defer close(done)
+		defer finished()
 		var err error
 		if s.tls != nil {
 			err = srv.ServeTLS(ln, "", "")
@@ -252,18 +254,22 @@ func (s *Server) Addr() string {
 // in flight finish until ctx ends, then closes what is left. Stop before
 // Start, or twice, is harmless.
 func (s *Server) Stop(ctx context.Context) error {
+	stopped, ok := s.StopInit()
+	if !ok {
+		return nil
+	}
 	s.mu.Lock()
-	srv, done := s.srv, s.done
+	srv := s.srv
 	s.srv, s.listener = nil, nil
 	s.mu.Unlock()
 	if srv == nil {
-		return nil
+		return nil // Start failed
 	}
 	err := srv.Shutdown(ctx)
 	if err != nil {
 		_ = srv.Close()
 	}
-	<-done
+	<-stopped
 	s.mu.Lock()
 	serveErr := s.serveErr
 	s.mu.Unlock()

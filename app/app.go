@@ -277,7 +277,9 @@ func (n *node) start(ctx context.Context, opts Options) error {
 	o.NodeID, o.Logger = cfg.Node.ID, n.log
 	o.OnFailure = func(int64, error) { metrics.NotificationFailures.Inc() }
 	n.sender = notify.NewSenderFunc(n.mailer.get, n.st, o)
-	n.sender.Start(ctx)
+	if err := n.sender.Start(ctx); err != nil {
+		return err
+	}
 	if cfg.ScheduleEngine.Enabled {
 		se, err := scheduleengine.New(n.st, &scheduleengine.Config{
 			NodeID:           cfg.Node.ID,

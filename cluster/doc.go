@@ -11,8 +11,8 @@
 //     declared dead (one guarded UPDATE, so exactly once) and its queued,
 //     running and paused jobs are recovered with store.RecoverNode;
 //   - elects: an Elector per lease (leases table, expires_at in database
-//     time). The scheduler Elector implements gocron's Elector for the
-//     schedule engine; a second lease, maintenance, picks the one node that
+//     time). The scheduler Elector is the schedule engine's Leadership;
+//     a second lease, maintenance, picks the one node that
 //     runs the reconciler and retention, whatever its roles;
 //   - reconciles (maintenance leader): running jobs without a heartbeat for
 //     FailoverAfter are retried or failed, jobs queued for QueuedAfter on a
@@ -32,6 +32,6 @@
 // clock in Config only drives timers and the leader's own deadline; every
 // judgement other nodes rely on is made in SQL against the database's clock.
 //
-// cluster may import store, models, internal/metrics, logrus, clockwork and
-// gocron; it never imports an engine, the API or the CLI.
+// cluster may import store, models, internal/metrics, logrus and
+// clockwork; it never imports an engine, the API or the CLI.
 package cluster

@@ -2,21 +2,16 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/go-co-op/gocron/v2"
 	"github.com/jonboulle/clockwork"
 	"github.com/sirupsen/logrus"
 
 	"github.com/chimesched/chime/store"
 )
-
-// ErrNotLeader is what Elector.IsLeader returns on a node that must not fire.
-var ErrNotLeader = errors.New("cluster: this node does not hold the lease")
 
 // leaseStore is what an Elector needs from the database.
 type leaseStore interface {
@@ -43,10 +38,9 @@ type ElectorConfig struct {
 	Logger  logrus.FieldLogger
 }
 
-// Elector holds one lease for this node, or stands by for it. It
-// implements gocron v2's Elector, so the schedule engine can hand it to
-// gocron.WithDistributedElector, and it is cheap to ask: no call touches
-// the database except the renewal loop.
+// Elector holds one lease for this node, or stands by for it. It is the
+// schedule engine's Leadership, and cheap to ask: no call touches the
+// database except the renewal loop.
 //
 // Leadership is judged twice. The database decides who may take the lease
 // (expires_at against its own clock). The holder decides, on its own
@@ -86,15 +80,6 @@ func NewElector(st leaseStore, cfg ElectorConfig) *Elector {
 		cfg.Timeout = max(cfg.TTL/2, time.Second)
 	}
 	return &Elector{cfg: cfg, st: st, log: cfg.Logger.WithField("lease", cfg.Name)}
-}
-
-// IsLeader implements gocron.Elector: nil while this node holds the lease,
-// ErrNotLeader otherwise.
-func (e *Elector) IsLeader(context.Context) error {
-	if e.Leading() {
-		return nil
-	}
-	return ErrNotLeader
 }
 
 // Leading reports whether this node holds the lease now. It turns false by
@@ -244,7 +229,4 @@ func (e *Elector) publish() {
 	}
 }
 
-var (
-	_ leaseStore     = (*store.Store)(nil)
-	_ gocron.Elector = (*Elector)(nil)
-)
+var _ leaseStore = (*store.Store)(nil)

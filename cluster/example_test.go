@@ -42,13 +42,13 @@ func Example() {
 		panic(err)
 	}
 	fmt.Println("leading:", <-leading)
-	fmt.Println("gocron may fire:", node.SchedulerElector().IsLeader(ctx) == nil)
+	fmt.Println("the schedule engine may fire:", node.SchedulerElector().Leading())
 	if err := node.Stop(ctx); err != nil {
 		panic(err)
 	}
 	fmt.Println("leading:", <-leading)
 	// Output:
 	// leading: true
-	// gocron may fire: true
+	// the schedule engine may fire: true
 	// leading: false
 }

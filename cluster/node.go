@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/chimesched/chime/internal/metrics"
+	"github.com/chimesched/chime/internal/startstop"
 	"github.com/chimesched/chime/store"
 )
 
@@ -28,11 +29,11 @@ type Node struct {
 	// configurations row); the maintenance loop reads it at each pass.
 	retentionDays atomic.Int64
 
-	mu      sync.Mutex
-	nudged  map[int64]time.Time // schedule id → when the reconciler last touched it
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	stopped chan struct{}
+	startstop.Base
+	mu       sync.Mutex
+	nudged   map[int64]time.Time // schedule id → when the reconciler last touched it
+	wg       sync.WaitGroup
+	finished func() // the running Start's, called by Stop
 }
 
 // SetRetentionDays changes how long finished jobs are kept, from the next
@@ -69,10 +70,8 @@ func New(st *store.Store, cfg *Config) (*Node, error) {
 	return n, nil
 }
 
-// SchedulerElector is the scheduler lease's elector: hand it to the
-// schedule engine (gocron.WithDistributedElector, and OnChange to restore
-// and catch up on gaining the lease). On a node without the scheduler role
-// it never leads.
+// SchedulerElector is the scheduler lease's elector: the schedule engine's
+// Leadership. On a node without the scheduler role it never leads.
 func (n *Node) SchedulerElector() *Elector { return n.sched }
 
 // Membership is this node's row in nodes.
@@ -83,16 +82,17 @@ func (n *Node) Membership() *Membership { return n.members }
 // the electors and the maintenance loop until Stop or ctx ends. Call it
 // before the engines start, so the node is alive before it claims jobs.
 func (n *Node) Start(ctx context.Context) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cancel != nil {
+	ctx, finished, ok := n.StartInit(ctx)
+	if !ok {
 		return nil
 	}
 	if err := n.members.Register(ctx); err != nil {
+		finished()
 		return fmt.Errorf("cluster: %w", err)
 	}
-	ctx, n.cancel = context.WithCancel(ctx)
-	n.stopped = make(chan struct{})
+	n.mu.Lock()
+	n.finished = finished
+	n.mu.Unlock()
 	if hasRole(n.cfg.Roles, "scheduler") {
 		n.sched.Start(ctx)
 	}
@@ -110,14 +110,13 @@ func (n *Node) Start(ctx context.Context) error {
 // stopped. Call it after the engines have stopped. Idempotent; harmless
 // before Start.
 func (n *Node) Stop(ctx context.Context) error {
-	n.mu.Lock()
-	cancel, stopped := n.cancel, n.stopped
-	n.cancel = nil
-	n.mu.Unlock()
-	if cancel == nil {
+	if _, ok := n.StopInit(); !ok {
 		return nil
 	}
-	cancel()
+	n.mu.Lock()
+	finished := n.finished
+	n.mu.Unlock()
+	defer finished()
 	errs := []error{n.sched.Stop(ctx), n.maint.Stop(ctx)}
 	done := make(chan struct{})
 	go func() { n.wg.Wait(); close(done) }()
@@ -131,15 +130,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	} else {
 		n.log.Info("left the cluster (node marked stopped)")
 	}
-	close(stopped)
 	return errors.Join(errs...)
-}
-
-// Stopped is closed when Stop has finished; nil before Start.
-func (n *Node) Stopped() <-chan struct{} {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.stopped
 }
 
 // beatLoop heartbeats and reaps every Heartbeat.

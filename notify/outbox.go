@@ -8,12 +8,12 @@ import (
 	"math/rand/v2"
 	"net/mail"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/internal/startstop"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/tasks"
 )
@@ -98,10 +98,7 @@ type Sender struct {
 	st     OutboxStore
 	opts   SenderOptions
 	wake   chan struct{}
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	startstop.Base
 }
 
 // NewSender returns a Sender of st's notices through m; Start runs it.
@@ -117,16 +114,18 @@ func NewSenderFunc(current func() *Mailer, st OutboxStore, opts SenderOptions) *
 	return &Sender{mailer: current, st: st, opts: opts.withDefaults(), wake: make(chan struct{}, 1)}
 }
 
-// Start runs the sender until Stop or ctx ends.
-func (s *Sender) Start(ctx context.Context) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.done != nil {
-		return
+// Start runs the sender until Stop. Only ctx's values are kept: a notice
+// in flight when the serve context ends still gets Stop's grace.
+func (s *Sender) Start(ctx context.Context) error {
+	ctx, finished, ok := s.StartInit(context.WithoutCancel(ctx))
+	if !ok {
+		return nil
 	}
-	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	s.done = make(chan struct{})
-	go s.run(ctx)
+	go func() {
+		defer finished()
+		s.run(ctx)
+	}()
+	return nil
 }
 
 // Wake makes the sender read the outbox now.
@@ -141,23 +140,13 @@ func (s *Sender) Wake() {
 // may cut off; a notice cut off is tried again at the next start (on any
 // node). Safe to call more than once, and before Start.
 func (s *Sender) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	cancel, done := s.cancel, s.done
-	s.mu.Unlock()
-	if done == nil {
-		return nil
+	if err := s.Base.Stop(ctx); err != nil {
+		return fmt.Errorf("notify: sender %w", err)
 	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("notify: sender stop: %w", ctx.Err())
-	}
+	return nil
 }
 
 func (s *Sender) run(ctx context.Context) {
-	defer close(s.done)
 	for {
 		n := s.pass(ctx)
 		if ctx.Err() != nil {

@@ -20,7 +20,7 @@ import (
 )
 
 // The benchmarks below are whole-engine scenarios on MariaDB with the real
-// clock: gocron's timers, the hand-over, the writer and the commits. Each
+// clock: the gocron alarm, the run loop, the writers and the commits. Each
 // iteration is one scenario on a fresh database; run them with
 // -benchtime=1x (see docs/benchmarks.md).
 
@@ -89,7 +89,7 @@ func benchEngine(b *testing.B, st Store) *Engine {
 	b.Helper()
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
-	e, err := New(st, &Config{NodeID: "bench", Logger: log, BatchSize: benchBatch()})
+	e, err := New(st, &Config{NodeID: "bench", Leadership: leading(), Logger: log, BatchSize: benchBatch()})
 	if err != nil {
 		b.Fatal(err)
 	}

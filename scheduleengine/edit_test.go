@@ -49,11 +49,9 @@ func TestTimingEditStartsAfresh(t *testing.T) {
 				before := len(jobsOf(t, st, s.ID))
 				require.Equal(t, 1, before, "+0 only")
 
-				// The edit at +25 s, seen by the sync at +27 s: under the new
-				// rule +1 … +22 s would be missed since the last fire.
-				b.clock.Advance(5 * time.Second)
+				// The edit, seen by the sync at +27 s: under the new rule
+				// +1 … +26 s would be missed since the last fire.
 				require.NoError(t, st.DB().Exec("UPDATE schedules SET "+tc.edit+" WHERE id = ?", s.ID).Error)
-				b.e.syncDue = time.Time{}
 				b.at(t, start.Add(27*time.Second))
 				b.at(t, start.Add(29*time.Second))
 
@@ -84,10 +82,8 @@ func TestTimeZoneEditStartsAfresh(t *testing.T) {
 		s := b.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("0 0 * * * *")}, start)
 		b.at(t, start)
 		require.Len(t, jobsOf(t, st, s.ID), 1)
-		clock.Advance(45 * time.Minute)
 		require.NoError(t, st.DB().Exec("UPDATE schedules SET timezone = 'Asia/Kolkata' WHERE id = ?", s.ID).Error)
-		b.e.syncDue = time.Time{}
-		b.at(t, start.Add(45*time.Minute+2*time.Second))
+		b.at(t, start.Add(45*time.Minute+2*time.Second)) // the sync at +45m2s sees the edit
 		require.Len(t, jobsOf(t, st, s.ID), 1)
 		b.at(t, start.Add(90*time.Minute))
 		jobs := jobsOf(t, st, s.ID)
@@ -147,12 +143,10 @@ func TestTimingEditThenRestart(t *testing.T) {
 		start := b.clock.Now()
 		s := b.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("*/30 * * * * *")}, start)
 		b.at(t, start)
-		b.clock.Advance(5 * time.Second)
 		require.NoError(t, st.DB().Exec("UPDATE schedules SET cron_expr = '* * * * * *' WHERE id = ?", s.ID).Error)
-		b.e.syncDue = time.Time{}
-		b.at(t, start.Add(10*time.Second))
+		b.at(t, start.Add(10*time.Second)) // the sync at +10 s sees the edit
 		require.Len(t, jobsOf(t, st, s.ID), 2, "+0, then +10 on time")
-		b.e.resign(t.Context())
+		b.stop(t)
 
 		// Down from +10 s to +20 s; a new engine restores +11 … +19 as one
 		// catch-up, as for any schedule.
@@ -173,7 +167,7 @@ func TestTimingEditWhileDown(t *testing.T) {
 		start := b.clock.Now()
 		s := b.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("*/30 * * * * *")}, start)
 		b.at(t, start)
-		b.e.resign(t.Context())
+		b.stop(t)
 		b.clock.Advance(5 * time.Second)
 		require.NoError(t, st.DB().Exec("UPDATE schedules SET cron_expr = '* * * * * *' WHERE id = ?", s.ID).Error)
 
@@ -200,13 +194,11 @@ func TestPauseResumeKeepsCatchUp(t *testing.T) {
 		b.at(t, start)
 		b.at(t, start.Add(2*time.Second))
 		require.NoError(t, st.DB().Exec("UPDATE schedules SET status = 'paused'").Error)
-		b.e.syncDue = time.Time{}
+		b.e.Refresh()
 		b.at(t, start.Add(3*time.Second))
 		require.NoError(t, st.DB().Exec("UPDATE schedules SET cron_expr = '*/2 * * * * *' WHERE id = ?", edited.ID).Error)
-		b.clock.Advance(10 * time.Second)
 		require.NoError(t, st.DB().Exec("UPDATE schedules SET status = 'active'").Error)
-		b.e.syncDue = time.Time{}
-		b.at(t, start.Add(14*time.Second))
+		b.at(t, start.Add(14*time.Second)) // the sync at +14 s sees the resume
 
 		ups := catchUpsOf(t, st, plain.ID)
 		require.Len(t, ups, 1, "the paused time is caught up")
@@ -225,7 +217,7 @@ func TestFutureSpecChangedAtIsClamped(t *testing.T) {
 		start := b.clock.Now()
 		s := b.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")}, start)
 		b.at(t, start)
-		b.e.resign(t.Context())
+		b.stop(t)
 		require.NoError(t, st.DB().Exec("UPDATE time_triggers SET spec_changed_at = ? WHERE schedule_id = ?", store.DBTime(start.Add(24*time.Hour)), s.ID).Error)
 		r := setupWithClock(t, st, "n1", b.clock)
 		r.at(t, start.Add(2*time.Second))

@@ -1,11 +1,10 @@
 package scheduleengine
 
 import (
-	"sync/atomic"
+	"context"
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/require"
 
@@ -13,126 +12,6 @@ import (
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
 )
-
-// bundle is one engine on a fresh database with a fake clock.
-type bundle struct {
-	st    *store.Store
-	e     *Engine
-	clock *clockwork.FakeClock
-	def   models.JobDefinition
-	fired *atomic.Int64
-}
-
-func setup(t *testing.T, st *store.Store, nodeID string) *bundle {
-	t.Helper()
-	clock := clockwork.NewFakeClockAt(time.Now().UTC().Truncate(time.Minute).Add(time.Minute))
-	return setupWithClock(t, st, nodeID, clock)
-}
-
-func setupWithClock(t *testing.T, st *store.Store, nodeID string, clock *clockwork.FakeClock, opts ...func(*Config)) *bundle {
-	t.Helper()
-	log := logrus.New()
-	log.SetLevel(logrus.WarnLevel)
-	b := &bundle{st: st, clock: clock, fired: &atomic.Int64{}}
-	cfg := &Config{NodeID: nodeID, Clock: clock, Logger: log, OnFire: func() { b.fired.Add(1) }}
-	for _, o := range opts {
-		o(cfg)
-	}
-	e, err := New(st, cfg)
-	require.NoError(t, err)
-	b.e = e
-	require.NoError(t, e.open())
-	t.Cleanup(e.closeCron)
-	db := st.DB()
-	var def models.JobDefinition
-	if db.Where("name = ?", "def").First(&def).Error != nil {
-		def = models.JobDefinition{Name: "def", TaskType: "sleep", DefaultParams: models.JSON(`{"a":1,"b":2}`), MaxAttempts: 3, NotifyOn: models.NotifyNever}
-		require.NoError(t, db.Create(&def).Error)
-	}
-	b.def = def
-	return b
-}
-
-// schedule inserts an active schedule created at created.
-func (b *bundle) schedule(t *testing.T, s models.Schedule, created time.Time) models.Schedule {
-	t.Helper()
-	s.JobDefinitionID = b.def.ID
-	if s.Name == "" {
-		s.Name = t.Name()
-	}
-	if s.Timezone == "" {
-		s.Timezone = "UTC"
-	}
-	if s.MisfirePolicy == "" {
-		s.MisfirePolicy = models.MisfireFireOnce
-	}
-	if s.Concurrency == "" {
-		s.Concurrency = models.ConcurrencyAllow
-	}
-	if s.Status == "" {
-		s.Status = models.ScheduleActive
-	}
-	s.CreatedAt = store.DBTime(created)
-	require.NoError(t, b.st.DB().Create(&s).Error)
-	return s
-}
-
-// at moves the fake clock to now, runs one tick there (lease, sync, what
-// sync found due), then plays the run goroutine's part for gocron: it takes
-// the fires gocron's timers hand over until every occurrence up to now is
-// written. gocron runs its timers on goroutines of its own, so this waits on
-// that hand-over, not on time.
-func (b *bundle) at(t *testing.T, now time.Time) {
-	t.Helper()
-	b.clock.Advance(now.Sub(b.clock.Now()))
-	ctx := t.Context()
-	b.e.tick(ctx, now)
-	timeout := time.NewTimer(10 * time.Second)
-	defer timeout.Stop()
-	for b.e.IsLeader() && pendingAt(b.e, now) {
-		select {
-		case m := <-b.e.fires:
-			b.e.enqueue(m)
-		case <-timeout.C:
-			t.Fatalf("gocron handed over no fire for a schedule due at %s", now)
-		}
-		require.NoError(t, b.e.runOnce(ctx, now))
-	}
-}
-
-// pendingAt reports whether a schedule has an occurrence at or before now
-// that is not written yet.
-func pendingAt(e *Engine, now time.Time) bool {
-	for _, en := range e.entries {
-		if !e.complete[en.sched.ID] && !en.next.IsZero() && !en.next.After(now) {
-			return true
-		}
-	}
-	return false
-}
-
-// cronJobs counts the gocron jobs of e.
-func cronJobs(e *Engine) int { return len(e.cron.Jobs()) }
-
-func jobsOf(t *testing.T, st *store.Store, scheduleID int64) []models.Job {
-	t.Helper()
-	var jobs []models.Job
-	require.NoError(t, st.DB().Where("schedule_id = ?", scheduleID).Order("scheduled_at").Find(&jobs).Error)
-	return jobs
-}
-
-func triggerOf(t *testing.T, st *store.Store, scheduleID int64) models.TimeTrigger {
-	t.Helper()
-	var tt models.TimeTrigger
-	require.NoError(t, st.DB().Where("schedule_id = ?", scheduleID).First(&tt).Error)
-	return tt
-}
-
-func reload(t *testing.T, st *store.Store, s models.Schedule) models.Schedule {
-	t.Helper()
-	require.NoError(t, st.DB().First(&s, s.ID).Error)
-	return s
-}
 
 func TestFireWritesJobAndAdvancesTrigger(t *testing.T) {
 	t.Parallel()
@@ -208,8 +87,7 @@ func TestTwoLeadersWriteEachFireOnce(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		a := setup(t, st, "a")
-		b := setupWithClock(t, st, "b", a.clock)
-		b.e.cfg.LeaseName = "scheduler-b" // a split brain: both think they lead
+		b := setupWithClock(t, st, "b", a.clock) // a split brain: both lead
 		start := a.clock.Now()
 		s := a.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("*/10 * * * * *")}, start)
 		a.at(t, start.Add(time.Second))
@@ -225,11 +103,12 @@ func TestTwoLeadersWriteEachFireOnce(t *testing.T) {
 	})
 }
 
-func TestLeaseElectsOneNode(t *testing.T) {
+func TestLeadershipPassesOn(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		leadB := &switchLeadership{}
 		a := setup(t, st, "a")
-		b := setupWithClock(t, st, "b", a.clock)
+		b := setupWithClock(t, st, "b", a.clock, func(c *Config) { c.Leadership = leadB })
 		start := a.clock.Now()
 		s := a.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("*/10 * * * * *")}, start)
 		a.at(t, start.Add(time.Second))
@@ -237,23 +116,19 @@ func TestLeaseElectsOneNode(t *testing.T) {
 		require.True(t, a.e.IsLeader())
 		require.False(t, b.e.IsLeader())
 
-		// a renews at +10s (lease until +25s) and dies; b, retrying every
-		// TTL/3, takes over at +30s and catches up the +20s fire nobody wrote.
+		// a fires +10s and dies; b takes over at +30s and catches up the
+		// +20s fire nobody wrote.
 		a.at(t, start.Add(10*time.Second))
-		for d := 12 * time.Second; d <= 30*time.Second; d += 2 * time.Second {
-			b.at(t, start.Add(d))
-			require.Equal(t, d >= 30*time.Second, b.e.IsLeader(), "at +%s", d)
-		}
+		a.stop(t)
+		b.at(t, start.Add(29*time.Second))
+		leadB.set(true)
+		b.at(t, start.Add(30*time.Second))
+		require.True(t, b.e.IsLeader())
 		jobs := jobsOf(t, st, s.ID)
 		require.Len(t, jobs, 4) // +0s and +10s by a, +20s (catch-up) and +30s by b
 		require.True(t, jobs[2].CatchUp)
 		require.True(t, start.Add(20*time.Second).Equal(jobs[2].ScheduledAt))
 		require.False(t, jobs[3].CatchUp)
-
-		// A clean stop releases the lease at once.
-		b.e.resign(t.Context())
-		a.at(t, start.Add(31*time.Second))
-		require.True(t, a.e.IsLeader())
 	})
 }
 
@@ -282,7 +157,8 @@ func TestInvalidScheduleIsMarked(t *testing.T) {
 func TestPausedAndDeletedStopFiring(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		b := setup(t, st, "n1")
+		// No sync after the first: the fire transaction finds the change.
+		b := setupWithClock(t, st, "n1", newClock(), func(c *Config) { c.SyncInterval, c.FullSyncInterval = time.Hour, time.Hour })
 		start := b.clock.Now()
 		p := b.schedule(t, models.Schedule{Name: "p", ScheduleType: models.ScheduleCron, CronExpr: ptr("*/10 * * * * *")}, start)
 		d := b.schedule(t, models.Schedule{Name: "d", ScheduleType: models.ScheduleCron, CronExpr: ptr("*/10 * * * * *")}, start)
@@ -290,12 +166,10 @@ func TestPausedAndDeletedStopFiring(t *testing.T) {
 		// Plain SQL, between syncs: the fire transaction still sees it.
 		require.NoError(t, st.DB().Exec("UPDATE schedules SET status = 'paused' WHERE id = ?", p.ID).Error)
 		require.NoError(t, st.DB().Exec("DELETE FROM schedules WHERE id = ?", d.ID).Error)
-		b.e.syncDue = start.Add(time.Hour)
 		b.at(t, start.Add(10*time.Second))
 		require.Len(t, jobsOf(t, st, p.ID), 1)
 		require.Len(t, jobsOf(t, st, d.ID), 1)
-		require.Empty(t, b.e.entries)
-		require.Zero(t, cronJobs(b.e), "their gocron jobs are removed")
+		require.Empty(t, b.e.entries, "they are no longer driven")
 	})
 }
 
@@ -310,8 +184,6 @@ func TestSyncPicksUpChanges(t *testing.T) {
 		require.Contains(t, b.e.entries, s.ID)
 		require.NoError(t, st.DB().Exec("UPDATE schedules SET cron_expr = '*/10 * * * * *' WHERE id = ?", s.ID).Error)
 		b.e.Refresh()
-		<-b.e.refresh // what run does with the signal
-		b.e.syncDue = time.Time{}
 		b.at(t, start.Add(10*time.Second))
 		// A new expression starts the schedule afresh from when the sync
 		// saw it: +0s, due under the new expression since the creation, is
@@ -358,23 +230,24 @@ func TestForbidSkipsWhileJobUnfinished(t *testing.T) {
 	})
 }
 
-// With sync out of the way, every fire after the first must come from a
-// gocron timer; the jobs still carry the Trigger's intended times.
+// With sync out of the way, every fire after the first must come from the
+// gocron alarm; the jobs still carry the Trigger's intended times.
 func TestGocronDrivesFires(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		clock := clockwork.NewFakeClockAt(time.Now().UTC().Truncate(time.Minute).Add(time.Minute))
+		clock := newClock()
 		b := setupWithClock(t, st, "n1", clock, func(c *Config) { c.SyncInterval, c.FullSyncInterval = time.Hour, time.Hour })
 		start := clock.Now()
 		s := b.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("*/10 * * * * *"), Timezone: "Europe/Berlin"}, start)
 		once := b.schedule(t, models.Schedule{Name: "once", ScheduleType: models.ScheduleOnce, RunAt: ptr(start.Add(25 * time.Second))}, start)
 		b.at(t, start.Add(time.Second)) // lease, the only sync, the fire at created_at
-		require.Equal(t, 2, cronJobs(b.e), "one gocron job per active schedule")
+		require.Len(t, b.e.cron.Jobs(), 1, "one gocron job: the alarm")
 		for _, d := range []time.Duration{10, 20, 30} {
 			b.at(t, start.Add(d*time.Second+time.Millisecond))
 		}
-		// Several occurrences at once: gocron re-arms only future times, and
-		// the skipped ones still reach the writer, as a catch-up.
+		// Several occurrences at once: the alarm for +40 wakes the loop at
+		// +62, and the plan from the trigger row writes +40 and +50 as
+		// one catch-up.
 		b.at(t, start.Add(62*time.Second))
 		jobs := jobsOf(t, st, s.ID)
 		require.Len(t, jobs, 6) // +0 … +30, +50 (catch-up for +40, +50), +60
@@ -385,19 +258,19 @@ func TestGocronDrivesFires(t *testing.T) {
 		require.Equal(t, 2, jobs[4].MissedFires)
 		require.Len(t, jobsOf(t, st, once.ID), 1)
 		require.Equal(t, models.ScheduleCompleted, reload(t, st, once).Status)
-		require.Equal(t, 1, cronJobs(b.e), "a completed schedule's gocron job is removed")
+		require.Len(t, b.e.cron.Jobs(), 1)
 	})
 }
 
-func TestTimerNeverReturnsZero(t *testing.T) {
+func TestAlarmNeverReturnsZero(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	tm := &timer{trig: onceTrigger{at: at}, clock: clockwork.NewFakeClockAt(at.Add(-time.Hour))}
-	require.True(t, at.Equal(tm.Next(at.Add(-time.Minute))))
+	a := &alarm{at: at}
+	require.True(t, at.Equal(a.Next(at.Add(-time.Minute))))
 	// gocron's catch-up loops call Next until the result is not before
-	// now; a zero time would never get there.
-	require.Equal(t, farFuture, tm.Next(at))
-	require.True(t, tm.Next(farFuture).After(farFuture))
+	// now; a zero or earlier time would never get there.
+	require.True(t, a.Next(at).After(at))
+	require.True(t, a.Next(at.Add(time.Hour)).After(at.Add(time.Hour)))
 }
 
 // The loop itself, on the real clock: start, fire, stop, restart.
@@ -406,11 +279,11 @@ func TestStartStop(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		log := logrus.New()
 		log.SetLevel(logrus.WarnLevel)
-		e, err := New(NewDBStore(st), &Config{NodeID: "n1", Logger: log, SyncInterval: 200 * time.Millisecond})
-		// NewDBStore stays for app's wiring; *store.Store is a Store itself.
+		e, err := New(st, &Config{NodeID: "n1", Leadership: leading(), Logger: log, SyncInterval: 200 * time.Millisecond})
 		require.NoError(t, err)
 		ctx := t.Context()
 		require.NoError(t, e.Stop(ctx), "stop before start is harmless")
+		<-e.Stopped()
 		def := models.JobDefinition{Name: "d", TaskType: "sleep", NotifyOn: models.NotifyNever}
 		require.NoError(t, st.DB().Create(&def).Error)
 
@@ -424,12 +297,20 @@ func TestStartStop(t *testing.T) {
 		require.NoError(t, e.Stop(ctx))
 		require.NoError(t, e.Stop(ctx))
 		<-e.Stopped()
-		var lease models.Lease
-		require.NoError(t, st.DB().First(&lease, "name = ?", "scheduler").Error)
-		require.Empty(t, lease.Holder, "stop releases the lease")
+		require.False(t, e.IsLeader())
 
 		require.NoError(t, e.Start(ctx), "an engine restarts")
 		require.Eventually(t, e.IsLeader, 2*time.Second, 20*time.Millisecond)
+		n := len(jobsOf(t, st, s.ID))
+		require.Eventually(t, func() bool { return len(jobsOf(t, st, s.ID)) > n }, 5*time.Second, 50*time.Millisecond)
+		require.NoError(t, e.Stop(ctx))
+
+		// A context that ends stops the engine too, and it may start again.
+		cctx, cancel := context.WithCancel(ctx)
+		require.NoError(t, e.Start(cctx))
+		cancel()
+		<-e.Stopped()
+		require.NoError(t, e.Start(ctx))
 		require.NoError(t, e.Stop(ctx))
 	})
 }

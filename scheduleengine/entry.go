@@ -19,8 +19,6 @@ type entry struct {
 	fired       int64
 	misfired    int64
 	next        time.Time  // first occurrence after last; zero when used up
-	key         string     // triggerKey of the row
-	timer       *timer     // the gocron job timing this schedule; nil when none
 	hidx        int        // position in Engine.heap; -1 when not there
 	restoreUpTo time.Time  // occurrences up to this passed while the schedule was not driven: missed
 	spec        string     // specHash of sched: its timing
@@ -64,7 +62,7 @@ func (e *entry) usedUp() bool {
 func (e *entry) triggerRow() TriggerRow {
 	t := TriggerRow{ScheduleID: e.sched.ID, LastFireAt: e.last, FiredCount: e.fired, RemainingCount: e.remaining(), MisfiredCount: e.misfired,
 		SpecHash: e.spec, SpecChangedAt: e.since}
-	if !e.next.IsZero() {
+	if !e.usedUp() { // max_runs may be spent with occurrences left
 		n := e.next
 		t.NextFireAt = &n
 	}
@@ -86,20 +84,17 @@ func newEntry(r *ScheduleRow) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &entry{sched: s, def: r.Definition, trig: trig, params: params, maxAttempts: max(r.Definition.MaxAttempts, 1), key: triggerKey(r), hidx: -1,
+	e := &entry{sched: s, def: r.Definition, trig: trig, params: params, maxAttempts: max(r.Definition.MaxAttempts, 1), hidx: -1,
 		spec: specHash(&s)}
-	if t := r.Trigger; t != nil {
-		if t.LastFireAt != nil {
-			l := t.LastFireAt.UTC()
-			e.last = &l
-		}
-		e.fired, e.misfired = t.FiredCount, t.MisfiredCount
-		if t.SpecChangedAt != nil && t.SpecHash == e.spec {
-			c := t.SpecChangedAt.UTC()
-			e.since = &c
-		}
+	t := r.Trigger
+	if t == nil {
+		t = &models.TimeTrigger{}
 	}
-	e.next = trig.Next(e.after())
+	if t.SpecChangedAt != nil && t.SpecHash == e.spec {
+		c := t.SpecChangedAt.UTC()
+		e.since = &c
+	}
+	e.setState(t.LastFireAt, t.FiredCount, t.MisfiredCount)
 	return e, nil
 }
 
@@ -121,25 +116,20 @@ func (e *entry) unchanged(r *ScheduleRow) bool {
 // was built from did not show yet (read before the commit, applied after
 // it). Fire state only ever moves forward, so the later of the two wins.
 func (e *entry) catchUpTo(last time.Time, fired, misfired int64) {
-	if last.IsZero() || (e.last != nil && !e.last.Before(last)) {
-		return
+	if !last.IsZero() && (e.last == nil || e.last.Before(last)) {
+		e.setState(&last, fired, misfired)
 	}
-	l := last
-	e.last = &l
-	e.fired, e.misfired = fired, misfired
-	e.next = e.trig.Next(e.after())
 }
 
-// adopt sets en's firing state to the stored row's. Unlike catchUpTo it may
-// move backwards: the write that reported the row found it elsewhere than
-// en expected, and the table, not a node's memory, is the truth; planning
-// on from en's own state would only be refused again.
-func (e *entry) adopt(t TriggerRow) {
+// setState sets en's firing state. adopt in finish calls it with the
+// stored row's, which may move it backwards: the write that reported the
+// row found it elsewhere than en expected, and the table is the truth.
+func (e *entry) setState(last *time.Time, fired, misfired int64) {
 	e.last = nil
-	if t.LastFireAt != nil {
-		l := t.LastFireAt.UTC()
+	if last != nil {
+		l := last.UTC()
 		e.last = &l
 	}
-	e.fired, e.misfired = t.FiredCount, t.MisfiredCount
+	e.fired, e.misfired = fired, misfired
 	e.next = e.trig.Next(e.after())
 }

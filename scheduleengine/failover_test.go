@@ -2,6 +2,7 @@ package scheduleengine
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,13 +18,16 @@ import (
 // then stalled (a loaded database, a lock wait, a paused process).
 type heldStore struct {
 	*store.Store
+	hold    atomic.Bool   // the next WriteFires is held
 	entered chan struct{} // closed when the held call has its batch
 	release chan struct{} // close to let it commit
 }
 
 func (h *heldStore) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFiresResult, error) {
-	close(h.entered)
-	<-h.release
+	if h.hold.CompareAndSwap(true, false) {
+		close(h.entered)
+		<-h.release
+	}
 	return h.Store.WriteFires(ctx, p)
 }
 
@@ -39,14 +43,14 @@ func TestStaleBatchWritesNoSecondCatchUp(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		leadA, leadB := &switchLeadership{}, &switchLeadership{}
-		a := setupWithClock(t, st, "a", setup(t, st, "unused").clock, func(c *Config) { c.Leadership = leadA })
+		held := &heldStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
+		a := setupWithClock(t, held, "a", newClock(), func(c *Config) { c.Leadership = leadA })
 		b := setupWithClock(t, st, "b", a.clock, func(c *Config) { c.Leadership = leadB })
 		start := a.clock.Now()
 		s := a.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")}, start)
 
 		// a leads and fires +0 … +2; b stands by and reads the rows.
 		leadA.set(true)
-		nudged(t, a.e)
 		for d := range 3 {
 			a.at(t, start.Add(time.Duration(d)*time.Second))
 			b.at(t, start.Add(time.Duration(d)*time.Second))
@@ -55,29 +59,25 @@ func TestStaleBatchWritesNoSecondCatchUp(t *testing.T) {
 
 		// a loses the lease; nobody fires +3 and +4.
 		leadA.set(false)
-		nudged(t, a.e)
 		a.at(t, start.Add(2500*time.Millisecond))
 		require.False(t, a.e.IsLeader())
 
 		// a takes the lease again at +4.5 s and plans a catch-up for +3 and
 		// +4; its commit stalls.
-		held := &heldStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
-		a.e.store = held
-		leadA.set(true)
-		nudged(t, a.e)
+		held.hold.Store(true)
 		a.clock.Advance(start.Add(4500 * time.Millisecond).Sub(a.clock.Now()))
-		committed := make(chan struct{})
-		go func() {
-			defer close(committed)
-			a.e.tick(context.WithoutCancel(t.Context()), start.Add(4500*time.Millisecond))
-		}()
-		<-held.entered
+		leadA.set(true)
+		select {
+		case <-held.entered:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a wrote no batch after taking the lead")
+		}
 
 		// Stalled past its lease: b takes over at +6.5 s and catches up
 		// +3 … +6 from the row a's batch has not advanced.
+		a.clock.Advance(start.Add(6500 * time.Millisecond).Sub(a.clock.Now()))
 		leadA.set(false)
 		leadB.set(true)
-		nudged(t, b.e)
 		b.at(t, start.Add(6500*time.Millisecond))
 		require.True(t, b.e.IsLeader())
 		catchUps := func() []models.Job {
@@ -93,7 +93,7 @@ func TestStaleBatchWritesNoSecondCatchUp(t *testing.T) {
 
 		// a's batch commits at last.
 		close(held.release)
-		<-committed
+		settle(t, a.e)
 		got := catchUps()
 		require.Len(t, got, 1, "one catch-up job for the one gap, got them at %v", scheduledAts(got))
 		require.True(t, start.Add(6*time.Second).Equal(got[0].ScheduledAt))
@@ -106,11 +106,8 @@ func TestStaleBatchWritesNoSecondCatchUp(t *testing.T) {
 		// the row as it is now: no further catch-up for the same gap.
 		b.at(t, start.Add(7*time.Second))
 		leadB.set(false)
-		nudged(t, b.e)
 		b.at(t, start.Add(7500*time.Millisecond))
-		a.e.store = st
 		leadA.set(true)
-		nudged(t, a.e)
 		a.at(t, start.Add(8*time.Second))
 		require.Len(t, catchUps(), 1, "+8 s is a's to fire on time, and nothing before it is missing")
 		jobs := jobsOf(t, st, s.ID)

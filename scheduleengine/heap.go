@@ -5,14 +5,12 @@ import (
 	"time"
 )
 
-// dueHeap orders the engine's entries by their next intended time, so the
-// writer can find every schedule due at an instant without waiting for
-// gocron to dispatch each of their jobs. Every entry of Engine.entries with
-// a next fire is in the heap, in Engine.due, or in a batch in flight (or in
-// more than one of these: harmless, since due is a set and track is
-// idempotent); the sweep moves due entries from the heap to Engine.due, and
-// finish puts them back with their new next time. entry.hidx is the
-// position, -1 when not held.
+// dueHeap orders the engine's entries by their next intended time: its
+// top is the instant the gocron alarm wakes the run loop for, and a
+// wake-up takes every schedule due from it at once. Every entry of
+// Engine.entries with a next fire is in the heap, in Engine.due, or in a
+// batch in flight (more than one is harmless: due is a set and track is
+// idempotent). entry.hidx is the position, -1 when not held.
 type dueHeap []*entry
 
 func (h dueHeap) Len() int           { return len(h) }
@@ -61,4 +59,12 @@ func (h *dueHeap) popDue(now time.Time, fn func(*entry)) {
 	for len(*h) > 0 && !(*h)[0].next.After(now) {
 		fn(heap.Pop(h).(*entry))
 	}
+}
+
+// peek returns the earliest next time, zero when the heap is empty.
+func (h dueHeap) peek() time.Time {
+	if len(h) == 0 {
+		return time.Time{}
+	}
+	return h[0].next
 }

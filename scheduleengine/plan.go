@@ -26,9 +26,9 @@ type planInput struct {
 	policy    models.MisfirePolicy
 	window    *time.Duration
 	threshold time.Duration
-	// restoreUpTo: occurrences up to this instant passed while no engine
-	// drove the schedule (down, paused, leader changing) and are missed
-	// even when younger than threshold.
+	// restoreUpTo: occurrences before this instant passed while no engine
+	// drove the schedule (down, paused, leader changing): missed, however
+	// young.
 	restoreUpTo time.Time
 	fireAll     int
 	forbid      bool // concurrency = forbid: at most one job of the schedule at a time
@@ -50,65 +50,12 @@ type plan struct {
 }
 
 // computePlan decides the fires of one schedule due at now. An occurrence
-// later than threshold is a misfire and follows the policy; one older than the
-// catch-up window is dropped under every policy (docs/architecture.md, "The
-// fire path"). It is pure, so a retried write recomputes the same rows.
+// later than threshold is a misfire and follows the policy; one older than
+// the catch-up window is dropped under every policy. It is pure, so a
+// retried write recomputes the same rows.
 func computePlan(in planInput, now time.Time) plan {
 	p := plan{fired: in.fired}
-	var onTime []time.Time
-	var missed []time.Time // the latest in.fireAll missed occurrences, oldest first
-	var missedCount int
-	cutoff := now.Add(-in.threshold)
-	// An occurrence at the very instant the engine took over is its to fire
-	// on time; only those strictly before it were missed.
-	if restore := in.restoreUpTo.Add(-time.Nanosecond); restore.After(cutoff) {
-		cutoff = restore
-		if cutoff.After(now) {
-			cutoff = now
-		}
-	}
-	t := in.trig.Next(in.after)
-	if in.window != nil {
-		// Occurrences before the window are dropped unseen; count them only
-		// while that is cheap.
-		floor := now.Add(-*in.window)
-		for n := 0; !t.IsZero() && t.Before(floor); n++ {
-			if n == maxWalk {
-				t = in.trig.Next(floor.Add(-time.Nanosecond))
-				break
-			}
-			p.misfired++
-			p.dropped++
-			p.last = t
-			t = in.trig.Next(t)
-		}
-	}
-	for n := 0; !t.IsZero() && !t.After(now); n++ {
-		if !t.After(cutoff) && n == maxWalk {
-			// Too many to walk: jump to the last missed occurrence.
-			if latest := latestAtOrBefore(in.trig, t, cutoff); !latest.IsZero() {
-				missed = append(missed[:0], latest)
-				t = latest
-			}
-			p.last = t
-			t = in.trig.Next(t)
-			continue
-		}
-		if t.After(cutoff) {
-			onTime = append(onTime, t)
-		} else {
-			missedCount++
-			p.misfired++
-			missed = append(missed, t)
-			if len(missed) > max(in.fireAll, 1) {
-				missed = missed[1:]
-			}
-		}
-		p.last = t
-		t = in.trig.Next(t)
-	}
-	p.next = t
-
+	missed, missedCount, onTime := p.walk(in, now)
 	if missedCount > 0 {
 		switch in.policy {
 		case models.MisfireSkip:
@@ -126,48 +73,78 @@ func computePlan(in planInput, now time.Time) plan {
 	for _, o := range onTime {
 		p.fires = append(p.fires, planFire{at: o})
 	}
-
-	if in.forbid && len(p.fires) > 0 {
-		keep := 1
-		if in.busy {
-			keep = 0
-		}
-		if len(p.fires) > keep {
-			// The latest fire is the one that is still wanted; older ones
-			// would only queue up behind it.
-			p.blocked = len(p.fires) - keep
-			p.fires = p.fires[len(p.fires)-keep:]
-		}
+	keep := 1
+	if in.busy {
+		keep = 0
+	}
+	if in.forbid && len(p.fires) > keep {
+		// The latest fire is the one still wanted; older ones would only
+		// queue up behind it.
+		p.blocked = len(p.fires) - keep
+		p.fires = p.fires[len(p.fires)-keep:]
 	}
 	if in.maxRuns != nil {
-		left := int64(*in.maxRuns) - p.fired
-		if left < 0 {
-			left = 0
-		}
+		// Keep the earliest: the runs a schedule is allowed are its first ones.
+		left := max(int64(*in.maxRuns)-p.fired, 0)
 		if int64(len(p.fires)) > left {
-			// Keep the earliest: the runs a schedule is allowed are its first ones.
 			p.dropped += len(p.fires) - int(left)
 			p.fires = p.fires[:left]
 		}
-		p.fired += int64(len(p.fires))
-		rem := int64(*in.maxRuns) - p.fired
-		if rem < 0 {
-			rem = 0
-		}
-		p.remaining = &rem
-		if rem == 0 {
-			p.done = true
-		}
-	} else {
-		p.fired += int64(len(p.fires))
+		rem := max(int64(*in.maxRuns)-p.fired-int64(len(p.fires)), 0)
+		p.remaining, p.done = &rem, rem == 0
 	}
-	if p.next.IsZero() {
-		p.done = true
-	}
-	if p.done {
-		p.next = time.Time{}
+	p.fired += int64(len(p.fires))
+	if p.done || p.next.IsZero() {
+		p.done, p.next = true, time.Time{}
 	}
 	return p
+}
+
+// walk enumerates the occurrences from in.after up to now: the latest
+// in.fireAll missed ones (oldest first) with their count, and those on
+// time. It sets p.last, p.next and the misfire counts.
+func (p *plan) walk(in planInput, now time.Time) (missed []time.Time, missedCount int, onTime []time.Time) {
+	cutoff := now.Add(-in.threshold)
+	// An occurrence at the very instant the engine took over is its to
+	// fire on time; only those strictly before it were missed.
+	if restore := in.restoreUpTo.Add(-time.Nanosecond); restore.After(cutoff) {
+		cutoff = earlier(restore, now)
+	}
+	t := in.trig.Next(in.after)
+	if in.window != nil {
+		// Occurrences before the window are dropped unseen; count them only
+		// while that is cheap.
+		floor := now.Add(-*in.window)
+		for n := 0; !t.IsZero() && t.Before(floor); n++ {
+			if n == maxWalk {
+				t = in.trig.Next(floor.Add(-time.Nanosecond))
+				break
+			}
+			p.misfired++
+			p.dropped++
+			p.last, t = t, in.trig.Next(t)
+		}
+	}
+	for n := 0; !t.IsZero() && !t.After(now); n++ {
+		switch {
+		case t.After(cutoff):
+			onTime = append(onTime, t)
+		case n == maxWalk:
+			// Too many to walk: jump to the last missed occurrence.
+			if latest := latestAtOrBefore(in.trig, t, cutoff); !latest.IsZero() {
+				missed, t = append(missed[:0], latest), latest
+			}
+		default:
+			missedCount++
+			p.misfired++
+			if missed = append(missed, t); len(missed) > max(in.fireAll, 1) {
+				missed = missed[1:]
+			}
+		}
+		p.last, t = t, in.trig.Next(t)
+	}
+	p.next = t
+	return missed, missedCount, onTime
 }
 
 // latestAtOrBefore finds the last occurrence in [from, upto] by walking

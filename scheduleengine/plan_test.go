@@ -119,3 +119,19 @@ func BenchmarkComputePlan(b *testing.B) {
 		_ = computePlan(in, t0.Add(5*time.Second))
 	}
 }
+
+// An entry moved on by a commit it was not built from (a sync replaced it
+// while its batch was in flight) may have run out of max_runs: its trigger
+// row, written when the schedule is marked completed, has no next fire.
+func TestUsedUpEntryHasNoNextFire(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	en, err := newEntry(&ScheduleRow{
+		Schedule:   models.Schedule{ID: 1, ScheduleType: models.ScheduleCron, CronExpr: ptr("*/10 * * * * *"), MaxRuns: ptr(2), CreatedAt: start},
+		Definition: &models.JobDefinition{},
+	})
+	require.NoError(t, err)
+	en.catchUpTo(start.Add(10*time.Second), 2, 0)
+	require.True(t, en.usedUp())
+	require.Nil(t, en.triggerRow().NextFireAt)
+}

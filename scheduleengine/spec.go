@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	"github.com/chimesched/chime/models"
 )
@@ -20,4 +21,18 @@ func specHash(s *models.Schedule) string {
 		s.Timezone, "|", timeKey(s.StartAt))
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:16])
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func timeKey(t *time.Time) int64 {
+	if t == nil {
+		return 0
+	}
+	return t.UTC().UnixNano()
 }

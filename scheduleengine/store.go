@@ -6,35 +6,18 @@ import (
 	"github.com/chimesched/chime/store"
 )
 
-// Store is the database as the schedule engine needs it. *store.Store
-// implements it (store/schedule_engine.go, fire.go, trigger.go, lease.go);
-// tests may fake it. Its parameter types are store's, so store implements
-// this interface without importing the engine; the aliases below keep the
-// engine's code readable.
+// Store is the database as the schedule engine needs it; *store.Store
+// implements it (store/schedule_engine.go, fire.go, trigger.go), and tests
+// wrap it. Its parameter types are store's, aliased below.
 type Store interface {
-	// LoadSchedules reads schedules with their definitions and triggers.
 	LoadSchedules(ctx context.Context, p *LoadSchedulesParams) (*LoadSchedulesResult, error)
-	// EnsureTriggers creates the time_triggers rows that do not exist yet and
-	// leaves existing ones alone.
-	EnsureTriggers(ctx context.Context, p *EnsureTriggersParams) error
-	// UnfinishedSchedules returns which of the given schedules have a job
-	// that is not finished, for concurrency = forbid.
+	EnsureTriggers(ctx context.Context, p *EnsureTriggersParams) error // creates missing time_triggers rows
 	UnfinishedSchedules(ctx context.Context, scheduleIDs []int64) (map[int64]bool, error)
-	// WriteFires writes one batch of fires in one transaction.
-	WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFiresResult, error)
-	// SetTriggerSpecs records the timing fingerprint (and, after an edit,
-	// the instant fires count from) of existing trigger rows.
+	WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFiresResult, error) // one batch, one transaction
 	SetTriggerSpecs(ctx context.Context, p *SetTriggerSpecsParams) error
-	// MarkInvalid sets an active schedule to invalid with a reason.
 	MarkInvalid(ctx context.Context, p *MarkInvalidParams) error
-	// AcquireLeaseAt takes or renews a lease and reports whether p.Holder holds it.
-	AcquireLeaseAt(ctx context.Context, p *LeaseParams) (bool, error)
-	// ReleaseLeaseAt gives up a lease held by p.Holder, so a standby need not
-	// wait for it to expire.
-	ReleaseLeaseAt(ctx context.Context, p *LeaseParams) error
 }
 
-// The parameter and row types of Store; see their documentation in store.
 type (
 	LoadSchedulesParams   = store.LoadSchedulesParams
 	LoadSchedulesResult   = store.LoadSchedulesResult
@@ -47,11 +30,6 @@ type (
 	WriteFiresParams      = store.WriteFiresParams
 	WriteFiresResult      = store.WriteFiresResult
 	MarkInvalidParams     = store.MarkInvalidParams
-	LeaseParams           = store.LeaseParams
 )
 
 var _ Store = (*store.Store)(nil)
-
-// NewDBStore returns st as the engine's Store. *store.Store implements Store
-// itself; this only keeps app's wiring unchanged.
-func NewDBStore(st *store.Store) Store { return st }

@@ -3,6 +3,7 @@ package scheduleengine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	_ "time/tzdata" // schedules name IANA zones; a bare container may have no zoneinfo
@@ -25,58 +26,16 @@ var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | 
 // NewTrigger builds the trigger of s, or explains why s cannot be scheduled;
 // the explanation becomes schedules.status_reason.
 func NewTrigger(s *models.Schedule) (Trigger, error) {
-	tz := s.Timezone
-	if tz == "" {
-		tz = "UTC"
-	}
-	loc, err := time.LoadLocation(tz)
+	loc, err := checkRow(s)
 	if err != nil {
-		return nil, fmt.Errorf("unknown timezone %q", tz)
-	}
-	if s.StartAt != nil && s.EndAt != nil && s.EndAt.Before(*s.StartAt) {
-		return nil, errors.New("end_at is before start_at")
-	}
-	if s.MaxRuns != nil && *s.MaxRuns < 0 {
-		return nil, fmt.Errorf("max_runs must not be negative, got %d", *s.MaxRuns)
-	}
-	switch s.MisfirePolicy {
-	case "", models.MisfireFireOnce, models.MisfireSkip, models.MisfireFireAll:
-	default:
-		return nil, fmt.Errorf("unknown misfire_policy %q (want fire_once, skip or fire_all)", s.MisfirePolicy)
-	}
-	switch s.Concurrency {
-	case "", models.ConcurrencyAllow, models.ConcurrencyForbid:
-	default:
-		return nil, fmt.Errorf("unknown concurrency %q (want allow or forbid)", s.Concurrency)
-	}
-	if s.CatchupWindowSeconds != nil && *s.CatchupWindowSeconds < 0 {
-		return nil, fmt.Errorf("catchup_window_seconds must not be negative, got %d", *s.CatchupWindowSeconds)
+		return nil, err
 	}
 	var inner Trigger
 	switch s.ScheduleType {
 	case models.ScheduleCron:
-		if s.CronExpr == nil || strings.TrimSpace(*s.CronExpr) == "" {
-			return nil, errors.New("cron schedule without cron_expr")
+		if inner, err = cronOf(s, loc); err != nil {
+			return nil, err
 		}
-		expr := strings.TrimSpace(*s.CronExpr)
-		if rest, ok := strings.CutPrefix(expr, "@every "); ok {
-			// robfig's @every counts from whenever it is asked, which differs
-			// per node; anchoring it like an interval makes it deterministic.
-			d, err := time.ParseDuration(strings.TrimSpace(rest))
-			if err != nil || d < time.Second {
-				return nil, fmt.Errorf("bad cron_expr %q: @every needs a duration of at least 1s", expr)
-			}
-			inner = intervalTrigger{anchor: anchor(s), every: d}
-			break
-		}
-		if strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=") {
-			return nil, fmt.Errorf("bad cron_expr %q: set the timezone column instead of a TZ= prefix", expr)
-		}
-		sched, err := cronParser.Parse(expr)
-		if err != nil {
-			return nil, fmt.Errorf("bad cron_expr %q: %v", expr, err)
-		}
-		inner = cronTrigger{sched: sched, loc: loc}
 	case models.ScheduleInterval:
 		if s.IntervalSeconds == nil || *s.IntervalSeconds <= 0 {
 			return nil, errors.New("interval schedule needs interval_seconds > 0")
@@ -98,6 +57,55 @@ func NewTrigger(s *models.Schedule) (Trigger, error) {
 		b.end = s.EndAt.UTC()
 	}
 	return b, nil
+}
+
+// checkRow checks the columns every schedule type shares and returns its
+// time zone.
+func checkRow(s *models.Schedule) (*time.Location, error) {
+	tz := s.Timezone
+	if tz == "" {
+		tz = "UTC"
+	}
+	loc, err := time.LoadLocation(tz)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("unknown timezone %q", tz)
+	case s.StartAt != nil && s.EndAt != nil && s.EndAt.Before(*s.StartAt):
+		return nil, errors.New("end_at is before start_at")
+	case s.MaxRuns != nil && *s.MaxRuns < 0:
+		return nil, fmt.Errorf("max_runs must not be negative, got %d", *s.MaxRuns)
+	case !slices.Contains([]models.MisfirePolicy{"", models.MisfireFireOnce, models.MisfireSkip, models.MisfireFireAll}, s.MisfirePolicy):
+		return nil, fmt.Errorf("unknown misfire_policy %q (want fire_once, skip or fire_all)", s.MisfirePolicy)
+	case !slices.Contains([]models.Concurrency{"", models.ConcurrencyAllow, models.ConcurrencyForbid}, s.Concurrency):
+		return nil, fmt.Errorf("unknown concurrency %q (want allow or forbid)", s.Concurrency)
+	case s.CatchupWindowSeconds != nil && *s.CatchupWindowSeconds < 0:
+		return nil, fmt.Errorf("catchup_window_seconds must not be negative, got %d", *s.CatchupWindowSeconds)
+	}
+	return loc, nil
+}
+
+func cronOf(s *models.Schedule, loc *time.Location) (Trigger, error) {
+	if s.CronExpr == nil || strings.TrimSpace(*s.CronExpr) == "" {
+		return nil, errors.New("cron schedule without cron_expr")
+	}
+	expr := strings.TrimSpace(*s.CronExpr)
+	if rest, ok := strings.CutPrefix(expr, "@every "); ok {
+		// robfig's @every counts from whenever it is asked, which differs
+		// per node; anchoring it like an interval makes it deterministic.
+		d, err := time.ParseDuration(strings.TrimSpace(rest))
+		if err != nil || d < time.Second {
+			return nil, fmt.Errorf("bad cron_expr %q: @every needs a duration of at least 1s", expr)
+		}
+		return intervalTrigger{anchor: anchor(s), every: d}, nil
+	}
+	if strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=") {
+		return nil, fmt.Errorf("bad cron_expr %q: set the timezone column instead of a TZ= prefix", expr)
+	}
+	sched, err := cronParser.Parse(expr)
+	if err != nil {
+		return nil, fmt.Errorf("bad cron_expr %q: %v", expr, err)
+	}
+	return cronTrigger{sched: sched, loc: loc}, nil
 }
 
 // anchor is where an interval's grid starts: start_at when given, else the

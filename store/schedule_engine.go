@@ -135,14 +135,6 @@ type MarkInvalidParams struct {
 	Now        time.Time
 }
 
-// LeaseParams names a lease and its would-be holder.
-type LeaseParams struct {
-	Name   string
-	Holder string
-	Now    time.Time
-	TTL    time.Duration
-}
-
 func (s *Store) LoadSchedules(ctx context.Context, p *LoadSchedulesParams) (*LoadSchedulesResult, error) {
 	db := s.DB().WithContext(ctx)
 	var scheds []models.Schedule

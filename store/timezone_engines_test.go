@@ -35,7 +35,7 @@ func startEngines(t *testing.T, st *store.Store) {
 	require.NoError(t, err)
 	// OnFire is left unset: a fire must not wake the task engine here, so
 	// that the ad-hoc job is found by the poll alone, as on another node.
-	se, err := scheduleengine.New(st, &scheduleengine.Config{NodeID: "n1", Logger: log, SyncInterval: 200 * time.Millisecond})
+	se, err := scheduleengine.New(st, &scheduleengine.Config{NodeID: "n1", Leadership: soleNode{}, Logger: log, SyncInterval: 200 * time.Millisecond})
 	require.NoError(t, err)
 	ctx := context.Background()
 	require.NoError(t, te.Start(ctx))
@@ -47,6 +47,12 @@ func startEngines(t *testing.T, st *store.Store) {
 		_ = te.Stop(ctx)
 	})
 }
+
+// soleNode is the Leadership of a node alone on its database: it always leads.
+type soleNode struct{}
+
+func (soleNode) Leading() bool       { return true }
+func (soleNode) OnChange(func(bool)) {}
 
 // eventually polls cond until it holds or d has passed. The engines run on
 // real clocks against a real database, so the test can only wait for them.

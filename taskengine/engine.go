@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/chimesched/chime/internal/metrics"
+	"github.com/chimesched/chime/internal/startstop"
 	"github.com/chimesched/chime/store"
 )
 
@@ -41,29 +42,24 @@ type Engine struct {
 	poolSize, pollInterval atomic.Int64
 	retune                 chan struct{}
 
-	mu    sync.Mutex
-	state int
-	runs  map[int64]*activeRun // running jobs, for control requests
+	startstop.Base
+	mu     sync.Mutex
+	used   bool                 // started or stopped once: an engine runs one time only
+	endRun func()               // the running Start's, called by Stop
+	runs   map[int64]*activeRun // running jobs, for control requests
 
 	waitMu     sync.Mutex
 	waitLogged map[int64]bool // forbid-held jobs already logged, until claimed
 
-	fetchCtx, queueCtx, workCtx, ctlCtx, flushCtx        context.Context
-	fetchCancel, queueCancel, ctlCancel, flushCancel     context.CancelFunc
-	workCancel                                           context.CancelCauseFunc
-	pollWG, runWG, ctlWG, starterWG, completerWG, logsWG sync.WaitGroup
-	stopStarter, stopCompleter, stopLogs                 chan struct{}
-	stopDone                                             chan struct{}
-	stopErr                                              error
+	fetchCtx, queueCtx, workCtx, ctlCtx, flushCtx    context.Context
+	fetchCancel, queueCancel, ctlCancel, flushCancel context.CancelFunc
+	workCancel                                       context.CancelCauseFunc
+	pollWG, runWG, ctlWG                             sync.WaitGroup
+	starterRun, completerRun, logsRun                *flusher
+	stopErr                                          error // Stop's, read once Stopped is closed
 
 	finished atomic.Int64 // outcomes flushed; benchmarks and tests read it
 }
-
-const (
-	stateNew = iota
-	stateStarted
-	stateStopped
-)
 
 // New builds an engine on st. cfg's zero fields take their defaults.
 func New(st *store.Store, cfg Config) (*Engine, error) {
@@ -85,7 +81,6 @@ func newEngine(st jobStore, cfg Config) (*Engine, error) {
 		wake:       make(chan struct{}, 1),
 		slotFreed:  make(chan struct{}, 1),
 		runs:       map[int64]*activeRun{},
-		stopDone:   make(chan struct{}),
 		waitLogged: map[int64]bool{},
 		retune:     make(chan struct{}, 1),
 	}
@@ -116,7 +111,7 @@ func (e *Engine) SetPoolSize(n int) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.poolSize.Store(int64(n))
-	if e.pool != nil && e.state == stateStarted {
+	if e.pool != nil && e.running() {
 		e.pool.Tune(n)
 		metrics.PoolCapacity.Set(float64(n))
 	}
@@ -158,16 +153,20 @@ func (e *Engine) Wake() {
 // after ctx ends (only its values are kept): Stop is how it ends, so that a
 // canceled serve context still gets a graceful stop.
 func (e *Engine) Start(ctx context.Context) error {
+	_, finished, ok := e.StartInit(ctx)
+	if !ok {
+		return nil
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	switch e.state {
-	case stateStarted:
-		return nil
-	case stateStopped:
+	if e.used {
+		finished()
 		return errors.New("taskengine: start: engine was stopped; build a new one")
 	}
+	e.used = true
 	rec, err := e.st.RecoverNode(ctx, &store.RecoverNodeParams{NodeID: e.cfg.NodeID, Now: e.now()})
 	if err != nil {
+		finished()
 		return fmt.Errorf("taskengine: start: %w", err)
 	}
 	if n := len(rec.Released) + len(rec.Recovered) + len(rec.Retried) + len(rec.Failed) + len(rec.Stopped); n > 0 {
@@ -181,6 +180,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.log.Errorf("panic in a pool worker: %v", v)
 	}))
 	if err != nil {
+		finished()
 		return fmt.Errorf("taskengine: start: create pool: %w", err)
 	}
 	e.pool = pool
@@ -190,20 +190,16 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.workCtx, e.workCancel = context.WithCancelCause(base)
 	e.ctlCtx, e.ctlCancel = context.WithCancel(base)
 	e.flushCtx, e.flushCancel = context.WithCancel(base)
-	e.stopStarter, e.stopCompleter, e.stopLogs = make(chan struct{}), make(chan struct{}), make(chan struct{})
 
 	metrics.PoolCapacity.Set(float64(e.PoolSize()))
-	e.logsWG.Add(1)
-	go func() { defer e.logsWG.Done(); e.logs.run(e.flushCtx, e.stopLogs) }()
-	e.completerWG.Add(1)
-	go func() { defer e.completerWG.Done(); e.completer.run(e.flushCtx, e.stopCompleter) }()
-	e.starterWG.Add(1)
-	go func() { defer e.starterWG.Done(); e.starter.run(e.flushCtx, e.stopStarter) }()
+	e.logsRun = startFlusher(e.flushCtx, e.logs.run)
+	e.completerRun = startFlusher(e.flushCtx, e.completer.run)
+	e.starterRun = startFlusher(e.flushCtx, e.starter.run)
 	e.ctlWG.Add(1)
 	go func() { defer e.ctlWG.Done(); e.controlLoop(e.ctlCtx) }()
 	e.pollWG.Add(1)
 	go func() { defer e.pollWG.Done(); e.pollLoop(e.fetchCtx) }()
-	e.state = stateStarted
+	e.endRun = finished
 	e.log.WithFields(logrus.Fields{"pool_size": e.PoolSize(), "poll_interval": e.PollInterval()}).Info("task engine started")
 	return nil
 }
@@ -216,26 +212,32 @@ func (e *Engine) Start(ctx context.Context) error {
 // ends first, Stop returns ctx's error without waiting further.
 func (e *Engine) Stop(ctx context.Context) error {
 	e.mu.Lock()
-	switch e.state {
-	case stateNew:
-		e.state = stateStopped
-		close(e.stopDone)
-		e.mu.Unlock()
-		return nil
-	case stateStopped:
-		e.mu.Unlock()
+	e.used = true
+	e.mu.Unlock()
+	stopped, ok := e.StopInit()
+	if !ok { // not started, or another Stop is under way
 		select {
-		case <-e.stopDone:
+		case <-stopped:
 			return e.stopErr
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-	e.state = stateStopped
+	e.mu.Lock()
+	endRun := e.endRun
 	e.mu.Unlock()
 	e.stopErr = e.stop(ctx)
-	close(e.stopDone)
+	endRun()
 	return e.stopErr
+}
+
+func (e *Engine) running() bool {
+	select {
+	case <-e.Stopped():
+		return false
+	default:
+		return true
+	}
 }
 
 func (e *Engine) stop(ctx context.Context) error {
@@ -280,10 +282,8 @@ func (e *Engine) stop(ctx context.Context) error {
 	e.ctlCancel()
 	e.ctlWG.Wait()
 	// Order matters: runs feed the starter and completer, which feed the logs.
-	close(e.stopStarter)
-	e.starterWG.Wait()
-	close(e.stopCompleter)
-	e.completerWG.Wait()
+	e.starterRun.end()
+	e.completerRun.end()
 	// A claimed job whose start failed can still be queued here: give it back.
 	if ids, rerr := e.st.ReleaseJobs(e.flushCtx, &store.ReleaseJobsParams{
 		NodeID: e.cfg.NodeID, Now: e.now(), Reason: "released to pending: node shut down before the job started",
@@ -292,8 +292,7 @@ func (e *Engine) stop(ctx context.Context) error {
 	} else if len(ids) > 0 {
 		e.log.WithField("jobs", len(ids)).Info("released queued jobs to pending")
 	}
-	close(e.stopLogs)
-	e.logsWG.Wait()
+	e.logsRun.end()
 	if perr := e.pool.ReleaseTimeout(5 * time.Second); perr != nil && err == nil {
 		err = fmt.Errorf("taskengine: stop: release pool: %w", perr)
 	}
@@ -326,6 +325,24 @@ func (e *Engine) killRuns() {
 		})
 	}
 	wg.Wait()
+}
+
+// flusher runs one batching goroutine until end, which closes its stop
+// channel and waits until it has flushed what it holds and returned.
+type flusher struct{ stop, done chan struct{} }
+
+func startFlusher(ctx context.Context, run func(context.Context, <-chan struct{})) *flusher {
+	f := &flusher{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		run(ctx, f.stop)
+	}()
+	return f
+}
+
+func (f *flusher) end() {
+	close(f.stop)
+	<-f.done
 }
 
 func waitCh(wg *sync.WaitGroup) <-chan struct{} {

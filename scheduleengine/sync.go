@@ -1,0 +1,210 @@
+package scheduleengine
+
+import (
+	"cmp"
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+)
+
+// syncOverlap re-reads rows updated shortly before the watermark: a late
+// commit may carry an older updated_at than rows already seen.
+const syncOverlap = 10 * time.Second
+
+// startSync reads, beside the run goroutine so a large read never holds up
+// fires, the schedules changed since the watermark, or all of them when
+// the full sync is due.
+func (e *Engine) startSync(ctx context.Context, now time.Time) {
+	full := !now.Before(e.fullDue)
+	p := &LoadSchedulesParams{}
+	if !full && !e.watermark.IsZero() {
+		since := e.watermark.Add(-syncOverlap)
+		p.ChangedSince = &since
+	}
+	e.syncDue = now.Add(e.cfg.SyncInterval)
+	if full {
+		e.fullDue = now.Add(e.cfg.FullSyncInterval)
+	}
+	gen := e.leadGen
+	e.syncing = true
+	e.bg.Go(func() {
+		res, err := e.store.LoadSchedules(ctx, p)
+		e.synced <- syncResult{gen: gen, p: p, res: res, err: err} // never blocks: one read at a time, cap 1
+	})
+}
+
+func (e *Engine) afterLoad(ctx context.Context, r syncResult) {
+	e.syncing = false
+	if err := e.merge(ctx, r); err != nil {
+		if ctx.Err() == nil {
+			e.log.WithError(err).Warn("schedule sync failed; retrying")
+		}
+		e.syncDue = e.cfg.Clock.Now().Add(e.cfg.RetryDelay)
+		if r.p.ChangedSince == nil {
+			e.fullDue = time.Time{}
+		}
+		return
+	}
+	if r.p.ChangedSince == nil && r.gen == e.leadGen {
+		e.stale = false
+	}
+}
+
+func (e *Engine) merge(ctx context.Context, r syncResult) error {
+	if r.err != nil {
+		return r.err
+	}
+	seen := make(map[int64]bool, len(r.res.Rows))
+	for i := range r.res.Rows {
+		row := &r.res.Rows[i]
+		seen[row.Schedule.ID] = true
+		e.apply(row)
+	}
+	if r.p.ChangedSince == nil {
+		for id := range e.entries {
+			if !seen[id] {
+				e.remove(id)
+			}
+		}
+	}
+	if r.res.MaxUpdatedAt.After(e.watermark) {
+		e.watermark = r.res.MaxUpdatedAt
+	}
+	if e.leader.Load() {
+		return e.writeBookkeeping(ctx, e.cfg.Clock.Now())
+	}
+	return nil
+}
+
+// apply replaces the engine's view of one schedule with the row's. What
+// is already due (a restore, a resume, a new leader) comes off the heap at
+// the next tick.
+func (e *Engine) apply(r *ScheduleRow) {
+	id := r.Schedule.ID
+	old := e.entries[id]
+	if r.Schedule.Status != models.ScheduleActive {
+		e.remove(id)
+		return
+	}
+	if old != nil && old.unchanged(r) {
+		// A re-read of the row the entry was built from: keep the entry.
+		if r.Trigger == nil {
+			e.missing[id] = old.triggerRow()
+		} else if r.Trigger.SpecHash == old.spec {
+			delete(e.respec, id) // recorded
+		}
+		return
+	}
+	en, err := newEntry(r)
+	if err != nil {
+		e.remove(id)
+		e.invalid[id] = err.Error()
+		return
+	}
+	now := e.cfg.Clock.Now()
+	if old == nil && r.Trigger != nil {
+		// Resumed from paused or revived from invalid: what passed
+		// meanwhile is missed.
+		en.restoreUpTo = now
+	}
+	if db := store.DBTime(now); en.since != nil && en.since.After(db) {
+		// A hand-written spec_changed_at in the future would hold it back.
+		en.since = &db
+		en.next = en.trig.Next(en.after())
+	}
+	e.respecced(r, en, old)
+	if old != nil && old.last != nil {
+		// The row may have been read before a commit this engine applied.
+		en.catchUpTo(*old.last, old.fired, old.misfired)
+	}
+	if r.Trigger == nil {
+		e.missing[id] = en.triggerRow()
+	}
+	delete(e.due, id)
+	delete(e.complete, id)
+	if old != nil {
+		e.heap.untrack(old)
+	}
+	e.entries[id] = en
+	e.heap.track(en)
+	if en.usedUp() {
+		e.complete[id] = true
+	}
+}
+
+// respecced compares en's timing with the fingerprint r's trigger row was
+// computed from. A different one is an edit (API or plain UPDATE, while
+// running, paused or down): the schedule starts afresh from when this
+// engine saw it, and the leader records that instant for a restart or
+// another leader. An empty fingerprint (a row from before spec_hash
+// existed) is adopted as it is.
+func (e *Engine) respecced(r *ScheduleRow, en, old *entry) {
+	id := en.sched.ID
+	t := r.Trigger
+	if t == nil || t.SpecHash == en.spec {
+		delete(e.respec, id)
+		return
+	}
+	sp := TriggerSpec{ScheduleID: id, From: t.SpecHash, Hash: en.spec}
+	if t.SpecHash != "" {
+		at := store.DBTime(e.cfg.Clock.Now())
+		if old != nil && old.spec == en.spec && old.since != nil {
+			at = *old.since // seen already (re-read before the record, or on a standby)
+		}
+		en.since = &at
+		en.next = en.trig.Next(en.after())
+		sp.ChangedAt = &at
+		if !en.next.IsZero() {
+			n := en.next
+			sp.NextFireAt = &n
+		}
+		if e.respec[id].ChangedAt == nil || !e.respec[id].ChangedAt.Equal(at) {
+			e.log.WithFields(logrus.Fields{"schedule_id": id, "counting_from": at, "next_fire_at": en.next}).
+				Info("schedule timing changed; it starts afresh, with no catch-up for the change")
+		}
+	}
+	e.respec[id] = sp
+}
+
+func (e *Engine) remove(id int64) {
+	if en, ok := e.entries[id]; ok {
+		e.heap.untrack(en)
+	}
+	delete(e.entries, id)
+	delete(e.respec, id)
+	delete(e.due, id)
+	delete(e.complete, id)
+}
+
+// writeBookkeeping records what sync found (invalid rows, missing
+// triggers, timing edits). Only the leader writes.
+func (e *Engine) writeBookkeeping(ctx context.Context, now time.Time) error {
+	for id, reason := range e.invalid {
+		e.log.WithFields(logrus.Fields{"schedule_id": id, "reason": reason}).Warn("schedule cannot be scheduled; marking it invalid")
+		if err := e.store.MarkInvalid(ctx, &MarkInvalidParams{ScheduleID: id, Reason: reason, Now: now}); err != nil {
+			return err
+		}
+		delete(e.invalid, id)
+	}
+	if len(e.missing) > 0 {
+		rows := slices.SortedFunc(maps.Values(e.missing), func(a, b TriggerRow) int { return cmp.Compare(a.ScheduleID, b.ScheduleID) })
+		if err := e.store.EnsureTriggers(ctx, &EnsureTriggersParams{Triggers: rows, Now: now}); err != nil {
+			return err
+		}
+		clear(e.missing)
+	}
+	if len(e.respec) > 0 {
+		specs := slices.Collect(maps.Values(e.respec))
+		if err := e.store.SetTriggerSpecs(ctx, &SetTriggerSpecsParams{Specs: specs, Now: now}); err != nil {
+			return err
+		}
+		clear(e.respec)
+	}
+	return nil
+}
