@@ -267,8 +267,13 @@ func (s *Store) writeOutcomes(tx *gorm.DB, nodeID string, outs []JobOutcome) (in
 	}
 	caseOf := func(col string, val func(o *JobOutcome) any) {
 		fmt.Fprintf(&b, "%s = CASE id", col)
+		// PostgreSQL types a bare placeholder in THEN as text.
+		then := " WHEN ? THEN ?"
+		if s.dialect == Postgres && (col == "finished_at" || col == "run_at") {
+			then = " WHEN ? THEN CAST(? AS TIMESTAMPTZ)"
+		}
 		for i := range outs {
-			b.WriteString(" WHEN ? THEN ?")
+			b.WriteString(then)
 			args = append(args, outs[i].ID, val(&outs[i]))
 		}
 		b.WriteString(" END")
