@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,6 +47,11 @@ func (s *Store) ListenJobs(ctx context.Context, wake func()) error {
 		up, err := s.listenOnce(ctx, wake)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if pgCode(err) == pgFeatureNotSupported {
+			// A PostgreSQL-compatible server without LISTEN (YugabyteDB
+			// by default): asking again would only fill the log.
+			return fmt.Errorf("LISTEN %s: %w", JobsChannel, err)
 		}
 		if up {
 			backoff = listenBackoffMin

@@ -19,10 +19,11 @@ import (
 
 // PostgreSQL server errors (SQLSTATE) store tells apart.
 const (
-	pgSerialization    = "40001"
-	pgDeadlock         = "40P01"
-	pgLockNotAvailable = "55P03"
-	pgUnknownDB        = "3D000"
+	pgSerialization       = "40001"
+	pgDeadlock            = "40P01"
+	pgLockNotAvailable    = "55P03"
+	pgUnknownDB           = "3D000"
+	pgFeatureNotSupported = "0A000"
 )
 
 // pgConfig parses a libpq DSN (URL or key=value) and adds what chime needs:
