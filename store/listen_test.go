@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"errors"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,4 +74,25 @@ func TestListenJobsWithoutNotify(t *testing.T) {
 	st := testdb.Open(t, store.SQLite)
 	err := st.ListenJobs(context.Background(), func() {})
 	require.True(t, errors.Is(err, store.ErrNoNotify), "%v", err)
+}
+
+// A DSN naming a database that does not exist gets it created, as on
+// MySQL, and an unparsable DSN is refused without being repeated.
+func TestPostgresFirstRun(t *testing.T) {
+	t.Parallel()
+	dsn := testdb.CreatePostgresDatabase(t) // dropped at cleanup
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	name := strings.TrimPrefix(u.Path, "/")
+	admin := testdb.Open(t, store.Postgres)
+	require.NoError(t, admin.DB().Exec("DROP DATABASE "+name).Error)
+	st, err := store.Open(context.Background(), store.Config{Driver: store.Postgres, DSN: dsn})
+	require.NoError(t, err)
+	defer st.Close()
+	_, err = st.Migrate(context.Background())
+	require.NoError(t, err)
+
+	_, err = store.Open(context.Background(), store.Config{Driver: store.Postgres, DSN: "postgres://u:s3cret@[bad"})
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "s3cret")
 }
