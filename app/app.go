@@ -150,6 +150,9 @@ type node struct {
 	apiStarted  bool
 	watchCancel context.CancelFunc
 	watchDone   chan struct{}
+	// listenCancel stops the PostgreSQL LISTEN connection (see listenJobs).
+	listenCancel context.CancelFunc
+	listenDone   chan struct{}
 }
 
 // loadSettings applies the configurations rows over the file and
@@ -269,6 +272,7 @@ func (n *node) start(ctx context.Context, opts Options) error {
 		}
 		n.tasks = te
 		wake = te.Wake
+		n.listenJobs(te.Wake)
 	}
 	// Every node sends from the outbox while it has SMTP, whatever its
 	// roles: notices of jobs failed by failover or canceled need no worker.
@@ -316,6 +320,10 @@ func (n *node) stop(ctx context.Context) error {
 		n.watchCancel()
 		<-n.watchDone
 	}
+	if n.listenCancel != nil {
+		n.listenCancel()
+		<-n.listenDone
+	}
 	if n.api != nil && n.apiStarted {
 		errs = append(errs, n.api.Stop(ctx))
 	} else if n.apiLn != nil {
@@ -337,6 +345,24 @@ func (n *node) stop(ctx context.Context) error {
 		errs = append(errs, n.cluster.Stop(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// listenJobs, on PostgreSQL, wakes the task engine on every NOTIFY of a due
+// job, so that a job inserted by another node or by plain SQL starts within
+// milliseconds instead of at the next poll. Elsewhere there is no NOTIFY,
+// and nothing to do.
+func (n *node) listenJobs(wake func()) {
+	if n.st.Dialect() != store.Postgres {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n.listenCancel, n.listenDone = cancel, make(chan struct{})
+	go func() {
+		defer close(n.listenDone)
+		if err := n.st.ListenJobs(ctx, wake); err != nil {
+			n.log.WithError(err).Warn("not listening for new jobs; they start at the next poll")
+		}
+	}()
 }
 
 // prepareAPI builds the API server and opens its listener. The callbacks

@@ -272,9 +272,9 @@ func (c *Config) problems() []problem {
 		ps = append(ps, problem{key, fmt.Sprintf(format, args...)})
 	}
 	switch c.Database.Driver {
-	case "sqlite", "mysql":
+	case "sqlite", "mysql", "postgres":
 	default:
-		bad("database.driver", "unknown driver %q, want sqlite or mysql", c.Database.Driver)
+		bad("database.driver", "unknown driver %q, want sqlite, mysql or postgres", c.Database.Driver)
 	}
 	if c.Database.DSN == "" {
 		bad("database.dsn", "must not be empty")

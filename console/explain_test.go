@@ -14,10 +14,28 @@ import (
 )
 
 // plan returns the query plan of q: MySQL's EXPLAIN rows as "table:key"
-// (key empty for a scan), SQLite's EXPLAIN QUERY PLAN details.
+// (key empty for a scan), SQLite's EXPLAIN QUERY PLAN details,
+// PostgreSQL's EXPLAIN lines.
 func plan(t *testing.T, st *store.Store, q string) string {
 	t.Helper()
 	ctx := context.Background()
+	if st.Dialect() == store.Postgres {
+		// Fresh statistics, as autovacuum would have them on a table with a
+		// history, rather than the planner's guesses for a new one.
+		_, err := st.SQL().ExecContext(ctx, "VACUUM ANALYZE jobs")
+		require.NoError(t, err)
+		rows, err := st.SQL().QueryContext(ctx, "EXPLAIN "+q)
+		require.NoError(t, err)
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var line string
+			require.NoError(t, rows.Scan(&line))
+			out = append(out, strings.TrimSpace(line))
+		}
+		require.NoError(t, rows.Err())
+		return strings.Join(out, "; ")
+	}
 	if st.Dialect() == store.SQLite {
 		rows, err := st.SQL().QueryContext(ctx, "EXPLAIN QUERY PLAN "+q)
 		require.NoError(t, err)

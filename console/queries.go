@@ -49,12 +49,7 @@ type minuteBucket struct {
 func perMinute(ctx context.Context, st *store.Store, now time.Time, n int) ([]minuteBucket, error) {
 	end := now.UTC().Truncate(time.Minute).Add(time.Minute)
 	start := end.Add(-time.Duration(n) * time.Minute)
-	var minute string
-	if st.Dialect() == store.MySQL {
-		minute = "FLOOR(UNIX_TIMESTAMP(run_at) / 60)"
-	} else {
-		minute = "CAST(strftime('%s', run_at) AS INTEGER) / 60"
-	}
+	minute := st.UnixMinuteSQL("run_at")
 	var rows []struct {
 		M        int64
 		Fires    int64

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs chime's whole test suite against real databases: a fresh SQLite file per
-# test, and the local MariaDB (started here when it is down). Extra arguments
+# test, the local MariaDB and the local PostgreSQL (each started here when it
+# is down; tests create a database of their own on each). Extra arguments
 # go to `go test`, e.g. scripts/test.sh -run TestFire ./scheduleengine/
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +24,27 @@ GRANT ALL PRIVILEGES ON *.* TO 'chime_test'@'localhost';
 CREATE DATABASE IF NOT EXISTS chime_test;
 SQL
   export CHIME_TEST_MYSQL_DSN='chime_test:chime_test@tcp(127.0.0.1:3306)/chime_test'
+fi
+
+if [[ -z "${CHIME_TEST_POSTGRES_DSN:-}" ]]; then
+  pg_up() { pg_isready -q -h 127.0.0.1 -p 5432 >/dev/null 2>&1; }
+  if ! pg_up; then
+    echo "starting PostgreSQL" >&2
+    # Debian's clusters: start the newest installed version's "main".
+    version=$(ls /etc/postgresql 2>/dev/null | sort -n | tail -1)
+    if [[ -n "$version" ]]; then
+      pg_ctlcluster "$version" main start || echo "could not start PostgreSQL $version" >&2
+    fi
+    for _ in $(seq 1 60); do
+      pg_up && break
+      sleep 1
+    done
+  fi
+  # chime_test is where tests connect to create (and drop) a database each;
+  # the machine's server trusts local TCP connections of the postgres user.
+  psql -h 127.0.0.1 -U postgres -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'chime_test'" | grep -q 1 ||
+    psql -h 127.0.0.1 -U postgres -d postgres -qc 'CREATE DATABASE chime_test'
+  export CHIME_TEST_POSTGRES_DSN='postgres://postgres@127.0.0.1:5432/chime_test?sslmode=disable'
 fi
 
 # The console's browser tests drive Debian's chromium headless (chromedp);

@@ -240,7 +240,7 @@ func (s *Store) loadClaimed(ctx context.Context, res *ClaimResult, schedNames ma
 }
 
 // selectDue picks up to limit due pending rows, leaving out the schedules
-// in exclude, and locks them (MySQL: skipping rows other claims hold).
+// in exclude, and locks them (MySQL, PostgreSQL: skipping rows other claims hold).
 func (s *Store) selectDue(tx *gorm.DB, limit int, now time.Time, exclude []int64) ([]models.Job, error) {
 	q := tx.Model(&models.Job{}).
 		Where("status = ? AND run_at <= ? AND control <> ?", models.JobPending, now, models.ControlStop)
@@ -248,7 +248,7 @@ func (s *Store) selectDue(tx *gorm.DB, limit int, now time.Time, exclude []int64
 		q = q.Where("(schedule_id IS NULL OR schedule_id NOT IN ?)", exclude)
 	}
 	q = q.Order("run_at, id").Limit(limit)
-	if s.dialect == MySQL {
+	if s.rowLocks() {
 		q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
 	}
 	var rows []models.Job
@@ -290,7 +290,7 @@ func readSchedules(tx *gorm.DB, rows []models.Job, names map[int64]string, forbi
 // waits for the first to commit and then, at READ COMMITTED, sees the job
 // it queued. SQLite's single writer serializes claims already.
 func (s *Store) lockForbid(tx *gorm.DB, rows []models.Job, forbid map[int64]bool) error {
-	if s.dialect != MySQL {
+	if !s.rowLocks() {
 		return nil
 	}
 	var ids []int64

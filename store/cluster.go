@@ -27,22 +27,44 @@ const sqliteTimeLayout = "2006-01-02 15:04:05.999999999-07:00"
 // its one argument. Cluster judgements (heartbeats, leases, who is dead) are
 // made with it inside the statement, so no node's own clock takes part.
 // MySQL uses UTC_TIMESTAMP(6), which does not depend on the session time
-// zone; SQLite's strftime has millisecond precision, which is plenty for
+// zone, PostgreSQL statement_timestamp(), a timestamptz; SQLite's strftime has millisecond precision, which is plenty for
 // timeouts measured in seconds.
 func (s *Store) dbNowExpr(off time.Duration) (string, any) {
-	if s.dialect == MySQL {
+	switch s.dialect {
+	case MySQL:
 		return "TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(6))", off.Microseconds()
+	case Postgres:
+		// statement_timestamp(), like UTC_TIMESTAMP(6), is one instant for
+		// the whole statement (now() would be the transaction's start).
+		return "(statement_timestamp() + CAST(? AS BIGINT) * INTERVAL '1 microsecond')", off.Microseconds()
 	}
 	return "strftime('%Y-%m-%d %H:%M:%f+00:00', 'now', ?)", fmt.Sprintf("%+.3f seconds", off.Seconds())
+}
+
+// UnixMinuteSQL is an SQL expression for the Unix minute (seconds since
+// 1970 / 60, rounded down) of the timestamp column col, for grouping by
+// minute in the database.
+func (s *Store) UnixMinuteSQL(col string) string {
+	switch s.dialect {
+	case MySQL:
+		return "FLOOR(UNIX_TIMESTAMP(" + col + ") / 60)"
+	case Postgres:
+		return "CAST(FLOOR(EXTRACT(EPOCH FROM " + col + ") / 60) AS BIGINT)"
+	}
+	return "CAST(strftime('%s', " + col + ") AS INTEGER) / 60"
 }
 
 // DBNow returns the database's clock, UTC. Callers that must pass a time to
 // a query whose outcome other nodes rely on (recovering a dead node's jobs,
 // retention cut-offs) take it from here rather than from their own clock.
 func (s *Store) DBNow(ctx context.Context) (time.Time, error) {
-	if s.dialect == MySQL {
+	if s.dialect != SQLite {
+		q := "SELECT UTC_TIMESTAMP(6)"
+		if s.dialect == Postgres {
+			q = "SELECT statement_timestamp()"
+		}
 		var t time.Time
-		if err := s.sqlDB.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(6)").Scan(&t); err != nil {
+		if err := s.sqlDB.QueryRowContext(ctx, q).Scan(&t); err != nil {
 			return time.Time{}, fmt.Errorf("read the database clock: %w", err)
 		}
 		return DBTime(t), nil
@@ -107,7 +129,7 @@ func (s *Store) HeartbeatNode(ctx context.Context, p *RegisterNodeParams) (strin
 	err = s.InTx(ctx, func(tx *gorm.DB) error {
 		prev = ""
 		q := "SELECT status FROM nodes WHERE id = ?"
-		if s.dialect == MySQL {
+		if s.rowLocks() {
 			q += " FOR UPDATE"
 		}
 		err := tx.Statement.ConnPool.QueryRowContext(tx.Statement.Context, q, p.ID).Scan(&prev)

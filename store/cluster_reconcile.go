@@ -56,7 +56,7 @@ func (s *Store) RecoverStalledJobs(ctx context.Context, silentFor time.Duration)
 		if err := s.enqueueNotices(tx, append(append([]int64(nil), res.Failed...), res.Stopped...)); err != nil {
 			return err
 		}
-		return insertJobLogs(tx, logs)
+		return s.insertJobLogs(tx, logs)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("recover stalled jobs: %w", err)
@@ -101,7 +101,7 @@ func (s *Store) ReleaseStuckQueued(ctx context.Context, olderThan time.Duration)
 			logs = append(logs, models.JobLog{JobID: j.ID, Level: "warning", CreatedAt: now, Message: fmt.Sprintf(
 				"released to pending by the reconciler: queued on node %s for more than %s without starting", j.NodeID, olderThan)})
 		}
-		return insertJobLogs(tx, logs)
+		return s.insertJobLogs(tx, logs)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("release stuck queued jobs: %w", err)
@@ -155,7 +155,7 @@ func (s *Store) AskJobToStop(ctx context.Context, id int64, reason string) (*mod
 			return err
 		}
 		msg := fmt.Sprintf("stop requested by %s before a forced reset (%s on node %s, attempt %d)", reason, job.Status, job.NodeID, job.Attempt)
-		if err := insertJobLogs(tx, []models.JobLog{{JobID: id, Level: "warning", Message: msg, CreatedAt: now}}); err != nil {
+		if err := s.insertJobLogs(tx, []models.JobLog{{JobID: id, Level: "warning", Message: msg, CreatedAt: now}}); err != nil {
 			return err
 		}
 		return first(tx.Where("id = ?", id), &job)
@@ -198,7 +198,7 @@ func (s *Store) resetJob(ctx context.Context, id int64, reason string, liveWithi
 			models.JobPending, now, id, job.Status).Error; err != nil {
 			return err
 		}
-		if err := insertJobLogs(tx, []models.JobLog{{JobID: id, Level: "warning", Message: msg, CreatedAt: now}}); err != nil {
+		if err := s.insertJobLogs(tx, []models.JobLog{{JobID: id, Level: "warning", Message: msg, CreatedAt: now}}); err != nil {
 			return err
 		}
 		return first(tx.Where("id = ?", id), &job)

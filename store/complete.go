@@ -77,8 +77,8 @@ func (s *Store) CompleteJobs(ctx context.Context, p *CompleteJobsParams) ([]int6
 	for _, o := range p.Outcomes {
 		if !seen[o.ID] {
 			seen[o.ID] = true
-			o.Result = storablePtr(o.Result, MaxResultBytes)
-			o.Error = storablePtr(o.Error, MaxErrorBytes)
+			o.Result = s.storablePtr(o.Result, MaxResultBytes)
+			o.Error = s.storablePtr(o.Error, MaxErrorBytes)
 			outs = append(outs, o)
 		}
 	}
@@ -216,7 +216,7 @@ func (s *Store) completeLocked(tx *gorm.DB, nodeID string, outs []JobOutcome, re
 	for _, id := range written {
 		sent[id] = true
 	}
-	if err := s.insertOutcomeNotices(tx, outs, sent); err != nil {
+	if err := s.savepoint(tx, func() error { return s.insertOutcomeNotices(tx, outs, sent) }); err != nil {
 		if transient(err) {
 			return nil, err
 		}
@@ -227,12 +227,17 @@ func (s *Store) completeLocked(tx *gorm.DB, nodeID string, outs []JobOutcome, re
 
 // writeContained writes outs, which are locked and active on nodeID. When
 // the database refuses them for a reason that is not transient, a
-// statement's failure having rolled back only that statement, it writes
+// statement's failure having rolled back only that statement (on
+// PostgreSQL, which aborts the whole transaction instead, each write runs
+// under a savepoint: see savepoint), it writes
 // each half on its own, down to single rows: a single refused row is
 // written with a placeholder instead, or left out. A transient error ends
 // the whole write, to be retried.
 func (s *Store) writeContained(tx *gorm.DB, nodeID string, outs []JobOutcome, refused *[]refusedOutcome) error {
-	_, err := s.writeOutcomes(tx, nodeID, outs)
+	err := s.savepoint(tx, func() error {
+		_, err := s.writeOutcomes(tx, nodeID, outs)
+		return err
+	})
 	if err == nil || transient(err) {
 		return err
 	}
@@ -244,9 +249,12 @@ func (s *Store) writeContained(tx *gorm.DB, nodeID string, outs []JobOutcome, re
 		return s.writeContained(tx, nodeID, outs[half:], refused)
 	}
 	o := outs[0]
-	msg := Storable("chime: outcome could not be stored: "+err.Error(), MaxErrorBytes)
+	msg := s.storable("chime: outcome could not be stored: "+err.Error(), MaxErrorBytes)
 	o.Result, o.Error = nil, &msg
-	_, perr := s.writeOutcomes(tx, nodeID, []JobOutcome{o})
+	perr := s.savepoint(tx, func() error {
+		_, err := s.writeOutcomes(tx, nodeID, []JobOutcome{o})
+		return err
+	})
 	if perr != nil && transient(perr) {
 		return perr
 	}
@@ -266,8 +274,13 @@ func (s *Store) writeOutcomes(tx *gorm.DB, nodeID string, outs []JobOutcome) (in
 	}
 	caseOf := func(col string, val func(o *JobOutcome) any) {
 		fmt.Fprintf(&b, "%s = CASE id", col)
+		// PostgreSQL types a bare placeholder in THEN as text.
+		then := " WHEN ? THEN ?"
+		if s.dialect == Postgres && (col == "finished_at" || col == "run_at") {
+			then = " WHEN ? THEN CAST(? AS TIMESTAMPTZ)"
+		}
 		for i := range outs {
-			b.WriteString(" WHEN ? THEN ?")
+			b.WriteString(then)
 			args = append(args, outs[i].ID, val(&outs[i]))
 		}
 		b.WriteString(" END")

@@ -106,7 +106,7 @@ type fireRow struct {
 // lockFireRows reads, inside the transaction, which of the batch's
 // schedules are still active (so a pause or delete that the last sync
 // missed still stops the fire) and their trigger rows, for the check
-// against FromLastFireAt. On MySQL the read locks both rows until commit,
+// against FromLastFireAt. On MySQL and PostgreSQL the read locks both rows until commit,
 // so no other writer can move the trigger between the check and the write;
 // SQLite's transactions are already exclusive (BEGIN IMMEDIATE). Every
 // schedule of the batch has a trigger row in p.Triggers (the engine sends
@@ -119,16 +119,23 @@ func (s *Store) lockFireRows(tx *gorm.DB, p *WriteFiresParams) (map[int64]fireRo
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	lock := ""
-	if s.dialect == MySQL {
-		lock = " FOR UPDATE"
-	}
 	out := make(map[int64]fireRow, len(ids))
 	for chunk := range slices.Chunk(ids, scheduleInChunk) {
+		list := idList(chunk)
+		triggers, lock := "time_triggers", ""
+		switch s.dialect {
+		case MySQL:
+			lock = " FOR UPDATE"
+		case Postgres:
+			// PostgreSQL locks no row of an outer join's nullable side, so
+			// the trigger rows are locked by a subquery of their own.
+			triggers = "(SELECT * FROM time_triggers WHERE schedule_id IN (" + list + ") ORDER BY schedule_id FOR UPDATE)"
+			lock = " FOR UPDATE OF s"
+		}
 		rows, err := tx.Statement.ConnPool.QueryContext(tx.Statement.Context,
 			"SELECT s.id, t.schedule_id, t.next_fire_at, t.last_fire_at, t.fired_count, t.remaining_count, t.misfired_count"+
-				" FROM schedules s LEFT JOIN time_triggers t ON t.schedule_id = s.id"+
-				" WHERE s.status = ? AND s.id IN ("+idList(chunk)+") ORDER BY s.id"+lock, string(models.ScheduleActive))
+				" FROM schedules s LEFT JOIN "+triggers+" t ON t.schedule_id = s.id"+
+				" WHERE s.status = ? AND s.id IN ("+list+") ORDER BY s.id"+lock, string(models.ScheduleActive))
 		if err != nil {
 			return nil, fmt.Errorf("check schedules and triggers: %w", err)
 		}

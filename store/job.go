@@ -12,10 +12,10 @@ import (
 	"github.com/chimesched/chime/models"
 )
 
-// forUpdate locks the selected rows on MySQL; SQLite's single writer makes
-// the lock implicit.
+// forUpdate locks the selected rows on MySQL and PostgreSQL; SQLite's
+// single writer makes the lock implicit.
 func (s *Store) forUpdate(q *gorm.DB) *gorm.DB {
-	if s.dialect == MySQL {
+	if s.rowLocks() {
 		return q.Clauses(clause.Locking{Strength: "UPDATE"})
 	}
 	return q
@@ -34,9 +34,9 @@ func (s *Store) jobsByID() string {
 	return "jobs"
 }
 
-// lockClause is the locking suffix of a SELECT on MySQL.
+// lockClause is the locking suffix of a SELECT on MySQL and PostgreSQL.
 func (s *Store) lockClause() string {
-	if s.dialect == MySQL {
+	if s.rowLocks() {
 		return " FOR UPDATE"
 	}
 	return ""
@@ -156,7 +156,7 @@ func (s *Store) ReleaseJobs(ctx context.Context, p *ReleaseJobsParams) ([]int64,
 			models.JobPending, ids).Error; err != nil {
 			return err
 		}
-		return insertJobLogs(tx, logsFor(ids, "info", p.Reason, now))
+		return s.insertJobLogs(tx, logsFor(ids, "info", p.Reason, now))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("release queued jobs of node %s: %w", p.NodeID, err)
@@ -194,7 +194,7 @@ func (s *Store) CancelStopRequested(ctx context.Context, now time.Time) ([]int64
 		// since the read. SKIP LOCKED leaves a row a claim holds right now
 		// to the next tick.
 		q := tx.Table(s.jobsByID()).Where("id IN ? AND status IN ? AND control = ?", found, live, models.ControlStop)
-		if s.dialect == MySQL {
+		if s.rowLocks() {
 			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
 		}
 		if err := q.Pluck("id", &ids).Error; err != nil {
@@ -210,7 +210,7 @@ func (s *Store) CancelStopRequested(ctx context.Context, now time.Time) ([]int64
 		if err := s.enqueueNotices(tx, ids); err != nil {
 			return err
 		}
-		return insertJobLogs(tx, logsFor(ids, "info", "canceled: control = stop before the job started", now))
+		return s.insertJobLogs(tx, logsFor(ids, "info", "canceled: control = stop before the job started", now))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cancel jobs asked to stop: %w", err)

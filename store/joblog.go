@@ -30,7 +30,7 @@ func (s *Store) InsertJobLogs(ctx context.Context, logs []models.JobLog) error {
 	if len(logs) == 0 {
 		return nil
 	}
-	chunks := logChunks(storableLogs(logs))
+	chunks := logChunks(s.storableLogs(logs))
 	if len(chunks) == 1 {
 		err := execLogInsert(s.db.WithContext(ctx), chunks[0])
 		if err == nil {
@@ -44,7 +44,7 @@ func (s *Store) InsertJobLogs(ctx context.Context, logs []models.JobLog) error {
 	err := s.InTx(ctx, func(tx *gorm.DB) error {
 		refused = refused[:0]
 		for _, c := range chunks {
-			if err := insertContained(tx, c, &refused); err != nil {
+			if err := s.insertContained(tx, c, &refused); err != nil {
 				return err
 			}
 		}
@@ -75,21 +75,21 @@ type refusedLog struct {
 // reason that is not transient, it inserts each half on its own, down to
 // single lines, and replaces a single refused line by a placeholder, or
 // leaves it out when that is refused too.
-func insertContained(tx *gorm.DB, logs []models.JobLog, refused *[]refusedLog) error {
-	err := execLogInsert(tx, logs)
+func (s *Store) insertContained(tx *gorm.DB, logs []models.JobLog, refused *[]refusedLog) error {
+	err := s.savepoint(tx, func() error { return execLogInsert(tx, logs) })
 	if err == nil || transient(err) {
 		return err
 	}
 	if len(logs) > 1 {
 		half := len(logs) / 2
-		if err := insertContained(tx, logs[:half], refused); err != nil {
+		if err := s.insertContained(tx, logs[:half], refused); err != nil {
 			return err
 		}
-		return insertContained(tx, logs[half:], refused)
+		return s.insertContained(tx, logs[half:], refused)
 	}
 	l := logs[0]
-	l.Message = Storable("chime: log line could not be stored: "+err.Error(), MaxLogMessageBytes)
-	perr := execLogInsert(tx, []models.JobLog{l})
+	l.Message = s.storable("chime: log line could not be stored: "+err.Error(), MaxLogMessageBytes)
+	perr := s.savepoint(tx, func() error { return execLogInsert(tx, []models.JobLog{l}) })
 	if perr != nil && transient(perr) {
 		return perr
 	}
@@ -98,8 +98,8 @@ func insertContained(tx *gorm.DB, logs []models.JobLog, refused *[]refusedLog) e
 }
 
 // insertJobLogs writes the lines that store itself adds to a transaction.
-func insertJobLogs(db *gorm.DB, logs []models.JobLog) error {
-	for _, c := range logChunks(storableLogs(logs)) {
+func (s *Store) insertJobLogs(db *gorm.DB, logs []models.JobLog) error {
+	for _, c := range logChunks(s.storableLogs(logs)) {
 		if err := execLogInsert(db, c); err != nil {
 			return err
 		}
@@ -109,11 +109,11 @@ func insertJobLogs(db *gorm.DB, logs []models.JobLog) error {
 
 // storableLogs returns logs with every message and level storable; it
 // copies the slice only when a line had to change.
-func storableLogs(logs []models.JobLog) []models.JobLog {
+func (s *Store) storableLogs(logs []models.JobLog) []models.JobLog {
 	out := logs
 	for i := range logs {
-		msg := Storable(logs[i].Message, MaxLogMessageBytes)
-		level := Storable(logs[i].Level, MaxLogLevelBytes)
+		msg := s.storable(logs[i].Message, MaxLogMessageBytes)
+		level := s.storable(logs[i].Level, MaxLogLevelBytes)
 		if len(msg) == len(logs[i].Message) && len(level) == len(logs[i].Level) && msg == logs[i].Message && level == logs[i].Level {
 			continue
 		}

@@ -51,8 +51,11 @@ func (s *Store) migrator() (*goose.Provider, error) {
 		return nil, err
 	}
 	d := goose.DialectMySQL
-	if s.dialect == SQLite {
+	switch s.dialect {
+	case SQLite:
 		d = goose.DialectSQLite3
+	case Postgres:
+		d = goose.DialectPostgres
 	}
 	p, err := goose.NewProvider(d, s.sqlDB, dir)
 	if err != nil {

@@ -80,7 +80,7 @@ func (s *Store) RecoverNode(ctx context.Context, p *RecoverNodeParams) (*Recover
 		if err := s.enqueueNotices(tx, append(append([]int64(nil), res.Failed...), res.Stopped...)); err != nil {
 			return err
 		}
-		return insertJobLogs(tx, logs)
+		return s.insertJobLogs(tx, logs)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("recover jobs of node %s: %w", p.NodeID, err)

@@ -259,7 +259,7 @@ func (s *Store) FinishNotification(ctx context.Context, r *models.NotificationRe
 		if !r.Sent {
 			level = "warning"
 		}
-		return insertJobLogs(tx, []models.JobLog{{JobID: r.JobID, Level: level, Message: r.JobLog}})
+		return s.insertJobLogs(tx, []models.JobLog{{JobID: r.JobID, Level: level, Message: r.JobLog}})
 	})
 	if err != nil {
 		return false, fmt.Errorf("record the try of notice %d: %w", r.ID, err)

@@ -164,6 +164,10 @@ func TestTimeColumnsHaveTriggers(t *testing.T) {
 		db := st.DB()
 		bodies := map[string]string{}
 		var rows []struct{ Name, Body string }
+		if st.Dialect() == store.Postgres {
+			checkPostgresTimeColumns(t, db)
+			return
+		}
 		if st.Dialect() == store.MySQL {
 			require.NoError(t, db.Raw(`SELECT TRIGGER_NAME AS name, ACTION_STATEMENT AS body FROM information_schema.TRIGGERS
 				WHERE TRIGGER_SCHEMA = DATABASE()`).Scan(&rows).Error)
@@ -202,4 +206,31 @@ func TestTimeColumnsHaveTriggers(t *testing.T) {
 			require.Len(t, seen, len(sqliteWatched), "a watched column is not a timestamp of a model")
 		}
 	})
+}
+
+// checkPostgresTimeColumns: on PostgreSQL every timestamp column of every
+// model is a TIMESTAMPTZ, an instant, which is the time-zone rule there
+// (README, "Time zones"), and every updated_at has its trigger.
+func checkPostgresTimeColumns(t *testing.T, db *gorm.DB) {
+	timeType := reflect.TypeOf(time.Time{})
+	for _, m := range models.All() {
+		stmt := &gorm.Statement{DB: db}
+		require.NoError(t, stmt.Parse(m))
+		table := stmt.Schema.Table
+		for _, f := range stmt.Schema.Fields {
+			if f.DBName == "" || f.IndirectFieldType != timeType {
+				continue
+			}
+			var typ string
+			require.NoError(t, db.Raw(`SELECT data_type FROM information_schema.columns
+				WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?`, table, f.DBName).Scan(&typ).Error)
+			require.Equal(t, "timestamp with time zone", typ, "%s.%s", table, f.DBName)
+			if f.DBName == "updated_at" {
+				var n int
+				require.NoError(t, db.Raw(`SELECT count(*) FROM pg_trigger WHERE tgname = ? AND tgrelid = CAST(? AS regclass)`,
+					"chime_"+table+"_updated_at", table).Scan(&n).Error)
+				require.Equal(t, 1, n, "updated_at trigger of %s", table)
+			}
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Caps on the text that tasks produce, in bytes. Plugin output is outside
@@ -77,13 +78,23 @@ func truncMarker(cut int) string {
 	return "…[truncated " + strconv.Itoa(cut) + " bytes]"
 }
 
-func storablePtr(s *string, maxBytes int) *string {
-	if s == nil {
+// storable is Storable for this database: PostgreSQL refuses a NUL byte
+// in text (22021), which is valid UTF-8 the others keep, so there it
+// becomes U+FFFD, as an invalid byte does everywhere.
+func (s *Store) storable(v string, maxBytes int) string {
+	if s.dialect == Postgres && strings.IndexByte(v, 0) >= 0 {
+		v = strings.ReplaceAll(v, "\x00", "\uFFFD")
+	}
+	return Storable(v, maxBytes)
+}
+
+func (s *Store) storablePtr(p *string, maxBytes int) *string {
+	if p == nil {
 		return nil
 	}
-	v := Storable(*s, maxBytes)
-	if len(v) == len(*s) && v == *s {
-		return s
+	v := s.storable(*p, maxBytes)
+	if len(v) == len(*p) && v == *p {
+		return p
 	}
 	return &v
 }
@@ -105,6 +116,14 @@ func transient(err error) bool {
 	}
 	var ne net.Error
 	if errors.As(err, &ne) {
+		return true
+	}
+	if code := pgCode(err); code != "" {
+		// 22xxx (data: a NUL byte, a value too long) and 23xxx
+		// (constraints) are the row's fault; see pgTransient for the rest.
+		return pgTransient(code)
+	}
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
 		return true
 	}
 	var me *mysqldrv.MySQLError

@@ -78,7 +78,7 @@ func TestCompleteJobsStoresUnstorableText(t *testing.T) {
 		ctx := context.Background()
 		ids := runningJobs(t, st, "n", 4)
 		now := store.DBTime(time.Now())
-		nul := "a\x00b" // valid UTF-8 that both dialects keep as it is
+		nul := "a\x00b" // valid UTF-8 that MySQL and SQLite keep as it is
 		badResult := "HTTP 200 \xE9"
 		longErr := strings.Repeat("x", 70_000)
 		bigResult := strings.Repeat("r", store.MaxResultBytes+10)
@@ -101,6 +101,10 @@ func TestCompleteJobsStoresUnstorableText(t *testing.T) {
 		require.LessOrEqual(t, len(*j.Result), store.MaxResultBytes)
 		require.Contains(t, *j.Result, "…[truncated ")
 		j = testdb.GetJob(t, st, ids[3])
+		if st.Dialect() == store.Postgres {
+			// PostgreSQL refuses NUL in text: it becomes U+FFFD, like a bad byte.
+			nul = "a\uFFFDb"
+		}
 		require.Equal(t, nul, deref(j.Result))
 		require.Equal(t, nul, deref(j.Error))
 	})
@@ -112,11 +116,17 @@ func TestCompleteJobsStoresUnstorableText(t *testing.T) {
 func refuse(t *testing.T, st *store.Store, table, event, column, value string) {
 	t.Helper()
 	var stmt string
-	if st.Dialect() == store.MySQL {
+	switch st.Dialect() {
+	case store.Postgres:
+		require.NoError(t, st.DB().Exec(fmt.Sprintf(`CREATE FUNCTION refuse_%s() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN RAISE EXCEPTION 'refused by test' USING ERRCODE = '22007'; END $$`, table)).Error)
+		stmt = fmt.Sprintf(`CREATE TRIGGER refuse_%s BEFORE %s ON %s FOR EACH ROW
+			WHEN (NEW.%s = '%s') EXECUTE FUNCTION refuse_%s()`, table, event, table, column, value, table)
+	case store.MySQL:
 		stmt = fmt.Sprintf(`CREATE TRIGGER refuse_%s BEFORE %s ON %s FOR EACH ROW
 			IF NEW.%s = '%s' THEN SIGNAL SQLSTATE '22007' SET MESSAGE_TEXT = 'refused by test', MYSQL_ERRNO = 1366; END IF`,
 			table, event, table, column, value)
-	} else {
+	default:
 		stmt = fmt.Sprintf(`CREATE TRIGGER refuse_%s BEFORE %s ON %s FOR EACH ROW
 			WHEN NEW.%s = '%s' BEGIN SELECT RAISE(ABORT, 'refused by test'); END`, table, event, table, column, value)
 	}

@@ -10,8 +10,10 @@ import (
 
 	"github.com/glebarez/sqlite"
 	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
 	"github.com/sirupsen/logrus"
 	"gorm.io/driver/mysql"
+	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 )
 
@@ -19,18 +21,21 @@ import (
 type Dialect string
 
 const (
-	MySQL  Dialect = "mysql"
-	SQLite Dialect = "sqlite"
+	MySQL    Dialect = "mysql"
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
 )
 
 // Config says which database to open.
 type Config struct {
-	// Driver is "sqlite" (default) or "mysql".
+	// Driver is "sqlite" (default), "mysql" or "postgres".
 	Driver Dialect
-	// DSN is a file path for SQLite (default "chime.db") or a go-sql-driver
-	// DSN for MySQL; parseTime, UTC and READ COMMITTED are added to it.
+	// DSN is a file path for SQLite (default "chime.db"), a go-sql-driver
+	// DSN for MySQL, or a libpq DSN for PostgreSQL
+	// (postgres://user@host:5432/db?sslmode=disable); UTC and READ
+	// COMMITTED are added to the server ones.
 	DSN string
-	// MaxOpenConns bounds the pool (default 32 on MySQL, 8 on SQLite).
+	// MaxOpenConns bounds the pool (default 32 on MySQL and PostgreSQL, 8 on SQLite).
 	MaxOpenConns int
 	// Logger receives GORM's lines (default: logrus's standard logger).
 	Logger logrus.FieldLogger
@@ -51,6 +56,9 @@ type Store struct {
 	dialect Dialect
 	log     logrus.FieldLogger
 	unlock  func()
+	// pgConfig is the PostgreSQL connection config, for the LISTEN
+	// connection, which lives outside the pool.
+	pgConfig *pgx.ConnConfig
 }
 
 // Open connects to the database in cfg and checks that it answers.
@@ -72,7 +80,27 @@ func Open(ctx context.Context, cfg Config) (st *Store, err error) {
 		TranslateError:         true,
 	}
 	var dialector gorm.Dialector
+	var pgCfg *pgx.ConnConfig
 	switch cfg.Driver {
+	case Postgres:
+		c, err := pgConfig(cfg.DSN)
+		if err != nil {
+			return nil, err
+		}
+		pgCfg = c
+		if cfg.MaxOpenConns == 0 {
+			cfg.MaxOpenConns = 32
+		}
+		// A missing database is created, as on MySQL.
+		probe := openPostgres(c)
+		err = probe.PingContext(ctx)
+		_ = probe.Close()
+		if err != nil {
+			if err := pgFirstRun(ctx, c, cfg.Logger, err); err != nil {
+				return nil, fmt.Errorf("connect to postgres database: %w", err)
+			}
+		}
+		dialector = postgres.New(postgres.Config{Conn: openPostgres(c)})
 	case MySQL:
 		dsn, err := mysqlDSN(ctx, cfg.DSN)
 		if err != nil {
@@ -109,7 +137,7 @@ func Open(ctx context.Context, cfg Config) (st *Store, err error) {
 			cfg.MaxOpenConns = 8
 		}
 	default:
-		return nil, fmt.Errorf("database.driver: unknown driver %q (want sqlite or mysql)", cfg.Driver)
+		return nil, fmt.Errorf("database.driver: unknown driver %q (want sqlite, mysql or postgres)", cfg.Driver)
 	}
 	db, err := gorm.Open(dialector, gcfg)
 	if err != nil {
@@ -126,8 +154,13 @@ func Open(ctx context.Context, cfg Config) (st *Store, err error) {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("connect to %s database: %w", cfg.Driver, err)
 	}
-	return &Store{db: db, sqlDB: sqlDB, dialect: cfg.Driver, log: cfg.Logger, unlock: unlock}, nil
+	return &Store{db: db, sqlDB: sqlDB, dialect: cfg.Driver, log: cfg.Logger, unlock: unlock, pgConfig: pgCfg}, nil
 }
+
+// rowLocks says whether the database locks rows (SELECT ... FOR UPDATE
+// [SKIP LOCKED]): MySQL and PostgreSQL. SQLite's single writer makes every
+// transaction exclusive instead.
+func (s *Store) rowLocks() bool { return s.dialect != SQLite }
 
 // DB returns the GORM handle, for plain CRUD outside the hot paths.
 func (s *Store) DB() *gorm.DB { return s.db }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,7 +75,7 @@ func eventually(t *testing.T, d time.Duration, cond func() bool, msg string, arg
 // schedule must fire on the next seconds with no catch-up job.
 func TestAdminSessionEngines(t *testing.T) {
 	t.Parallel()
-	for _, d := range []store.Dialect{store.SQLite, store.MySQL} {
+	for _, d := range []store.Dialect{store.SQLite, store.MySQL, store.Postgres} {
 		for _, zone := range adminZones {
 			t.Run(string(d)+"/"+zone, func(t *testing.T) {
 				t.Parallel()
@@ -98,7 +99,11 @@ func TestAdminSessionEngines(t *testing.T) {
 				if d == store.SQLite {
 					lit = local.Format("2006-01-02 15:04:05.000000-07:00")
 				}
-				_, err = admin.Exec(`INSERT INTO jobs (job_definition_id, run_at) VALUES ((SELECT id FROM job_definitions WHERE name = 'hello'), ?)`, lit)
+				ins := `INSERT INTO jobs (job_definition_id, run_at) VALUES ((SELECT id FROM job_definitions WHERE name = 'hello'), ?)`
+				if d == store.Postgres {
+					ins = strings.Replace(ins, "?", "$1", 1)
+				}
+				_, err = admin.Exec(ins, lit)
 				require.NoError(t, err)
 				// Two polls and a slow machine's margin; a zone error is hours.
 				eventually(t, 2*enginePoll+5*time.Second, func() bool {

@@ -19,6 +19,10 @@ import (
 // (a fire 8 hours late) and west of it (a catch-up of phantom fires).
 var adminZones = []string{"+08:00", "-05:00"}
 
+// pgZoneNames are zones without daylight saving at adminZones' offsets:
+// PostgreSQL would read '+08:00' as a POSIX zone, eight hours west.
+var pgZoneNames = map[string]string{"+08:00": "Asia/Shanghai", "-05:00": "America/Bogota"}
+
 // openWithConfig returns a fresh migrated database of dialect d with the
 // config that reaches it, so a test can open an admin's connection beside
 // chime's pool.
@@ -41,6 +45,8 @@ func adminSession(t *testing.T, cfg store.Config, zone string) *sql.DB {
 	var db *sql.DB
 	var err error
 	switch cfg.Driver {
+	case store.Postgres:
+		return pgAdminSession(t, cfg.DSN, pgZoneNames[zone])
 	case store.MySQL:
 		c, perr := mysqldrv.ParseDSN(cfg.DSN)
 		require.NoError(t, perr)

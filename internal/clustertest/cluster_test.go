@@ -19,7 +19,11 @@ import (
 // catch-up job for the gap and no fire twice, and every job the dead node
 // held must end succeeded, or failed with the reason.
 func TestKillLeader(t *testing.T) {
-	dsn := testdb.CreateMySQLDatabase(t)
+	t.Run("mysql", func(t *testing.T) { killLeader(t, testdb.CreateMySQLDatabase(t)) })
+	t.Run("postgres", func(t *testing.T) { killLeader(t, testdb.CreatePostgresDatabase(t)) })
+}
+
+func killLeader(t *testing.T, dsn string) {
 	bin := chimeBinary(t)
 	migrate(t, bin, dsn)
 	st := openStore(t, dsn)

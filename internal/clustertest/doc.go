@@ -1,9 +1,11 @@
 // Package clustertest holds process-level cluster tests: they build the
-// chime binary, run several `chime serve` processes on one MariaDB database,
+// chime binary, run several `chime serve` processes on one MariaDB (and, for
+// TestKillLeader, also one PostgreSQL) database,
 // kill the leader with SIGKILL or take the database away, and check from
 // the tables that nothing was fired twice, lost, or left stuck.
 //
-// The tests need a MariaDB/MySQL server (CHIME_TEST_MYSQL_DSN); without one
+// The tests need a MariaDB/MySQL server (CHIME_TEST_MYSQL_DSN) and a
+// PostgreSQL server (CHIME_TEST_POSTGRES_DSN); without one
 // they skip, except under CI=true where that is a failure. The outage test
 // also needs mariadbd and mariadb-install-db on PATH (or in /usr/sbin) to run
 // a private server it can stop and restart. CHIME_CLUSTERTEST_HEARTBEAT,

@@ -117,10 +117,19 @@ type nodeProc struct {
 	err  error // set before done closes
 }
 
+// driverOf says which database dsn reaches: a libpq URL is PostgreSQL,
+// anything else a go-sql-driver DSN for MariaDB.
+func driverOf(dsn string) store.Dialect {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return store.Postgres
+	}
+	return store.MySQL
+}
+
 // nodeEnv is the environment of every node on dsn.
 func nodeEnv(dsn, id string) []string {
 	return append(os.Environ(),
-		"CHIME_DATABASE_DRIVER=mysql",
+		"CHIME_DATABASE_DRIVER="+string(driverOf(dsn)),
 		"CHIME_DATABASE_DSN="+dsn,
 		"CHIME_NODE_ID="+id,
 		"CHIME_CLUSTER_HEARTBEAT="+heartbeat.String(),
@@ -215,7 +224,7 @@ func openStore(t *testing.T, dsn string) *store.Store {
 	t.Helper()
 	log := logrus.New()
 	log.SetLevel(logrus.ErrorLevel)
-	st, err := store.Open(context.Background(), store.Config{Driver: store.MySQL, DSN: dsn, Logger: log, MaxOpenConns: 4})
+	st, err := store.Open(context.Background(), store.Config{Driver: driverOf(dsn), DSN: dsn, Logger: log, MaxOpenConns: 4})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	return st
@@ -356,25 +365,36 @@ func (f figures) String() string {
 		f.FiredPerSec, f.FinishedPerSec, f.FireLateMs, f.StartLateMs, f.MaxStartLateMs)
 }
 
-// measure reads the figures of jobs scheduled in [from, to) (MySQL SQL);
-// callers leave a second after to, so those jobs have had time to finish.
+// measure reads the figures of jobs scheduled in [from, to), computed here
+// so that the SQL is the same on every database; callers leave a second
+// after to, so those jobs have had time to finish.
 func measure(t *testing.T, st *store.Store, from, to time.Time) figures {
 	t.Helper()
 	secs := to.Sub(from).Seconds()
+	var jobs []models.Job
+	require.NoError(t, st.DB().Select("status, scheduled_at, created_at, started_at").
+		Where("scheduled_at >= ? AND scheduled_at < ?", from, to).Find(&jobs).Error)
 	var f figures
-	var fired, finished int64
-	var fireLate, startLate, maxStart *float64
-	require.NoError(t, st.DB().Raw(`SELECT COUNT(*), COALESCE(SUM(status = 'succeeded'), 0), AVG(TIMESTAMPDIFF(MICROSECOND, scheduled_at, created_at)) / 1000,
-		AVG(TIMESTAMPDIFF(MICROSECOND, scheduled_at, started_at)) / 1000, MAX(TIMESTAMPDIFF(MICROSECOND, scheduled_at, started_at)) / 1000
-		FROM jobs WHERE scheduled_at >= ? AND scheduled_at < ?`, from, to).Row().Scan(&fired, &finished, &fireLate, &startLate, &maxStart))
-	f.FiredPerSec, f.FinishedPerSec = float64(fired)/secs, float64(finished)/secs
-	for _, p := range []struct {
-		dst *float64
-		src *float64
-	}{{&f.FireLateMs, fireLate}, {&f.StartLateMs, startLate}, {&f.MaxStartLateMs, maxStart}} {
-		if p.src != nil {
-			*p.dst = *p.src
+	var finished, started int
+	var fireLate, startLate float64
+	for _, j := range jobs {
+		if j.Status == models.JobSucceeded {
+			finished++
 		}
+		fireLate += float64(j.CreatedAt.Sub(j.ScheduledAt).Microseconds()) / 1000
+		if j.StartedAt != nil {
+			late := float64(j.StartedAt.Sub(j.ScheduledAt).Microseconds()) / 1000
+			started++
+			startLate += late
+			f.MaxStartLateMs = max(f.MaxStartLateMs, late)
+		}
+	}
+	f.FiredPerSec, f.FinishedPerSec = float64(len(jobs))/secs, float64(finished)/secs
+	if len(jobs) > 0 {
+		f.FireLateMs = fireLate / float64(len(jobs))
+	}
+	if started > 0 {
+		f.StartLateMs = startLate / float64(started)
 	}
 	return f
 }

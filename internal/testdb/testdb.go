@@ -1,10 +1,11 @@
 // Package testdb gives tests real, migrated databases: a fresh SQLite file in
-// t.TempDir(), and a fresh MariaDB/MySQL database created on the server named
-// by CHIME_TEST_MYSQL_DSN and dropped when the test ends.
+// t.TempDir(), a fresh MariaDB/MySQL database created on the server named
+// by CHIME_TEST_MYSQL_DSN, and a fresh PostgreSQL database created on the
+// server named by CHIME_TEST_POSTGRES_DSN, each dropped when the test ends.
 //
-// Without CHIME_TEST_MYSQL_DSN the MySQL half of a test is skipped, unless
-// CI=true, where a missing database is a failure: CI must never pass by
-// skipping. testdb imports store and test-only libraries; production code
+// Without CHIME_TEST_MYSQL_DSN (CHIME_TEST_POSTGRES_DSN) the MySQL
+// (PostgreSQL) part of a test is skipped, unless CI=true, where a missing
+// database is a failure: CI must never pass by skipping. testdb imports store and test-only libraries; production code
 // never imports it.
 package testdb
 
@@ -13,12 +14,14 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
 	"github.com/sirupsen/logrus"
 
 	"github.com/chimesched/chime/store"
@@ -27,8 +30,14 @@ import (
 // EnvDSN names the variable that points tests at a MySQL server.
 const EnvDSN = "CHIME_TEST_MYSQL_DSN"
 
+// EnvPostgresDSN names the variable that points tests at a PostgreSQL
+// server, as a libpq URL such as
+// postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable. Its user must
+// be allowed to create databases.
+const EnvPostgresDSN = "CHIME_TEST_POSTGRES_DSN"
+
 // Dialects lists the databases every storage test runs against.
-var Dialects = []store.Dialect{store.SQLite, store.MySQL}
+var Dialects = []store.Dialect{store.SQLite, store.MySQL, store.Postgres}
 
 // ForEach runs fn as a subtest once per dialect, each with its own fresh database.
 func ForEach(t *testing.T, fn func(t *testing.T, st *store.Store)) {
@@ -70,6 +79,8 @@ func Config(t testing.TB, d store.Dialect) store.Config {
 		return store.Config{Driver: store.SQLite, DSN: filepath.Join(t.TempDir(), "chime.db"), Logger: log}
 	case store.MySQL:
 		return store.Config{Driver: store.MySQL, DSN: CreateMySQLDatabase(t), Logger: log}
+	case store.Postgres:
+		return store.Config{Driver: store.Postgres, DSN: CreatePostgresDatabase(t), Logger: log}
 	}
 	t.Fatalf("testdb: unknown dialect %q", d)
 	return store.Config{}
@@ -125,4 +136,60 @@ func CreateMySQLDatabase(t testing.TB) string {
 	})
 	cfg.DBName = name
 	return cfg.FormatDSN()
+}
+
+// PostgresServerDSN returns CHIME_TEST_POSTGRES_DSN, skipping the test when
+// it is unset, or failing it when CI=true.
+func PostgresServerDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv(EnvPostgresDSN)
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("testdb: %s is not set; in CI a missing PostgreSQL database is a failure", EnvPostgresDSN)
+		}
+		t.Skipf("testdb: %s not set; skipping the PostgreSQL part", EnvPostgresDSN)
+	}
+	return dsn
+}
+
+// CreatePostgresDatabase creates an empty database with a random name on
+// the test server, drops it at cleanup, and returns a DSN for it. A
+// database each (about a tenth of a second to create) rather than a
+// schema each keeps NOTIFY, which is per database, private to the test.
+func CreatePostgresDatabase(t testing.TB) string {
+	t.Helper()
+	server := PostgresServerDSN(t)
+	u, err := url.Parse(server)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		t.Fatalf("testdb: %s must be a URL such as postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", EnvPostgresDSN)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "chime_t_" + hex.EncodeToString(b[:])
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, server)
+	if err == nil {
+		_, err = admin.Exec(ctx, "CREATE DATABASE "+name)
+		_ = admin.Close(ctx)
+	}
+	if err != nil {
+		if os.Getenv("CI") != "true" {
+			t.Skipf("testdb: PostgreSQL at %s unusable: %v", EnvPostgresDSN, err)
+		}
+		t.Fatalf("testdb: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		admin, err := pgx.Connect(ctx, server)
+		if err != nil {
+			return
+		}
+		defer admin.Close(ctx)
+		// FORCE: a test's LISTEN connection or pool may still be closing.
+		_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	})
+	u.Path = "/" + name
+	return u.String()
 }

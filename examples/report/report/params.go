@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/chimesched/chime/tasks"
 )
@@ -27,10 +28,11 @@ const (
 // Params are the task's params, bound strictly: an unknown field is an
 // error.
 type Params struct {
-	// Driver is "sqlite" or "mysql".
+	// Driver is "sqlite", "mysql" or "postgres".
 	Driver string `json:"driver"`
-	// DSN is a SQLite file path (or file: URI), or a go-sql-driver/mysql
-	// DSN such as "report:secret@tcp(db:3306)/shop". It is never logged.
+	// DSN is a SQLite file path (or file: URI), a go-sql-driver/mysql
+	// DSN such as "report:secret@tcp(db:3306)/shop", or a libpq DSN such
+	// as "postgres://report:secret@db:5432/shop". It is never logged.
 	DSN string `json:"dsn"`
 	// Query is one SELECT (or WITH … SELECT) statement.
 	Query string `json:"query"`
@@ -50,11 +52,11 @@ func parse(raw json.RawMessage) (Params, error) {
 		return p, err
 	}
 	switch p.Driver {
-	case "sqlite", "mysql":
+	case "sqlite", "mysql", "postgres":
 	case "":
-		return p, tasks.FieldError("driver", `required: "sqlite" or "mysql"`)
+		return p, tasks.FieldError("driver", `required: "sqlite", "mysql" or "postgres"`)
 	default:
-		return p, tasks.FieldError("driver", `unknown driver %q, want "sqlite" or "mysql"`, p.Driver)
+		return p, tasks.FieldError("driver", `unknown driver %q, want "sqlite", "mysql" or "postgres"`, p.Driver)
 	}
 	if strings.TrimSpace(p.DSN) == "" {
 		return p, tasks.FieldError("dsn", "required")
@@ -64,8 +66,21 @@ func parse(raw json.RawMessage) (Params, error) {
 			return p, tasks.FieldError("dsn", "not a MySQL DSN: %v", err)
 		}
 	}
+	if p.Driver == "postgres" {
+		// pgx's message may repeat the DSN, password included.
+		if _, err := pgx.ParseConfig(p.DSN); err != nil {
+			return p, tasks.FieldError("dsn", "not a PostgreSQL DSN; write postgres://user:password@host:5432/dbname")
+		}
+	}
+	// PostgreSQL reads a backslash as an escape in E'...' strings only, so
+	// the query must pass under both lexical rules there.
 	if err := checkQuery(p.Query, p.Driver == "mysql"); err != nil {
 		return p, tasks.FieldError("query", "%v", err)
+	}
+	if p.Driver == "postgres" {
+		if err := checkQuery(p.Query, true); err != nil {
+			return p, tasks.FieldError("query", "%v", err)
+		}
 	}
 	if p.Filename == "" {
 		p.Filename = DefaultFilename

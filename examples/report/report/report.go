@@ -35,6 +35,8 @@ import (
 
 	_ "github.com/glebarez/go-sqlite" // registers the "sqlite" driver
 	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/chimesched/chime/tasks"
 )
@@ -90,7 +92,8 @@ func (t *Task) Execute(ctx context.Context, job *tasks.Job) error {
 	defer db.Close()
 
 	// A read-only transaction makes the database refuse writes whatever
-	// the query says: MySQL runs START TRANSACTION READ ONLY; on SQLite
+	// the query says: MySQL runs START TRANSACTION READ ONLY, PostgreSQL
+	// BEGIN READ ONLY (and its sessions default to read-only); on SQLite
 	// openDB has already set query_only on the connection.
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -139,6 +142,18 @@ func (t *Task) OnComplete(ctx context.Context, job *tasks.Job, r tasks.Result) e
 // multiStatements. It does not connect yet.
 func openDB(p Params) (*sql.DB, error) {
 	switch p.Driver {
+	case "postgres":
+		cfg, err := pgx.ParseConfig(p.DSN)
+		if err != nil {
+			return nil, tasks.FieldError("dsn", "not a PostgreSQL DSN")
+		}
+		// Belt and braces with the read-only transaction: a session whose
+		// every transaction is read-only. pgx's extended protocol also
+		// runs one statement per query.
+		cfg.RuntimeParams["default_transaction_read_only"] = "on"
+		db := stdlib.OpenDB(*cfg)
+		db.SetMaxOpenConns(1)
+		return db, nil
 	case "mysql":
 		cfg, err := mysqldrv.ParseDSN(p.DSN)
 		if err != nil {

@@ -118,7 +118,7 @@ func TestValidate(t *testing.T) {
 		{"MySQL", with("driver", "mysql"), `field "dsn": not a MySQL DSN`},
 		{"MySQLDSN", map[string]any{"driver": "mysql", "dsn": "u:p@tcp(db:3306)/shop", "query": "SELECT 1"}, ""},
 		{"NoDriver", with("driver", nil), `field "driver": required`},
-		{"UnknownDriver", with("driver", "postgres"), `field "driver": unknown driver "postgres"`},
+		{"UnknownDriver", with("driver", "oracle"), `field "driver": unknown driver "oracle"`},
 		{"NoDSN", with("dsn", " "), `field "dsn": required`},
 		{"NoQuery", with("query", nil), `field "query": required`},
 		{"Delete", with("query", "DELETE FROM orders"), `field "query": must be read-only: starts with DELETE`},
@@ -126,6 +126,8 @@ func TestValidate(t *testing.T) {
 		{"NoKeyword", with("query", "-- only a comment"), `field "query": must start with SELECT or WITH`},
 		{"TwoStatements", with("query", "SELECT 1; DROP TABLE orders"), `field "query": must be a single statement`},
 		{"HiddenByMySQLEscape", map[string]any{"driver": "mysql", "dsn": "u@tcp(db)/x", "query": `SELECT '\''; DELETE FROM orders; -- '`}, `must be a single statement`},
+		{"PostgresDSN", map[string]any{"driver": "postgres", "dsn": "postgres://u:s3cret@[bad", "query": "SELECT 1"}, `field "dsn": not a PostgreSQL DSN`},
+		{"HiddenByPostgresEscapeString", map[string]any{"driver": "postgres", "dsn": "postgres://u@db/x", "query": `SELECT E'\''; DELETE FROM orders; -- '`}, `must be a single statement`},
 		{"HiddenByMySQLComment", map[string]any{"driver": "mysql", "dsn": "u@tcp(db)/x", "query": "SELECT 1 # it's\n; DELETE FROM orders"}, `must be a single statement`},
 		{"FilenameWithDir", with("filename", "../etc/x.csv"), `field "filename": "../etc/x.csv" must be a bare file name`},
 		{"NegativeMaxRows", with("max_rows", -1), `field "max_rows": must not be negative`},
@@ -417,6 +419,45 @@ func TestMySQL(t *testing.T) {
 	require.NoError(t, err)
 	b = setup(t, params(t, map[string]any{"driver": "mysql", "dsn": dsn, "query": "SELECT wipe()"}))
 	require.ErrorContains(t, b.task.Execute(b.ctx, b.job), "READ ONLY")
+	var n int
+	require.NoError(t, db.QueryRow("SELECT count(*) FROM orders").Scan(&n))
+	require.Equal(t, 2, n)
+}
+
+// TestPostgres runs a report against PostgreSQL from CHIME_TEST_POSTGRES_DSN
+// (skipped without it, a failure with CI=true).
+func TestPostgres(t *testing.T) {
+	t.Parallel()
+	dsn := testdb.CreatePostgresDatabase(t)
+	db, err := sql.Open("pgx", dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	for _, stmt := range []string{
+		"CREATE TABLE orders (id INT PRIMARY KEY, customer VARCHAR(100), total NUMERIC(10,2), placed_at TIMESTAMP(3), note TEXT)",
+		`INSERT INTO orders VALUES (1, 'Ada Lovelace', 12.50, '2026-03-01 09:30:00.250', 'gift, wrapped'),
+		  (2, 'Grace "Amazing" Hopper', 7, '2026-03-02 10:00:00', NULL)`,
+		`CREATE FUNCTION wipe() RETURNS INT LANGUAGE sql AS $$ DELETE FROM orders; SELECT 1 $$`,
+	} {
+		_, err := db.Exec(stmt)
+		require.NoError(t, err)
+	}
+
+	b := setup(t, params(t, map[string]any{
+		"driver": "postgres", "dsn": dsn, "filename": "orders.csv",
+		"query": "SELECT id, customer, total, placed_at, note FROM orders ORDER BY id",
+	}))
+	require.NoError(t, b.task.Execute(b.ctx, b.job))
+	require.Equal(t, "2 rows → orders.csv", b.job.Result())
+	require.NoError(t, b.task.OnComplete(b.ctx, b.job, tasks.Result{Status: tasks.StatusSucceeded}))
+	require.Equal(t, `id,customer,total,placed_at,note
+1,Ada Lovelace,12.50,2026-03-01T09:30:00.25Z,"gift, wrapped"
+2,"Grace ""Amazing"" Hopper",7.00,2026-03-02T10:00:00Z,
+`, string(b.job.Attachments()[0].Data), "pgx returns times, written as RFC 3339 as on SQLite")
+
+	// A SELECT can still write through a function; the read-only
+	// transaction is what makes the server refuse it.
+	b = setup(t, params(t, map[string]any{"driver": "postgres", "dsn": dsn, "query": "SELECT wipe()"}))
+	require.ErrorContains(t, b.task.Execute(b.ctx, b.job), "read-only transaction")
 	var n int
 	require.NoError(t, db.QueryRow("SELECT count(*) FROM orders").Scan(&n))
 	require.Equal(t, 2, n)

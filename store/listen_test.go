@@ -1,0 +1,98 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/store"
+)
+
+// ListenJobs wakes its caller when a due job is inserted by plain SQL or
+// set back to pending, not for claims or future retries, and listens again
+// after its connection is killed.
+func TestListenJobs(t *testing.T) {
+	t.Parallel()
+	st := testdb.Open(t, store.Postgres)
+	db := st.DB()
+	ctx, cancel := context.WithCancel(context.Background())
+	wakes := make(chan struct{}, 100)
+	done := make(chan error, 1)
+	go func() { done <- st.ListenJobs(ctx, func() { wakes <- struct{}{} }) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	next := func(what string) {
+		t.Helper()
+		select {
+		case <-wakes:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no wake-up after %s", what)
+		}
+	}
+	// quiet: no wake-up comes. A real wait: a NOTIFY that should not be
+	// sent has nothing to signal its absence.
+	quiet := func(what string) {
+		t.Helper()
+		select {
+		case <-wakes:
+			t.Fatalf("woken by %s", what)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	next("LISTEN")
+
+	require.NoError(t, db.Exec(`INSERT INTO job_definitions (name, task_type) VALUES ('d', 'sleep')`).Error)
+	require.NoError(t, db.Exec(`INSERT INTO jobs (job_definition_id) SELECT id FROM job_definitions`).Error)
+	next("a due job inserted by plain SQL")
+	require.NoError(t, db.Exec(`UPDATE jobs SET status = 'queued', node_id = 'n'`).Error)
+	require.NoError(t, db.Exec(`INSERT INTO jobs (job_definition_id, run_at) SELECT id, now() + interval '1 hour' FROM job_definitions`).Error)
+	quiet("a claim or a job due in an hour")
+	require.NoError(t, db.Exec(`UPDATE jobs SET status = 'pending', node_id = '' WHERE status = 'queued'`).Error)
+	next("a job set back to pending")
+
+	// A killed LISTEN connection is opened again, and the first thing it
+	// does is wake the engine: notifications sent meanwhile are lost.
+	var killed int
+	require.NoError(t, db.Raw(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name = ?`, store.ListenApplicationName).Scan(&killed).Error)
+	require.Equal(t, 1, killed)
+	next("LISTEN again")
+	require.NoError(t, db.Exec(`INSERT INTO jobs (job_definition_id) SELECT id FROM job_definitions`).Error)
+	next("a due job inserted after the reconnect")
+}
+
+func TestListenJobsWithoutNotify(t *testing.T) {
+	t.Parallel()
+	st := testdb.Open(t, store.SQLite)
+	err := st.ListenJobs(context.Background(), func() {})
+	require.True(t, errors.Is(err, store.ErrNoNotify), "%v", err)
+}
+
+// A DSN naming a database that does not exist gets it created, as on
+// MySQL, and an unparsable DSN is refused without being repeated.
+func TestPostgresFirstRun(t *testing.T) {
+	t.Parallel()
+	dsn := testdb.CreatePostgresDatabase(t) // dropped at cleanup
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	name := strings.TrimPrefix(u.Path, "/")
+	admin := testdb.Open(t, store.Postgres)
+	require.NoError(t, admin.DB().Exec("DROP DATABASE "+name).Error)
+	st, err := store.Open(context.Background(), store.Config{Driver: store.Postgres, DSN: dsn})
+	require.NoError(t, err)
+	defer st.Close()
+	_, err = st.Migrate(context.Background())
+	require.NoError(t, err)
+
+	_, err = store.Open(context.Background(), store.Config{Driver: store.Postgres, DSN: "postgres://u:s3cret@[bad"})
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "s3cret")
+}
