@@ -13,6 +13,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
+
+	"github.com/chimesched/chime/chimedb"
 )
 
 // Dialect names a supported database.
@@ -152,8 +154,8 @@ func (s *Store) Close() error {
 	return err
 }
 
-// DBTime is the form in which store writes a time: UTC, microseconds.
-func DBTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+// DBTime is chimedb.DBTime: the form in which store writes a time.
+func DBTime(t time.Time) time.Time { return chimedb.DBTime(t) }
 
 // sqliteDSN turns a file path into a DSN with the pragmas chime relies on:
 // WAL so readers do not block the writer, a busy timeout instead of
