@@ -28,11 +28,11 @@ func TestSenderGivesUpOnPermanentFailures(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = m.Close(context.Background()) })
 
-		def := testdb.Definition(t, st, 1)
+		def := testdb.Definition(t, st, nil)
 		now := store.DBTime(time.Now().Add(-time.Minute))
 		var ids []int64
 		for _, to := range []string{"ops@example.com", "not an address", "ops@example.com"} {
-			j := testdb.Job(t, st, def, models.JobFailed, "n1", 1, &now)
+			j := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobFailed, NodeID: "n1", Attempt: 1, Heartbeat: &now})
 			n := models.Notification{JobID: j.ID, JobStatus: models.JobFailed, Attempt: 1, Recipients: to,
 				Status: models.NotificationPending, NextAttemptAt: now, CreatedAt: now}
 			require.NoError(t, st.DB().Create(&n).Error)
