@@ -53,7 +53,8 @@ func TestRetriesWithBackoff(t *testing.T) {
 		id := insertJob(t, db, def, "")
 		cfg := testConfig(t, nodeName(t))
 		cfg.Clock = clock
-		e := startEngine(t, st, cfg)
+		claims := watchClaims(st)
+		e := startEngine(t, claims, cfg)
 
 		base := 10 * time.Second
 		for attempt := 1; attempt <= 2; attempt++ {
@@ -68,9 +69,10 @@ func TestRetriesWithBackoff(t *testing.T) {
 			require.GreaterOrEqual(t, delay, want*8/10-time.Millisecond, "attempt %d", attempt)
 			require.LessOrEqual(t, delay, want*12/10, "attempt %d", attempt)
 			waitLog(t, db, id, fmt.Sprintf("attempt %d of 3 failed", attempt))
-			// Not due yet: a wake-up claims nothing.
+			// Not due yet: a claim after a wake-up takes nothing.
+			mark := claims.mark()
 			e.Wake()
-			time.Sleep(50 * time.Millisecond)
+			claims.waitClaimAfter(t, mark)
 			require.Equal(t, models.JobPending, getJob(t, db, id).Status)
 			clock.Advance(want * 13 / 10)
 			e.Wake()
@@ -178,6 +180,9 @@ func TestControlPauseResumeStop(t *testing.T) {
 		waitLog(t, db, stubborn, "pause refused")
 		waitLog(t, db, long, "paused (control = pause)")
 
+		// Real time on purpose: the timed job's work is the sleep task's
+		// real 1.2 s, so only a pause of real time takes its wall time past
+		// the 2 s timeout; nothing in the engine happens meanwhile to wait on.
 		time.Sleep(1500 * time.Millisecond)
 		setControl(timed, models.ControlResume)
 		setControl(long, models.ControlResume)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/tasks"
 	"github.com/chimesched/chime/tasks/sleep"
 )
@@ -75,8 +76,41 @@ func testConfig(t testing.TB, nodeID string) Config {
 	}
 }
 
+// claimWatch numbers the engine's claims, so that a test waits for a claim
+// that began after some point instead of sleeping: "nothing was claimed" is
+// then shown by a claim that ran, not by time that passed.
+type claimWatch struct {
+	jobStore
+	began, returned atomic.Int64 // claims begun; the highest-numbered one returned
+}
+
+func watchClaims(st jobStore) *claimWatch { return &claimWatch{jobStore: st} }
+
+func (w *claimWatch) ClaimJobs(ctx context.Context, p *chimedb.ClaimParams) (*chimedb.ClaimResult, error) {
+	n := w.began.Add(1)
+	defer func() {
+		for {
+			r := w.returned.Load()
+			if r >= n || w.returned.CompareAndSwap(r, n) {
+				return
+			}
+		}
+	}()
+	return w.jobStore.ClaimJobs(ctx, p)
+}
+
+// mark is the number of claims begun so far.
+func (w *claimWatch) mark() int64 { return w.began.Load() }
+
+// waitClaimAfter waits until a claim begun after mark has returned.
+func (w *claimWatch) waitClaimAfter(t testing.TB, mark int64) {
+	t.Helper()
+	require.Eventually(t, func() bool { return w.returned.Load() > mark }, 20*time.Second, time.Millisecond,
+		"no claim began after claim %d and returned", mark)
+}
+
 // startEngine starts an engine and stops it at cleanup.
-func startEngine(t testing.TB, st *store.Store, cfg Config) *Engine {
+func startEngine(t testing.TB, st jobStore, cfg Config) *Engine {
 	t.Helper()
 	e, err := New(st, cfg)
 	require.NoError(t, err)
@@ -151,7 +185,7 @@ func waitJob(t testing.TB, db *gorm.DB, id int64, what string, cond func(models.
 			t.Fatalf("job %d: timed out waiting for %s; last row: status=%s attempt=%d control=%q error=%v\nlogs:\n%s",
 				id, what, j.Status, j.Attempt, j.Control, deref(j.Error), strings.Join(jobLogs(t, db, id), "\n"))
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the poll step of a wait with a deadline: the row is all there is to watch
 	}
 }
 
@@ -174,7 +208,7 @@ func waitLog(t testing.TB, db *gorm.DB, id int64, substr string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("job %d: no log line containing %q; logs:\n%s", id, substr, strings.Join(jobLogs(t, db, id), "\n"))
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the poll step of a wait with a deadline
 	}
 }
 
