@@ -43,7 +43,7 @@ func TestSenderGivesUpOnPermanentFailures(t *testing.T) {
 		log.SetLevel(logrus.PanicLevel)
 		s := notify.NewSender(m, st, notify.SenderOptions{NodeID: "n1", Interval: 50 * time.Millisecond, Settle: time.Millisecond,
 			Logger: log, OnFailure: func(int64, error) { failures.Add(1) }})
-		s.Start(t.Context())
+		require.NoError(t, s.Start(t.Context()))
 		t.Cleanup(func() { _ = s.Stop(context.Background()) })
 
 		deadline := time.Now().Add(30 * time.Second)

@@ -164,7 +164,7 @@ func BenchmarkOnceHerd(b *testing.B) {
 		if err := e.Start(b.Context()); err != nil {
 			b.Fatal(err)
 		}
-		waitFor(b, "every once fire", due.Sub(time.Now())+30*time.Second, func() bool {
+		waitFor(b, "every once fire", time.Until(due)+30*time.Second, func() bool {
 			c, _, _, _, _ := rec.snapshot()
 			return len(c) == n
 		})

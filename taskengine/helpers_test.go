@@ -2,7 +2,6 @@ package taskengine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -239,8 +238,6 @@ func deref(s *string) string {
 	}
 	return *s
 }
-
-var errNotYet = errors.New("not yet")
 
 func nodeName(t testing.TB) string {
 	return fmt.Sprintf("node-%s", strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()))
