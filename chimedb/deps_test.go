@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// The seam exists so that the engines and the cluster node build without
+// The seam exists so that the engines, the cluster node and the API build without
 // the ORM, the SQL drivers and the migration tool; an import of store (or
 // of gorm directly) would bring them all back without failing any build.
 func TestSeamHasNoDrivers(t *testing.T) {
@@ -19,7 +19,7 @@ func TestSeamHasNoDrivers(t *testing.T) {
 		}
 		t.Skip("go is not on PATH")
 	}
-	pkgs := []string{"chimedb", "scheduleengine", "taskengine", "cluster"}
+	pkgs := []string{"chimedb", "scheduleengine", "taskengine", "cluster", "api"}
 	args := []string{"list", "-deps"}
 	for _, p := range pkgs {
 		args = append(args, "github.com/chimesched/chime/"+p)

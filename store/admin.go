@@ -19,7 +19,7 @@ import (
 type Admin struct{ s *Store }
 
 // Admin returns the admin queries of s.
-func (s *Store) Admin() *Admin { return &Admin{s: s} }
+func (s *Store) Admin() chimedb.AdminQueries { return &Admin{s: s} }
 
 // Sentinels the admin queries wrap; they live in chimedb so that the API
 // matches them without importing store.
@@ -30,26 +30,6 @@ var (
 	ErrInUse        = chimedb.ErrInUse
 	ErrJobState     = chimedb.ErrJobState
 )
-
-// AdminListParams asks for one page of a list, newest first (id descending).
-// Zero values mean "no filter".
-type AdminListParams struct {
-	// BeforeID returns only rows with id < BeforeID (the page cursor); 0 starts at the newest.
-	BeforeID int64
-	// Limit is the most rows returned; the API asks for one more than it
-	// shows to learn whether another page exists.
-	Limit int
-	// Name filters definitions and schedules by exact name.
-	Name string
-	// Status filters schedules and jobs.
-	Status string
-	// ScheduleID and JobDefinitionID filter schedules (definition only) and jobs.
-	ScheduleID      int64
-	JobDefinitionID int64
-	// Since (inclusive) and Until (exclusive) bound created_at, or
-	// scheduled_at for jobs.
-	Since, Until time.Time
-}
 
 func (a *Admin) page(ctx context.Context, p *AdminListParams, timeCol string, out any) error {
 	q := a.s.db.WithContext(ctx).Order("id DESC").Limit(max(p.Limit, 1))

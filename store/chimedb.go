@@ -39,10 +39,14 @@ type (
 	LeaseState         = chimedb.LeaseState
 	ScheduleAnomalies  = chimedb.ScheduleAnomalies
 	OverdueTrigger     = chimedb.OverdueTrigger
+
+	AdminListParams = chimedb.AdminListParams
 )
 
 var (
 	_ chimedb.ScheduleStore = (*Store)(nil)
 	_ chimedb.TaskStore     = (*Store)(nil)
 	_ chimedb.ClusterStore  = (*Store)(nil)
+	_ chimedb.AdminStore    = (*Store)(nil)
+	_ chimedb.AdminQueries  = (*Admin)(nil)
 )
