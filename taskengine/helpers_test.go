@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ func testRegistry() *tasks.Registry {
 	r.MustRegister("panic", func() tasks.Task { return &panicTask{} })
 	r.MustRegister("stubborn", func() tasks.Task { return &stubbornTask{} })
 	r.MustRegister("slowqueue", func() tasks.Task { return &slowQueueTask{} })
+	r.MustRegister("wait", func() tasks.Task { return &waitTask{} })
 	return r
 }
 
@@ -40,6 +42,42 @@ func (*stubbornTask) Execute(ctx context.Context, job *tasks.Job) error {
 	job.Log().Info("stubborn task running")
 	<-ctx.Done()
 	return tasks.ContextError(ctx)
+}
+
+// waitTask runs until the test opens its gate (params {"gate": name}) or
+// its context ends: work whose length the test decides, without a clock.
+type waitTask struct{ tasks.Base }
+
+var gates sync.Map // name → chan struct{}
+
+// openGate returns a gate name for a waitTask's params and the func that
+// lets every job waiting on it finish.
+func openGate(t testing.TB) (name string, open func()) {
+	name = t.Name()
+	ch := make(chan struct{})
+	gates.Store(name, ch)
+	t.Cleanup(func() { gates.Delete(name) })
+	var once sync.Once
+	return name, func() { once.Do(func() { close(ch) }) }
+}
+
+func (*waitTask) Execute(ctx context.Context, job *tasks.Job) error {
+	var p struct {
+		Gate string `json:"gate"`
+	}
+	if err := job.Bind(&p); err != nil {
+		return err
+	}
+	ch, ok := gates.Load(p.Gate)
+	if !ok {
+		return fmt.Errorf("wait: no gate %q", p.Gate)
+	}
+	select {
+	case <-ch.(chan struct{}):
+		return nil
+	case <-ctx.Done():
+		return tasks.ContextError(ctx)
+	}
 }
 
 // slowQueueTask never gets past OnQueue until its context ends, which
