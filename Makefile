@@ -1,5 +1,5 @@
 # Day-to-day commands; the README's two commands need none of this.
-.PHONY: help build run test test/race walkthrough bench bench/console screenshots tidy vet fixture/quartz
+.PHONY: help build run test test/race walkthrough bench bench/console screenshots tidy vet lint fixture/quartz
 
 MYSQL_DSN ?= chime_test:chime_test@tcp(127.0.0.1:3306)/chime_test
 
@@ -24,6 +24,14 @@ vet: ## go vet and gofmt
 	go vet ./...
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)
 
+# golangci-lint is pinned in a module of its own, so its dependencies stay
+# out of chime's go.mod; the first run builds it (minutes), later runs reuse
+# the build cache.
+LINT = go tool -modfile=internal/tools/go.mod golangci-lint
+
+lint: ## golangci-lint with .golangci.yml (errcheck, staticcheck, revive, ...)
+	$(LINT) run ./...
+
 bench: ## engine benchmarks on MariaDB (minutes; see docs/benchmarks.md)
 	CHIME_TEST_MYSQL_DSN='$(MYSQL_DSN)' go test -run XXX -bench . -benchtime=1x -timeout 30m ./scheduleengine/ ./taskengine/
 
@@ -39,5 +47,6 @@ fixture/quartz: ## regenerate quartzcron's fire times from real Quartz 2.3.2 (a 
 	d=$$(mktemp -d) && javac -nowarn -d $$d -cp $(QUARTZ_JAR) quartzcron/testdata/gen/QuartzFixture.java && \
 	java -cp $(QUARTZ_JAR):$$d QuartzFixture quartzcron/testdata/quartz_fixture.json; rc=$$?; rm -rf $$d; exit $$rc
 
-tidy: ## go mod tidy
+tidy: ## go mod tidy (chime's module and the tools module)
 	go mod tidy
+	cd internal/tools && go mod tidy

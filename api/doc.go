@@ -19,8 +19,9 @@
 // a tokenless server answers only loopback Host headers (DNS rebinding),
 // and answers carry X-Content-Type-Options: nosniff (see guard.go).
 //
-// api may import store, models, tasks, configs (to check settings),
+// api may import chimedb (the database, through chimedb.AdminStore),
+// models, tasks, configs (to check settings),
 // scheduleengine (for its triggers), internal/metrics and internal/strictjson;
-// it never imports
+// it never imports store (and so no driver),
 // app, cli or the task engine.
 package api

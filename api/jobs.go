@@ -9,8 +9,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/tasks"
 )
 
@@ -151,7 +151,7 @@ func (s *Server) forceReset(r *http.Request, id int64, who string) (*models.Job,
 	case err != nil:
 		return nil, err
 	case j.Status.Finished():
-		return nil, fmt.Errorf("job %d is %s: %w", id, j.Status, store.ErrJobState)
+		return nil, fmt.Errorf("job %d is %s: %w", id, j.Status, chimedb.ErrJobState)
 	case j.Status == models.JobPending:
 		return j, nil
 	}
@@ -222,7 +222,7 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	admin := s.cfg.Store.Admin()
 	def, err := admin.GetDefinition(r.Context(), req.JobDefinitionID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, chimedb.ErrNotFound) {
 		return badRequest("job_definition_id", "job definition %d does not exist", req.JobDefinitionID)
 	}
 	if err != nil {

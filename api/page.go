@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/chimedb"
 )
 
 // Page limits.
@@ -43,8 +43,8 @@ func decodeCursor(c string) (int64, bool) {
 // filters this list takes beyond limit and cursor; any other parameter is
 // refused, so a typo (?staus=failed) is an error rather than an unfiltered
 // list. statuses, when not nil, are the values status may take.
-func listQuery(r *http.Request, allowed []string, statuses []string) (*store.AdminListParams, *apiError) {
-	p := &store.AdminListParams{Limit: DefaultLimit}
+func listQuery(r *http.Request, allowed []string, statuses []string) (*chimedb.AdminListParams, *apiError) {
+	p := &chimedb.AdminListParams{Limit: DefaultLimit}
 	q := r.URL.Query()
 	for name, vals := range q {
 		if name != "limit" && name != "cursor" && !slices.Contains(allowed, name) {
@@ -108,7 +108,7 @@ func listQuery(r *http.Request, allowed []string, statuses []string) (*store.Adm
 }
 
 // pageOf trims the extra row listQuery asked for and makes the cursor.
-func pageOf[T any](items []T, p *store.AdminListParams, id func(*T) int64) List[T] {
+func pageOf[T any](items []T, p *chimedb.AdminListParams, id func(*T) int64) List[T] {
 	out := List[T]{Items: items}
 	if out.Items == nil {
 		out.Items = []T{}

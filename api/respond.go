@@ -9,10 +9,8 @@ import (
 	"net/http"
 	"strings"
 
-	"gorm.io/gorm"
-
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/strictjson"
-	"github.com/chimesched/chime/store"
 )
 
 // maxBody bounds a request body; no admin request comes near it.
@@ -46,15 +44,15 @@ func conflict(field, format string, args ...any) *apiError {
 }
 
 // fromStore maps a store error to an answer: ErrNotFound is 404, a
-// duplicate key, ErrInUse and ErrJobState are 409, anything else is a 500
+// ErrConflict, ErrInUse and ErrJobState are 409, anything else is a 500
 // whose detail goes to the log, not to the client.
 func (s *Server) fromStore(r *http.Request, err error, what string) *apiError {
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, chimedb.ErrNotFound):
 		return notFound("%s", trimSentinel(err))
-	case errors.Is(err, gorm.ErrDuplicatedKey):
+	case errors.Is(err, chimedb.ErrConflict):
 		return conflict("name", "%s already exists with that name", what)
-	case errors.Is(err, store.ErrInUse), errors.Is(err, store.ErrJobState):
+	case errors.Is(err, chimedb.ErrInUse), errors.Is(err, chimedb.ErrJobState):
 		return conflict("", "%s", trimSentinel(err))
 	}
 	s.log.WithError(err).WithField("path", r.URL.Path).Error("api: database error")
@@ -65,12 +63,12 @@ func (s *Server) fromStore(r *http.Request, err error, what string) *apiError {
 // the message before it already says it in full.
 func trimSentinel(err error) string {
 	msg := err.Error()
-	for _, e := range []error{store.ErrInUse, store.ErrJobState} {
+	for _, e := range []error{chimedb.ErrInUse, chimedb.ErrJobState} {
 		if m, ok := strings.CutSuffix(msg, ": "+e.Error()); ok {
 			return m
 		}
 	}
-	if m, ok := strings.CutSuffix(msg, ": "+store.ErrNotFound.Error()); ok {
+	if m, ok := strings.CutSuffix(msg, ": "+chimedb.ErrNotFound.Error()); ok {
 		return m + " does not exist"
 	}
 	return msg

@@ -7,11 +7,9 @@ import (
 	"net/http"
 	"time"
 
-	"gorm.io/gorm"
-
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/scheduleengine"
-	"github.com/chimesched/chime/store"
 )
 
 // previewFires is how many fire times a schedule shows.
@@ -114,7 +112,7 @@ func (s *Server) definitionFor(r *http.Request, id int64) (*models.JobDefinition
 		return nil, nil
 	}
 	d, err := s.cfg.Store.Admin().GetDefinition(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, chimedb.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
@@ -146,7 +144,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 		return s.writeSchedule(w, r, http.StatusOK, row)
 	}
 	if err := s.cfg.Store.Admin().CreateSchedule(r.Context(), row); err != nil {
-		if errors.Is(err, store.ErrNoDefinition) {
+		if errors.Is(err, chimedb.ErrNoDefinition) {
 			return badRequest("job_definition_id", "job definition %d does not exist", row.JobDefinitionID)
 		}
 		return s.fromStore(r, err, "a schedule")
@@ -205,7 +203,7 @@ func (s *Server) updateSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	}
 	row.ID = id
 	if err := admin.UpdateSchedule(r.Context(), row); err != nil {
-		if errors.Is(err, store.ErrNoDefinition) {
+		if errors.Is(err, chimedb.ErrNoDefinition) {
 			return badRequest("job_definition_id", "job definition %d does not exist", row.JobDefinitionID)
 		}
 		return s.fromStore(r, err, "a schedule")
@@ -276,7 +274,7 @@ func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) *apiErr
 		return s.fromStore(r, err, "a schedule")
 	}
 	def, err := admin.GetDefinition(r.Context(), sch.JobDefinitionID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, chimedb.ErrNotFound) {
 		return conflict("job_definition_id", "schedule %d names job definition %d, which does not exist", id, sch.JobDefinitionID)
 	}
 	if err != nil {
@@ -295,7 +293,7 @@ func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) *apiErr
 		MaxAttempts: max(def.MaxAttempts, 1), Params: params,
 	}
 	if err := admin.InsertJob(r.Context(), job, fmt.Sprintf("triggered through the API from schedule %d", id)); err != nil {
-		if errors.Is(err, gorm.ErrDuplicatedKey) {
+		if errors.Is(err, chimedb.ErrConflict) {
 			return conflict("", "schedule %d already has a job at %s; try again", id, now.UTC().Format(time.RFC3339Nano))
 		}
 		return s.fromStore(r, err, "a job")

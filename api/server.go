@@ -15,10 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/configs"
 	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/internal/startstop"
-	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/tasks"
 )
 
@@ -37,7 +37,7 @@ const (
 // Config configures the API server.
 type Config struct {
 	// Store is the database. Required.
-	Store *store.Store
+	Store chimedb.AdminStore
 	// Registry lists the task types this node knows; definitions naming
 	// another type are refused. Default: tasks.Default().
 	Registry *tasks.Registry

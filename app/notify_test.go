@@ -220,7 +220,7 @@ func TestNotifyFailover(t *testing.T) {
 		def := e.definition("orphan", "chatty", models.NotifyFailure)
 		old := store.DBTime(time.Now().Add(-time.Hour))
 		require.NoError(t, e.st.DB().Create(&models.Node{ID: "ghost", StartedAt: old, HeartbeatAt: old, Status: store.NodeDead}).Error)
-		j := testdb.Job(t, e.st, def, models.JobRunning, "ghost", 1, &old)
+		j := testdb.Job(t, e.st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "ghost", Attempt: 1, Heartbeat: &old})
 		e.serve()
 		require.True(t, smtp.WaitAttempts(1, 30*time.Second), "no email")
 		m := smtp.Messages()[0]

@@ -173,10 +173,3 @@ func timeCell(t *time.Time) string {
 	}
 	return t.UTC().Format(time.RFC3339)
 }
-
-func intCell[T ~int | ~int64](v *T) string {
-	if v == nil {
-		return "-"
-	}
-	return fmt.Sprint(*v)
-}

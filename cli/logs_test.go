@@ -65,8 +65,8 @@ func seq(from, to int) []string {
 func TestCLIJobLogsPaging(t *testing.T) {
 	t.Parallel()
 	url, st := startAPIStore(t)
-	def := testdb.Definition(t, st, 1)
-	job := testdb.Job(t, st, def, models.JobSucceeded, "", 1, nil)
+	def := testdb.Definition(t, st, nil)
+	job := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobSucceeded, Attempt: 1})
 	id := fmt.Sprint(job.ID)
 	addLines(t, st, job.ID, 0, 1203)
 	ctx := context.Background()
@@ -112,8 +112,8 @@ func TestCLIJobLogsPaging(t *testing.T) {
 func TestCLIJobLogsFollow(t *testing.T) {
 	t.Parallel()
 	url, st := startAPIStore(t)
-	def := testdb.Definition(t, st, 1)
-	job := testdb.Job(t, st, def, models.JobRunning, "n1", 1, nil)
+	def := testdb.Definition(t, st, nil)
+	job := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "n1", Attempt: 1})
 	id := fmt.Sprint(job.ID)
 	addLines(t, st, job.ID, 0, 3)
 
@@ -146,7 +146,7 @@ func TestCLIJobLogsFollow(t *testing.T) {
 	require.Equal(t, seq(0, 6), numbers(out.String()))
 
 	// Ctrl-C: the context ends, the command returns without an error.
-	running := testdb.Job(t, st, def, models.JobRunning, "n1", 1, nil)
+	running := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "n1", Attempt: 1})
 	addLines(t, st, running.ID, 0, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	var out2 syncBuffer

@@ -32,6 +32,7 @@
 // clock in Config only drives timers and the leader's own deadline; every
 // judgement other nodes rely on is made in SQL against the database's clock.
 //
-// cluster may import store, models, internal/metrics, logrus and
-// clockwork; it never imports an engine, the API or the CLI.
+// cluster may import chimedb (chimedb.ClusterStore; store implements it),
+// models, internal/metrics, logrus and clockwork; it never imports store, an
+// engine, the API or the CLI.
 package cluster

@@ -10,14 +10,11 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/sirupsen/logrus"
 
-	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/chimedb"
 )
 
 // leaseStore is what an Elector needs from the database.
-type leaseStore interface {
-	TryAcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, time.Time, error)
-	ReleaseLease(ctx context.Context, name, holder string) error
-}
+type leaseStore = chimedb.LeaseStore
 
 // ElectorConfig configures an Elector.
 type ElectorConfig struct {
@@ -228,5 +225,3 @@ func (e *Elector) publish() {
 		fn(now)
 	}
 }
-
-var _ leaseStore = (*store.Store)(nil)

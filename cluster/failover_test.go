@@ -22,21 +22,20 @@ func TestDeadNodeFailover(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		def := testdb.Definition(t, st, 2)
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{MaxAttempts: 2})
 		require.NoError(t, st.RegisterNode(ctx, &store.RegisterNodeParams{ID: "dead1", Roles: "worker"}))
 		hb := store.DBTime(time.Now())
-		queued := testdb.Job(t, st, def, models.JobQueued, "dead1", 0, nil)
-		retry := testdb.Job(t, st, def, models.JobRunning, "dead1", 1, &hb)
-		exhausted := testdb.Job(t, st, def, models.JobRunning, "dead1", 2, &hb)
-		paused := testdb.Job(t, st, def, models.JobPaused, "dead1", 1, &hb)
-		recoverDef := models.JobDefinition{Name: "recover", TaskType: "sleep", MaxAttempts: 1, NotifyOn: models.NotifyNever, RequestsRecovery: true}
-		require.NoError(t, st.DB().Create(&recoverDef).Error)
-		recovered := testdb.Job(t, st, recoverDef, models.JobRunning, "dead1", 1, &hb)
+		queued := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobQueued, NodeID: "dead1"})
+		retry := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "dead1", Attempt: 1, Heartbeat: &hb})
+		exhausted := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "dead1", Attempt: 2, Heartbeat: &hb})
+		paused := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobPaused, NodeID: "dead1", Attempt: 1, Heartbeat: &hb})
+		recoverDef := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "recover", RequestsRecovery: true})
+		recovered := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: recoverDef.ID, Status: models.JobRunning, NodeID: "dead1", Attempt: 1, Heartbeat: &hb})
 		ageNode(t, st, "dead1", time.Minute)
 
 		clock := clockwork.NewFakeClockAt(time.Now())
 		b := newTestNode(t, st, "b", clock)
-		live := testdb.Job(t, st, def, models.JobRunning, "b", 1, &hb)
+		live := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "b", Attempt: 1, Heartbeat: &hb})
 		b.beatOnce(ctx)
 		require.Equal(t, store.NodeAlive, nodeStatus(t, st, "dead1"), "no judgement before a full window of contact")
 
@@ -95,9 +94,9 @@ func TestCrashedLeaderIsReplaced(t *testing.T) {
 			_ = n2.Stop(ctx)
 			_ = n1.Stop(ctx)
 		})
-		def := testdb.Definition(t, st, 1)
+		def := testdb.Definition(t, st, nil)
 		now := store.DBTime(time.Now())
-		job := testdb.Job(t, st, def, models.JobRunning, "n1", 1, &now)
+		job := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "n1", Attempt: 1, Heartbeat: &now})
 		// n2 must have been in contact for a window before it may judge.
 		require.Eventually(t, func() bool { return n2.members.ContactFor() >= failover }, 5*time.Second, 10*time.Millisecond)
 

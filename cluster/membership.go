@@ -7,7 +7,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/chimedb"
 )
 
 // Membership is this node's row in nodes: registration, heartbeats on the
@@ -15,9 +15,9 @@ import (
 // long this node has been in unbroken contact with the database, which
 // gates every judgement of other nodes (see ContactFor).
 type Membership struct {
-	st   *store.Store
+	st   chimedb.ClusterStore
 	cfg  *Config
-	info store.RegisterNodeParams
+	info chimedb.RegisterNodeParams
 	log  logrus.FieldLogger
 
 	mu           sync.Mutex
@@ -26,11 +26,11 @@ type Membership struct {
 	firstFailure time.Time
 }
 
-func newMembership(st *store.Store, cfg *Config) *Membership {
+func newMembership(st chimedb.ClusterStore, cfg *Config) *Membership {
 	return &Membership{
 		st:  st,
 		cfg: cfg,
-		info: store.RegisterNodeParams{
+		info: chimedb.RegisterNodeParams{
 			ID: cfg.NodeID, Hostname: cfg.Hostname, PID: cfg.PID, Version: cfg.Version, Roles: cfg.Roles,
 		},
 		log: cfg.Logger.WithField("node_id", cfg.NodeID),
@@ -91,7 +91,7 @@ func (m *Membership) Beat(ctx context.Context) error {
 			Warn("heartbeat succeeded again: the database is reachable")
 	}
 	switch prev {
-	case store.NodeDead:
+	case chimedb.NodeDead:
 		m.log.Error("the cluster had declared this node dead (no heartbeat within the failover window) and handed its jobs to other nodes; it is alive again")
 		if m.cfg.OnDeclaredDead != nil {
 			m.cfg.OnDeclaredDead()
@@ -117,5 +117,5 @@ func (m *Membership) ContactFor() time.Duration {
 
 // Leave marks this node stopped, so the others know at once that it is gone.
 func (m *Membership) Leave(ctx context.Context) error {
-	return m.st.SetNodeStatus(ctx, m.cfg.NodeID, store.NodeStopped)
+	return m.st.SetNodeStatus(ctx, m.cfg.NodeID, chimedb.NodeStopped)
 }

@@ -10,15 +10,15 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/internal/startstop"
-	"github.com/chimesched/chime/store"
 )
 
 // Node is this process's part in the cluster: membership, reaping, the
 // scheduler and maintenance leases, the reconciler and retention.
 type Node struct {
-	st      *store.Store
+	st      chimedb.ClusterStore
 	cfg     Config
 	log     logrus.FieldLogger
 	members *Membership
@@ -51,7 +51,7 @@ func (n *Node) SetRetentionDays(days int) error {
 func (n *Node) RetentionDays() int { return int(n.retentionDays.Load()) }
 
 // New returns a Node for st; it does nothing until Start.
-func New(st *store.Store, cfg *Config) (*Node, error) {
+func New(st chimedb.ClusterStore, cfg *Config) (*Node, error) {
 	c := cfg.WithDefaults()
 	if err := c.validate(); err != nil {
 		return nil, err

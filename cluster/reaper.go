@@ -7,15 +7,15 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/chimedb"
 )
 
 // ReapReport says what one reap pass did.
 type ReapReport struct {
 	// Dead lists the nodes this pass declared dead.
-	Dead []store.DeadNode
+	Dead []chimedb.DeadNode
 	// Recovered maps a node id to what was done with its jobs.
-	Recovered map[string]*store.RecoverNodeResult
+	Recovered map[string]*chimedb.RecoverNodeResult
 }
 
 // reap declares silent nodes dead and recovers the jobs of every node that
@@ -23,7 +23,7 @@ type ReapReport struct {
 // the UPDATEs are guarded, so concurrent reapers do each piece of work once,
 // and failover needs no leader (a cluster of worker-only nodes has none).
 func (n *Node) reap(ctx context.Context) (*ReapReport, error) {
-	rep := &ReapReport{Recovered: map[string]*store.RecoverNodeResult{}}
+	rep := &ReapReport{Recovered: map[string]*chimedb.RecoverNodeResult{}}
 	dead, err := n.st.DeclareDeadNodes(ctx, n.cfg.FailoverAfter)
 	rep.Dead = dead
 	for _, d := range dead {
@@ -46,7 +46,7 @@ func (n *Node) reap(ctx context.Context) (*ReapReport, error) {
 		if err != nil {
 			return rep, err
 		}
-		res, err := n.st.RecoverNode(ctx, &store.RecoverNodeParams{NodeID: id, Now: now})
+		res, err := n.st.RecoverNode(ctx, &chimedb.RecoverNodeParams{NodeID: id, Now: now})
 		if err != nil {
 			return rep, fmt.Errorf("recover jobs of node %s: %w", id, err)
 		}

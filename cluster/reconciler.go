@@ -6,8 +6,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/store"
 )
 
 // anomalyLimit bounds how many schedules one pass reports of each kind.
@@ -22,13 +22,13 @@ const renudgeAfter = 10 * time.Minute
 type ReconcileReport struct {
 	// Stalled is what happened to running or paused jobs without a heartbeat
 	// for FailoverAfter.
-	Stalled *store.RecoverNodeResult
+	Stalled *chimedb.RecoverNodeResult
 	// Released lists jobs queued for QueuedAfter without starting, sent
 	// back to pending.
 	Released []int64
 	// Schedules lists active schedules without a trigger, or with one far
 	// overdue.
-	Schedules *store.ScheduleAnomalies
+	Schedules *chimedb.ScheduleAnomalies
 	// Nudged lists the schedules whose updated_at was touched so the
 	// schedule engine looks at them again.
 	Nudged []int64
@@ -93,7 +93,7 @@ func (n *Node) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 }
 
 // dueForNudge picks the anomalous schedules not touched in renudgeAfter.
-func (n *Node) dueForNudge(an *store.ScheduleAnomalies) []int64 {
+func (n *Node) dueForNudge(an *chimedb.ScheduleAnomalies) []int64 {
 	now := n.cfg.Clock.Now()
 	n.mu.Lock()
 	defer n.mu.Unlock()

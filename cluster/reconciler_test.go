@@ -23,10 +23,10 @@ func TestReconcile(t *testing.T) {
 		ctx := context.Background()
 		a := newTestNode(t, st, "a", clockwork.NewFakeClockAt(time.Now()))
 		a.sched.renew(ctx) // a live scheduler lease: someone to act on a nudge
-		def := testdb.Definition(t, st, 2)
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{MaxAttempts: 2})
 		old := store.DBTime(time.Now().Add(-time.Minute))
-		stalled := testdb.Job(t, st, def, models.JobRunning, "a", 1, &old)
-		queued := testdb.Job(t, st, def, models.JobQueued, "a", 0, nil)
+		stalled := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "a", Attempt: 1, Heartbeat: &old})
+		queued := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobQueued, NodeID: "a"})
 		require.NoError(t, st.DB().Exec("UPDATE jobs SET updated_at = ?, queued_at = ? WHERE id IN ?", old, old, []int64{stalled.ID, queued.ID}).Error)
 		expr := "* * * * *"
 		s := models.Schedule{
@@ -61,14 +61,14 @@ func TestRetention(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		a := newTestNode(t, st, "a", clockwork.NewRealClock())
-		def := testdb.Definition(t, st, 1)
+		def := testdb.Definition(t, st, nil)
 		old := store.DBTime(time.Now().Add(-31 * 24 * time.Hour))
 		jobs := make([]models.Job, 25)
 		for i := range jobs {
 			jobs[i] = models.Job{JobDefinitionID: def.ID, ScheduledAt: old.Add(time.Duration(i) * time.Second), RunAt: old, Status: models.JobSucceeded, FinishedAt: &old}
 		}
 		require.NoError(t, st.DB().Create(&jobs).Error)
-		keep := testdb.Job(t, st, def, models.JobRunning, "a", 1, nil)
+		keep := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "a", Attempt: 1})
 		n, err := a.retain(ctx, func() bool { return true })
 		require.NoError(t, err)
 		require.Equal(t, 25, n)
@@ -89,7 +89,7 @@ func TestRetentionDaysBounded(t *testing.T) {
 		require.ErrorContains(t, err, "RetentionDays")
 
 		a := newTestNode(t, st, "a", clockwork.NewRealClock())
-		def := testdb.Definition(t, st, 1)
+		def := testdb.Definition(t, st, nil)
 		done := store.DBTime(time.Now().Add(-time.Minute))
 		job := models.Job{JobDefinitionID: def.ID, ScheduledAt: done, RunAt: done, Status: models.JobSucceeded, FinishedAt: &done}
 		require.NoError(t, st.DB().Create(&job).Error)

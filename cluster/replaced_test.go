@@ -39,8 +39,8 @@ func TestRestartsDoNotPileUpNodeRows(t *testing.T) {
 		require.NoError(t, st.SetNodeStatus(ctx, "box-104", store.NodeDead))
 		holding := start("box-105", "box", 105)
 		require.NoError(t, holding.Stop(ctx))
-		def := testdb.Definition(t, st, 1)
-		testdb.Job(t, st, def, models.JobRunning, "box-105", 1, nil)
+		def := testdb.Definition(t, st, nil)
+		testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "box-105", Attempt: 1})
 
 		n := start("box-200", "box", 200)
 		defer func() { require.NoError(t, n.Stop(ctx)) }()

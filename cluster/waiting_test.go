@@ -20,15 +20,15 @@ import (
 func TestJobsWaitingGauge(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		def := testdb.Definition(t, st, 1)
+		def := testdb.Definition(t, st, nil)
 		for range 3 {
-			testdb.Job(t, st, def, models.JobPending, "", 0, nil)
+			testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobPending})
 		}
-		later := testdb.Job(t, st, def, models.JobPending, "", 0, nil)
+		later := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobPending})
 		require.NoError(t, st.DB().Model(&models.Job{}).Where("id = ?", later.ID).
 			Update("run_at", store.DBTime(time.Now().Add(time.Hour))).Error)
-		testdb.Job(t, st, def, models.JobRunning, "n1", 1, nil)
-		testdb.Job(t, st, def, models.JobSucceeded, "n1", 1, nil)
+		testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "n1", Attempt: 1})
+		testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobSucceeded, NodeID: "n1", Attempt: 1})
 
 		n, err := st.CountWaitingJobs(ctx)
 		require.NoError(t, err)

@@ -28,11 +28,11 @@ func TestSenderGivesUpOnPermanentFailures(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = m.Close(context.Background()) })
 
-		def := testdb.Definition(t, st, 1)
+		def := testdb.Definition(t, st, nil)
 		now := store.DBTime(time.Now().Add(-time.Minute))
 		var ids []int64
 		for _, to := range []string{"ops@example.com", "not an address", "ops@example.com"} {
-			j := testdb.Job(t, st, def, models.JobFailed, "n1", 1, &now)
+			j := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobFailed, NodeID: "n1", Attempt: 1, Heartbeat: &now})
 			n := models.Notification{JobID: j.ID, JobStatus: models.JobFailed, Attempt: 1, Recipients: to,
 				Status: models.NotificationPending, NextAttemptAt: now, CreatedAt: now}
 			require.NoError(t, st.DB().Create(&n).Error)
@@ -43,7 +43,7 @@ func TestSenderGivesUpOnPermanentFailures(t *testing.T) {
 		log.SetLevel(logrus.PanicLevel)
 		s := notify.NewSender(m, st, notify.SenderOptions{NodeID: "n1", Interval: 50 * time.Millisecond, Settle: time.Millisecond,
 			Logger: log, OnFailure: func(int64, error) { failures.Add(1) }})
-		s.Start(t.Context())
+		require.NoError(t, s.Start(t.Context()))
 		t.Cleanup(func() { _ = s.Stop(context.Background()) })
 
 		deadline := time.Now().Add(30 * time.Second)

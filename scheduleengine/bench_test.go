@@ -134,7 +134,7 @@ func waitFor(b *testing.B, what string, limit time.Duration, cond func() bool) {
 		if time.Now().After(deadline) {
 			b.Fatalf("timed out after %s waiting for %s", limit, what)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the poll step of a wait with a deadline
 	}
 }
 
@@ -164,7 +164,7 @@ func BenchmarkOnceHerd(b *testing.B) {
 		if err := e.Start(b.Context()); err != nil {
 			b.Fatal(err)
 		}
-		waitFor(b, "every once fire", due.Sub(time.Now())+30*time.Second, func() bool {
+		waitFor(b, "every once fire", time.Until(due)+30*time.Second, func() bool {
 			c, _, _, _, _ := rec.snapshot()
 			return len(c) == n
 		})
@@ -224,6 +224,8 @@ func BenchmarkEverySecond(b *testing.B) {
 		// the engine stops, so every fire in it had its chance.
 		from := time.Now().UTC().Truncate(time.Second).Add(3 * time.Second)
 		to := from.Add(time.Duration(seconds) * time.Second)
+		// A benchmark over a real-time window of a real database: the
+		// engine runs on the real clock until the window has passed.
 		time.Sleep(time.Until(to.Add(1500 * time.Millisecond)))
 		stopEngine(b, e)
 		commits, catchUps, dups, _, _ := rec.snapshot()

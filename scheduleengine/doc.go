@@ -64,8 +64,8 @@
 // (time_triggers.spec_changed_at), not from last_fire_at. A row that cannot
 // be scheduled becomes invalid with status_reason.
 //
-// scheduleengine imports models, store (all SQL is in
-// store/schedule_engine.go, fire.go and trigger.go), internal/metrics,
+// scheduleengine imports models, chimedb (the Store interface; all SQL is
+// in store/schedule_engine.go, fire.go and trigger.go), internal/metrics,
 // internal/startstop and third-party libraries; never the task engine, the
 // API or the CLI.
 package scheduleengine

@@ -54,16 +54,10 @@ func settle(t *testing.T, e *Engine) {
 	t.Helper()
 	e.signal(e.nudge) // look at the clock now, even if nothing is due
 	asked := e.asked.Load()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if s := e.settled.Load(); s != nil && s.asked >= asked && s.until.After(e.cfg.Clock.Now()) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the engine did not settle at %s", e.cfg.Clock.Now())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	require.Eventually(t, func() bool {
+		s := e.settled.Load()
+		return s != nil && s.asked >= asked && s.until.After(e.cfg.Clock.Now())
+	}, 10*time.Second, time.Millisecond, "the engine did not settle at %s", e.cfg.Clock.Now())
 }
 
 // bundle is one engine on a fresh database with a fake clock.

@@ -98,6 +98,9 @@ func TestKilledAndRestarted(t *testing.T) {
 			last := before[len(before)-1].ScheduledAt
 			requireOnePerSecond(t, before)
 
+			// The downtime itself: the killed child fired on the real clock
+			// against a real database, so the occurrences it misses must
+			// pass in real time; nothing runs meanwhile that could signal.
 			time.Sleep(7 * time.Second)
 			log := logrus.New()
 			log.SetLevel(logrus.WarnLevel)

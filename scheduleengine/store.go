@@ -1,35 +1,25 @@
 package scheduleengine
 
 import (
-	"context"
-
-	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/chimedb"
 )
 
 // Store is the database as the schedule engine needs it; *store.Store
-// implements it (store/schedule_engine.go, fire.go, trigger.go), and tests
-// wrap it. Its parameter types are store's, aliased below.
-type Store interface {
-	LoadSchedules(ctx context.Context, p *LoadSchedulesParams) (*LoadSchedulesResult, error)
-	EnsureTriggers(ctx context.Context, p *EnsureTriggersParams) error // creates missing time_triggers rows
-	UnfinishedSchedules(ctx context.Context, scheduleIDs []int64) (map[int64]bool, error)
-	WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFiresResult, error) // one batch, one transaction
-	SetTriggerSpecs(ctx context.Context, p *SetTriggerSpecsParams) error
-	MarkInvalid(ctx context.Context, p *MarkInvalidParams) error
-}
+// implements it, and tests wrap it. It and its parameter types live in
+// chimedb, which imports no driver; they are aliased here under the names
+// the engine has always used.
+type Store = chimedb.ScheduleStore
 
 type (
-	LoadSchedulesParams   = store.LoadSchedulesParams
-	LoadSchedulesResult   = store.LoadSchedulesResult
-	ScheduleRow           = store.ScheduleRow
-	TriggerRow            = store.TriggerRow
-	EnsureTriggersParams  = store.EnsureTriggersParams
-	TriggerSpec           = store.TriggerSpec
-	SetTriggerSpecsParams = store.SetTriggerSpecsParams
-	FireJob               = store.FireJob
-	WriteFiresParams      = store.WriteFiresParams
-	WriteFiresResult      = store.WriteFiresResult
-	MarkInvalidParams     = store.MarkInvalidParams
+	LoadSchedulesParams   = chimedb.LoadSchedulesParams
+	LoadSchedulesResult   = chimedb.LoadSchedulesResult
+	ScheduleRow           = chimedb.ScheduleRow
+	TriggerRow            = chimedb.TriggerRow
+	EnsureTriggersParams  = chimedb.EnsureTriggersParams
+	TriggerSpec           = chimedb.TriggerSpec
+	SetTriggerSpecsParams = chimedb.SetTriggerSpecsParams
+	FireJob               = chimedb.FireJob
+	WriteFiresParams      = chimedb.WriteFiresParams
+	WriteFiresResult      = chimedb.WriteFiresResult
+	MarkInvalidParams     = chimedb.MarkInvalidParams
 )
-
-var _ Store = (*store.Store)(nil)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/store"
 )
 
 // syncOverlap re-reads rows updated shortly before the watermark: a late
@@ -113,7 +113,7 @@ func (e *Engine) apply(r *ScheduleRow) {
 		// meanwhile is missed.
 		en.restoreUpTo = now
 	}
-	if db := store.DBTime(now); en.since != nil && en.since.After(db) {
+	if db := chimedb.DBTime(now); en.since != nil && en.since.After(db) {
 		// A hand-written spec_changed_at in the future would hold it back.
 		en.since = &db
 		en.next = en.trig.Next(en.after())
@@ -153,7 +153,7 @@ func (e *Engine) respecced(r *ScheduleRow, en, old *entry) {
 	}
 	sp := TriggerSpec{ScheduleID: id, From: t.SpecHash, Hash: en.spec}
 	if t.SpecHash != "" {
-		at := store.DBTime(e.cfg.Clock.Now())
+		at := chimedb.DBTime(e.cfg.Clock.Now())
 		if old != nil && old.spec == en.spec && old.since != nil {
 			at = *old.since // seen already (re-read before the record, or on a standby)
 		}

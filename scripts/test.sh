@@ -63,6 +63,11 @@ if [[ $# -eq 0 ]]; then
   full=1
 fi
 go vet ./...
+# The linters (.golangci.yml) on the full run; the first run builds
+# golangci-lint from internal/tools/go.mod.
+if [[ $full -eq 1 ]]; then
+  go tool -modfile=internal/tools/go.mod golangci-lint run ./...
+fi
 go test -race -count=1 -timeout 18m "$@"
 # The whole suite also gives every fuzz target a short search beyond its seeds,
 # and follows the README's quick start with a real binary and server.

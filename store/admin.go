@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
@@ -18,39 +19,17 @@ import (
 type Admin struct{ s *Store }
 
 // Admin returns the admin queries of s.
-func (s *Store) Admin() *Admin { return &Admin{s: s} }
+func (s *Store) Admin() chimedb.AdminQueries { return &Admin{s: s} }
 
-// Sentinels the admin queries wrap; the API maps them to 404 and 409.
+// Sentinels the admin queries wrap; they live in chimedb so that the API
+// matches them without importing store.
 var (
-	// ErrNotFound: no row has that id (or name).
-	ErrNotFound = errors.New("not found")
-	// ErrNoDefinition: a schedule names a job definition that does not exist.
-	ErrNoDefinition = errors.New("job definition does not exist")
-	// ErrInUse: the row is referenced by others and cannot be deleted.
-	ErrInUse = errors.New("in use")
-	// ErrJobState: the job's status does not allow the requested action.
-	ErrJobState = errors.New("not allowed in this job state")
+	ErrNotFound     = chimedb.ErrNotFound
+	ErrConflict     = chimedb.ErrConflict
+	ErrNoDefinition = chimedb.ErrNoDefinition
+	ErrInUse        = chimedb.ErrInUse
+	ErrJobState     = chimedb.ErrJobState
 )
-
-// AdminListParams asks for one page of a list, newest first (id descending).
-// Zero values mean "no filter".
-type AdminListParams struct {
-	// BeforeID returns only rows with id < BeforeID (the page cursor); 0 starts at the newest.
-	BeforeID int64
-	// Limit is the most rows returned; the API asks for one more than it
-	// shows to learn whether another page exists.
-	Limit int
-	// Name filters definitions and schedules by exact name.
-	Name string
-	// Status filters schedules and jobs.
-	Status string
-	// ScheduleID and JobDefinitionID filter schedules (definition only) and jobs.
-	ScheduleID      int64
-	JobDefinitionID int64
-	// Since (inclusive) and Until (exclusive) bound created_at, or
-	// scheduled_at for jobs.
-	Since, Until time.Time
-}
 
 func (a *Admin) page(ctx context.Context, p *AdminListParams, timeCol string, out any) error {
 	q := a.s.db.WithContext(ctx).Order("id DESC").Limit(max(p.Limit, 1))
@@ -159,6 +138,15 @@ func (a *Admin) SetConfiguration(ctx context.Context, c *models.Configuration) e
 	return nil
 }
 
+// conflict makes gorm's duplicate-key error match ErrConflict too, so that
+// callers need not know gorm; gorm's stays in the chain for the log.
+func conflict(err error) error {
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		return fmt.Errorf("%w (%w)", ErrConflict, err)
+	}
+	return err
+}
+
 // first reads one row into out, turning gorm's not-found into ErrNotFound.
 func first(q *gorm.DB, out any) error {
 	err := q.Limit(1).Find(out)
@@ -181,12 +169,12 @@ func (a *Admin) GetDefinition(ctx context.Context, id int64) (*models.JobDefinit
 }
 
 // CreateDefinition inserts d and fills its id and times. A duplicate name
-// returns an error wrapping gorm.ErrDuplicatedKey.
+// returns an error wrapping ErrConflict.
 func (a *Admin) CreateDefinition(ctx context.Context, d *models.JobDefinition) error {
 	now := DBTime(time.Now())
 	d.ID, d.CreatedAt, d.UpdatedAt = 0, now, now
 	if err := a.s.db.WithContext(ctx).Create(d).Error; err != nil {
-		return fmt.Errorf("create job definition %q: %w", d.Name, err)
+		return fmt.Errorf("create job definition %q: %w", d.Name, conflict(err))
 	}
 	return nil
 }
@@ -194,13 +182,14 @@ func (a *Admin) CreateDefinition(ctx context.Context, d *models.JobDefinition) e
 var definitionColumns = []string{"name", "task_type", "description", "default_params", "timeout_seconds",
 	"max_attempts", "retry_backoff_seconds", "notify_on", "notify_emails", "requests_recovery", "updated_at"}
 
-// UpdateDefinition writes every admin-owned column of d (row d.ID).
+// UpdateDefinition writes every admin-owned column of d (row d.ID); a
+// duplicate name wraps ErrConflict.
 func (a *Admin) UpdateDefinition(ctx context.Context, d *models.JobDefinition) error {
 	d.UpdatedAt = DBTime(time.Now())
 	r := a.s.db.WithContext(ctx).Model(&models.JobDefinition{}).Where("id = ?", d.ID).
 		Select(definitionColumns).Updates(d)
 	if r.Error != nil {
-		return fmt.Errorf("update job definition %d: %w", d.ID, r.Error)
+		return fmt.Errorf("update job definition %d: %w", d.ID, conflict(r.Error))
 	}
 	if r.RowsAffected == 0 {
 		return fmt.Errorf("job definition %d: %w", d.ID, ErrNotFound)

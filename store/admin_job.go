@@ -21,7 +21,7 @@ func (a *Admin) GetJob(ctx context.Context, id int64) (*models.Job, error) {
 
 // InsertJob writes a pending job (a manual trigger or an ad hoc run) with
 // a log line saying who asked for it, and fills j's id. A second job of the
-// same schedule at the same scheduled_at wraps gorm.ErrDuplicatedKey.
+// same schedule at the same scheduled_at wraps ErrConflict.
 func (a *Admin) InsertJob(ctx context.Context, j *models.Job, logMessage string) error {
 	now := DBTime(time.Now())
 	j.ScheduledAt, j.RunAt = DBTime(j.ScheduledAt), DBTime(j.RunAt)
@@ -29,7 +29,7 @@ func (a *Admin) InsertJob(ctx context.Context, j *models.Job, logMessage string)
 	return a.s.InTx(ctx, func(tx *gorm.DB) error {
 		j.ID = 0
 		if err := tx.Create(j).Error; err != nil {
-			return fmt.Errorf("insert job: %w", err)
+			return fmt.Errorf("insert job: %w", conflict(err))
 		}
 		return tx.Create(&models.JobLog{JobID: j.ID, Level: "info", Message: logMessage, CreatedAt: now}).Error
 	})

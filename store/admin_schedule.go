@@ -49,7 +49,7 @@ func normalizeSchedule(s *models.Schedule) {
 // CreateSchedule inserts s and fills its id and times. The definition row
 // is locked while the schedule is written, so a concurrent DeleteDefinition
 // cannot leave the schedule pointing at nothing; a definition that is gone
-// returns ErrNoDefinition. A duplicate name wraps gorm.ErrDuplicatedKey.
+// returns ErrNoDefinition. A duplicate name wraps ErrConflict.
 func (a *Admin) CreateSchedule(ctx context.Context, s *models.Schedule) error {
 	normalizeSchedule(s)
 	now := DBTime(time.Now())
@@ -65,7 +65,7 @@ func (a *Admin) CreateSchedule(ctx context.Context, s *models.Schedule) error {
 			return err
 		}
 		if err := tx.Create(s).Error; err != nil {
-			return fmt.Errorf("create schedule %q: %w", s.Name, err)
+			return fmt.Errorf("create schedule %q: %w", s.Name, conflict(err))
 		}
 		return nil
 	})
@@ -88,7 +88,7 @@ var scheduleColumns = []string{"name", "job_definition_id", "schedule_type", "cr
 	"concurrency", "params", "status", "status_reason", "updated_at"}
 
 // UpdateSchedule writes every admin-owned column of s (row s.ID), with the
-// same definition lock as CreateSchedule.
+// same definition lock as CreateSchedule; a duplicate name wraps ErrConflict.
 func (a *Admin) UpdateSchedule(ctx context.Context, s *models.Schedule) error {
 	normalizeSchedule(s)
 	s.UpdatedAt = DBTime(time.Now())
@@ -98,7 +98,7 @@ func (a *Admin) UpdateSchedule(ctx context.Context, s *models.Schedule) error {
 		}
 		r := tx.Model(&models.Schedule{}).Where("id = ?", s.ID).Select(scheduleColumns).Updates(s)
 		if r.Error != nil {
-			return fmt.Errorf("update schedule %d: %w", s.ID, r.Error)
+			return fmt.Errorf("update schedule %d: %w", s.ID, conflict(r.Error))
 		}
 		if r.RowsAffected == 0 {
 			return fmt.Errorf("schedule %d: %w", s.ID, ErrNotFound)

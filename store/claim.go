@@ -12,61 +12,6 @@ import (
 	"github.com/chimesched/chime/models"
 )
 
-// ClaimParams says who claims and how much.
-type ClaimParams struct {
-	// NodeID is written to jobs.node_id of every claimed row.
-	NodeID string
-	// Now is compared with run_at and written to queued_at.
-	Now time.Time
-	// Limit is the most rows to claim: the pool's free workers.
-	Limit int
-}
-
-// ClaimedJob is a job moved to queued by ClaimJobs, with what running it
-// needs from its definition and schedule.
-type ClaimedJob struct {
-	models.Job
-	// Definition is nil when the row names a definition that does not exist.
-	Definition *models.JobDefinition
-	// ScheduleName is "" for an ad hoc job.
-	ScheduleName string
-	// LoadErr says why Definition could not be read after the claim
-	// committed. The row is queued on the claiming node all the same: the
-	// caller owns it and should release it (store.ReleaseJobs) rather than
-	// run it without its definition.
-	LoadErr error
-}
-
-// EffectiveMaxAttempts is jobs.max_attempts, or the definition's when the
-// row says 0 (an ad hoc INSERT leaves it 0), and at least 1.
-func (c *ClaimedJob) EffectiveMaxAttempts() int {
-	n := c.MaxAttempts
-	if n <= 0 && c.Definition != nil {
-		n = c.Definition.MaxAttempts
-	}
-	return max(n, 1)
-}
-
-// EffectiveParams is the row's params snapshot, or the definition's
-// default_params when the row has none (an ad hoc INSERT).
-func (c *ClaimedJob) EffectiveParams() models.JSON {
-	if len(c.Params) > 0 || c.Definition == nil {
-		return c.Params
-	}
-	return c.Definition.DefaultParams
-}
-
-// ClaimResult is what one claim did.
-type ClaimResult struct {
-	Jobs []ClaimedJob
-	// Selected counts the rows the claim looked at, claimed or not; when it
-	// equals the limit there are probably more due rows.
-	Selected int
-	// Blocked lists schedules with concurrency = 'forbid' whose due jobs
-	// were left pending because an earlier job of theirs is active.
-	Blocked []int64
-}
-
 // activeStatuses are the states in which a job holds a worker (or is about to).
 var activeStatuses = []models.JobStatus{models.JobQueued, models.JobRunning, models.JobPaused}
 
@@ -326,19 +271,6 @@ func pickedAny(rows []models.Job, schedules []int64) bool {
 		}
 	}
 	return false
-}
-
-// WaitingJobsParams selects due pending jobs of some schedules.
-type WaitingJobsParams struct {
-	ScheduleIDs []int64
-	Now         time.Time
-	Limit       int
-}
-
-// WaitingJob is a due job held back by its schedule's concurrency.
-type WaitingJob struct {
-	ID         int64
-	ScheduleID int64
 }
 
 // WaitingJobs lists due pending jobs of p.ScheduleIDs: the jobs a forbid

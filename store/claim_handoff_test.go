@@ -33,8 +33,8 @@ func onDefinitionRead(t *testing.T, st *store.Store, fn func(db *gorm.DB)) {
 func TestClaimJobsReturnsCommittedRows(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		def := testdb.Definition(t, st, 1)
-		job := testdb.Job(t, st, def, models.JobPending, "", 0, nil)
+		def := testdb.Definition(t, st, nil)
+		job := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobPending})
 
 		t.Run("ContextEndsAfterCommit", func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())

@@ -22,7 +22,7 @@ func TestClaimJobsConcurrentClaimersAreDisjoint(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		db := st.DB()
-		def := testdb.Definition(t, st, 2)
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{MaxAttempts: 2})
 		now := store.DBTime(time.Now())
 		jobs := make([]models.Job, 200)
 		for i := range jobs {
@@ -177,7 +177,7 @@ func TestClaimJobsSkipsBusyForbidSchedules(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		db := st.DB()
-		def := testdb.Definition(t, st, 1)
+		def := testdb.Definition(t, st, nil)
 		require.NoError(t, db.Exec(`INSERT INTO schedules (name, job_definition_id, schedule_type, interval_seconds, concurrency)
 			VALUES ('excl', ?, 'interval', 1, 'forbid'), ('free', ?, 'interval', 1, 'allow')`, def.ID, def.ID).Error)
 		var excl, free int64
@@ -214,7 +214,7 @@ func TestConcurrentClaimsRespectForbid(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		db := st.DB()
-		def := testdb.Definition(t, st, 1)
+		def := testdb.Definition(t, st, nil)
 		require.NoError(t, db.Exec(`INSERT INTO schedules (name, job_definition_id, schedule_type, interval_seconds, concurrency)
 			VALUES ('excl', ?, 'interval', 1, 'forbid')`, def.ID).Error)
 		var excl int64

@@ -9,14 +9,15 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
 // Node statuses in nodes.status.
 const (
-	NodeAlive   = "alive"
-	NodeStopped = "stopped"
-	NodeDead    = "dead"
+	NodeAlive   = chimedb.NodeAlive
+	NodeStopped = chimedb.NodeStopped
+	NodeDead    = chimedb.NodeDead
 )
 
 // sqliteTimeLayout is how the SQLite driver writes a time.Time, and so how
@@ -79,15 +80,6 @@ func (s *Store) DBNow(ctx context.Context) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("read the database clock: %w", err)
 	}
 	return DBTime(t), nil
-}
-
-// RegisterNodeParams describes this process for the nodes table.
-type RegisterNodeParams struct {
-	ID       string
-	Hostname string
-	PID      int
-	Version  string
-	Roles    string
 }
 
 // RegisterNode writes p as an alive node whose started_at and heartbeat_at
@@ -159,14 +151,6 @@ func (s *Store) SetNodeStatus(ctx context.Context, id, status string) error {
 		return fmt.Errorf("set node %s %s: %w", id, status, err)
 	}
 	return nil
-}
-
-// DeadNode is a node that DeclareDeadNodes found silent.
-type DeadNode struct {
-	ID          string
-	HeartbeatAt time.Time
-	// Silence is how long it had been silent, by the database clock.
-	Silence time.Duration
 }
 
 // DeclareDeadNodes marks dead every alive node whose heartbeat_at is older

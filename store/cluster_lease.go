@@ -67,15 +67,6 @@ func (s *Store) ReleaseLease(ctx context.Context, name, holder string) error {
 	return nil
 }
 
-// LeaseState is a lease row as the database sees it now.
-type LeaseState struct {
-	Name      string
-	Holder    string
-	ExpiresAt time.Time
-	// Live is true when Holder is set and ExpiresAt is after the database's now.
-	Live bool
-}
-
 // GetLease reads a lease; a missing row is a free lease.
 func (s *Store) GetLease(ctx context.Context, name string) (*LeaseState, error) {
 	now, arg := s.dbNowExpr(0)

@@ -258,25 +258,6 @@ func age(now, t time.Time) time.Duration {
 	return d.Round(100 * time.Millisecond)
 }
 
-// OverdueTrigger is an active schedule's trigger whose next fire is far in
-// the past: no leader has fired it for longer than a failover takes.
-type OverdueTrigger struct {
-	ScheduleID int64
-	NextFireAt time.Time
-	Overdue    time.Duration
-}
-
-// ScheduleAnomalies is what FindScheduleAnomalies saw.
-type ScheduleAnomalies struct {
-	// MissingTrigger lists active schedules without a time_triggers row.
-	MissingTrigger []int64
-	// Overdue lists active schedules whose next_fire_at is older than the bound.
-	Overdue []OverdueTrigger
-}
-
-// Empty reports whether nothing was found.
-func (a *ScheduleAnomalies) Empty() bool { return len(a.MissingTrigger) == 0 && len(a.Overdue) == 0 }
-
 // FindScheduleAnomalies lists, up to limit each, active schedules without a
 // trigger row, and triggers whose next_fire_at is more than overdueAfter
 // behind the database's clock. Schedules created in the last overdueAfter

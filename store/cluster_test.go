@@ -120,14 +120,14 @@ func TestOrphanNodes(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		def := testdb.Definition(t, st, 1)
+		def := testdb.Definition(t, st, nil)
 		require.NoError(t, st.RegisterNode(ctx, &store.RegisterNodeParams{ID: "live"}))
 		require.NoError(t, st.RegisterNode(ctx, &store.RegisterNodeParams{ID: "stopped"}))
 		require.NoError(t, st.SetNodeStatus(ctx, "stopped", store.NodeStopped))
-		testdb.Job(t, st, def, models.JobRunning, "live", 1, nil)
-		testdb.Job(t, st, def, models.JobQueued, "stopped", 0, nil)
-		testdb.Job(t, st, def, models.JobRunning, "unknown", 1, nil)
-		testdb.Job(t, st, def, models.JobSucceeded, "other", 1, nil)
+		testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "live", Attempt: 1})
+		testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobQueued, NodeID: "stopped"})
+		testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "unknown", Attempt: 1})
+		testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobSucceeded, NodeID: "other", Attempt: 1})
 		ids, err := st.OrphanNodes(ctx)
 		require.NoError(t, err)
 		require.ElementsMatch(t, []string{"stopped", "unknown"}, ids)
@@ -140,16 +140,16 @@ func TestRecoverStalledJobs(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		def := testdb.Definition(t, st, 2)
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{MaxAttempts: 2})
 		now, err := st.DBNow(ctx)
 		require.NoError(t, err)
 		old, fresh := now.Add(-time.Minute), now
-		retry := testdb.Job(t, st, def, models.JobRunning, "n1", 1, &old)
-		exhausted := testdb.Job(t, st, def, models.JobPaused, "n1", 2, &old)
-		live := testdb.Job(t, st, def, models.JobRunning, "n1", 1, &fresh)
+		retry := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "n1", Attempt: 1, Heartbeat: &old})
+		exhausted := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobPaused, NodeID: "n1", Attempt: 2, Heartbeat: &old})
+		live := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "n1", Attempt: 1, Heartbeat: &fresh})
 		// heartbeat_at written by a node whose clock is a minute behind, but
 		// the row was written just now by the database's clock: alive.
-		skewed := testdb.Job(t, st, def, models.JobRunning, "n2", 1, &old)
+		skewed := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "n2", Attempt: 1, Heartbeat: &old})
 		require.NoError(t, st.DB().Exec("UPDATE jobs SET updated_at = ? WHERE id IN ?", old, []int64{retry.ID, exhausted.ID}).Error)
 
 		res, err := st.RecoverStalledJobs(ctx, 20*time.Second)
@@ -177,10 +177,10 @@ func TestResetJob(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		def := testdb.Definition(t, st, 1)
+		def := testdb.Definition(t, st, nil)
 		hb := store.DBTime(time.Now())
-		running := testdb.Job(t, st, def, models.JobRunning, "n1", 1, &hb)
-		done := testdb.Job(t, st, def, models.JobSucceeded, "n1", 1, nil)
+		running := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "n1", Attempt: 1, Heartbeat: &hb})
+		done := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobSucceeded, NodeID: "n1", Attempt: 1})
 
 		j, err := st.ResetJob(ctx, running.ID, "test")
 		require.NoError(t, err)
@@ -198,7 +198,7 @@ func TestFindScheduleAnomalies(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		def := testdb.Definition(t, st, 1)
+		def := testdb.Definition(t, st, nil)
 		now, err := st.DBNow(ctx)
 		require.NoError(t, err)
 		expr := "* * * * *"
@@ -236,9 +236,9 @@ func TestReleaseStuckQueued(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		def := testdb.Definition(t, st, 1)
-		stuck := testdb.Job(t, st, def, models.JobQueued, "n1", 0, nil)
-		recent := testdb.Job(t, st, def, models.JobQueued, "n1", 0, nil)
+		def := testdb.Definition(t, st, nil)
+		stuck := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobQueued, NodeID: "n1"})
+		recent := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobQueued, NodeID: "n1"})
 		old := store.DBTime(time.Now().Add(-time.Hour))
 		require.NoError(t, st.DB().Exec("UPDATE jobs SET queued_at = ?, updated_at = ? WHERE id = ?", old, old, stuck.ID).Error)
 		require.NoError(t, st.DB().Exec("UPDATE jobs SET queued_at = ? WHERE id = ?", old, recent.ID).Error)
@@ -262,19 +262,16 @@ func TestRecoveryOnNodeLoss(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		db := st.DB()
-		def := func(name string, maxAttempts int, recovery bool) models.JobDefinition {
-			d := models.JobDefinition{Name: name, TaskType: "sleep", MaxAttempts: maxAttempts, NotifyOn: models.NotifyNever, RequestsRecovery: recovery}
-			require.NoError(t, db.Create(&d).Error)
-			return d
-		}
-		on, off, offRetry := def("on", 1, true), def("off", 1, false), def("off-retry", 2, false)
+		on := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "on", RequestsRecovery: true})
+		off := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "off"})
+		offRetry := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "off-retry", MaxAttempts: 2})
 		hb := store.DBTime(time.Now())
-		recovered := testdb.Job(t, st, on, models.JobRunning, "lost", 1, &hb)
-		paused := testdb.Job(t, st, on, models.JobPaused, "lost", 1, &hb)
-		capped := testdb.Job(t, st, on, models.JobRunning, "lost", 1, &hb)
+		recovered := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: on.ID, Status: models.JobRunning, NodeID: "lost", Attempt: 1, Heartbeat: &hb})
+		paused := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: on.ID, Status: models.JobPaused, NodeID: "lost", Attempt: 1, Heartbeat: &hb})
+		capped := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: on.ID, Status: models.JobRunning, NodeID: "lost", Attempt: 1, Heartbeat: &hb})
 		require.NoError(t, db.Exec("UPDATE jobs SET recoveries = ? WHERE id = ?", store.MaxRecoveries, capped.ID).Error)
-		failed := testdb.Job(t, st, off, models.JobRunning, "lost", 1, &hb)
-		retried := testdb.Job(t, st, offRetry, models.JobRunning, "lost", 1, &hb)
+		failed := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: off.ID, Status: models.JobRunning, NodeID: "lost", Attempt: 1, Heartbeat: &hb})
+		retried := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: offRetry.ID, Status: models.JobRunning, NodeID: "lost", Attempt: 1, Heartbeat: &hb})
 
 		res, err := st.RecoverNode(ctx, &store.RecoverNodeParams{NodeID: "lost", Now: time.Now()})
 		require.NoError(t, err)
@@ -303,7 +300,7 @@ func TestRecoveryOnNodeLoss(t *testing.T) {
 
 		// The reconciler's path: a job without heartbeat is recovered the same way.
 		old := store.DBTime(time.Now().Add(-time.Minute))
-		stalled := testdb.Job(t, st, on, models.JobRunning, "n1", 2, &old)
+		stalled := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: on.ID, Status: models.JobRunning, NodeID: "n1", Attempt: 2, Heartbeat: &old})
 		require.NoError(t, db.Exec("UPDATE jobs SET updated_at = ? WHERE id = ?", old, stalled.ID).Error)
 		res, err = st.RecoverStalledJobs(ctx, 20*time.Second)
 		require.NoError(t, err)

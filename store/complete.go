@@ -6,40 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"gorm.io/gorm"
 
 	"github.com/chimesched/chime/models"
 )
-
-// JobOutcome is how one run ended, as the completer writes it.
-type JobOutcome struct {
-	ID int64
-	// Status is succeeded, failed, stopped, canceled (the task asked), or
-	// pending for a failed attempt that will be retried at RunAt, or a
-	// snooze.
-	Status models.JobStatus
-	// Outcome is the typed outcome the task chose, written to jobs.outcome.
-	// OutcomeSnoozed (with Status pending) also gives the attempt back and
-	// counts the snooze in jobs.snoozes.
-	Outcome models.JobOutcome
-	// FinishedAt is when the run ended (kept NULL for a retry).
-	FinishedAt time.Time
-	// RunAt is when a retry becomes due; ignored unless Status is pending.
-	RunAt  time.Time
-	Result *string
-	Error  *string
-	// Notice, when set on a final outcome, records a completion notice in
-	// the same transaction (see OutcomeNotice).
-	Notice *OutcomeNotice
-}
-
-// CompleteJobsParams is one batch of outcomes from one node.
-type CompleteJobsParams struct {
-	NodeID   string
-	Outcomes []JobOutcome
-}
 
 // completeChunk bounds the ids of one UPDATE: each costs 13 placeholders,
 // and a few more when it has a typed outcome.

@@ -42,20 +42,6 @@ func (s *Store) lockClause() string {
 	return ""
 }
 
-// StartJobsParams moves queued jobs to running.
-type StartJobsParams struct {
-	NodeID string
-	Jobs   []StartJob
-	Now    time.Time
-}
-
-// StartJob is one claimed job to start, with the attempt count its claim
-// read: the start only applies while the row still has it.
-type StartJob struct {
-	ID      int64
-	Attempt int
-}
-
 // StartJobs moves the jobs in p.Jobs from queued to running: attempt + 1,
 // started_at and heartbeat_at = p.Now. Only rows still queued on p.NodeID
 // with the attempt count of their claim and not asked to stop move; the
@@ -119,16 +105,6 @@ func (s *Store) StartJobs(ctx context.Context, p *StartJobsParams) (map[int64]in
 		started[id] = want[id]
 	}
 	return started, nil
-}
-
-// ReleaseJobsParams sends queued jobs back to pending.
-type ReleaseJobsParams struct {
-	NodeID string
-	// IDs limits the release to these jobs; nil releases every job queued on NodeID.
-	IDs []int64
-	// Reason is written to job_logs for each released job.
-	Reason string
-	Now    time.Time
 }
 
 // ReleaseJobs puts jobs queued on p.NodeID back to pending without using an
@@ -218,13 +194,6 @@ func (s *Store) CancelStopRequested(ctx context.Context, now time.Time) ([]int64
 	return ids, nil
 }
 
-// ControlRequest is a control action waiting on a job this node runs.
-type ControlRequest struct {
-	ID      int64
-	Status  models.JobStatus
-	Control models.JobControl
-}
-
 // ControlRequests lists this node's running or paused jobs whose control
 // column asks for something (idx_jobs_claim bounds it to the live rows).
 func (s *Store) ControlRequests(ctx context.Context, nodeID string) ([]ControlRequest, error) {
@@ -237,15 +206,6 @@ func (s *Store) ControlRequests(ctx context.Context, nodeID string) ([]ControlRe
 		return nil, fmt.Errorf("read control requests of node %s: %w", nodeID, err)
 	}
 	return out, nil
-}
-
-// ControlOutcomeParams records what the engine did about a control request.
-type ControlOutcomeParams struct {
-	ID     int64
-	NodeID string
-	// To is the new status (paused or running), or "" to leave status alone
-	// (a refusal, or a stop whose status is written when Execute returns).
-	To models.JobStatus
 }
 
 // SetControlOutcome clears control and, when p.To is set, moves the job to

@@ -10,21 +10,6 @@ import (
 	"github.com/chimesched/chime/models"
 )
 
-// RecoverNodeParams names a node whose previous process died.
-type RecoverNodeParams struct {
-	NodeID string
-	Now    time.Time
-}
-
-// RecoverNodeResult counts what RecoverNode did.
-type RecoverNodeResult struct {
-	Released  []int64 // queued → pending, attempt unchanged
-	Recovered []int64 // running/paused → pending, the attempt given back (requests_recovery)
-	Retried   []int64 // running/paused → pending for another attempt
-	Failed    []int64 // running/paused with no attempt left → failed
-	Stopped   []int64 // running/paused with control = stop → stopped
-}
-
 // MaxRecoveries caps the reruns after node loss that use no attempt
 // (jobs.recoveries). A job that takes its node down every time it runs
 // would otherwise be recovered, and take the next node down, forever: past

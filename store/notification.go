@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
@@ -21,21 +22,8 @@ import (
 // Nodes with SMTP configured claim due rows (ClaimNotifications) and report
 // each try (FinishNotification).
 
-// MaxNoticeAttachmentBytes bounds what a notice keeps of a task's
-// attachments (their raw size, summed): a notice is one row, written in the
-// completer's batch, and a row of tens of megabytes would hold up every
-// job of the batch. Larger attachments are left out of the email.
-const MaxNoticeAttachmentBytes = 4 << 20
-
-// OutcomeNotice asks CompleteJobs to record a completion notice with the
-// outcome. It is ignored for an outcome that is not final (a retry).
-type OutcomeNotice struct {
-	// Attempt is jobs.attempt once the outcome is written.
-	Attempt int
-	// Recipients are the addresses, comma-separated.
-	Recipients  string
-	Attachments []models.NotificationAttachment
-}
+// MaxNoticeAttachmentBytes is chimedb.MaxNoticeAttachmentBytes.
+const MaxNoticeAttachmentBytes = chimedb.MaxNoticeAttachmentBytes
 
 // notifyWantsSQL is job_definitions.notify_on asking for a notice of the
 // job's status, over the aliases d and j. A stopped or canceled job counts

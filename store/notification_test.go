@@ -26,10 +26,10 @@ func TestNoticesRecordedOnceWithTheFinalState(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		def := testdb.Definition(t, st, 1)
+		def := testdb.Definition(t, st, nil)
 		require.NoError(t, st.DB().Exec("UPDATE job_definitions SET notify_on = 'failure', notify_emails = 'ops@example.com' WHERE id = ?", def.ID).Error)
 		old := store.DBTime(time.Now().Add(-time.Hour))
-		j := testdb.Job(t, st, def, models.JobRunning, "gone", 1, &old)
+		j := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "gone", Attempt: 1, Heartbeat: &old})
 		res, err := st.RecoverNode(ctx, &store.RecoverNodeParams{NodeID: "gone", Now: time.Now()})
 		require.NoError(t, err)
 		require.Equal(t, []int64{j.ID}, res.Failed)
@@ -47,7 +47,7 @@ func TestNoticesRecordedOnceWithTheFinalState(t *testing.T) {
 
 		// The completer's path writes its notice with the outcome, once even
 		// when the same outcome is written twice.
-		k := testdb.Job(t, st, def, models.JobRunning, "n1", 1, &old)
+		k := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "n1", Attempt: 1, Heartbeat: &old})
 		out := store.JobOutcome{ID: k.ID, Status: models.JobStopped, FinishedAt: time.Now(),
 			Notice: &store.OutcomeNotice{Attempt: 1, Recipients: "a@example.com",
 				Attachments: []models.NotificationAttachment{{Name: "r.csv", Data: []byte("a,b\n")}}}}
@@ -62,7 +62,7 @@ func TestNoticesRecordedOnceWithTheFinalState(t *testing.T) {
 		// notify_on = never: a cancel records nothing.
 		quiet := models.JobDefinition{Name: "quiet", TaskType: "sleep", MaxAttempts: 1, NotifyOn: models.NotifyNever, NotifyEmails: "ops@example.com"}
 		require.NoError(t, st.DB().Create(&quiet).Error)
-		q := testdb.Job(t, st, quiet, models.JobPending, "", 0, nil)
+		q := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: quiet.ID, Status: models.JobPending})
 		_, err = st.Admin().ControlJob(ctx, q.ID, models.ControlStop)
 		require.NoError(t, err)
 		require.Len(t, notices(t, st), 2)

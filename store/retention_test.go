@@ -19,7 +19,7 @@ func TestDeleteFinishedJobsInBatches(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		db := st.DB()
-		def := testdb.Definition(t, st, 1)
+		def := testdb.Definition(t, st, nil)
 		now := store.DBTime(time.Now())
 		old, recent := now.Add(-40*24*time.Hour), now.Add(-time.Hour)
 		var jobs []models.Job
@@ -61,7 +61,7 @@ func TestDeleteFinishedJobsInBatches(t *testing.T) {
 		require.NoError(t, db.Exec("UPDATE nodes SET status = ?, heartbeat_at = ? WHERE id IN ?", store.NodeDead, old, []string{"gone", "holding"}).Error)
 		require.NoError(t, db.Exec("UPDATE nodes SET heartbeat_at = ? WHERE id = ?", old, "alive").Error)
 		require.NoError(t, st.SetNodeStatus(ctx, "recent", store.NodeStopped))
-		testdb.Job(t, st, def, models.JobQueued, "holding", 0, nil)
+		testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobQueued, NodeID: "holding"})
 		n, err := st.DeleteGoneNodes(ctx, 30*24*time.Hour)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
@@ -77,7 +77,7 @@ func TestDeleteFinishedJobsRefusesNonPositiveAge(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		def := testdb.Definition(t, st, 1)
+		def := testdb.Definition(t, st, nil)
 		done := store.DBTime(time.Now().Add(-time.Minute))
 		job := models.Job{JobDefinitionID: def.ID, ScheduledAt: done, RunAt: done, Status: models.JobSucceeded, FinishedAt: &done}
 		require.NoError(t, st.DB().Create(&job).Error)

@@ -4,136 +4,16 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/chimesched/chime/models"
 )
 
-// This file holds the schedule engine's reads and bookkeeping writes, and the
-// plain types its Store interface (scheduleengine.Store) is shaped in. The
-// types live here, not in scheduleengine, so store implements that interface
-// without importing the engine.
+// This file holds the schedule engine's reads and bookkeeping writes. The
+// plain types they take and return live in chimedb, with the interface
+// (chimedb.ScheduleStore) the engine calls them through.
 
 // scheduleInChunk bounds IN lists, well under both databases' placeholder limits.
 const scheduleInChunk = 1000
-
-// LoadSchedulesParams selects what LoadSchedules reads.
-type LoadSchedulesParams struct {
-	// ChangedSince, when set, returns schedules of any status whose row or
-	// definition was updated at or after it. Nil returns every active schedule.
-	ChangedSince *time.Time
-}
-
-// ScheduleRow is one schedule with what the engine needs beside it.
-type ScheduleRow struct {
-	Schedule   models.Schedule
-	Definition *models.JobDefinition // nil when job_definition_id points nowhere
-	Trigger    *models.TimeTrigger   // nil before the engine first saw the schedule
-}
-
-// LoadSchedulesResult is what LoadSchedules read.
-type LoadSchedulesResult struct {
-	Rows []ScheduleRow
-	// MaxUpdatedAt is the latest updated_at among the rows and their
-	// definitions, in the database's clock: the next ChangedSince.
-	MaxUpdatedAt time.Time
-}
-
-// TriggerRow is the absolute state of one time_triggers row. Absolute values,
-// not increments, so two leaders that fire the same occurrence write the same
-// row instead of counting it twice.
-type TriggerRow struct {
-	ScheduleID     int64
-	NextFireAt     *time.Time
-	LastFireAt     *time.Time
-	FiredCount     int64
-	RemainingCount *int64
-	MisfiredCount  int64
-	// FromLastFireAt is, in WriteFires, the last_fire_at the writer planned
-	// from (nil: the schedule had never fired). The schedule's jobs, trigger
-	// and completion are written only while the stored row still holds it
-	// (or does not exist yet); otherwise another writer has moved the row on
-	// since, and the batch's part for this schedule is dropped and reported
-	// in WriteFiresResult.Stale. EnsureTriggers ignores it.
-	FromLastFireAt *time.Time
-	// SpecHash and SpecChangedAt are written only when the row is created
-	// (EnsureTriggers, or a fire that finds no row); SetTriggerSpecs changes
-	// them afterwards.
-	SpecHash      string
-	SpecChangedAt *time.Time
-}
-
-// TriggerSpec records that a schedule's timing is now Hash, in the trigger
-// row that still holds From (optimistic: a row another writer updated
-// meanwhile is left alone).
-type TriggerSpec struct {
-	ScheduleID int64
-	From       string
-	Hash       string
-	// ChangedAt is when the change was seen; fires count from it, and
-	// next_fire_at becomes NextFireAt (nil: none), the next fire under the
-	// new timing. Nil ChangedAt adopts a row that had no hash (From empty):
-	// only spec_hash is written.
-	ChangedAt  *time.Time
-	NextFireAt *time.Time
-}
-
-// SetTriggerSpecsParams lists spec changes to record.
-type SetTriggerSpecsParams struct {
-	Specs []TriggerSpec
-	Now   time.Time
-}
-
-// EnsureTriggersParams lists triggers to create if missing.
-type EnsureTriggersParams struct {
-	Triggers []TriggerRow
-	Now      time.Time
-}
-
-// FireJob is one jobs row to insert.
-type FireJob struct {
-	ScheduleID      int64
-	JobDefinitionID int64
-	ScheduledAt     time.Time
-	MaxAttempts     int
-	Params          models.JSON
-	CatchUp         bool
-	MissedFires     int
-}
-
-// WriteFiresParams is one batch: the jobs, the trigger advances of every
-// schedule handled, and the schedules used up. Jobs and Complete are
-// written only for schedules with a row in Triggers, which carries the
-// check (TriggerRow.FromLastFireAt).
-type WriteFiresParams struct {
-	Jobs     []FireJob
-	Triggers []TriggerRow
-	Complete []int64
-	Now      time.Time
-}
-
-// WriteFiresResult says what the batch did.
-type WriteFiresResult struct {
-	// Inserted and InsertedCatchUp count new job rows by kind.
-	Inserted, InsertedCatchUp int
-	// Duplicates counts fires already written (the unique key made them no-ops).
-	Duplicates int
-	// Inactive lists schedules that were no longer active when the batch
-	// committed (paused or deleted since the last sync): nothing was written
-	// for them.
-	Inactive []int64
-	// Stale holds the stored trigger of each schedule whose row no longer
-	// had the batch's FromLastFireAt: nothing was written for it, and the
-	// writer should plan again from this state.
-	Stale []TriggerRow
-}
-
-// MarkInvalidParams names a schedule that cannot be scheduled.
-type MarkInvalidParams struct {
-	ScheduleID int64
-	Reason     string
-	Now        time.Time
-}
 
 func (s *Store) LoadSchedules(ctx context.Context, p *LoadSchedulesParams) (*LoadSchedulesResult, error) {
 	db := s.DB().WithContext(ctx)

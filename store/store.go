@@ -15,6 +15,8 @@ import (
 	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
+
+	"github.com/chimesched/chime/chimedb"
 )
 
 // Dialect names a supported database.
@@ -185,8 +187,8 @@ func (s *Store) Close() error {
 	return err
 }
 
-// DBTime is the form in which store writes a time: UTC, microseconds.
-func DBTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+// DBTime is chimedb.DBTime: the form in which store writes a time.
+func DBTime(t time.Time) time.Time { return chimedb.DBTime(t) }
 
 // sqliteDSN turns a file path into a DSN with the pragmas chime relies on:
 // WAL so readers do not block the writer, a busy timeout instead of

@@ -211,7 +211,7 @@ func TestChimeWritesUntouched(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		def := testdb.Definition(t, st, 1)
+		def := testdb.Definition(t, st, nil)
 		runAt := time.Date(2030, 1, 1, 9, 0, 0, 123456000, time.UTC)
 		start := time.Date(1969, 7, 20, 20, 17, 40, 0, time.UTC)
 		end := time.Date(2099, 12, 31, 23, 59, 59, 999999000, time.UTC)
@@ -238,7 +238,7 @@ func TestSQLiteTimeLiterals(t *testing.T) {
 	st, cfg := openWithConfig(t, store.SQLite)
 	admin := adminSession(t, cfg, "")
 	db := st.DB()
-	def := testdb.Definition(t, st, 1)
+	def := testdb.Definition(t, st, nil)
 	cases := []struct {
 		lit  string
 		want time.Time
@@ -302,7 +302,7 @@ func TestSQLiteAdHocJobDueWithAnyLiteral(t *testing.T) {
 	t.Parallel()
 	st, cfg := openWithConfig(t, store.SQLite)
 	admin := adminSession(t, cfg, "")
-	def := testdb.Definition(t, st, 1)
+	def := testdb.Definition(t, st, nil)
 	ctx := context.Background()
 	now, err := st.DBNow(ctx)
 	require.NoError(t, err)

@@ -6,9 +6,9 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/store"
 )
 
 // startReq asks the starter to move one queued job to running.
@@ -35,13 +35,13 @@ func (e *Engine) start(id int64, claimedAttempt int) (int, error) {
 func (e *Engine) flushStarts(ctx context.Context, batch []startReq) {
 	var started map[int64]int
 	var err error
-	jobs := make([]store.StartJob, len(batch))
+	jobs := make([]chimedb.StartJob, len(batch))
 	for i, r := range batch {
-		jobs[i] = store.StartJob{ID: r.id, Attempt: r.attempt}
+		jobs[i] = chimedb.StartJob{ID: r.id, Attempt: r.attempt}
 	}
 	// One timestamp for every try: a retry after an error that hid a
 	// successful UPDATE finds the rows that try started by it.
-	p := &store.StartJobsParams{NodeID: e.cfg.NodeID, Jobs: jobs, Now: e.now()}
+	p := &chimedb.StartJobsParams{NodeID: e.cfg.NodeID, Jobs: jobs, Now: e.now()}
 	for attempt := 1; ; attempt++ {
 		started, err = e.st.StartJobs(ctx, p)
 		if err == nil || attempt == 3 || ctx.Err() != nil {
@@ -62,7 +62,7 @@ func (e *Engine) flushStarts(ctx context.Context, batch []startReq) {
 // completion is one outcome on its way to the database, with the job_logs
 // line that describes it: the line is written only if the outcome is.
 type completion struct {
-	out    store.JobOutcome
+	out    chimedb.JobOutcome
 	log    *logrus.Entry
 	level  logrus.Level
 	msg    string
@@ -77,14 +77,14 @@ type completion struct {
 // (see store.CompleteJobs), so no one job's output can hold the batch, and
 // every later one, in this loop.
 func (e *Engine) flushCompletions(ctx context.Context, batch []completion) {
-	outs := make([]store.JobOutcome, len(batch))
+	outs := make([]chimedb.JobOutcome, len(batch))
 	for i := range batch {
 		outs[i] = batch[i].out
 	}
 	var applied []int64
 	for attempt := 1; ; attempt++ {
 		var err error
-		applied, err = e.st.CompleteJobs(ctx, &store.CompleteJobsParams{NodeID: e.cfg.NodeID, Outcomes: outs})
+		applied, err = e.st.CompleteJobs(ctx, &chimedb.CompleteJobsParams{NodeID: e.cfg.NodeID, Outcomes: outs})
 		if err == nil {
 			break
 		}

@@ -3,8 +3,8 @@ package taskengine
 import (
 	"context"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/store"
 )
 
 // controlLoop acts on jobs.control every ControlInterval and refreshes
@@ -60,7 +60,7 @@ func (e *Engine) controlOnce(ctx context.Context) {
 
 // applyControl calls the task's Pause, Resume or Stop and records the
 // outcome; a method that returns false is a refusal, logged as such.
-func (e *Engine) applyControl(ctx context.Context, r store.ControlRequest, ar *activeRun) {
+func (e *Engine) applyControl(ctx context.Context, r chimedb.ControlRequest, ar *activeRun) {
 	log := ar.job.Log()
 	var to models.JobStatus
 	switch r.Control {
@@ -98,7 +98,7 @@ func (e *Engine) applyControl(ctx context.Context, r store.ControlRequest, ar *a
 	default:
 		log.Warnf("unknown control %q ignored", r.Control)
 	}
-	if _, err := e.st.SetControlOutcome(ctx, &store.ControlOutcomeParams{ID: r.ID, NodeID: e.cfg.NodeID, To: to}); err != nil && ctx.Err() == nil {
+	if _, err := e.st.SetControlOutcome(ctx, &chimedb.ControlOutcomeParams{ID: r.ID, NodeID: e.cfg.NodeID, To: to}); err != nil && ctx.Err() == nil {
 		e.log.WithError(err).WithField(fieldJobID, r.ID).Warn("recording control outcome failed")
 	}
 }

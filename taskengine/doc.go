@@ -72,6 +72,7 @@
 // its node stops or dies is retried unpaused, and its job_logs say "pause
 // lost".
 //
-// taskengine imports store, models, tasks and internal/metrics; it never
-// imports the schedule engine, the API or the CLI.
+// taskengine imports chimedb (its store interface; store implements it),
+// models, tasks and internal/metrics; it never imports store, the schedule
+// engine, the API or the CLI.
 package taskengine

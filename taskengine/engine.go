@@ -11,9 +11,9 @@ import (
 	"github.com/panjf2000/ants/v2"
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/internal/startstop"
-	"github.com/chimesched/chime/store"
 )
 
 // errShutdown is the cause of the work context once Stop's grace period is over.
@@ -62,7 +62,7 @@ type Engine struct {
 }
 
 // New builds an engine on st. cfg's zero fields take their defaults.
-func New(st *store.Store, cfg Config) (*Engine, error) {
+func New(st chimedb.TaskStore, cfg Config) (*Engine, error) {
 	if st == nil {
 		return nil, errors.New("taskengine: nil store")
 	}
@@ -164,7 +164,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		return errors.New("taskengine: start: engine was stopped; build a new one")
 	}
 	e.used = true
-	rec, err := e.st.RecoverNode(ctx, &store.RecoverNodeParams{NodeID: e.cfg.NodeID, Now: e.now()})
+	rec, err := e.st.RecoverNode(ctx, &chimedb.RecoverNodeParams{NodeID: e.cfg.NodeID, Now: e.now()})
 	if err != nil {
 		finished()
 		return fmt.Errorf("taskengine: start: %w", err)
@@ -285,7 +285,7 @@ func (e *Engine) stop(ctx context.Context) error {
 	e.starterRun.end()
 	e.completerRun.end()
 	// A claimed job whose start failed can still be queued here: give it back.
-	if ids, rerr := e.st.ReleaseJobs(e.flushCtx, &store.ReleaseJobsParams{
+	if ids, rerr := e.st.ReleaseJobs(e.flushCtx, &chimedb.ReleaseJobsParams{
 		NodeID: e.cfg.NodeID, Now: e.now(), Reason: "released to pending: node shut down before the job started",
 	}); rerr != nil {
 		err = errors.Join(err, rerr)
@@ -352,4 +352,4 @@ func waitCh(wg *sync.WaitGroup) <-chan struct{} {
 }
 
 // now is the engine's clock in the form the database stores.
-func (e *Engine) now() time.Time { return store.DBTime(e.cfg.Clock.Now()) }
+func (e *Engine) now() time.Time { return chimedb.DBTime(e.cfg.Clock.Now()) }

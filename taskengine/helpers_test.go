@@ -2,9 +2,10 @@ package taskengine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/tasks"
 	"github.com/chimesched/chime/tasks/sleep"
 )
@@ -25,6 +26,7 @@ func testRegistry() *tasks.Registry {
 	r.MustRegister("panic", func() tasks.Task { return &panicTask{} })
 	r.MustRegister("stubborn", func() tasks.Task { return &stubbornTask{} })
 	r.MustRegister("slowqueue", func() tasks.Task { return &slowQueueTask{} })
+	r.MustRegister("wait", func() tasks.Task { return &waitTask{} })
 	return r
 }
 
@@ -40,6 +42,42 @@ func (*stubbornTask) Execute(ctx context.Context, job *tasks.Job) error {
 	job.Log().Info("stubborn task running")
 	<-ctx.Done()
 	return tasks.ContextError(ctx)
+}
+
+// waitTask runs until the test opens its gate (params {"gate": name}) or
+// its context ends: work whose length the test decides, without a clock.
+type waitTask struct{ tasks.Base }
+
+var gates sync.Map // name → chan struct{}
+
+// openGate returns a gate name for a waitTask's params and the func that
+// lets every job waiting on it finish.
+func openGate(t testing.TB) (name string, open func()) {
+	name = t.Name()
+	ch := make(chan struct{})
+	gates.Store(name, ch)
+	t.Cleanup(func() { gates.Delete(name) })
+	var once sync.Once
+	return name, func() { once.Do(func() { close(ch) }) }
+}
+
+func (*waitTask) Execute(ctx context.Context, job *tasks.Job) error {
+	var p struct {
+		Gate string `json:"gate"`
+	}
+	if err := job.Bind(&p); err != nil {
+		return err
+	}
+	ch, ok := gates.Load(p.Gate)
+	if !ok {
+		return fmt.Errorf("wait: no gate %q", p.Gate)
+	}
+	select {
+	case <-ch.(chan struct{}):
+		return nil
+	case <-ctx.Done():
+		return tasks.ContextError(ctx)
+	}
 }
 
 // slowQueueTask never gets past OnQueue until its context ends, which
@@ -75,8 +113,41 @@ func testConfig(t testing.TB, nodeID string) Config {
 	}
 }
 
+// claimWatch numbers the engine's claims, so that a test waits for a claim
+// that began after some point instead of sleeping: "nothing was claimed" is
+// then shown by a claim that ran, not by time that passed.
+type claimWatch struct {
+	jobStore
+	began, returned atomic.Int64 // claims begun; the highest-numbered one returned
+}
+
+func watchClaims(st jobStore) *claimWatch { return &claimWatch{jobStore: st} }
+
+func (w *claimWatch) ClaimJobs(ctx context.Context, p *chimedb.ClaimParams) (*chimedb.ClaimResult, error) {
+	n := w.began.Add(1)
+	defer func() {
+		for {
+			r := w.returned.Load()
+			if r >= n || w.returned.CompareAndSwap(r, n) {
+				return
+			}
+		}
+	}()
+	return w.jobStore.ClaimJobs(ctx, p)
+}
+
+// mark is the number of claims begun so far.
+func (w *claimWatch) mark() int64 { return w.began.Load() }
+
+// waitClaimAfter waits until a claim begun after mark has returned.
+func (w *claimWatch) waitClaimAfter(t testing.TB, mark int64) {
+	t.Helper()
+	require.Eventually(t, func() bool { return w.returned.Load() > mark }, 20*time.Second, time.Millisecond,
+		"no claim began after claim %d and returned", mark)
+}
+
 // startEngine starts an engine and stops it at cleanup.
-func startEngine(t testing.TB, st *store.Store, cfg Config) *Engine {
+func startEngine(t testing.TB, st jobStore, cfg Config) *Engine {
 	t.Helper()
 	e, err := New(st, cfg)
 	require.NoError(t, err)
@@ -151,7 +222,7 @@ func waitJob(t testing.TB, db *gorm.DB, id int64, what string, cond func(models.
 			t.Fatalf("job %d: timed out waiting for %s; last row: status=%s attempt=%d control=%q error=%v\nlogs:\n%s",
 				id, what, j.Status, j.Attempt, j.Control, deref(j.Error), strings.Join(jobLogs(t, db, id), "\n"))
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the poll step of a wait with a deadline: the row is all there is to watch
 	}
 }
 
@@ -174,7 +245,7 @@ func waitLog(t testing.TB, db *gorm.DB, id int64, substr string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("job %d: no log line containing %q; logs:\n%s", id, substr, strings.Join(jobLogs(t, db, id), "\n"))
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the poll step of a wait with a deadline
 	}
 }
 
@@ -205,8 +276,6 @@ func deref(s *string) string {
 	}
 	return *s
 }
-
-var errNotYet = errors.New("not yet")
 
 func nodeName(t testing.TB) string {
 	return fmt.Sprintf("node-%s", strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()))

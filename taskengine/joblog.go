@@ -10,8 +10,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/store"
 )
 
 // logWriter buffers job_logs rows and writes them with multi-row INSERTs,
@@ -136,7 +136,7 @@ func (h *jobLogHook) Fire(e *logrus.Entry) error {
 	if id, ok := e.Data[fieldJobID].(int64); ok && id > 0 {
 		// Cut here too, not only in store: the buffer holds thousands of
 		// lines, and a task's line is as long as the task likes.
-		h.w.add(models.JobLog{JobID: id, Level: e.Level.String(), Message: store.Storable(dbMessage(e), store.MaxLogMessageBytes), CreatedAt: e.Time})
+		h.w.add(models.JobLog{JobID: id, Level: e.Level.String(), Message: chimedb.Storable(dbMessage(e), chimedb.MaxLogMessageBytes), CreatedAt: e.Time})
 	}
 	if enabled(h.app, e.Level) {
 		l := h.app.WithFields(e.Data)

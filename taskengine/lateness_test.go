@@ -24,17 +24,21 @@ func TestStartLatenessWithWake(t *testing.T) {
 		def := createDef(t, db, "tick", defOpts{Params: `{"duration":"0s"}`})
 		cfg := testConfig(t, nodeName(t))
 		cfg.PollInterval = 4 * time.Second
-		e := startEngine(t, st, cfg)
-		time.Sleep(100 * time.Millisecond) // let the first (startup) poll pass
+		claims := watchClaims(st)
+		e := startEngine(t, claims, cfg)
+		claims.waitClaimAfter(t, 0) // the first (startup) claim is over: only Wake claims from here
 		const n = 40
 		ids := make([]int64, 0, n)
 		for i := 0; i < n; i++ {
 			at := store.DBTime(time.Now())
 			j := models.Job{JobDefinitionID: def, ScheduledAt: at, RunAt: at, Status: models.JobPending}
 			require.NoError(t, db.Create(&j).Error)
+			// One job per wake, each claim seen through before the next
+			// job: the fires of a schedule engine come one by one.
+			mark := claims.mark()
 			e.Wake()
 			ids = append(ids, j.ID)
-			time.Sleep(25 * time.Millisecond)
+			claims.waitClaimAfter(t, mark)
 		}
 		lat := make([]time.Duration, 0, n)
 		for _, id := range ids {

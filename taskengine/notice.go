@@ -6,8 +6,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/tasks"
 )
 
@@ -29,7 +29,7 @@ func (h *handoff) Notify(_ context.Context, _ *tasks.Job, r tasks.Result) error 
 // outcomeNotice is the notice to record with job's final outcome: when its
 // task handed one off (handedOff) or, for a job that never reached
 // OnComplete, when notify_on asks for status. nil when none is due.
-func outcomeNotice(job *tasks.Job, status models.JobStatus, attempt int, handedOff bool) *store.OutcomeNotice {
+func outcomeNotice(job *tasks.Job, status models.JobStatus, attempt int, handedOff bool) *chimedb.OutcomeNotice {
 	if !handedOff && !job.Notify.Wants(string(status)) {
 		return nil
 	}
@@ -37,15 +37,15 @@ func outcomeNotice(job *tasks.Job, status models.JobStatus, attempt int, handedO
 		job.Log().Warn("notify: the definition asks for email but lists no notify_emails")
 		return nil
 	}
-	n := &store.OutcomeNotice{Attempt: attempt, Recipients: strings.Join(job.Notify.Emails, ",")}
+	n := &chimedb.OutcomeNotice{Attempt: attempt, Recipients: strings.Join(job.Notify.Emails, ",")}
 	size := 0
 	for _, a := range job.Attachments() {
 		size += len(a.Data)
 		n.Attachments = append(n.Attachments, models.NotificationAttachment{Name: a.Name, ContentType: a.ContentType, Data: a.Data})
 	}
-	if size > store.MaxNoticeAttachmentBytes {
+	if size > chimedb.MaxNoticeAttachmentBytes {
 		job.Log().Warn(fmt.Sprintf("notify: attachments of %d bytes exceed the %d the outbox keeps; the email goes without them",
-			size, store.MaxNoticeAttachmentBytes))
+			size, chimedb.MaxNoticeAttachmentBytes))
 		n.Attachments = nil
 	}
 	return n

@@ -8,8 +8,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/metrics"
-	"github.com/chimesched/chime/store"
 )
 
 // maxClaims bounds the claims in flight at once. A claim is a few round
@@ -124,7 +124,7 @@ func (e *Engine) pollLoop(ctx context.Context) {
 func (e *Engine) claim(ctx context.Context, asked int) claimResult {
 	began := time.Now()
 	defer func() { metrics.PollDuration.Observe(time.Since(began).Seconds()) }()
-	res, err := e.st.ClaimJobs(ctx, &store.ClaimParams{NodeID: e.cfg.NodeID, Now: e.now(), Limit: asked})
+	res, err := e.st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: e.cfg.NodeID, Now: e.now(), Limit: asked})
 	metrics.ClaimDuration.Observe(time.Since(began).Seconds())
 	if err != nil {
 		e.unreserve(asked)
@@ -163,7 +163,7 @@ func (e *Engine) noteWaiting(ctx context.Context, blocked []int64) {
 	if len(blocked) == 0 {
 		return
 	}
-	waiting, err := e.st.WaitingJobs(ctx, &store.WaitingJobsParams{ScheduleIDs: blocked, Now: e.now(), Limit: 1000})
+	waiting, err := e.st.WaitingJobs(ctx, &chimedb.WaitingJobsParams{ScheduleIDs: blocked, Now: e.now(), Limit: 1000})
 	if err != nil {
 		e.log.WithError(err).Warn("listing jobs held by concurrency = forbid failed")
 		return
@@ -188,7 +188,7 @@ func (e *Engine) noteWaiting(ctx context.Context, blocked []int64) {
 const maxWaitNoted = 10000
 
 // forgetWaiting drops claimed jobs from the noted ones.
-func (e *Engine) forgetWaiting(jobs []store.ClaimedJob) {
+func (e *Engine) forgetWaiting(jobs []chimedb.ClaimedJob) {
 	e.waitMu.Lock()
 	defer e.waitMu.Unlock()
 	if len(e.waitLogged) == 0 {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/tasks"
 )
 
@@ -28,7 +28,7 @@ var errQueueClosed = errors.New("taskengine: node shutting down before the job s
 // of its claim. The goroutine holds the worker its claim reserved (see
 // pollLoop), so the jobs in OnQueue and in the pool together never exceed
 // PoolSize, and Submit finds a free worker.
-func (e *Engine) enqueue(cj *store.ClaimedJob, job *tasks.Job) {
+func (e *Engine) enqueue(cj *chimedb.ClaimedJob, job *tasks.Job) {
 	def := cj.Definition
 	if cj.LoadErr != nil {
 		// The claim committed but its definition could not be read: give

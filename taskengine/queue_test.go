@@ -235,11 +235,5 @@ func TestOnQueueTimeout(t *testing.T) {
 // (a wait, not a timing assertion).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	require.Eventually(t, cond, 20*time.Second, 10*time.Millisecond, "timed out waiting for %s", what)
 }

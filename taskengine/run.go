@@ -12,9 +12,9 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/tasks"
 )
 
@@ -48,7 +48,7 @@ type PanicError struct {
 
 func (p *PanicError) Error() string { return fmt.Sprintf("task panicked: %v", p.Value) }
 
-func (e *Engine) newJob(cj *store.ClaimedJob) *tasks.Job {
+func (e *Engine) newJob(cj *chimedb.ClaimedJob) *tasks.Job {
 	var schedID int64
 	if cj.ScheduleID != nil {
 		schedID = *cj.ScheduleID
@@ -92,7 +92,7 @@ func splitEmails(s string) []string {
 // through the rest of its lifecycle on a pool worker: running → Execute
 // under the active timeout → OnComplete → outcome. runCtx is the run's
 // context from tasks.Prepare, cancelRun ends it.
-func (e *Engine) run(runCtx context.Context, cancelRun context.CancelFunc, cj *store.ClaimedJob, job *tasks.Job, task tasks.Task) {
+func (e *Engine) run(runCtx context.Context, cancelRun context.CancelFunc, cj *chimedb.ClaimedJob, job *tasks.Job, task tasks.Task) {
 	defer e.runDone()
 	defer cancelRun()
 	log := job.Log()
@@ -220,7 +220,7 @@ func classify(err, cause error, stopRequested bool, timeout time.Duration, snooz
 // after its snooze, with its attempt given back.
 func (e *Engine) complete(job *tasks.Job, v verdict, output string, at time.Time, backoff time.Duration, interrupted bool) {
 	c := completion{log: job.Log(), status: v.status}
-	c.out = store.JobOutcome{ID: job.ID, Status: v.status, Outcome: v.outcome, FinishedAt: at}
+	c.out = chimedb.JobOutcome{ID: job.ID, Status: v.status, Outcome: v.outcome, FinishedAt: at}
 	if output != "" {
 		c.out.Result = &output
 	}
@@ -274,7 +274,7 @@ func (e *Engine) finishUnstarted(job *tasks.Job, err error) {
 	s := err.Error()
 	e.completer.add(completion{
 		log: job.Log(), status: models.JobFailed, level: logrus.ErrorLevel, msg: "failed before starting: " + s,
-		out: store.JobOutcome{ID: job.ID, Status: models.JobFailed, FinishedAt: e.cfg.Clock.Now(), Error: &s,
+		out: chimedb.JobOutcome{ID: job.ID, Status: models.JobFailed, FinishedAt: e.cfg.Clock.Now(), Error: &s,
 			// The row's attempt is unchanged: the job never started.
 			Notice: outcomeNotice(job, models.JobFailed, job.Attempt-1, false)},
 	})
@@ -282,7 +282,7 @@ func (e *Engine) finishUnstarted(job *tasks.Job, err error) {
 
 // release gives a queued job back to pending without using an attempt.
 func (e *Engine) release(job *tasks.Job, reason string) {
-	if _, err := e.st.ReleaseJobs(e.flushCtx, &store.ReleaseJobsParams{
+	if _, err := e.st.ReleaseJobs(e.flushCtx, &chimedb.ReleaseJobsParams{
 		NodeID: e.cfg.NodeID, IDs: []int64{job.ID}, Now: e.now(), Reason: reason,
 	}); err != nil {
 		e.log.WithError(err).WithField(fieldJobID, job.ID).Error("releasing the job failed; it stays queued until this node restarts")

@@ -37,7 +37,7 @@
 //
 // A task that also wants its params checked before a job is ever written
 // (by the API, say) implements Validator.
-
+//
 // # Outcomes
 //
 // A plain error from Execute fails the attempt, and the engine retries it

@@ -48,7 +48,7 @@ func killLeader(t *testing.T, dsn string) {
 
 	// Steady state: three seconds of the full cluster, for the throughput figure.
 	steadyFrom, _ := st.DBNow(ctx)
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // a throughput window of real processes on a real database
 	steadyTo, _ := st.DBNow(ctx)
 	t.Logf("3 nodes, steady state: %s", measure(t, st, steadyFrom.Add(-time.Second), steadyTo.Add(-time.Second)))
 
@@ -101,7 +101,7 @@ func killLeader(t *testing.T, dsn string) {
 	// Let the survivors run three more seconds, for the throughput after
 	// failover, then stop them.
 	afterFrom, _ := st.DBNow(ctx)
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // a throughput window of real processes on a real database
 	afterTo, _ := st.DBNow(ctx)
 	t.Logf("2 nodes after failover: %s", measure(t, st, afterFrom.Add(-time.Second), afterTo.Add(-time.Second)))
 	for _, p := range nodes {
@@ -132,7 +132,7 @@ func TestSingleNodeFigures(t *testing.T) {
 		return count(t, st, "SELECT COUNT(*) FROM jobs WHERE status = ?", models.JobSucceeded) > 0
 	})
 	from, _ := st.DBNow(ctx)
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // a throughput window of real processes on a real database
 	to, _ := st.DBNow(ctx)
 	t.Logf("1 node, steady state: %s", measure(t, st, from.Add(-time.Second), to.Add(-time.Second)))
 	p.stop(t, 10*time.Second)

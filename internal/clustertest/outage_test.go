@@ -36,13 +36,13 @@ func TestDatabaseOutage(t *testing.T) {
 		l, err := st.GetLease(ctx, "scheduler")
 		return err == nil && l.Live && count(t, st, "SELECT COUNT(*) FROM jobs WHERE status = ?", models.JobSucceeded) > 0
 	})
-	time.Sleep(2 * time.Second) // a little steady state before the outage
+	time.Sleep(2 * time.Second) // real processes run a little steady state before the outage
 
 	outageAt, err := st.DBNow(ctx)
 	require.NoError(t, err)
 	m.stop(t)
 	t.Log("database stopped")
-	time.Sleep(10 * time.Second) // the outage itself
+	time.Sleep(10 * time.Second) // the outage itself: the real database is down this long
 	for _, p := range nodes {
 		require.True(t, p.running(), "node %s exited during the outage:\n%s", p.id, tail(p.out.String(), 2048))
 	}

@@ -8,23 +8,59 @@ import (
 	"github.com/chimesched/chime/store"
 )
 
-// Definition inserts a job definition named "d" of the sleep task that
-// allows maxAttempts attempts and notifies nobody.
-func Definition(t testing.TB, st *store.Store, maxAttempts int) models.JobDefinition {
+// DefinitionOpts describes a job definition for Definition; the zero value
+// (or nil) is a sleep task named "d" with one attempt that notifies nobody.
+type DefinitionOpts struct {
+	Name        string // "d" when empty
+	TaskType    string // "sleep" when empty
+	MaxAttempts int    // 1 when 0
+	// RequestsRecovery gives a crashed run its attempt back (see store.RecoverNode).
+	RequestsRecovery bool
+}
+
+// Definition inserts a job definition as o describes it.
+func Definition(t testing.TB, st *store.Store, o *DefinitionOpts) models.JobDefinition {
 	t.Helper()
-	d := models.JobDefinition{Name: "d", TaskType: "sleep", MaxAttempts: maxAttempts, NotifyOn: models.NotifyNever}
+	if o == nil {
+		o = &DefinitionOpts{}
+	}
+	d := models.JobDefinition{Name: o.Name, TaskType: o.TaskType, MaxAttempts: max(o.MaxAttempts, 1),
+		RequestsRecovery: o.RequestsRecovery, NotifyOn: models.NotifyNever}
+	if d.Name == "" {
+		d.Name = "d"
+	}
+	if d.TaskType == "" {
+		d.TaskType = "sleep"
+	}
 	if err := st.DB().Create(&d).Error; err != nil {
 		t.Fatalf("testdb: create definition: %v", err)
 	}
 	return d
 }
 
-// Job inserts an ad-hoc job of def, due now, in status on node at attempt;
-// hb, when set, is both its started_at and its heartbeat_at.
-func Job(t testing.TB, st *store.Store, def models.JobDefinition, status models.JobStatus, node string, attempt int, hb *time.Time) models.Job {
+// JobOpts describes an ad hoc job for Job, due now.
+type JobOpts struct {
+	DefinitionID int64            // required
+	Status       models.JobStatus // pending when empty
+	NodeID       string
+	Attempt      int
+	// Heartbeat, when set, is both started_at and heartbeat_at.
+	Heartbeat *time.Time
+}
+
+// Job inserts an ad hoc job as o describes it.
+func Job(t testing.TB, st *store.Store, o *JobOpts) models.Job {
 	t.Helper()
+	if o == nil || o.DefinitionID == 0 {
+		t.Fatal("testdb: Job needs JobOpts.DefinitionID")
+	}
 	now := store.DBTime(time.Now())
-	j := models.Job{JobDefinitionID: def.ID, ScheduledAt: now, RunAt: now, Status: status, NodeID: node, Attempt: attempt, HeartbeatAt: hb, StartedAt: hb}
+	status := o.Status
+	if status == "" {
+		status = models.JobPending
+	}
+	j := models.Job{JobDefinitionID: o.DefinitionID, ScheduledAt: now, RunAt: now, Status: status, NodeID: o.NodeID,
+		Attempt: o.Attempt, HeartbeatAt: o.Heartbeat, StartedAt: o.Heartbeat}
 	if err := st.DB().Create(&j).Error; err != nil {
 		t.Fatalf("testdb: create job: %v", err)
 	}

@@ -1,0 +1,174 @@
+package chimedb
+
+import (
+	"time"
+
+	"github.com/chimesched/chime/models"
+)
+
+// ClaimParams says who claims and how much.
+type ClaimParams struct {
+	// NodeID is written to jobs.node_id of every claimed row.
+	NodeID string
+	// Now is compared with run_at and written to queued_at.
+	Now time.Time
+	// Limit is the most rows to claim: the pool's free workers.
+	Limit int
+}
+
+// ClaimedJob is a job moved to queued by ClaimJobs, with what running it
+// needs from its definition and schedule.
+type ClaimedJob struct {
+	models.Job
+	// Definition is nil when the row names a definition that does not exist.
+	Definition *models.JobDefinition
+	// ScheduleName is "" for an ad hoc job.
+	ScheduleName string
+	// LoadErr says why Definition could not be read after the claim
+	// committed. The row is queued on the claiming node all the same: the
+	// caller owns it and should release it (store.ReleaseJobs) rather than
+	// run it without its definition.
+	LoadErr error
+}
+
+// EffectiveMaxAttempts is jobs.max_attempts, or the definition's when the
+// row says 0 (an ad hoc INSERT leaves it 0), and at least 1.
+func (c *ClaimedJob) EffectiveMaxAttempts() int {
+	n := c.MaxAttempts
+	if n <= 0 && c.Definition != nil {
+		n = c.Definition.MaxAttempts
+	}
+	return max(n, 1)
+}
+
+// EffectiveParams is the row's params snapshot, or the definition's
+// default_params when the row has none (an ad hoc INSERT).
+func (c *ClaimedJob) EffectiveParams() models.JSON {
+	if len(c.Params) > 0 || c.Definition == nil {
+		return c.Params
+	}
+	return c.Definition.DefaultParams
+}
+
+// ClaimResult is what one claim did.
+type ClaimResult struct {
+	Jobs []ClaimedJob
+	// Selected counts the rows the claim looked at, claimed or not; when it
+	// equals the limit there are probably more due rows.
+	Selected int
+	// Blocked lists schedules with concurrency = 'forbid' whose due jobs
+	// were left pending because an earlier job of theirs is active.
+	Blocked []int64
+}
+
+// WaitingJobsParams selects due pending jobs of some schedules.
+type WaitingJobsParams struct {
+	ScheduleIDs []int64
+	Now         time.Time
+	Limit       int
+}
+
+// WaitingJob is a due job held back by its schedule's concurrency.
+type WaitingJob struct {
+	ID         int64
+	ScheduleID int64
+}
+
+// StartJobsParams moves queued jobs to running.
+type StartJobsParams struct {
+	NodeID string
+	Jobs   []StartJob
+	Now    time.Time
+}
+
+// StartJob is one claimed job to start, with the attempt count its claim
+// read: the start only applies while the row still has it.
+type StartJob struct {
+	ID      int64
+	Attempt int
+}
+
+// ReleaseJobsParams sends queued jobs back to pending.
+type ReleaseJobsParams struct {
+	NodeID string
+	// IDs limits the release to these jobs; nil releases every job queued on NodeID.
+	IDs []int64
+	// Reason is written to job_logs for each released job.
+	Reason string
+	Now    time.Time
+}
+
+// ControlRequest is a control action waiting on a job this node runs.
+type ControlRequest struct {
+	ID      int64
+	Status  models.JobStatus
+	Control models.JobControl
+}
+
+// ControlOutcomeParams records what the engine did about a control request.
+type ControlOutcomeParams struct {
+	ID     int64
+	NodeID string
+	// To is the new status (paused or running), or "" to leave status alone
+	// (a refusal, or a stop whose status is written when Execute returns).
+	To models.JobStatus
+}
+
+// JobOutcome is how one run ended, as the completer writes it.
+type JobOutcome struct {
+	ID int64
+	// Status is succeeded, failed, stopped, canceled (the task asked), or
+	// pending for a failed attempt that will be retried at RunAt, or a
+	// snooze.
+	Status models.JobStatus
+	// Outcome is the typed outcome the task chose, written to jobs.outcome.
+	// OutcomeSnoozed (with Status pending) also gives the attempt back and
+	// counts the snooze in jobs.snoozes.
+	Outcome models.JobOutcome
+	// FinishedAt is when the run ended (kept NULL for a retry).
+	FinishedAt time.Time
+	// RunAt is when a retry becomes due; ignored unless Status is pending.
+	RunAt  time.Time
+	Result *string
+	Error  *string
+	// Notice, when set on a final outcome, records a completion notice in
+	// the same transaction (see OutcomeNotice).
+	Notice *OutcomeNotice
+}
+
+// CompleteJobsParams is one batch of outcomes from one node.
+type CompleteJobsParams struct {
+	NodeID   string
+	Outcomes []JobOutcome
+}
+
+// MaxNoticeAttachmentBytes bounds what a notice keeps of a task's
+// attachments (their raw size, summed): a notice is one row, written in the
+// completer's batch, and a row of tens of megabytes would hold up every
+// job of the batch. Larger attachments are left out of the email.
+const MaxNoticeAttachmentBytes = 4 << 20
+
+// OutcomeNotice asks CompleteJobs to record a completion notice with the
+// outcome. It is ignored for an outcome that is not final (a retry).
+type OutcomeNotice struct {
+	// Attempt is jobs.attempt once the outcome is written.
+	Attempt int
+	// Recipients are the addresses, comma-separated.
+	Recipients  string
+	Attachments []models.NotificationAttachment
+}
+
+// RecoverNodeParams names a node whose previous process died.
+type RecoverNodeParams struct {
+	NodeID string
+	Now    time.Time
+}
+
+// RecoverNodeResult counts what RecoverNode did.
+type RecoverNodeResult struct {
+	Released  []int64 // queued → pending, attempt unchanged
+	Recovered []int64 // running/paused → pending, the attempt given back (requests_recovery)
+	Retried   []int64 // running/paused → pending for another attempt
+	Failed    []int64 // running/paused with no attempt left → failed
+	Stopped   []int64 // running/paused with control = stop → stopped
+}
