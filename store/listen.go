@@ -24,10 +24,10 @@ var ErrNoNotify = errors.New("this database has no LISTEN/NOTIFY")
 
 // Listen backoff between reconnects of the LISTEN connection.
 const (
-	listenBackoffMin  = 100 * time.Millisecond
-	listenBackoffMax  = 5 * time.Second
-	listenIdleCheck   = 30 * time.Second
-	listenPingTimeout = 5 * time.Second
+	listenBackoffFirst = 100 * time.Millisecond
+	listenBackoffLast  = 5 * time.Second
+	listenIdleCheck    = 30 * time.Second
+	listenPingTimeout  = 5 * time.Second
 )
 
 // ListenJobs holds one connection, outside the pool, that LISTENs on
@@ -42,7 +42,7 @@ func (s *Store) ListenJobs(ctx context.Context, wake func()) error {
 	if s.dialect != Postgres {
 		return ErrNoNotify
 	}
-	backoff := listenBackoffMin
+	backoff := listenBackoffFirst
 	for {
 		up, err := s.listenOnce(ctx, wake)
 		if ctx.Err() != nil {
@@ -54,7 +54,7 @@ func (s *Store) ListenJobs(ctx context.Context, wake func()) error {
 			return fmt.Errorf("LISTEN %s: %w", JobsChannel, err)
 		}
 		if up {
-			backoff = listenBackoffMin
+			backoff = listenBackoffFirst
 		}
 		s.log.WithError(err).WithField("retry_in", backoff).
 			Warn("lost the PostgreSQL LISTEN connection; jobs inserted meanwhile start at the next poll")
@@ -65,7 +65,7 @@ func (s *Store) ListenJobs(ctx context.Context, wake func()) error {
 			return nil
 		case <-t.C:
 		}
-		backoff = min(backoff*2, listenBackoffMax)
+		backoff = min(backoff*2, listenBackoffLast)
 	}
 }
 

@@ -186,7 +186,7 @@ func CreatePostgresDatabase(t testing.TB) string {
 		if err != nil {
 			return
 		}
-		defer admin.Close(ctx)
+		defer func() { _ = admin.Close(ctx) }()
 		// FORCE: a test's LISTEN connection or pool may still be closing.
 		_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 	})
