@@ -20,7 +20,7 @@
 // and answers carry X-Content-Type-Options: nosniff (see guard.go).
 //
 // api may import store, models, tasks, configs (to check settings),
-// scheduleengine (for its triggers), internal/metrics and internal/strictjson;
+// trigger (for next_fires and validation), internal/metrics and internal/strictjson;
 // it never imports
 // app, cli or the task engine.
 package api

@@ -10,8 +10,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/scheduleengine"
 	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/trigger"
 )
 
 // previewFires is how many fire times a schedule shows.
@@ -37,6 +37,16 @@ func (s *Server) views(ctx context.Context, rows []models.Schedule) ([]ScheduleV
 	if err != nil {
 		return nil, err
 	}
+	var calIDs []int64
+	for i := range rows {
+		if rows[i].CalendarID != nil {
+			calIDs = append(calIDs, *rows[i].CalendarID)
+		}
+	}
+	cals, err := s.cfg.Store.Admin().Calendars(ctx, calIDs)
+	if err != nil {
+		return nil, err
+	}
 	now := s.now()
 	out := make([]ScheduleView, len(rows))
 	for i := range rows {
@@ -45,7 +55,11 @@ func (s *Server) views(ctx context.Context, rows []models.Schedule) ([]ScheduleV
 		if row.Status != models.ScheduleActive && row.Status != models.SchedulePaused {
 			continue
 		}
-		t, err := scheduleengine.NewTrigger(row)
+		var cal *models.Calendar
+		if row.CalendarID != nil {
+			cal = cals[*row.CalendarID]
+		}
+		t, err := trigger.New(row, cal)
 		if err != nil {
 			continue
 		}
@@ -138,7 +152,11 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	if e != nil {
 		return e
 	}
-	row, _, e := validateSchedule(s.cfg.Registry, req, def, s.now())
+	cal, e := s.calendarFor(r, req)
+	if e != nil {
+		return e
+	}
+	row, _, e := validateSchedule(s.cfg.Registry, req, def, cal, s.now())
 	if e != nil {
 		return e
 	}
@@ -148,6 +166,9 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	if err := s.cfg.Store.Admin().CreateSchedule(r.Context(), row); err != nil {
 		if errors.Is(err, store.ErrNoDefinition) {
 			return badRequest("job_definition_id", "job definition %d does not exist", row.JobDefinitionID)
+		}
+		if errors.Is(err, store.ErrNoCalendar) {
+			return badRequest("calendar_id", "calendar %d does not exist", *row.CalendarID)
 		}
 		return s.fromStore(r, err, "a schedule")
 	}
@@ -199,7 +220,11 @@ func (s *Server) updateSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	if e != nil {
 		return e
 	}
-	row, _, e := validateSchedule(s.cfg.Registry, req, def, cur.CreatedAt)
+	cal, e := s.calendarFor(r, req)
+	if e != nil {
+		return e
+	}
+	row, _, e := validateSchedule(s.cfg.Registry, req, def, cal, cur.CreatedAt)
 	if e != nil {
 		return e
 	}
@@ -207,6 +232,9 @@ func (s *Server) updateSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	if err := admin.UpdateSchedule(r.Context(), row); err != nil {
 		if errors.Is(err, store.ErrNoDefinition) {
 			return badRequest("job_definition_id", "job definition %d does not exist", row.JobDefinitionID)
+		}
+		if errors.Is(err, store.ErrNoCalendar) {
+			return badRequest("calendar_id", "calendar %d does not exist", *row.CalendarID)
 		}
 		return s.fromStore(r, err, "a schedule")
 	}

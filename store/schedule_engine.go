@@ -19,8 +19,8 @@ const scheduleInChunk = 1000
 
 // LoadSchedulesParams selects what LoadSchedules reads.
 type LoadSchedulesParams struct {
-	// ChangedSince, when set, returns schedules of any status whose row or
-	// definition was updated at or after it. Nil returns every active schedule.
+	// ChangedSince, when set, returns schedules of any status whose row,
+	// definition or calendar was updated at or after it. Nil returns every active schedule.
 	ChangedSince *time.Time
 }
 
@@ -29,13 +29,14 @@ type ScheduleRow struct {
 	Schedule   models.Schedule
 	Definition *models.JobDefinition // nil when job_definition_id points nowhere
 	Trigger    *models.TimeTrigger   // nil before the engine first saw the schedule
+	Calendar   *models.Calendar      // the calendar calendar_id names; nil when none, or when it points nowhere
 }
 
 // LoadSchedulesResult is what LoadSchedules read.
 type LoadSchedulesResult struct {
 	Rows []ScheduleRow
-	// MaxUpdatedAt is the latest updated_at among the rows and their
-	// definitions, in the database's clock: the next ChangedSince.
+	// MaxUpdatedAt is the latest updated_at among the rows, their
+	// definitions and calendars, in the database's clock: the next ChangedSince.
 	MaxUpdatedAt time.Time
 }
 
@@ -141,7 +142,8 @@ func (s *Store) LoadSchedules(ctx context.Context, p *LoadSchedulesParams) (*Loa
 	q := db.Model(&models.Schedule{}).Order("id")
 	if p.ChangedSince != nil {
 		since := DBTime(*p.ChangedSince)
-		q = q.Where("updated_at >= ? OR job_definition_id IN (SELECT id FROM job_definitions WHERE updated_at >= ?)", since, since)
+		q = q.Where("updated_at >= ? OR job_definition_id IN (SELECT id FROM job_definitions WHERE updated_at >= ?)"+
+			" OR calendar_id IN (SELECT id FROM calendars WHERE updated_at >= ?)", since, since, since)
 	} else {
 		q = q.Where("status = ?", models.ScheduleActive)
 	}
@@ -184,10 +186,28 @@ func (s *Store) LoadSchedules(ctx context.Context, p *LoadSchedulesParams) (*Loa
 			trigs[rows[i].ScheduleID] = &rows[i]
 		}
 	}
+	var calIDs []int64
+	for _, sc := range scheds {
+		if sc.CalendarID != nil {
+			calIDs = append(calIDs, *sc.CalendarID)
+		}
+	}
+	cals, err := calendarsByID(db, calIDs)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cals {
+		if c.UpdatedAt.After(res.MaxUpdatedAt) {
+			res.MaxUpdatedAt = c.UpdatedAt
+		}
+	}
 	for i := range res.Rows {
 		r := &res.Rows[i]
 		r.Definition = defs[r.Schedule.JobDefinitionID]
 		r.Trigger = trigs[r.Schedule.ID]
+		if id := r.Schedule.CalendarID; id != nil {
+			r.Calendar = cals[*id]
+		}
 	}
 	return res, nil
 }
