@@ -11,8 +11,8 @@ import (
 	"github.com/chimesched/chime/api"
 	"github.com/chimesched/chime/cluster"
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/trigger"
 	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/trigger"
 )
 
 const pageSize = 50
