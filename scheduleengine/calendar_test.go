@@ -80,7 +80,7 @@ func TestQuartzSyntaxFiresOnSunday(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		b := setup(t, st, "n1")
 		start := b.clock.Now()
-		sunday := start.Truncate(24 * time.Hour).AddDate(0, 0, 1)
+		sunday := start.Truncate(24*time.Hour).AddDate(0, 0, 1)
 		for sunday.Weekday() != time.Sunday {
 			sunday = sunday.AddDate(0, 0, 1)
 		}
