@@ -64,10 +64,30 @@ func validateCalendar(req *calendarRequest) (*models.Calendar, *apiError) {
 	return c, nil
 }
 
+// listCalendars lists every calendar (they are few), or the one named by
+// ?name=.
 func (s *Server) listCalendars(w http.ResponseWriter, r *http.Request) *apiError {
-	items, err := s.cfg.Store.Admin().ListCalendars(r.Context())
-	if err != nil {
-		return s.fromStore(r, err, "a calendar")
+	q := r.URL.Query()
+	for k := range q {
+		if k != "name" {
+			return badRequest(k, "unknown query parameter %q (accepted: name)", k)
+		}
+	}
+	admin := s.cfg.Store.Admin()
+	var items []models.Calendar
+	if q.Has("name") {
+		c, err := admin.GetCalendarByName(r.Context(), q.Get("name"))
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return s.fromStore(r, err, "a calendar")
+		}
+		if c != nil {
+			items = append(items, *c)
+		}
+	} else {
+		var err error
+		if items, err = admin.ListCalendars(r.Context()); err != nil {
+			return s.fromStore(r, err, "a calendar")
+		}
 	}
 	if items == nil {
 		items = []models.Calendar{}

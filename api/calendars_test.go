@@ -34,6 +34,8 @@ func TestCalendarsAndSyntax(t *testing.T) {
 
 		s := b.ok(201, "POST", scheds, `{"name":"weekdays","job_definition_id":`+def+`,"schedule_type":"cron","cron_expr":"0 9 * * *","calendar":"weekends"}`)
 		require.EqualValues(t, cid, s["calendar_id"])
+		require.Len(t, items(b.ok(200, "GET", cals+"?name=weekends", "")), 1)
+		require.Empty(t, items(b.ok(200, "GET", cals+"?name=none", "")))
 		require.Equal(t, "standard", s["cron_syntax"])
 		require.Equal(t, "once", s["dst_policy"])
 		require.Equal(t, []any{"2030-01-01T09:00:00Z", "2030-01-02T09:00:00Z", "2030-01-03T09:00:00Z", "2030-01-04T09:00:00Z",
