@@ -339,6 +339,8 @@ once (catch_up = true, missed_fires = how many); skip writes none.`),
 // spec is the schedule's trigger in one cell.
 func spec(s *models.Schedule) string {
 	switch {
+	case s.CronExpr != nil && s.CronSyntax == models.SyntaxQuartz:
+		return *s.CronExpr + " (quartz)"
 	case s.CronExpr != nil:
 		return *s.CronExpr
 	case s.IntervalSeconds != nil:
