@@ -21,7 +21,7 @@
 //
 // api may import chimedb (the database, through chimedb.AdminStore),
 // models, tasks, configs (to check settings),
-// scheduleengine (for its triggers), internal/metrics and internal/strictjson;
+// trigger (for next_fires and validation), internal/metrics and internal/strictjson;
 // it never imports store (and so no driver),
 // app, cli or the task engine.
 package api

@@ -45,7 +45,7 @@ func FuzzDecodeScheduleRequest(f *testing.F) {
 			require.NotEmpty(t, e.Error.Error)
 			return
 		}
-		row, trig, e := validateSchedule(reg, req, def, created)
+		row, trig, e := validateSchedule(reg, req, def, nil, created)
 		if e != nil {
 			require.Equal(t, 400, e.status)
 			require.NotEmpty(t, e.Error.Error)

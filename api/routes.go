@@ -38,6 +38,12 @@ var routeTable = []route{
 	{method: "POST", path: Prefix + "/schedules/{id}/resume", handler: (*Server).resumeSchedule},
 	{method: "POST", path: Prefix + "/schedules/{id}/trigger", handler: (*Server).triggerSchedule},
 
+	{method: "GET", path: Prefix + "/calendars", handler: (*Server).listCalendars},
+	{method: "POST", path: Prefix + "/calendars", handler: (*Server).createCalendar},
+	{method: "GET", path: Prefix + "/calendars/{id}", handler: (*Server).getCalendar},
+	{method: "PATCH", path: Prefix + "/calendars/{id}", handler: (*Server).updateCalendar},
+	{method: "DELETE", path: Prefix + "/calendars/{id}", handler: (*Server).deleteCalendar},
+
 	{method: "GET", path: Prefix + "/jobs", handler: (*Server).listJobs},
 	{method: "POST", path: Prefix + "/jobs", handler: (*Server).runJob},
 	{method: "GET", path: Prefix + "/jobs/{id}", handler: (*Server).getJob},

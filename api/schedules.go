@@ -9,7 +9,7 @@ import (
 
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/scheduleengine"
+	"github.com/chimesched/chime/trigger"
 )
 
 // previewFires is how many fire times a schedule shows.
@@ -35,6 +35,16 @@ func (s *Server) views(ctx context.Context, rows []models.Schedule) ([]ScheduleV
 	if err != nil {
 		return nil, err
 	}
+	var calIDs []int64
+	for i := range rows {
+		if rows[i].CalendarID != nil {
+			calIDs = append(calIDs, *rows[i].CalendarID)
+		}
+	}
+	cals, err := s.cfg.Store.Admin().Calendars(ctx, calIDs)
+	if err != nil {
+		return nil, err
+	}
 	now := s.now()
 	out := make([]ScheduleView, len(rows))
 	for i := range rows {
@@ -43,7 +53,11 @@ func (s *Server) views(ctx context.Context, rows []models.Schedule) ([]ScheduleV
 		if row.Status != models.ScheduleActive && row.Status != models.SchedulePaused {
 			continue
 		}
-		t, err := scheduleengine.NewTrigger(row)
+		var cal *models.Calendar
+		if row.CalendarID != nil {
+			cal = cals[*row.CalendarID]
+		}
+		t, err := trigger.New(row, cal)
 		if err != nil {
 			continue
 		}
@@ -136,7 +150,11 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	if e != nil {
 		return e
 	}
-	row, _, e := validateSchedule(s.cfg.Registry, req, def, s.now())
+	cal, e := s.calendarFor(r, req)
+	if e != nil {
+		return e
+	}
+	row, _, e := validateSchedule(s.cfg.Registry, req, def, cal, s.now())
 	if e != nil {
 		return e
 	}
@@ -146,6 +164,9 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	if err := s.cfg.Store.Admin().CreateSchedule(r.Context(), row); err != nil {
 		if errors.Is(err, chimedb.ErrNoDefinition) {
 			return badRequest("job_definition_id", "job definition %d does not exist", row.JobDefinitionID)
+		}
+		if errors.Is(err, chimedb.ErrNoCalendar) {
+			return badRequest("calendar_id", "calendar %d does not exist", *row.CalendarID)
 		}
 		return s.fromStore(r, err, "a schedule")
 	}
@@ -197,7 +218,11 @@ func (s *Server) updateSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	if e != nil {
 		return e
 	}
-	row, _, e := validateSchedule(s.cfg.Registry, req, def, cur.CreatedAt)
+	cal, e := s.calendarFor(r, req)
+	if e != nil {
+		return e
+	}
+	row, _, e := validateSchedule(s.cfg.Registry, req, def, cal, cur.CreatedAt)
 	if e != nil {
 		return e
 	}
@@ -205,6 +230,9 @@ func (s *Server) updateSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	if err := admin.UpdateSchedule(r.Context(), row); err != nil {
 		if errors.Is(err, chimedb.ErrNoDefinition) {
 			return badRequest("job_definition_id", "job definition %d does not exist", row.JobDefinitionID)
+		}
+		if errors.Is(err, chimedb.ErrNoCalendar) {
+			return badRequest("calendar_id", "calendar %d does not exist", *row.CalendarID)
 		}
 		return s.fromStore(r, err, "a schedule")
 	}

@@ -12,8 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/scheduleengine"
 	"github.com/chimesched/chime/tasks"
+	"github.com/chimesched/chime/trigger"
 )
 
 // Column sizes from sql/mysql/00001_init.sql: a longer value would be cut
@@ -56,10 +56,15 @@ func definitionRequestOf(d *models.JobDefinition) *definitionRequest {
 
 // scheduleRequest is the writable part of a schedules row.
 type scheduleRequest struct {
-	Name                 string                `json:"name"`
-	JobDefinitionID      int64                 `json:"job_definition_id"`
-	ScheduleType         models.ScheduleType   `json:"schedule_type"`
-	CronExpr             *string               `json:"cron_expr"`
+	Name            string              `json:"name"`
+	JobDefinitionID int64               `json:"job_definition_id"`
+	ScheduleType    models.ScheduleType `json:"schedule_type"`
+	CronExpr        *string             `json:"cron_expr"`
+	CronSyntax      models.CronSyntax   `json:"cron_syntax"`
+	DSTPolicy       models.DSTPolicy    `json:"dst_policy"`
+	CalendarID      *int64              `json:"calendar_id"`
+	// Calendar names the calendar instead of calendar_id; "" clears it.
+	Calendar             *string               `json:"calendar"`
 	IntervalSeconds      *int64                `json:"interval_seconds"`
 	RunAt                *time.Time            `json:"run_at"`
 	Timezone             string                `json:"timezone"`
@@ -74,13 +79,14 @@ type scheduleRequest struct {
 }
 
 func newScheduleRequest() *scheduleRequest {
-	return &scheduleRequest{Timezone: "UTC", MisfirePolicy: models.MisfireFireOnce, Concurrency: models.ConcurrencyAllow, Status: models.ScheduleActive}
+	return &scheduleRequest{Timezone: "UTC", MisfirePolicy: models.MisfireFireOnce, Concurrency: models.ConcurrencyAllow, Status: models.ScheduleActive,
+		CronSyntax: models.SyntaxStandard, DSTPolicy: models.DSTOnce}
 }
 
 func scheduleRequestOf(s *models.Schedule) *scheduleRequest {
 	return &scheduleRequest{
 		Name: s.Name, JobDefinitionID: s.JobDefinitionID, ScheduleType: s.ScheduleType, CronExpr: s.CronExpr,
-		IntervalSeconds: int64p(s.IntervalSeconds), RunAt: s.RunAt, Timezone: s.Timezone, StartAt: s.StartAt, EndAt: s.EndAt,
+		CronSyntax: s.CronSyntax, DSTPolicy: s.DSTPolicy, CalendarID: s.CalendarID, IntervalSeconds: int64p(s.IntervalSeconds), RunAt: s.RunAt, Timezone: s.Timezone, StartAt: s.StartAt, EndAt: s.EndAt,
 		MaxRuns: int64p(s.MaxRuns), MisfirePolicy: s.MisfirePolicy, CatchupWindowSeconds: int64p(s.CatchupWindowSeconds),
 		Concurrency: s.Concurrency, Params: json.RawMessage(s.Params), Status: s.Status,
 	}
@@ -258,11 +264,12 @@ func validateDefinition(reg *tasks.Registry, req *definitionRequest) (*models.Jo
 
 // validateSchedule turns a request into a row, or says what is wrong. def
 // is the definition req names (nil when it does not exist). Field checks
-// come first so each error names its field; scheduleengine.NewTrigger then
-// has the last word, with the very code the engine will run.
+// come first so each error names its field; trigger.New then has the last
+// word, with the very code the engine will run. cal is the calendar
+// req.CalendarID names (loaded by the handler).
 // createdAt is the row's creation time (now for a new row): an interval
 // schedule without start_at counts its grid from it.
-func validateSchedule(reg *tasks.Registry, req *scheduleRequest, def *models.JobDefinition, createdAt time.Time) (*models.Schedule, scheduleengine.Trigger, *apiError) {
+func validateSchedule(reg *tasks.Registry, req *scheduleRequest, def *models.JobDefinition, cal *models.Calendar, createdAt time.Time) (*models.Schedule, trigger.Trigger, *apiError) {
 	if e := checkName(req.Name); e != nil {
 		return nil, nil, e
 	}
@@ -309,6 +316,9 @@ func validateSchedule(reg *tasks.Registry, req *scheduleRequest, def *models.Job
 		if c.set && c.field != spec {
 			return nil, nil, badRequest(c.field, "%s does not apply to a %s schedule (it uses %s); leave it out or null", c.field, req.ScheduleType, spec)
 		}
+	}
+	if e := checkSyntax(req); e != nil {
+		return nil, nil, e
 	}
 	if req.Timezone == "" {
 		return nil, nil, badRequest("timezone", `timezone must not be empty; use "UTC" or an IANA name such as "Europe/Paris"`)
@@ -372,7 +382,7 @@ func validateSchedule(reg *tasks.Registry, req *scheduleRequest, def *models.Job
 	}
 	s := &models.Schedule{
 		Name: req.Name, JobDefinitionID: req.JobDefinitionID, ScheduleType: req.ScheduleType,
-		CronExpr: req.CronExpr, IntervalSeconds: intp(req.IntervalSeconds), RunAt: utcp(req.RunAt), Timezone: req.Timezone,
+		CronExpr: req.CronExpr, CronSyntax: req.CronSyntax, DSTPolicy: req.DSTPolicy, CalendarID: req.CalendarID, IntervalSeconds: intp(req.IntervalSeconds), RunAt: utcp(req.RunAt), Timezone: req.Timezone,
 		StartAt: utcp(req.StartAt), EndAt: utcp(req.EndAt), MaxRuns: intp(req.MaxRuns), MisfirePolicy: req.MisfirePolicy,
 		CatchupWindowSeconds: intp(req.CatchupWindowSeconds), Concurrency: req.Concurrency, Params: params, Status: req.Status,
 		CreatedAt: createdAt.UTC().Truncate(time.Microsecond),
@@ -381,9 +391,13 @@ func validateSchedule(reg *tasks.Registry, req *scheduleRequest, def *models.Job
 		expr := strings.TrimSpace(*s.CronExpr)
 		s.CronExpr = &expr
 	}
-	trig, err := scheduleengine.NewTrigger(s)
+	trig, err := trigger.New(s, cal)
 	if err != nil {
-		return nil, nil, badRequest(spec, "%s: %v", spec, err)
+		field := spec
+		if cal != nil && strings.HasPrefix(err.Error(), "calendar ") {
+			field = "calendar_id"
+		}
+		return nil, nil, badRequest(field, "%s: %v", field, err)
 	}
 	return s, trig, nil
 }
@@ -396,8 +410,33 @@ func utcp(t *time.Time) *time.Time {
 	return &u
 }
 
+// checkSyntax checks cron_syntax and dst_policy: quartz is for cron
+// schedules, and brings Quartz's own daylight-saving rules, so dst_policy
+// (for the standard syntax) must stay at its default there.
+func checkSyntax(req *scheduleRequest) *apiError {
+	switch req.CronSyntax {
+	case models.SyntaxStandard:
+	case models.SyntaxQuartz:
+		if req.ScheduleType != models.ScheduleCron {
+			return badRequest("cron_syntax", "cron_syntax quartz applies to cron schedules only; use standard for a %s schedule", req.ScheduleType)
+		}
+	default:
+		return badRequest("cron_syntax", "unknown cron_syntax %q (want standard or quartz)", req.CronSyntax)
+	}
+	switch req.DSTPolicy {
+	case models.DSTOnce:
+	case models.DSTSkip, models.DSTBoth, models.DSTWall:
+		if req.ScheduleType != models.ScheduleCron || req.CronSyntax != models.SyntaxStandard {
+			return badRequest("dst_policy", "dst_policy %s applies to cron schedules in the standard syntax only (Quartz syntax follows Quartz's own rules; intervals and once schedules are instants); leave it once", req.DSTPolicy)
+		}
+	default:
+		return badRequest("dst_policy", "unknown dst_policy %q (want once, skip, both or wall)", req.DSTPolicy)
+	}
+	return nil
+}
+
 // nextFires lists up to n fire times of trig after now, in UTC.
-func nextFires(trig scheduleengine.Trigger, now time.Time, n int) []time.Time {
+func nextFires(trig trigger.Trigger, now time.Time, n int) []time.Time {
 	out := make([]time.Time, 0, n)
 	t := now
 	for len(out) < n {

@@ -32,6 +32,15 @@ type AdminListParams struct {
 // ErrNotFound, ErrConflict, ErrNoDefinition, ErrInUse or ErrJobState where
 // those apply.
 type AdminQueries interface {
+	ListCalendars(ctx context.Context) ([]models.Calendar, error)
+	GetCalendar(ctx context.Context, id int64) (*models.Calendar, error)
+	GetCalendarByName(ctx context.Context, name string) (*models.Calendar, error)
+	// Calendars returns the calendars of ids that exist, by id.
+	Calendars(ctx context.Context, ids []int64) (map[int64]*models.Calendar, error)
+	CreateCalendar(ctx context.Context, c *models.Calendar) error
+	UpdateCalendar(ctx context.Context, c *models.Calendar) error
+	DeleteCalendar(ctx context.Context, id int64) error
+
 	ListDefinitions(ctx context.Context, p *AdminListParams) ([]models.JobDefinition, error)
 	ListSchedules(ctx context.Context, p *AdminListParams) ([]models.Schedule, error)
 	ListJobs(ctx context.Context, p *AdminListParams) ([]models.Job, error)

@@ -8,8 +8,9 @@ import (
 
 // LoadSchedulesParams selects what LoadSchedules reads.
 type LoadSchedulesParams struct {
-	// ChangedSince, when set, returns schedules of any status whose row or
-	// definition was updated at or after it. Nil returns every active schedule.
+	// ChangedSince, when set, returns schedules of any status whose row,
+	// definition or calendar was updated at or after it. Nil returns every
+	// active schedule.
 	ChangedSince *time.Time
 }
 
@@ -18,13 +19,14 @@ type ScheduleRow struct {
 	Schedule   models.Schedule
 	Definition *models.JobDefinition // nil when job_definition_id points nowhere
 	Trigger    *models.TimeTrigger   // nil before the engine first saw the schedule
+	Calendar   *models.Calendar      // the calendar calendar_id names; nil when none, or when it points nowhere
 }
 
 // LoadSchedulesResult is what LoadSchedules read.
 type LoadSchedulesResult struct {
 	Rows []ScheduleRow
-	// MaxUpdatedAt is the latest updated_at among the rows and their
-	// definitions, in the database's clock: the next ChangedSince.
+	// MaxUpdatedAt is the latest updated_at among the rows, their
+	// definitions and calendars, in the database's clock: the next ChangedSince.
 	MaxUpdatedAt time.Time
 }
 

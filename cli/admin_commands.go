@@ -26,6 +26,7 @@ type (
 
 const (
 	definitionsPath = api.Prefix + "/definitions"
+	calendarsPath   = api.Prefix + "/calendars"
 	schedulesPath   = api.Prefix + "/schedules"
 	jobsPath        = api.Prefix + "/jobs"
 )
@@ -149,6 +150,7 @@ func newScheduleCommand() *cobra.Command {
 
 	var (
 		def, cron, every, at, tz, start, end, misfire, concurrency, params string
+		syntax, dst, calendar                                              string
 		maxRuns, catchup                                                   int
 		paused, dryRun                                                     bool
 	)
@@ -158,7 +160,8 @@ func newScheduleCommand() *cobra.Command {
 		Example: `  chime schedule add weekday-report --definition report --cron "0 9 * * MON-FRI" --timezone Europe/Paris
   chime schedule add poll --definition ping --every 30s
   chime schedule add migrate-once --definition migrate --at 2030-01-01T02:00:00Z
-  chime schedule add try --definition report --cron "*/15 * * * *" --dry-run`,
+  chime schedule add try --definition report --cron "*/15 * * * *" --dry-run
+  chime schedule add month-end --definition report --cron "0 15 10 ? * 6L" --cron-syntax quartz --calendar holidays`,
 		Args: cobra.ExactArgs(1),
 		RunE: runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
 			body := map[string]any{"name": args[0]}
@@ -183,7 +186,8 @@ func newScheduleCommand() *cobra.Command {
 			default:
 				body["schedule_type"], body["run_at"] = models.ScheduleOnce, at
 			}
-			for flag, v := range map[string]string{"timezone": tz, "start_at": start, "end_at": end, "misfire_policy": misfire, "concurrency": concurrency} {
+			for flag, v := range map[string]string{"timezone": tz, "start_at": start, "end_at": end, "misfire_policy": misfire, "concurrency": concurrency,
+				"cron_syntax": syntax, "dst_policy": dst, "calendar": calendar} {
 				if v != "" {
 					body[flag] = v
 				}
@@ -242,6 +246,9 @@ func newScheduleCommand() *cobra.Command {
 	fl.StringVar(&params, "params", "", "params merged over the definition's defaults, a JSON object")
 	fl.BoolVar(&paused, "paused", false, "create it paused")
 	fl.BoolVar(&dryRun, "dry-run", false, "validate and print the next fire times without saving")
+	fl.StringVar(&syntax, "cron-syntax", "", "standard (default) or quartz (Quartz 2.3.2 cron: 6-7 fields, ?, L, W, #, 1 = Sunday)")
+	fl.StringVar(&dst, "dst-policy", "", "standard cron across DST changes: once (default), skip, both or wall (docs/quartz.md)")
+	fl.StringVar(&calendar, "calendar", "", "calendar whose excluded times are skipped, by name")
 	_ = addCmd.MarkFlagRequired("definition")
 
 	var (
@@ -332,6 +339,8 @@ once (catch_up = true, missed_fires = how many); skip writes none.`),
 // spec is the schedule's trigger in one cell.
 func spec(s *models.Schedule) string {
 	switch {
+	case s.CronExpr != nil && s.CronSyntax == models.SyntaxQuartz:
+		return *s.CronExpr + " (quartz)"
 	case s.CronExpr != nil:
 		return *s.CronExpr
 	case s.IntervalSeconds != nil:
@@ -508,3 +517,80 @@ func withLong(cmd *cobra.Command, long string) *cobra.Command {
 }
 
 func itoa(id int64) string { return strconv.FormatInt(id, 10) }
+
+func newCalendarCommand() *cobra.Command {
+	cmd, f := adminGroup("calendar", "Manage calendars (times schedules skip)",
+		"A calendar excludes times from the schedules that name it (--calendar): a fire in an excluded time is skipped, "+
+			"neither run nor counted missed. Kinds are Quartz's: holiday, annual, monthly, weekly, daily and cron; docs/quartz.md "+
+			"gives each kind's --definition.")
+	cmd.Aliases = []string{"calendars", "cal"}
+
+	var kind, def, tz, descr string
+	addCmd := &cobra.Command{
+		Use:   "add NAME --kind KIND --definition JSON [--timezone ZONE]",
+		Short: "Create a calendar",
+		Example: `  chime calendar add holidays --kind holiday --definition '{"dates": ["2030-12-25", "2031-01-01"]}' --timezone Europe/Berlin
+  chime calendar add weekends --kind weekly --definition '{"days": ["sat", "sun"]}'
+  chime calendar add office-hours --kind daily --definition '{"from": "09:00", "to": "17:00"}'
+  chime calendar add nights --kind cron --definition '{"expression": "* * 0-5 ? * *"}'`,
+		Args: cobra.ExactArgs(1),
+		RunE: runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
+			d, err := jsonFlag("definition", def)
+			if err != nil {
+				return err
+			}
+			body := map[string]any{"name": args[0], "kind": kind, "definition": d, "description": descr}
+			if tz != "" {
+				body["timezone"] = tz
+			}
+			var raw json.RawMessage
+			if err := c.do(ctx, "POST", calendarsPath, nil, body, &raw); err != nil {
+				return err
+			}
+			return c.printRow(out, raw)
+		}),
+	}
+	fl := addCmd.Flags()
+	fl.StringVar(&kind, "kind", "", "holiday, annual, monthly, weekly, daily or cron")
+	fl.StringVar(&def, "definition", "", "the kind's definition, a JSON object (see docs/quartz.md)")
+	fl.StringVar(&tz, "timezone", "", "IANA zone its days and wall times are read in (default UTC)")
+	fl.StringVar(&descr, "description", "", "free text")
+	_ = addCmd.MarkFlagRequired("kind")
+	_ = addCmd.MarkFlagRequired("definition")
+
+	listCmd := &cobra.Command{
+		Use: "list", Short: "List calendars by name", Args: cobra.NoArgs,
+		RunE: runner(f, func(ctx context.Context, c *client, out io.Writer, _ []string) error {
+			return list(ctx, c, out, calendarsPath, nil, []string{"ID", "NAME", "KIND", "TIMEZONE", "DEFINITION"},
+				func(k *models.Calendar) []string {
+					return []string{itoa(k.ID), k.Name, string(k.Kind), k.Timezone, str(string(k.Definition))}
+				})
+		}),
+	}
+	showCmd := &cobra.Command{
+		Use: "show ID|NAME", Short: "Show a calendar", Args: cobra.ExactArgs(1),
+		RunE: runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
+			id, err := c.resolve(ctx, calendarsPath, "calendar", args[0])
+			if err != nil {
+				return err
+			}
+			return c.show(ctx, out, calendarsPath+"/"+id)
+		}),
+	}
+	deleteCmd := &cobra.Command{
+		Use: "delete ID|NAME", Short: "Delete a calendar no schedule names", Args: cobra.ExactArgs(1),
+		RunE: runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
+			id, err := c.resolve(ctx, calendarsPath, "calendar", args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.do(ctx, "DELETE", calendarsPath+"/"+id, nil, nil, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "deleted calendar %s\n", id)
+			return nil
+		}),
+	}
+	cmd.AddCommand(addCmd, listCmd, showCmd, deleteCmd)
+	return cmd
+}

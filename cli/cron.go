@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -11,7 +14,7 @@ import (
 	"github.com/chimesched/chime/api"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/quartzcron"
-	"github.com/chimesched/chime/scheduleengine"
+	"github.com/chimesched/chime/trigger"
 )
 
 // Cron syntaxes a schedule can be written in.
@@ -57,7 +60,7 @@ func newCronCommand() *cobra.Command {
 }
 
 func newCronNextCommand() *cobra.Command {
-	var syntax, zone, from string
+	var syntax, zone, from, dst, calFile string
 	var count int
 	cmd := &cobra.Command{
 		Use:   "next EXPR",
@@ -71,6 +74,12 @@ day-of-week 0-6 counts from Sunday. --syntax quartz reads it as Quartz 2.3.2
 does: 6 or 7 fields (seconds first, an optional year last), ?, L, W, #, and
 day-of-week 1-7 counting from Sunday (so 1 is Sunday here, Monday in
 standard). See docs/quartz.md.
+
+--dst picks the standard syntax's daylight-saving policy (a schedule's
+dst_policy, default once: a wall time a change skips fires just after it, a
+repeated one fires once). --calendar-file skips the times a calendar
+excludes; the file is a calendar as "chime calendar show NAME -o json"
+prints it, or {"kind": ..., "definition": ..., "timezone": ...}.
 
 An invalid expression, zone or flag exits with code 2.`,
 		Example: `  chime cron next '0 15 10 ? * 6L' --syntax quartz --timezone Europe/Berlin
@@ -94,20 +103,29 @@ An invalid expression, zone or flag exits with code 2.`,
 					return usagef("--from %q is not an RFC3339 time such as 2030-01-01T09:00:00Z", from)
 				}
 			}
-			var trig scheduleengine.Trigger
+			var trig trigger.Trigger
 			switch syntax {
 			case syntaxStandard:
 				// The same function the API previews next_fires with.
-				s := &models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: &expr, Timezone: zone, CreatedAt: start}
-				if trig, err = scheduleengine.NewTrigger(s); err != nil {
+				s := &models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: &expr, Timezone: zone, CreatedAt: start,
+					DSTPolicy: models.DSTPolicy(dst)}
+				if trig, err = trigger.New(s, nil); err != nil {
 					return usagef("invalid standard cron expression: %v", err)
 				}
 			case syntaxQuartz:
+				if dst != string(models.DSTOnce) {
+					return usagef("--dst applies to --syntax standard; Quartz syntax follows Quartz's own daylight-saving rules")
+				}
 				if trig, err = quartzcron.Parse(expr, loc); err != nil {
 					return usagef("invalid Quartz cron expression %q: %v", expr, err)
 				}
 			default:
 				return usagef("unknown --syntax %q (want standard or quartz)", syntax)
+			}
+			if calFile != "" {
+				if trig, err = withCalendarFile(trig, calFile); err != nil {
+					return err
+				}
 			}
 			fires := api.NextFires(trig, start, count)
 			out := cmd.OutOrStdout()
@@ -124,6 +142,37 @@ An invalid expression, zone or flag exits with code 2.`,
 	f.StringVar(&syntax, "syntax", syntaxStandard, "standard or quartz")
 	f.StringVar(&zone, "timezone", "UTC", "IANA zone the expression's wall times are read in")
 	f.StringVar(&from, "from", "", "RFC3339 time to start after (default now)")
+	f.StringVar(&dst, "dst", string(models.DSTOnce), "standard syntax: once, skip, both or wall (a schedule's dst_policy)")
+	f.StringVar(&calFile, "calendar-file", "", "JSON file of a calendar (as chime calendar show prints it) whose excluded times are skipped")
 	f.IntVar(&count, "count", 5, fmt.Sprintf("how many fire times (1-%d)", maxCronCount))
 	return cmd
+}
+
+// maxCalendarFile bounds what --calendar-file reads.
+const maxCalendarFile = 1 << 20
+
+// withCalendarFile wraps trig with the calendar in file, as a schedule
+// naming it would be.
+func withCalendarFile(trig trigger.Trigger, file string) (trigger.Trigger, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, usagef("--calendar-file: %v", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxCalendarFile+1))
+	if err != nil {
+		return nil, usagef("--calendar-file: %v", err)
+	}
+	if len(b) > maxCalendarFile {
+		return nil, usagef("--calendar-file: larger than %d bytes", maxCalendarFile)
+	}
+	var c models.Calendar
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, usagef("--calendar-file: not a calendar in JSON: %v", err)
+	}
+	cal, err := trigger.ParseCalendar(&c)
+	if err != nil {
+		return nil, usagef("--calendar-file: %v", err)
+	}
+	return trigger.WithCalendar(trig, cal), nil
 }

@@ -118,6 +118,7 @@ func newScheduleEditCommand(f *clientFlags) *cobra.Command {
 	var (
 		b                                                                        editBody
 		name, def, cron, every, at, tz, start, end, misfire, concurrency, params string
+		syntax, dst, calendar                                                    string
 		maxRuns, catchup                                                         int
 	)
 	cmd := &cobra.Command{
@@ -139,6 +140,9 @@ change at once.`,
 	b.add("end-at", "end_at", nullable(&end))
 	b.add("misfire-policy", "misfire_policy", strVal(&misfire))
 	b.add("concurrency", "concurrency", strVal(&concurrency))
+	b.add("cron-syntax", "cron_syntax", strVal(&syntax))
+	b.add("dst-policy", "dst_policy", strVal(&dst))
+	b.add("calendar", "calendar", strVal(&calendar))
 	b.add("max-runs", "max_runs", func() (any, error) {
 		if maxRuns <= 0 {
 			return nil, nil
@@ -217,6 +221,9 @@ change at once.`,
 	fl.IntVar(&catchup, "catchup-window", -1, "seconds: missed fires older than this are dropped; -1 = no bound")
 	fl.StringVar(&concurrency, "concurrency", "", "allow or forbid overlapping jobs")
 	fl.StringVar(&params, "params", "", `params merged over the definition's defaults, a JSON object ("" = none)`)
+	fl.StringVar(&syntax, "cron-syntax", "", "standard or quartz (Quartz 2.3.2 cron: 6-7 fields, ?, L, W, #, 1 = Sunday)")
+	fl.StringVar(&dst, "dst-policy", "", "standard cron across DST changes: once, skip, both or wall (docs/quartz.md)")
+	fl.StringVar(&calendar, "calendar", "", `calendar whose excluded times are skipped, by name ("" = none)`)
 	return cmd
 }
 

@@ -35,7 +35,7 @@ func (f *form) fail(field, msg string, fields []string) {
 	f.Top = msg
 }
 
-var scheduleFields = []string{"name", "job_definition_id", "schedule_type", "cron_expr", "interval_seconds", "run_at",
+var scheduleFields = []string{"name", "job_definition_id", "schedule_type", "cron_expr", "cron_syntax", "dst_policy", "calendar_id", "interval_seconds", "run_at",
 	"timezone", "start_at", "end_at", "max_runs", "misfire_policy", "catchup_window_seconds", "concurrency", "params", "status"}
 
 var definitionFields = []string{"name", "task_type", "description", "default_params", "timeout_seconds", "max_attempts",
@@ -60,6 +60,12 @@ func scheduleBody(f *form) map[string]any {
 	str("concurrency")
 	str("status")
 	str("schedule_type")
+	// Absent (an older form): the API's default, or the stored value.
+	for _, k := range []string{"cron_syntax", "dst_policy"} {
+		if x := strings.TrimSpace(v.Get(k)); x != "" {
+			body[k] = x
+		}
+	}
 	num := func(k string) {
 		s := strings.TrimSpace(v.Get(k))
 		if s == "" {
@@ -79,6 +85,7 @@ func scheduleBody(f *form) map[string]any {
 	}
 	num("max_runs")
 	num("catchup_window_seconds")
+	num("calendar_id")
 	// Only the spec field of the chosen type is sent: the form keeps all
 	// three inputs, the API refuses a spec of another type.
 	typ := v.Get("schedule_type")
@@ -162,7 +169,10 @@ type scheduleFormData struct {
 	F           *form
 	ID          int64
 	Definitions []models.JobDefinition
+	Calendars   []models.Calendar
 	Types       []string
+	Syntaxes    []string
+	DST         []string
 	Misfire     []string
 	Conc        []string
 	Statuses    []string
@@ -174,12 +184,18 @@ func (c *Console) scheduleForm(w http.ResponseWriter, r *http.Request, s *sessio
 		c.dbFail(w, r, s, err)
 		return
 	}
+	cals, err := c.cfg.Store.Admin().ListCalendars(r.Context())
+	if err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
 	title := "New schedule"
 	if id != 0 {
 		title = "Edit " + f.Get("name")
 	}
 	c.render(w, status, "schedule_form", &page{Title: title, Nav: "schedules", Session: s, Error: f.Top, Data: scheduleFormData{
-		F: f, ID: id, Definitions: defs, Types: []string{"cron", "interval", "once"},
+		F: f, ID: id, Definitions: defs, Calendars: cals, Types: []string{"cron", "interval", "once"},
+		Syntaxes: []string{"standard", "quartz"}, DST: []string{"once", "skip", "both", "wall"},
 		Misfire: []string{"fire_once", "skip", "fire_all"}, Conc: []string{"allow", "forbid"}, Statuses: []string{"active", "paused"},
 	}})
 }
@@ -188,6 +204,8 @@ func (c *Console) newSchedule(w http.ResponseWriter, r *http.Request, s *session
 	f := &form{Values: url.Values{}, Errors: map[string]string{}}
 	f.Values.Set("schedule_type", "cron")
 	f.Values.Set("timezone", "UTC")
+	f.Values.Set("cron_syntax", string(models.SyntaxStandard))
+	f.Values.Set("dst_policy", string(models.DSTOnce))
 	f.Values.Set("misfire_policy", string(models.MisfireFireOnce))
 	f.Values.Set("concurrency", string(models.ConcurrencyAllow))
 	f.Values.Set("status", string(models.ScheduleActive))
@@ -260,6 +278,11 @@ func scheduleValues(sch *models.Schedule) url.Values {
 	v.Set("job_definition_id", strconv.FormatInt(sch.JobDefinitionID, 10))
 	v.Set("schedule_type", string(sch.ScheduleType))
 	v.Set("cron_expr", derefStr(sch.CronExpr))
+	v.Set("cron_syntax", string(sch.CronSyntax))
+	v.Set("dst_policy", string(sch.DSTPolicy))
+	if sch.CalendarID != nil {
+		v.Set("calendar_id", strconv.FormatInt(*sch.CalendarID, 10))
+	}
 	v.Set("interval_seconds", derefInt(sch.IntervalSeconds))
 	loc, err := time.LoadLocation(sch.Timezone)
 	if err != nil {

@@ -11,8 +11,8 @@ import (
 	"github.com/chimesched/chime/api"
 	"github.com/chimesched/chime/cluster"
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/scheduleengine"
 	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/trigger"
 )
 
 const pageSize = 50
@@ -208,6 +208,10 @@ func (c *Console) scheduleRows(r *http.Request, rows []models.Schedule) ([]sched
 	if err != nil {
 		return nil, err
 	}
+	cals, err := c.cfg.Store.Admin().Calendars(ctx, calendarIDs(rows))
+	if err != nil {
+		return nil, err
+	}
 	now := c.cfg.Now()
 	out := make([]scheduleRow, len(rows))
 	for i := range rows {
@@ -216,7 +220,7 @@ func (c *Console) scheduleRows(r *http.Request, rows []models.Schedule) ([]sched
 			out[i].Last = &j
 		}
 		if rows[i].Status == models.ScheduleActive {
-			if f := fires(&rows[i], trig, now, 1); len(f) > 0 {
+			if f := fires(&rows[i], trig, cals, now, 1); len(f) > 0 {
 				out[i].Next = &f[0]
 			}
 		}
@@ -225,12 +229,16 @@ func (c *Console) scheduleRows(r *http.Request, rows []models.Schedule) ([]sched
 }
 
 // fires is the API's next fire times of a schedule, up to n, honouring the
-// runs it has left.
-func fires(s *models.Schedule, trig map[int64]models.TimeTrigger, now time.Time, n int) []time.Time {
+// runs it has left and its calendar (cals by id).
+func fires(s *models.Schedule, trig map[int64]models.TimeTrigger, cals map[int64]*models.Calendar, now time.Time, n int) []time.Time {
 	if s.Status != models.ScheduleActive && s.Status != models.SchedulePaused {
 		return nil
 	}
-	t, err := scheduleengine.NewTrigger(s)
+	var cal *models.Calendar
+	if s.CalendarID != nil {
+		cal = cals[*s.CalendarID]
+	}
+	t, err := trigger.New(s, cal)
 	if err != nil {
 		return nil
 	}
@@ -289,7 +297,12 @@ func (c *Console) schedule(w http.ResponseWriter, r *http.Request, s *session) {
 		c.dbFail(w, r, s, err)
 		return
 	}
-	d.Fires = fires(sch, trig, c.cfg.Now(), 10)
+	cals, err := admin.Calendars(ctx, calendarIDs([]models.Schedule{*sch}))
+	if err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	d.Fires = fires(sch, trig, cals, c.cfg.Now(), 10)
 	jobs, err := scheduleJobs(ctx, c.cfg.Store, id, 20)
 	if err != nil {
 		c.dbFail(w, r, s, err)
@@ -532,4 +545,14 @@ func (c *Console) definitions(w http.ResponseWriter, r *http.Request, s *session
 			NextCursor string
 			Query      url.Values
 		}{defs, next, q}})
+}
+
+func calendarIDs(rows []models.Schedule) []int64 {
+	var ids []int64
+	for i := range rows {
+		if rows[i].CalendarID != nil {
+			ids = append(ids, *rows[i].CalendarID)
+		}
+	}
+	return ids
 }

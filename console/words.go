@@ -34,6 +34,10 @@ func specWords(s *models.Schedule) string {
 		if s.CronExpr == nil {
 			return "cron without an expression"
 		}
+		if s.CronSyntax == models.SyntaxQuartz {
+			// cronWords reads the standard syntax, where 1 is Monday, not Sunday.
+			return "Quartz cron " + *s.CronExpr + tz
+		}
 		return cronWords(*s.CronExpr) + tz
 	}
 	return string(s.ScheduleType)

@@ -108,3 +108,49 @@ const (
 	// refusal, or nothing to send (no recipients, the job gone); see last_error.
 	NotificationFailed NotificationStatus = "failed"
 )
+
+// CronSyntax is schedules.cron_syntax: how a cron schedule's cron_expr reads.
+type CronSyntax string
+
+const (
+	// SyntaxStandard: 5 fields (6 with seconds first) and descriptors,
+	// day-of-week 0-6 from Sunday; DSTPolicy applies.
+	SyntaxStandard CronSyntax = "standard"
+	// SyntaxQuartz: Quartz 2.3.2's CronExpression (6 or 7 fields, ?, L, W,
+	// #, day-of-week 1-7 from Sunday), its daylight-saving behaviour included.
+	SyntaxQuartz CronSyntax = "quartz"
+)
+
+// DSTPolicy is schedules.dst_policy: what a standard-syntax cron schedule
+// does with a wall time that a daylight-saving change skips (the gap) or
+// repeats (the overlap). It applies to expressions with a fixed hour;
+// those whose hour field starts with * (hourly and finer) fire on real
+// instants whatever the policy: none in the gap, both in the overlap.
+type DSTPolicy string
+
+const (
+	// DSTOnce (the default): the gap's wall time fires at the first
+	// instant after the gap, the repeated one at its first occurrence, so
+	// a daily job fires exactly once every day.
+	DSTOnce DSTPolicy = "once"
+	// DSTSkip: no fire in the gap; the repeated wall time fires once.
+	DSTSkip DSTPolicy = "skip"
+	// DSTBoth: the gap's wall time fires after the gap; the repeated one
+	// fires at both occurrences.
+	DSTBoth DSTPolicy = "both"
+	// DSTWall: plain wall-clock matching, chime's behaviour before
+	// dst_policy: no fire in the gap, both occurrences in the overlap.
+	DSTWall DSTPolicy = "wall"
+)
+
+// CalendarKind is calendars.kind: Quartz's calendar classes.
+type CalendarKind string
+
+const (
+	CalendarHoliday CalendarKind = "holiday"
+	CalendarAnnual  CalendarKind = "annual"
+	CalendarMonthly CalendarKind = "monthly"
+	CalendarWeekly  CalendarKind = "weekly"
+	CalendarDaily   CalendarKind = "daily"
+	CalendarCron    CalendarKind = "cron"
+)

@@ -36,6 +36,9 @@ type Schedule struct {
 	JobDefinitionID      int64          `gorm:"column:job_definition_id" json:"job_definition_id"`
 	ScheduleType         ScheduleType   `gorm:"column:schedule_type" json:"schedule_type"`
 	CronExpr             *string        `gorm:"column:cron_expr" json:"cron_expr"`
+	CronSyntax           CronSyntax     `gorm:"column:cron_syntax" json:"cron_syntax"`
+	DSTPolicy            DSTPolicy      `gorm:"column:dst_policy" json:"dst_policy"`
+	CalendarID           *int64         `gorm:"column:calendar_id" json:"calendar_id"`
 	IntervalSeconds      *int           `gorm:"column:interval_seconds" json:"interval_seconds"`
 	RunAt                *time.Time     `gorm:"column:run_at" json:"run_at"`
 	Timezone             string         `gorm:"column:timezone" json:"timezone"`
@@ -54,6 +57,25 @@ type Schedule struct {
 
 // TableName implements gorm's tabler.
 func (Schedule) TableName() string { return "schedules" }
+
+// Calendar excludes times from the schedules that name it (Quartz's
+// calendars): a fire in an excluded time is skipped, neither run nor
+// counted as missed. Definition is JSON whose shape depends on Kind
+// (docs/quartz.md); its days and wall times are read in Timezone.
+// Table calendars.
+type Calendar struct {
+	ID          int64        `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
+	Name        string       `gorm:"column:name" json:"name"`
+	Kind        CalendarKind `gorm:"column:kind" json:"kind"`
+	Definition  JSON         `gorm:"column:definition" json:"definition"`
+	Timezone    string       `gorm:"column:timezone" json:"timezone"`
+	Description string       `gorm:"column:description" json:"description"`
+	CreatedAt   time.Time    `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt   time.Time    `gorm:"column:updated_at" json:"updated_at"`
+}
+
+// TableName implements gorm's tabler.
+func (Calendar) TableName() string { return "calendars" }
 
 // TimeTrigger is the engine's firing state for one schedule (the paper's
 // TimeTrigger). Table time_triggers; only engines write it.
@@ -165,7 +187,7 @@ func (Lease) TableName() string { return "leases" }
 
 // All lists every model, in creation order, for schema checks.
 func All() []any {
-	return []any{&JobDefinition{}, &Schedule{}, &TimeTrigger{}, &Job{}, &JobLog{}, &Configuration{}, &Node{}, &Lease{}, &Notification{}}
+	return []any{&JobDefinition{}, &Schedule{}, &TimeTrigger{}, &Job{}, &JobLog{}, &Configuration{}, &Node{}, &Lease{}, &Notification{}, &Calendar{}}
 }
 
 // Notification is one completion email in the outbox: written in the same

@@ -60,12 +60,18 @@
 // is a misfire and follows misfire_policy; fires older than
 // catchup_window_seconds are dropped. As in Quartz, a resume applies the
 // same rule to what was missed while paused, and an edit of the timing
-// (specHash) starts the schedule afresh from when the engine saw it
+// (specHash, which covers cron_syntax, dst_policy and the calendar and
+// what it excludes) starts the schedule afresh from when the engine saw it
 // (time_triggers.spec_changed_at), not from last_fire_at. A row that cannot
 // be scheduled becomes invalid with status_reason.
 //
-// scheduleengine imports models, chimedb (the Store interface; all SQL is
-// in store/schedule_engine.go, fire.go and trigger.go), internal/metrics,
+// Fire times come from package trigger; a fire a schedule's calendar
+// excludes is no fire at all, so it is neither written nor counted missed.
+// A calendar's change reaches its schedules at the next sync, which reads
+// the schedules of calendars updated since its watermark.
+//
+// scheduleengine imports models, trigger, chimedb (the Store interface; all
+// SQL is in store/schedule_engine.go, fire.go and trigger.go), internal/metrics,
 // internal/startstop and third-party libraries; never the task engine, the
 // API or the CLI.
 package scheduleengine

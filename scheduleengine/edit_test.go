@@ -58,7 +58,7 @@ func TestTimingEditStartsAfresh(t *testing.T) {
 				require.Empty(t, catchUpsOf(t, st, s.ID), "no catch-up job for the edit")
 				tr := triggerOf(t, st, s.ID)
 				require.Zero(t, tr.MisfiredCount)
-				require.Equal(t, specHash(ptr(reload(t, st, s))), tr.SpecHash, "the trigger records the timing it now follows")
+				require.Equal(t, specHash(ptr(reload(t, st, s)), nil), tr.SpecHash, "the trigger records the timing it now follows")
 				require.NotNil(t, tr.SpecChangedAt)
 				require.True(t, start.Add(27*time.Second).Equal(*tr.SpecChangedAt), "and when the engine saw it change")
 				// Afresh from +27 s: +27, +28, +29 on time.
@@ -99,7 +99,7 @@ func TestSpecHash(t *testing.T) {
 	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	base := models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * *"), IntervalSeconds: ptr(5), RunAt: &at, Timezone: "UTC", StartAt: &at,
 		EndAt: &at, MaxRuns: ptr(3), MisfirePolicy: models.MisfireFireOnce, Params: models.JSON(`{}`), Status: models.ScheduleActive, CreatedAt: at, UpdatedAt: at}
-	h := specHash(&base)
+	h := specHash(&base, nil)
 	later := at.Add(time.Microsecond)
 	for name, edit := range map[string]func(*models.Schedule){
 		"schedule_type":    func(s *models.Schedule) { s.ScheduleType = models.ScheduleInterval },
@@ -110,10 +110,13 @@ func TestSpecHash(t *testing.T) {
 		"timezone":         func(s *models.Schedule) { s.Timezone = "Europe/Berlin" },
 		"start_at":         func(s *models.Schedule) { s.StartAt = &later },
 		"start_at nil":     func(s *models.Schedule) { s.StartAt = nil },
+		"cron_syntax":      func(s *models.Schedule) { s.CronSyntax = models.SyntaxQuartz },
+		"dst_policy":       func(s *models.Schedule) { s.DSTPolicy = models.DSTSkip },
+		"calendar_id":      func(s *models.Schedule) { s.CalendarID = ptr(int64(1)) },
 	} {
 		s := base
 		edit(&s)
-		require.NotEqual(t, h, specHash(&s), name)
+		require.NotEqual(t, h, specHash(&s, nil), name)
 	}
 	for name, edit := range map[string]func(*models.Schedule){
 		"end_at":         func(s *models.Schedule) { s.EndAt = &later },
@@ -122,6 +125,10 @@ func TestSpecHash(t *testing.T) {
 		"params":         func(s *models.Schedule) { s.Params = models.JSON(`{"a":1}`) },
 		"status":         func(s *models.Schedule) { s.Status = models.SchedulePaused },
 		"updated_at":     func(s *models.Schedule) { s.UpdatedAt = later },
+		// The defaults keep the fingerprint of rows from before those
+		// columns, so an upgrade is no timing edit.
+		"cron_syntax standard": func(s *models.Schedule) { s.CronSyntax = models.SyntaxStandard },
+		"dst_policy once":      func(s *models.Schedule) { s.DSTPolicy = models.DSTOnce },
 		"same run_at in another zone": func(s *models.Schedule) {
 			v := at.In(time.FixedZone("x", 3600))
 			s.RunAt = &v
@@ -129,8 +136,22 @@ func TestSpecHash(t *testing.T) {
 	} {
 		s := base
 		edit(&s)
-		require.Equal(t, h, specHash(&s), name)
+		require.Equal(t, h, specHash(&s, nil), name)
 	}
+	// What a calendar excludes is timing too.
+	withCal := base
+	withCal.CalendarID = ptr(int64(1))
+	c := &models.Calendar{ID: 1, Name: "a", Kind: models.CalendarWeekly, Definition: models.JSON(`{"days":["sun"]}`), Timezone: "UTC", UpdatedAt: at}
+	hc := specHash(&withCal, c)
+	c2 := *c
+	c2.Definition = models.JSON(`{"days":["sat"]}`)
+	require.NotEqual(t, hc, specHash(&withCal, &c2), "calendar definition")
+	c2 = *c
+	c2.Timezone = "Asia/Tokyo"
+	require.NotEqual(t, hc, specHash(&withCal, &c2), "calendar timezone")
+	c2 = *c
+	c2.Name, c2.Description, c2.UpdatedAt = "b", "x", later
+	require.Equal(t, hc, specHash(&withCal, &c2), "calendar name, description, updated_at")
 }
 
 // The afresh point survives a restart, and does not swallow a real outage

@@ -71,7 +71,7 @@ func TestRestoreCollapsesMissedFires(t *testing.T) {
 		require.EqualValues(t, 10, tr.MisfiredCount)
 		// A row without spec_hash (written before it existed) is adopted
 		// as it is, not taken for an edit: the catch-up above still came.
-		require.Equal(t, specHash(&s), tr.SpecHash)
+		require.Equal(t, specHash(&s, nil), tr.SpecHash)
 		require.Nil(t, tr.SpecChangedAt)
 
 		// Then the normal cadence resumes.

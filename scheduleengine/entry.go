@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/trigger"
 )
 
 // entry is the engine's view of one active schedule.
 type entry struct {
 	sched       models.Schedule
 	def         *models.JobDefinition // as read with sched; shared by the schedules of one definition
-	trig        Trigger
+	cal         *models.Calendar      // as read with sched; nil when it names none
+	trig        trigger.Trigger
 	params      models.JSON // definition defaults merged with the schedule's params
 	maxAttempts int
 	last        *time.Time // last_fire_at
@@ -76,7 +78,7 @@ func newEntry(r *ScheduleRow) (*entry, error) {
 	if r.Definition == nil {
 		return nil, fmt.Errorf("job definition %d does not exist", s.JobDefinitionID)
 	}
-	trig, err := NewTrigger(&s)
+	trig, err := trigger.New(&s, r.Calendar)
 	if err != nil {
 		return nil, err
 	}
@@ -84,8 +86,8 @@ func newEntry(r *ScheduleRow) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &entry{sched: s, def: r.Definition, trig: trig, params: params, maxAttempts: max(r.Definition.MaxAttempts, 1), hidx: -1,
-		spec: specHash(&s)}
+	e := &entry{sched: s, def: r.Definition, cal: r.Calendar, trig: trig, params: params, maxAttempts: max(r.Definition.MaxAttempts, 1), hidx: -1,
+		spec: specHash(&s, r.Calendar)}
 	t := r.Trigger
 	if t == nil {
 		t = &models.TimeTrigger{}
@@ -102,7 +104,8 @@ func newEntry(r *ScheduleRow) (*entry, error) {
 // recorded in it that en has not seen: re-applying it would build the same
 // entry.
 func (e *entry) unchanged(r *ScheduleRow) bool {
-	if r.Definition == nil || !reflect.DeepEqual(e.sched, r.Schedule) || !reflect.DeepEqual(e.def, r.Definition) {
+	if r.Definition == nil || !reflect.DeepEqual(e.sched, r.Schedule) || !reflect.DeepEqual(e.def, r.Definition) ||
+		!reflect.DeepEqual(e.cal, r.Calendar) {
 		return false
 	}
 	t := r.Trigger

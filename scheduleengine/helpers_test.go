@@ -176,3 +176,7 @@ func reload(t *testing.T, st *store.Store, s models.Schedule) models.Schedule {
 	require.NoError(t, st.DB().First(&s, s.ID).Error)
 	return s
 }
+
+func ptr[T any](v T) *T { return &v }
+
+var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)

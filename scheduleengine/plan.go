@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/trigger"
 )
 
 // maxWalk bounds how many missed occurrences one plan enumerates, so a
@@ -19,7 +20,7 @@ type planFire struct {
 
 // planInput is a schedule's firing state as the tables hold it.
 type planInput struct {
-	trig      Trigger
+	trig      trigger.Trigger
 	after     time.Time // last_fire_at, or just before the first possible fire
 	fired     int64
 	maxRuns   *int
@@ -149,7 +150,7 @@ func (p *plan) walk(in planInput, now time.Time) (missed []time.Time, missedCoun
 
 // latestAtOrBefore finds the last occurrence in [from, upto] by walking
 // windows of growing size back from upto, since a Trigger only walks forward.
-func latestAtOrBefore(trig Trigger, from, upto time.Time) time.Time {
+func latestAtOrBefore(trig trigger.Trigger, from, upto time.Time) time.Time {
 	for w := time.Minute; ; w *= 4 {
 		start := upto.Add(-w)
 		if start.Before(from) {

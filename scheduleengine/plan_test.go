@@ -7,10 +7,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/trigger"
 )
 
-func everyMinute(t *testing.T) Trigger {
-	trig, err := NewTrigger(&models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * *")})
+func everyMinute(t *testing.T) trigger.Trigger {
+	trig, err := trigger.New(&models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * *")}, nil)
 	require.NoError(t, err)
 	return trig
 }
@@ -76,7 +77,7 @@ func TestComputePlanNothingDue(t *testing.T) {
 // the very instant the engine took over is on time.
 func TestComputePlanRestoreUpTo(t *testing.T) {
 	t.Parallel()
-	trig, err := NewTrigger(&models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")})
+	trig, err := trigger.New(&models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")}, nil)
 	require.NoError(t, err)
 	in := planInput{trig: trig, after: t0, threshold: 5 * time.Second, policy: models.MisfireFireOnce}
 	now := t0.Add(7*time.Second + 300*time.Millisecond)
@@ -100,7 +101,7 @@ func TestComputePlanRestoreUpTo(t *testing.T) {
 // A per-second schedule down for a year must not walk 31 million fires.
 func TestComputePlanLongOutage(t *testing.T) {
 	t.Parallel()
-	trig, err := NewTrigger(&models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")})
+	trig, err := trigger.New(&models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")}, nil)
 	require.NoError(t, err)
 	now := t0.Add(365 * 24 * time.Hour)
 	start := time.Now()
@@ -113,7 +114,7 @@ func TestComputePlanLongOutage(t *testing.T) {
 }
 
 func BenchmarkComputePlan(b *testing.B) {
-	trig, _ := NewTrigger(&models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("*/5 * * * * *")})
+	trig, _ := trigger.New(&models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("*/5 * * * * *")}, nil)
 	in := planInput{trig: trig, after: t0, threshold: 5 * time.Second}
 	for b.Loop() {
 		_ = computePlan(in, t0.Add(5*time.Second))

@@ -11,14 +11,31 @@ import (
 
 // specHash fingerprints the timing of a schedule row: the fields whose
 // change makes an edit that starts the schedule afresh (schedule_type,
-// cron_expr, interval_seconds, run_at, timezone, start_at). end_at only
+// cron_expr, cron_syntax, dst_policy, interval_seconds, run_at, timezone,
+// start_at, calendar_id, and what that calendar excludes: its kind,
+// definition and time zone; cal is it, nil when none). end_at only
 // bounds the fires, and max_runs, the misfire policy, params and status
 // do not move them. time_triggers.spec_hash keeps the fingerprint the
 // trigger was computed from, so an edit is seen from the rows, whether it
 // came through the API or a plain UPDATE, and across restarts.
-func specHash(s *models.Schedule) string {
+func specHash(s *models.Schedule, cal *models.Calendar) string {
 	key := fmt.Sprint(s.ScheduleType, "|", deref(s.CronExpr), "|", deref(s.IntervalSeconds), "|", timeKey(s.RunAt), "|",
 		s.Timezone, "|", timeKey(s.StartAt))
+	// The columns added later join the key only when not at their
+	// defaults, so rows from before them keep their fingerprint and an
+	// upgrade is no edit.
+	if s.CronSyntax != "" && s.CronSyntax != models.SyntaxStandard {
+		key += fmt.Sprint("|syntax=", s.CronSyntax)
+	}
+	if s.DSTPolicy != "" && s.DSTPolicy != models.DSTOnce {
+		key += fmt.Sprint("|dst=", s.DSTPolicy)
+	}
+	if s.CalendarID != nil {
+		key += fmt.Sprint("|calendar=", *s.CalendarID)
+		if cal != nil {
+			key += fmt.Sprintf("|%s|%q|%s", cal.Kind, string(cal.Definition), cal.Timezone)
+		}
+	}
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:16])
 }

@@ -20,6 +20,8 @@ var generated = map[string]func() string{
 	"sqlite/00003_admin_time_zones.sql":   sqliteTimeForms,
 	"mysql/00007_later_time_columns.sql":  mysqlLaterColumns,
 	"sqlite/00007_later_time_columns.sql": sqliteLaterColumns,
+	"mysql/00011_calendar_times.sql":      mysqlCalendarTimes,
+	"sqlite/00011_calendar_times.sql":     sqliteCalendarTimes,
 }
 
 func TestGeneratedMigrations(t *testing.T) {
@@ -284,5 +286,29 @@ func sqliteTimeForms() string {
 			w("DROP TRIGGER chime_%s_%s_update;\n", t.name, t.cols[j])
 		}
 	}
+	return b.String()
+}
+
+// calendars11 is the calendars table (00010), whose rows admins may write.
+var calendars11 = timeTable{"calendars", []string{"created_at", "updated_at"}}
+
+func mysqlCalendarTimes() string {
+	var b strings.Builder
+	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	w(generatedNote)
+	w("-- Migration 00003's rule for the calendars table (00010).\n\n-- +goose Up\n")
+	w("%s", mysqlTriggers(calendars11))
+	w("\n-- +goose Down\n%s", mysqlDropTriggers(calendars11.name))
+	return b.String()
+}
+
+func sqliteCalendarTimes() string {
+	var b strings.Builder
+	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	w(generatedNote)
+	w("-- Migration 00003's rule for the calendars table (00010), whose rows\n" +
+		"-- admins may write: the engine compares its updated_at as text.\n\n-- +goose Up\n")
+	w("%s", sqliteTriggers(calendars11))
+	w("-- +goose Down\nDROP TRIGGER chime_calendars_time_insert;\nDROP TRIGGER chime_calendars_updated_at_update;\nDROP TRIGGER chime_calendars_created_at_update;\n")
 	return b.String()
 }

@@ -44,12 +44,19 @@ func normalizeSchedule(s *models.Schedule) {
 			*t = &v
 		}
 	}
+	if s.CronSyntax == "" {
+		s.CronSyntax = models.SyntaxStandard
+	}
+	if s.DSTPolicy == "" {
+		s.DSTPolicy = models.DSTOnce
+	}
 }
 
 // CreateSchedule inserts s and fills its id and times. The definition row
 // is locked while the schedule is written, so a concurrent DeleteDefinition
 // cannot leave the schedule pointing at nothing; a definition that is gone
-// returns ErrNoDefinition. A duplicate name wraps ErrConflict.
+// returns ErrNoDefinition; so does its calendar (ErrNoCalendar). A duplicate
+// name wraps ErrConflict.
 func (a *Admin) CreateSchedule(ctx context.Context, s *models.Schedule) error {
 	normalizeSchedule(s)
 	now := DBTime(time.Now())
@@ -62,6 +69,9 @@ func (a *Admin) CreateSchedule(ctx context.Context, s *models.Schedule) error {
 	return a.s.InTx(ctx, func(tx *gorm.DB) error {
 		s.ID = 0
 		if err := a.lockDefinition(tx, s.JobDefinitionID); err != nil {
+			return err
+		}
+		if err := a.lockCalendar(tx, s.CalendarID); err != nil {
 			return err
 		}
 		if err := tx.Create(s).Error; err != nil {
@@ -83,7 +93,7 @@ func (a *Admin) lockDefinition(tx *gorm.DB, id int64) error {
 	return nil
 }
 
-var scheduleColumns = []string{"name", "job_definition_id", "schedule_type", "cron_expr", "interval_seconds",
+var scheduleColumns = []string{"name", "job_definition_id", "schedule_type", "cron_expr", "cron_syntax", "dst_policy", "calendar_id", "interval_seconds",
 	"run_at", "timezone", "start_at", "end_at", "max_runs", "misfire_policy", "catchup_window_seconds",
 	"concurrency", "params", "status", "status_reason", "updated_at"}
 
@@ -94,6 +104,9 @@ func (a *Admin) UpdateSchedule(ctx context.Context, s *models.Schedule) error {
 	s.UpdatedAt = DBTime(time.Now())
 	return a.s.InTx(ctx, func(tx *gorm.DB) error {
 		if err := a.lockDefinition(tx, s.JobDefinitionID); err != nil {
+			return err
+		}
+		if err := a.lockCalendar(tx, s.CalendarID); err != nil {
 			return err
 		}
 		r := tx.Model(&models.Schedule{}).Where("id = ?", s.ID).Select(scheduleColumns).Updates(s)

@@ -21,7 +21,8 @@ func (s *Store) LoadSchedules(ctx context.Context, p *LoadSchedulesParams) (*Loa
 	q := db.Model(&models.Schedule{}).Order("id")
 	if p.ChangedSince != nil {
 		since := DBTime(*p.ChangedSince)
-		q = q.Where("updated_at >= ? OR job_definition_id IN (SELECT id FROM job_definitions WHERE updated_at >= ?)", since, since)
+		q = q.Where("updated_at >= ? OR job_definition_id IN (SELECT id FROM job_definitions WHERE updated_at >= ?)"+
+			" OR calendar_id IN (SELECT id FROM calendars WHERE updated_at >= ?)", since, since, since)
 	} else {
 		q = q.Where("status = ?", models.ScheduleActive)
 	}
@@ -64,10 +65,28 @@ func (s *Store) LoadSchedules(ctx context.Context, p *LoadSchedulesParams) (*Loa
 			trigs[rows[i].ScheduleID] = &rows[i]
 		}
 	}
+	var calIDs []int64
+	for _, sc := range scheds {
+		if sc.CalendarID != nil {
+			calIDs = append(calIDs, *sc.CalendarID)
+		}
+	}
+	cals, err := calendarsByID(db, calIDs)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cals {
+		if c.UpdatedAt.After(res.MaxUpdatedAt) {
+			res.MaxUpdatedAt = c.UpdatedAt
+		}
+	}
 	for i := range res.Rows {
 		r := &res.Rows[i]
 		r.Definition = defs[r.Schedule.JobDefinitionID]
 		r.Trigger = trigs[r.Schedule.ID]
+		if id := r.Schedule.CalendarID; id != nil {
+			r.Calendar = cals[*id]
+		}
 	}
 	return res, nil
 }

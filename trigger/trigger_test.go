@@ -1,4 +1,4 @@
-package scheduleengine
+package trigger
 
 import (
 	"testing"
@@ -43,7 +43,7 @@ func TestNewTrigger(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			trig, err := NewTrigger(&tt.sched)
+			trig, err := New(&tt.sched, nil)
 			require.NoError(t, err)
 			at := tt.after
 			for i, want := range tt.want {
@@ -76,7 +76,7 @@ func TestNewTriggerRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := NewTrigger(&tt.sched)
+			_, err := New(&tt.sched, nil)
 			require.ErrorContains(t, err, tt.reason)
 		})
 	}

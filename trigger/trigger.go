@@ -1,4 +1,4 @@
-package scheduleengine
+package trigger
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/quartzcron"
 )
 
 // Trigger yields the intended fire times of a schedule. Next returns the first
@@ -23,9 +24,11 @@ type Trigger interface {
 
 var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// NewTrigger builds the trigger of s, or explains why s cannot be scheduled;
-// the explanation becomes schedules.status_reason.
-func NewTrigger(s *models.Schedule) (Trigger, error) {
+// New builds the trigger of s, or explains why s cannot be scheduled; the
+// explanation becomes schedules.status_reason. cal is the calendar s names
+// (schedules.calendar_id), nil when it names none; its excluded times are
+// skipped. A calendar_id without cal is refused: the calendar is gone.
+func New(s *models.Schedule, cal *models.Calendar) (Trigger, error) {
 	loc, err := checkRow(s)
 	if err != nil {
 		return nil, err
@@ -48,6 +51,19 @@ func NewTrigger(s *models.Schedule) (Trigger, error) {
 		inner = onceTrigger{at: s.RunAt.UTC()}
 	default:
 		return nil, fmt.Errorf("unknown schedule_type %q (want cron, interval or once)", s.ScheduleType)
+	}
+	if s.CalendarID != nil || cal != nil {
+		if cal == nil {
+			return nil, fmt.Errorf("calendar %d does not exist", *s.CalendarID)
+		}
+		if s.CalendarID != nil && cal.ID != 0 && cal.ID != *s.CalendarID {
+			return nil, fmt.Errorf("calendar %d given for calendar_id %d", cal.ID, *s.CalendarID)
+		}
+		c, err := ParseCalendar(cal)
+		if err != nil {
+			return nil, fmt.Errorf("calendar %q: %v", cal.Name, err)
+		}
+		inner = calendarTrigger{inner: inner, cal: c}
 	}
 	b := boundedTrigger{inner: inner}
 	if s.StartAt != nil {
@@ -80,6 +96,12 @@ func checkRow(s *models.Schedule) (*time.Location, error) {
 		return nil, fmt.Errorf("unknown concurrency %q (want allow or forbid)", s.Concurrency)
 	case s.CatchupWindowSeconds != nil && *s.CatchupWindowSeconds < 0:
 		return nil, fmt.Errorf("catchup_window_seconds must not be negative, got %d", *s.CatchupWindowSeconds)
+	case !slices.Contains([]models.CronSyntax{"", models.SyntaxStandard, models.SyntaxQuartz}, s.CronSyntax):
+		return nil, fmt.Errorf("unknown cron_syntax %q (want standard or quartz)", s.CronSyntax)
+	case !slices.Contains([]models.DSTPolicy{"", models.DSTOnce, models.DSTSkip, models.DSTBoth, models.DSTWall}, s.DSTPolicy):
+		return nil, fmt.Errorf("unknown dst_policy %q (want once, skip, both or wall)", s.DSTPolicy)
+	case s.CronSyntax == models.SyntaxQuartz && s.ScheduleType != models.ScheduleCron:
+		return nil, fmt.Errorf("cron_syntax quartz applies to cron schedules only, not %s", s.ScheduleType)
 	}
 	return loc, nil
 }
@@ -89,6 +111,15 @@ func cronOf(s *models.Schedule, loc *time.Location) (Trigger, error) {
 		return nil, errors.New("cron schedule without cron_expr")
 	}
 	expr := strings.TrimSpace(*s.CronExpr)
+	if s.CronSyntax == models.SyntaxQuartz {
+		// Quartz's own rules, daylight-saving changes included: dst_policy
+		// does not apply.
+		q, err := quartzcron.Parse(expr, loc)
+		if err != nil {
+			return nil, fmt.Errorf("bad cron_expr %q (Quartz syntax): %v", expr, err)
+		}
+		return quartzTrigger{q}, nil
+	}
 	if rest, ok := strings.CutPrefix(expr, "@every "); ok {
 		// robfig's @every counts from whenever it is asked, which differs
 		// per node; anchoring it like an interval makes it deterministic.
@@ -105,7 +136,40 @@ func cronOf(s *models.Schedule, loc *time.Location) (Trigger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bad cron_expr %q: %v", expr, err)
 	}
-	return cronTrigger{sched: sched, loc: loc}, nil
+	policy := s.DSTPolicy
+	if policy == "" {
+		policy = models.DSTOnce
+	}
+	if wildcardHour(expr) {
+		policy = models.DSTWall
+	}
+	return cronTrigger{sched: sched, loc: loc, policy: policy}, nil
+}
+
+// wildcardHour reports whether expr's hour field starts with * (hourly
+// and finer, such as "0 * * * *" or "*/10 */2 * * *"): such a schedule fires
+// on the real instants its wall times name, none in a gap and both in an
+// overlap, as Vixie cron treats "wildcard" jobs. expr parsed already.
+func wildcardHour(expr string) bool {
+	if strings.HasPrefix(expr, "@") {
+		return expr == "@hourly"
+	}
+	f := strings.Fields(expr)
+	h := 1
+	if len(f) == 6 {
+		h = 2
+	}
+	return h < len(f) && strings.HasPrefix(f[h], "*")
+}
+
+type quartzTrigger struct{ e *quartzcron.Expression }
+
+func (q quartzTrigger) Next(t time.Time) time.Time {
+	n := q.e.Next(t)
+	if n.IsZero() {
+		return n
+	}
+	return n.UTC()
 }
 
 // anchor is where an interval's grid starts: start_at when given, else the
@@ -115,19 +179,6 @@ func anchor(s *models.Schedule) time.Time {
 		return s.StartAt.UTC()
 	}
 	return s.CreatedAt.UTC()
-}
-
-type cronTrigger struct {
-	sched cron.Schedule
-	loc   *time.Location
-}
-
-func (c cronTrigger) Next(t time.Time) time.Time {
-	n := c.sched.Next(t.In(c.loc))
-	if n.IsZero() {
-		return n
-	}
-	return n.UTC()
 }
 
 type intervalTrigger struct {

@@ -1,0 +1,202 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/chimesched/chime/chimedb"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/trigger"
+)
+
+// maxCalendarDefinition bounds a calendar's definition document.
+const maxCalendarDefinition = 256 << 10
+
+// calendarRequest is the writable part of a calendars row.
+type calendarRequest struct {
+	Name        string              `json:"name"`
+	Kind        models.CalendarKind `json:"kind"`
+	Definition  json.RawMessage     `json:"definition"`
+	Timezone    string              `json:"timezone"`
+	Description string              `json:"description"`
+}
+
+func calendarRequestOf(c *models.Calendar) *calendarRequest {
+	return &calendarRequest{Name: c.Name, Kind: c.Kind, Definition: json.RawMessage(c.Definition), Timezone: c.Timezone, Description: c.Description}
+}
+
+// validateCalendar turns a request into a row with trigger.ParseCalendar
+// having the last word, the very code the engine runs.
+func validateCalendar(req *calendarRequest) (*models.Calendar, *apiError) {
+	if e := checkName(req.Name); e != nil {
+		return nil, e
+	}
+	if len(req.Description) > maxDescription {
+		return nil, badRequest("description", "description is longer than %d characters", maxDescription)
+	}
+	if len(req.Definition) > maxCalendarDefinition {
+		return nil, badRequest("definition", "definition is longer than %d bytes", maxCalendarDefinition)
+	}
+	if len(req.Timezone) > maxTimezone {
+		return nil, badRequest("timezone", "timezone is longer than %d characters", maxTimezone)
+	}
+	if req.Timezone == "" || req.Timezone == "Local" {
+		return nil, badRequest("timezone", `timezone must be "UTC" or an IANA name such as "Europe/Paris"`)
+	}
+	if _, err := time.LoadLocation(req.Timezone); err != nil {
+		return nil, badRequest("timezone", "unknown timezone %q: use an IANA name such as \"Europe/Paris\" or \"UTC\"", req.Timezone)
+	}
+	def, e := checkObject("definition", req.Definition)
+	if e != nil {
+		return nil, e
+	}
+	c := &models.Calendar{Name: req.Name, Kind: req.Kind, Definition: def, Timezone: req.Timezone, Description: req.Description}
+	if _, err := trigger.ParseCalendar(c); err != nil {
+		field := "definition"
+		if _, ok := map[models.CalendarKind]bool{models.CalendarHoliday: true, models.CalendarAnnual: true, models.CalendarMonthly: true,
+			models.CalendarWeekly: true, models.CalendarDaily: true, models.CalendarCron: true}[req.Kind]; !ok {
+			field = "kind"
+		}
+		return nil, badRequest(field, "%v", err)
+	}
+	return c, nil
+}
+
+// listCalendars lists every calendar (they are few), or the one named by
+// ?name=.
+func (s *Server) listCalendars(w http.ResponseWriter, r *http.Request) *apiError {
+	q := r.URL.Query()
+	for k := range q {
+		if k != "name" {
+			return badRequest(k, "unknown query parameter %q (accepted: name)", k)
+		}
+	}
+	admin := s.cfg.Store.Admin()
+	var items []models.Calendar
+	if q.Has("name") {
+		c, err := admin.GetCalendarByName(r.Context(), q.Get("name"))
+		if err != nil && !errors.Is(err, chimedb.ErrNotFound) {
+			return s.fromStore(r, err, "a calendar")
+		}
+		if c != nil {
+			items = append(items, *c)
+		}
+	} else {
+		var err error
+		if items, err = admin.ListCalendars(r.Context()); err != nil {
+			return s.fromStore(r, err, "a calendar")
+		}
+	}
+	if items == nil {
+		items = []models.Calendar{}
+	}
+	writeJSON(w, http.StatusOK, List[models.Calendar]{Items: items})
+	return nil
+}
+
+func (s *Server) getCalendar(w http.ResponseWriter, r *http.Request) *apiError {
+	id, e := pathID(r, "calendar")
+	if e != nil {
+		return e
+	}
+	c, err := s.cfg.Store.Admin().GetCalendar(r.Context(), id)
+	if err != nil {
+		return s.fromStore(r, err, "a calendar")
+	}
+	writeJSON(w, http.StatusOK, c)
+	return nil
+}
+
+func (s *Server) createCalendar(w http.ResponseWriter, r *http.Request) *apiError {
+	req := &calendarRequest{Timezone: "UTC"}
+	if e := decodeBody(w, r, req); e != nil {
+		return e
+	}
+	c, e := validateCalendar(req)
+	if e != nil {
+		return e
+	}
+	if err := s.cfg.Store.Admin().CreateCalendar(r.Context(), c); err != nil {
+		return s.fromStore(r, err, "a calendar")
+	}
+	w.Header().Set("Location", Prefix+"/calendars/"+itoa(c.ID))
+	writeJSON(w, http.StatusCreated, c)
+	return nil
+}
+
+// updateCalendar applies the body's fields over the stored row. The
+// schedules naming it follow the new exclusions from the engine's next
+// sync, counting afresh from then (a change of what a calendar excludes is
+// a timing edit for them).
+func (s *Server) updateCalendar(w http.ResponseWriter, r *http.Request) *apiError {
+	id, e := pathID(r, "calendar")
+	if e != nil {
+		return e
+	}
+	admin := s.cfg.Store.Admin()
+	cur, err := admin.GetCalendar(r.Context(), id)
+	if err != nil {
+		return s.fromStore(r, err, "a calendar")
+	}
+	req := calendarRequestOf(cur)
+	if e := decodeBody(w, r, req); e != nil {
+		return e
+	}
+	c, e := validateCalendar(req)
+	if e != nil {
+		return e
+	}
+	c.ID, c.CreatedAt = id, cur.CreatedAt
+	if err := admin.UpdateCalendar(r.Context(), c); err != nil {
+		return s.fromStore(r, err, "a calendar")
+	}
+	s.schedulesChanged(0)
+	writeJSON(w, http.StatusOK, c)
+	return nil
+}
+
+func (s *Server) deleteCalendar(w http.ResponseWriter, r *http.Request) *apiError {
+	id, e := pathID(r, "calendar")
+	if e != nil {
+		return e
+	}
+	if err := s.cfg.Store.Admin().DeleteCalendar(r.Context(), id); err != nil {
+		return s.fromStore(r, err, "a calendar")
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// calendarFor loads the calendar a schedule request names, by calendar (a
+// name) or calendar_id, and sets req.CalendarID to it.
+func (s *Server) calendarFor(r *http.Request, req *scheduleRequest) (*models.Calendar, *apiError) {
+	admin := s.cfg.Store.Admin()
+	if req.Calendar != nil {
+		if *req.Calendar == "" {
+			req.CalendarID = nil
+			return nil, nil
+		}
+		c, err := admin.GetCalendarByName(r.Context(), *req.Calendar)
+		if errors.Is(err, chimedb.ErrNotFound) {
+			return nil, badRequest("calendar", "calendar %q does not exist", *req.Calendar)
+		}
+		if err != nil {
+			return nil, s.fromStore(r, err, "a calendar")
+		}
+		req.CalendarID = &c.ID
+		return c, nil
+	}
+	if req.CalendarID == nil {
+		return nil, nil
+	}
+	c, err := admin.GetCalendar(r.Context(), *req.CalendarID)
+	if errors.Is(err, chimedb.ErrNotFound) {
+		return nil, badRequest("calendar_id", "calendar %d does not exist", *req.CalendarID)
+	}
+	if err != nil {
+		return nil, s.fromStore(r, err, "a calendar")
+	}
+	return c, nil
+}
