@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,5 +38,85 @@ empty database (CHIME_DATABASE_DSN): it refuses one that has schedules.`,
 	lateness.Flags().IntVar(&opts.Schedules, "schedules", 1, "schedules firing every second")
 	lateness.Flags().DurationVar(&opts.Duration, "duration", 30*time.Second, "how long to measure")
 	cmd.AddCommand(lateness)
+	for _, sc := range scenarioCommands {
+		cmd.AddCommand(newScenarioCommand(g, sc))
+	}
 	return cmd
+}
+
+// scenarioCommand describes one `chime bench SCENARIO` and the flags it takes.
+type scenarioCommand struct {
+	name, short, long string
+	jobs, schedules   int           // defaults; 0: no such flag
+	duration          time.Duration // default; 0: no such flag
+	timeout           bool
+}
+
+var scenarioCommands = []scenarioCommand{
+	{name: "drain", short: "Pending no-op jobs drained by a worker-only node: jobs/s",
+		long: `Inserts --jobs pending jobs of a no-op sleep task (0 s), runs a node without
+the scheduler until every job has finished, and reports jobs/s from the first
+claim (min queued_at) to the last outcome (max finished_at). The pool is
+taskengine.pool_size (CHIME_TASKENGINE_POOL_SIZE).`,
+		jobs: 20000, timeout: true},
+	{name: "burst", short: "Once schedules all due in the same second: fire and start times",
+		long: `Creates --jobs once schedules due 5 s from now, runs a node until each has a
+finished job, and reports how long after the due time the fires were written
+(jobs.created_at) and the jobs started (jobs.started_at).`,
+		jobs: 10000, timeout: true},
+	{name: "steady", short: "Schedules firing every second: missed fires, fire and start lateness",
+		long: `Creates --schedules schedules firing every second, runs a full node for
+--duration and reports missed fires and, after scheduled_at, when fires were
+written (jobs.created_at) and jobs started (jobs.started_at).`,
+		schedules: 1000, duration: 60 * time.Second},
+	{name: "continuous", short: "Fire, run and complete every second: sustained jobs/s",
+		long: `The steady run read for throughput: jobs finished per second of the window,
+with missed fires and unfinished jobs (both must be 0 for the rate to count).
+Raise --schedules until they are not.`,
+		schedules: 1000, duration: 60 * time.Second},
+	{name: "restart", short: "Many active schedules: restore time and peak RSS after a restart, then firing on time",
+		long: `Creates --schedules active cron schedules (one fires every second, the rest
+once a year), starts a node, stops it and starts it again: restore_ms is from
+the second start to the every-second schedule's first fire written (so up to
+1 s above the restore itself); peak_rss_mb is this process's peak (the node
+runs in it). Then it watches that schedule for --duration.`,
+		schedules: 1_000_000, duration: 10 * time.Second, timeout: true},
+}
+
+func newScenarioCommand(g *globals, sc scenarioCommand) *cobra.Command {
+	var o bench.Options
+	c := &cobra.Command{
+		Use:   sc.name,
+		Short: sc.short,
+		Long: sc.long + `
+
+Prints one line of key=value pairs. Point it at an empty database
+(CHIME_DATABASE_*): it refuses one that has schedules or jobs.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, log, err := g.load(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			l, err := bench.Run(cmd.Context(), cfg, log, sc.name, o)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), l)
+			return err
+		},
+	}
+	if sc.jobs > 0 {
+		c.Flags().IntVar(&o.Jobs, "jobs", sc.jobs, "jobs (drain) or once schedules (burst)")
+	}
+	if sc.schedules > 0 {
+		c.Flags().IntVar(&o.Schedules, "schedules", sc.schedules, "schedules")
+	}
+	if sc.duration > 0 {
+		c.Flags().DurationVar(&o.Duration, "duration", sc.duration, "how long to measure")
+	}
+	if sc.timeout {
+		c.Flags().DurationVar(&o.Timeout, "timeout", 10*time.Minute, "give up after this long")
+	}
+	return c
 }

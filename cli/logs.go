@@ -35,8 +35,9 @@ func newLogsCommand(f *clientFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logs ID",
 		Short: "Print a job's log, oldest first (--tail, --follow, paging with --cursor)",
-		Long: `Print a job's log lines, oldest first: every state transition and every
-line its task logged.
+		Long: `Print a job's log lines, oldest first: every line its task logged, every
+outcome, retry, recovery and refusal. A first attempt's queue and start times
+are the job's queued_at and started_at (chime job show).
 
 Without flags the first ` + strconv.Itoa(DefaultLogLimit) + ` lines are printed; when there are more,
 a hint on stderr gives the --cursor that continues after the last line shown.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,6 +45,63 @@ func insertRows(b testing.TB, db *gorm.DB, n int, defID int64, status models.Job
 	}
 }
 
+// stmtCounts counts the statements a store sends, by their first words,
+// through GORM callbacks (every statement of store goes through GORM).
+type stmtCounts struct {
+	mu sync.Mutex
+	by map[string]int
+}
+
+func countStatements(b testing.TB, db *gorm.DB) *stmtCounts {
+	c := &stmtCounts{by: map[string]int{}}
+	count := func(tx *gorm.DB) {
+		sql := strings.ToUpper(strings.TrimSpace(tx.Statement.SQL.String()))
+		kind, _, _ := strings.Cut(sql, " ")
+		switch {
+		case kind == "INSERT" || kind == "UPDATE" || kind == "DELETE":
+			if _, rest, ok := strings.Cut(sql, kind+" "); ok {
+				if kind == "INSERT" || kind == "DELETE" {
+					_, rest, _ = strings.Cut(rest, " ") // INTO / FROM
+				}
+				tbl, _, _ := strings.Cut(rest, " ")
+				kind += " " + strings.Trim(tbl, "`\"")
+			}
+		case strings.Contains(sql, "FOR UPDATE"):
+			kind = "SELECT … FOR UPDATE"
+		}
+		c.mu.Lock()
+		c.by[kind]++
+		c.mu.Unlock()
+	}
+	cb := db.Callback()
+	require.NoError(b, cb.Create().After("gorm:create").Register("bench:count", count))
+	require.NoError(b, cb.Query().After("gorm:query").Register("bench:count", count))
+	require.NoError(b, cb.Update().After("gorm:update").Register("bench:count", count))
+	require.NoError(b, cb.Delete().After("gorm:delete").Register("bench:count", count))
+	require.NoError(b, cb.Row().After("gorm:row").Register("bench:count", count))
+	require.NoError(b, cb.Raw().After("gorm:raw").Register("bench:count", count))
+	return c
+}
+
+// perJob formats the counts divided by n jobs.
+func (c *stmtCounts) perJob(n int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys := make([]string, 0, len(c.by))
+	total := 0
+	for k, v := range c.by {
+		keys = append(keys, k)
+		total += v
+	}
+	slices.Sort(keys)
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "total %.3f (%d statements)", float64(total)/float64(n), total)
+	for _, k := range keys {
+		fmt.Fprintf(&sb, "; %s %.4f (%d)", k, float64(c.by[k])/float64(n), c.by[k])
+	}
+	return sb.String()
+}
+
 // BenchmarkDrain drains 20,000 pending `sleep 0s` jobs with a pool of 100
 // and reports jobs/s from the start of the engine (first claim) to the last
 // outcome written. Run with -benchtime=1x.
@@ -66,6 +125,7 @@ func BenchmarkDrain(b *testing.B) {
 				cfg.HeartbeatInterval = DefaultHeartbeatInterval
 				e, err := New(st, cfg)
 				require.NoError(b, err)
+				counts := countStatements(b, db)
 				b.StartTimer()
 				began := time.Now()
 				require.NoError(b, e.Start(context.Background()))
@@ -77,11 +137,12 @@ func BenchmarkDrain(b *testing.B) {
 				stopBegan := time.Now()
 				require.NoError(b, e.Stop(context.Background()))
 				stopTook := time.Since(stopBegan)
+				b.Logf("%s: statements per job: %s", d, counts.perJob(n))
 				var ok, logs int64
 				require.NoError(b, db.Model(&models.Job{}).Where("status = 'succeeded'").Count(&ok).Error)
 				require.NoError(b, db.Model(&models.JobLog{}).Count(&logs).Error)
 				require.EqualValues(b, n, ok)
-				require.EqualValues(b, 3*n, logs, "queued, running, succeeded per job")
+				require.EqualValues(b, n, logs, "the outcome line only: queued and running are in the row")
 				b.ReportMetric(float64(n)/took.Seconds(), "jobs/s")
 				b.ReportMetric(0, "ns/op")
 				b.Logf("%s: %d jobs in %v = %.0f jobs/s (Stop flushed the rest in %v)", d, n, took.Round(time.Millisecond), float64(n)/took.Seconds(), stopTook.Round(time.Millisecond))

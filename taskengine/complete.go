@@ -19,17 +19,19 @@ type startReq struct {
 }
 
 type startReply struct {
-	attempt int // 0: the row was no longer ours to start
+	attempt int       // 0: the row was no longer ours to start
+	at      time.Time // started_at as written
 	err     error
 }
 
 // start moves the job to running through the starter batch and returns its
-// new attempt number, or 0 when the row changed since the claim.
-func (e *Engine) start(id int64, claimedAttempt int) (int, error) {
+// new attempt number, or 0 when the row changed since the claim, and the
+// started_at it wrote.
+func (e *Engine) start(id int64, claimedAttempt int) (int, time.Time, error) {
 	r := startReq{id: id, attempt: claimedAttempt, reply: make(chan startReply, 1)}
 	e.starter.add(r)
 	rep := <-r.reply
-	return rep.attempt, rep.err
+	return rep.attempt, rep.at, rep.err
 }
 
 func (e *Engine) flushStarts(ctx context.Context, batch []startReq) {
@@ -55,7 +57,7 @@ func (e *Engine) flushStarts(ctx context.Context, batch []startReq) {
 		// A job claimed twice (released and claimed again while its first
 		// copy waited) is started once: the other copy is told it is not ours.
 		delete(started, r.id)
-		r.reply <- startReply{attempt: a, err: err}
+		r.reply <- startReply{attempt: a, at: p.Now, err: err}
 	}
 }
 

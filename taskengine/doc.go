@@ -35,7 +35,8 @@
 //
 // Nothing per job is a synchronous round trip of its own: starts and
 // outcomes go through batchers that write a group of jobs at once (group
-// commit: no added wait when idle, large batches under load), and job_logs
+// commit: large batches under load; no added wait when idle, but for the
+// starter, which waits up to 0.8 ms for the rest of a claim), and job_logs
 // lines are buffered and written with multi-row INSERTs. Every buffer is
 // flushed before Stop returns. A start is one guarded UPDATE by primary key
 // and an outcome batch one guarded UPDATE and its commit; the guard sits in

@@ -91,6 +91,13 @@ func newEngine(st jobStore, cfg Config) (*Engine, error) {
 	// Batches of a pool's worth: every running job can finish in one flush.
 	size := max(cfg.PoolSize, 64)
 	e.starter = newBatcher(size, e.flushStarts)
+	// A claim's jobs leave OnQueue within microseconds of each other, and
+	// each waits for its start: flushing the first alone made the rest wait
+	// for that flush and then their own (BenchmarkDrain: start wait 1.9 ×
+	// the flush, 1.4 × with the linger, and a third fewer start UPDATEs).
+	// Real time, not the engine's clock: it is a pause of microseconds
+	// between reads of a channel, not a schedule.
+	e.starter.linger = starterLinger
 	e.completer = newBatcher(size, e.flushCompletions)
 	return e, nil
 }
@@ -326,6 +333,10 @@ func (e *Engine) killRuns() {
 	}
 	wg.Wait()
 }
+
+// starterLinger is how long the starter waits for the next start of a
+// batch; at most four times that in all.
+const starterLinger = 200 * time.Microsecond
 
 // flusher runs one batching goroutine until end, which closes its stop
 // channel and waits until it has flushed what it holds and returned.

@@ -135,9 +135,9 @@ func (e *Engine) claim(ctx context.Context, asked int) claimResult {
 	e.runWG.Add(len(res.Jobs))
 	for i := range res.Jobs {
 		cj := &res.Jobs[i]
-		job := e.newJob(cj)
-		job.Log().Infof("queued on node %s", e.cfg.NodeID)
-		go e.enqueue(cj, job)
+		// No "queued" log row: node_id and queued_at on the row say it,
+		// and a row less per job is a large part of what a job costs.
+		go e.enqueue(cj, e.newJob(cj))
 	}
 	metrics.PoolBusy.Set(float64(e.inflight.Load()))
 	return claimResult{asked: asked, selected: res.Selected, blocked: res.Blocked}

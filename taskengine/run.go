@@ -36,6 +36,9 @@ type activeRun struct {
 // job started outlives the engine.
 type killer interface{ Kill() bool }
 
+// startedLayout formats a start time in a retry's log line.
+const startedLayout = "2006-01-02T15:04:05.000Z07:00"
+
 // onCompleteTimeout bounds OnComplete (notification, clean-up), which
 // runs after Execute and may not hang a worker forever.
 const onCompleteTimeout = 30 * time.Second
@@ -98,7 +101,7 @@ func (e *Engine) run(runCtx context.Context, cancelRun context.CancelFunc, cj *c
 	log := job.Log()
 	def := cj.Definition
 
-	attempt, err := e.start(job.ID, cj.Attempt)
+	attempt, dbStartedAt, err := e.start(job.ID, cj.Attempt)
 	if err != nil {
 		log.WithError(err).Error("could not mark the job running; releasing it")
 		e.release(job, "released to pending: marking it running failed")
@@ -112,7 +115,12 @@ func (e *Engine) run(runCtx context.Context, cancelRun context.CancelFunc, cj *c
 	job.Attempt = attempt
 	startedAt := e.cfg.Clock.Now()
 	metrics.JobStartLateness.Observe(startedAt.Sub(job.ScheduledAt).Seconds())
-	log.Infof("running: attempt %d of %d", attempt, job.MaxAttempts)
+	// A first attempt's start is in the row (started_at, attempt, node_id)
+	// and needs no log row; a retry's or a recovered job's is logged, since
+	// the row keeps only the latest attempt and the story is in the log.
+	if attempt > 1 || cj.Recoveries > 0 {
+		log.Infof("running: attempt %d of %d", attempt, job.MaxAttempts)
+	}
 
 	ar := &activeRun{task: task, job: job}
 	e.mu.Lock()
@@ -158,7 +166,7 @@ func (e *Engine) run(runCtx context.Context, cancelRun context.CancelFunc, cj *c
 	cancelC()
 
 	backoff := time.Duration(def.RetryBackoffSeconds) * time.Second
-	e.complete(job, v, res.Output, finishedAt, backoff, errors.Is(cause, errShutdown))
+	e.complete(job, v, res.Output, finishedAt, dbStartedAt, backoff, errors.Is(cause, errShutdown))
 }
 
 // verdict is how a run ended, as the engine records it.
@@ -218,7 +226,7 @@ func classify(err, cause error, stopRequested bool, timeout time.Duration, snooz
 // attempts left goes back to pending, due after the backoff (at once when
 // shutdown cut it off: the job did nothing wrong); a snoozed one, due
 // after its snooze, with its attempt given back.
-func (e *Engine) complete(job *tasks.Job, v verdict, output string, at time.Time, backoff time.Duration, interrupted bool) {
+func (e *Engine) complete(job *tasks.Job, v verdict, output string, at, startedAt time.Time, backoff time.Duration, interrupted bool) {
 	c := completion{log: job.Log(), status: v.status}
 	c.out = chimedb.JobOutcome{ID: job.ID, Status: v.status, Outcome: v.outcome, FinishedAt: at}
 	if output != "" {
@@ -238,7 +246,7 @@ func (e *Engine) complete(job *tasks.Job, v verdict, output string, at time.Time
 			v.snooze, job.Attempt, job.Snoozes+1, tasks.MaxSnoozes)
 		c.status = "snoozed"
 	case models.JobFailed:
-		e.failed(&c, job, v, at, backoff, interrupted)
+		e.failed(&c, job, v, at, startedAt, backoff, interrupted)
 	}
 	if v.err != nil {
 		s := v.err.Error()
@@ -252,7 +260,7 @@ func (e *Engine) complete(job *tasks.Job, v verdict, output string, at time.Time
 
 // failed fills c for a failed attempt: a retry while attempts are left,
 // unless the task said SkipRetry, else the job's failure.
-func (e *Engine) failed(c *completion, job *tasks.Job, v verdict, at time.Time, backoff time.Duration, interrupted bool) {
+func (e *Engine) failed(c *completion, job *tasks.Job, v verdict, at, startedAt time.Time, backoff time.Duration, interrupted bool) {
 	switch {
 	case v.outcome == models.OutcomeSkipRetry:
 		c.level, c.msg = logrus.ErrorLevel, fmt.Sprintf("failed (attempt %d of %d), not retried as the task asked: %v", job.Attempt, job.MaxAttempts, v.err)
@@ -263,7 +271,9 @@ func (e *Engine) failed(c *completion, job *tasks.Job, v verdict, at time.Time, 
 		}
 		c.out.Status = models.JobPending
 		c.out.RunAt = at.Add(delay)
-		c.level, c.msg = logrus.WarnLevel, fmt.Sprintf("attempt %d of %d failed: %v; retry in %v", job.Attempt, job.MaxAttempts, v.err, delay.Round(time.Millisecond))
+		// The next attempt overwrites started_at: say here when this one began.
+		c.level, c.msg = logrus.WarnLevel, fmt.Sprintf("attempt %d of %d failed: %v; retry in %v; this attempt started at %s",
+			job.Attempt, job.MaxAttempts, v.err, delay.Round(time.Millisecond), startedAt.UTC().Format(startedLayout))
 		c.status = "retry"
 	default:
 		c.level, c.msg = logrus.ErrorLevel, fmt.Sprintf("failed (attempt %d of %d): %v", job.Attempt, job.MaxAttempts, v.err)

@@ -7,7 +7,6 @@ package bench
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +19,6 @@ import (
 	"github.com/chimesched/chime/app"
 	"github.com/chimesched/chime/configs"
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/store"
 )
 
 // LatenessOptions says what to run.
@@ -37,6 +35,7 @@ type LatenessReport struct {
 	Duration    time.Duration
 	Jobs        int
 	Started     int
+	Finished    int
 	CatchUps    int
 	Duplicates  int
 	Missing     int
@@ -52,7 +51,7 @@ type Percentiles struct{ P50, P90, P99, Max float64 }
 // "* * * * * *") on a definition of a no-op sleep task, runs a node on cfg for
 // opts.Duration, stops it gracefully, and measures from the jobs table how
 // long after scheduled_at each fire was written and each job started. The
-// database must be empty of other schedules: the figures cover every job.
+// database must hold no schedules and no jobs: the figures cover every job.
 func Lateness(ctx context.Context, cfg *configs.Config, log *logrus.Logger, opts LatenessOptions) (*LatenessReport, error) {
 	if opts.Schedules <= 0 || opts.Duration <= 0 {
 		return nil, errors.New("bench: schedules and duration must be positive")
@@ -60,37 +59,16 @@ func Lateness(ctx context.Context, cfg *configs.Config, log *logrus.Logger, opts
 	if opts.Task == "" {
 		opts.Task = "sleep"
 	}
-	// The measurement needs no API, and must not collide with a running server's port.
-	c := *cfg
-	c.API.Addr = "127.0.0.1:0"
-	if c.API.Token == "" {
-		// Nobody calls this API: a throwaway token keeps serve from
-		// writing a token file into the user's configuration directory.
-		c.API.Token = rand.Text()
-	}
-	cfg = &c
-	// Not exclusive: the node below takes the SQLite file for itself while
-	// this handle sets the table up and reads the rows back.
-	st, err := store.Open(ctx, app.StoreConfig(cfg, log))
+	e, err := prepare(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	defer st.Close()
-	if _, err := st.Migrate(ctx); err != nil {
-		return nil, err
-	}
-	db := st.DB().WithContext(ctx)
-	var existing int64
-	if err := db.Model(&models.Schedule{}).Count(&existing).Error; err != nil {
-		return nil, err
-	}
-	if existing > 0 {
-		return nil, fmt.Errorf("bench: the database already has %d schedules; point chime bench at an empty database", existing)
-	}
-	def := models.JobDefinition{Name: "bench-noop", TaskType: opts.Task, DefaultParams: models.JSON(`{"duration":"0s"}`),
-		MaxAttempts: 1, RetryBackoffSeconds: 1, NotifyOn: models.NotifyNever}
-	if err := db.Create(&def).Error; err != nil {
-		return nil, fmt.Errorf("bench: create definition: %w", err)
+	defer e.st.Close()
+	cfg, db := e.cfg, e.db
+	if opts.Task != "sleep" {
+		if err := db.Model(&models.JobDefinition{}).Where("id = ?", e.def).Update("task_type", opts.Task).Error; err != nil {
+			return nil, err
+		}
 	}
 	var b strings.Builder
 	args := make([]any, 0, opts.Schedules)
@@ -100,7 +78,7 @@ func Lateness(ctx context.Context, cfg *configs.Config, log *logrus.Logger, opts
 			b.WriteByte(',')
 		}
 		b.WriteString("(?, ?, 'cron', '* * * * * *')")
-		args = append(args, fmt.Sprintf("bench-%05d", i), def.ID)
+		args = append(args, fmt.Sprintf("bench-%05d", i), e.def)
 	}
 	if err := db.Exec(b.String(), args...).Error; err != nil {
 		return nil, fmt.Errorf("bench: create schedules: %w", err)
@@ -148,6 +126,9 @@ func Lateness(ctx context.Context, cfg *configs.Config, log *logrus.Logger, opts
 			r.CatchUps++
 		}
 		written = append(written, ms(j.CreatedAt.Sub(j.ScheduledAt)))
+		if j.Status.Finished() {
+			r.Finished++
+		}
 		if j.StartedAt != nil {
 			r.Started++
 			started = append(started, ms(j.StartedAt.Sub(j.ScheduledAt)))
