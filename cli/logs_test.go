@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/internal/syncbuf"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -117,7 +117,7 @@ func TestCLIJobLogsFollow(t *testing.T) {
 	id := fmt.Sprint(job.ID)
 	addLines(t, st, job.ID, 0, 3)
 
-	var out syncBuffer
+	var out syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		cmd := NewRootCommand()
@@ -149,7 +149,7 @@ func TestCLIJobLogsFollow(t *testing.T) {
 	running := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "n1", Attempt: 1})
 	addLines(t, st, running.ID, 0, 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	var out2 syncBuffer
+	var out2 syncbuf.Buffer
 	go func() {
 		cmd := NewRootCommand()
 		cmd.SetOut(&out2)
@@ -165,22 +165,4 @@ func TestCLIJobLogsFollow(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("follow did not end on cancel")
 	}
-}
-
-// syncBuffer is a bytes.Buffer a test may read while a command writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

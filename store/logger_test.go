@@ -1,36 +1,17 @@
 package store_test
 
 import (
-	"bytes"
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/internal/syncbuf"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
 )
-
-// lockedBuffer is a log sink the test can read while the store writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Bound values can be credentials (an smtp.password row, a task's params),
 // so statements are logged with their placeholders, even at trace level and
@@ -41,7 +22,7 @@ func TestSQLLogsHoldNoBoundValues(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			cfg := testdb.Config(t, d)
-			var out lockedBuffer
+			var out syncbuf.Buffer
 			log := logrus.New()
 			log.SetOutput(&out)
 			log.SetLevel(logrus.TraceLevel)

@@ -1,18 +1,17 @@
 package taskengine
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/internal/syncbuf"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -51,24 +50,6 @@ func crashChild() {
 	select {} // until kill -9
 }
 
-// syncBuffer is written by exec's copying goroutine and read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // openMigrated opens and migrates a fresh database of dialect d; its
 // config is what a child process needs to reach the same database.
 func openMigrated(t *testing.T, d store.Dialect) (*store.Store, store.Config) {
@@ -89,7 +70,7 @@ func startCrashChild(t *testing.T, cfg store.Config, node string) (kill func()) 
 	t.Helper()
 	child := exec.Command(os.Args[0], "-test.run=^$")
 	child.Env = append(os.Environ(), envCrashChild+"="+node, envCrashDriver+"="+string(cfg.Driver), envCrashDSN+"="+cfg.DSN)
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	child.Stdout, child.Stderr = out, out
 	require.NoError(t, child.Start())
 	t.Cleanup(func() {

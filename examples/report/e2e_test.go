@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/chimesched/chime/internal/syncbuf"
 	"github.com/chimesched/chime/notify/smtptest"
 )
 
@@ -172,7 +171,7 @@ INSERT INTO orders VALUES (1, 'Ada Lovelace', 12.5), (2, 'Grace "Amazing" Hopper
 
 type server struct {
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *syncbuf.Buffer
 	done chan struct{} // closed when the process has exited
 	err  error         // Wait's result, set before done closes
 }
@@ -187,7 +186,7 @@ func startServer(t *testing.T, bin, dir string, env []string) *server {
 			base = append(base, kv)
 		}
 	}
-	s := &server{out: &syncBuffer{}, done: make(chan struct{})}
+	s := &server{out: &syncbuf.Buffer{}, done: make(chan struct{})}
 	s.cmd = exec.Command(bin, "serve")
 	s.cmd.Dir = dir
 	s.cmd.Env = append(base, env...)
@@ -254,23 +253,4 @@ func (s *server) stop(t *testing.T) {
 		t.Fatalf("server exited with status %d after SIGTERM", exitErr.ExitCode())
 	}
 	require.NoError(t, s.err)
-}
-
-// syncBuffer is a bytes.Buffer safe for the two copying goroutines exec
-// starts and the test reading it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,7 +1,6 @@
 package clustertest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/internal/syncbuf"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
 )
@@ -90,29 +90,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// syncBuffer collects a child's output; exec's copier writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // nodeProc is one `chime serve` child process.
 type nodeProc struct {
 	id   string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *syncbuf.Buffer
 	done chan struct{}
 	err  error // set before done closes
 }
@@ -158,7 +140,7 @@ func migrate(t *testing.T, bin, dsn string) {
 // startNode starts `chime serve --no-migrate` as node id; it is killed at cleanup.
 func startNode(t *testing.T, bin, dsn, id string) *nodeProc {
 	t.Helper()
-	p := &nodeProc{id: id, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &nodeProc{id: id, out: &syncbuf.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, "serve", "--no-migrate")
 	p.cmd.Env = nodeEnv(dsn, id)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out

@@ -15,6 +15,8 @@ import (
 
 	_ "github.com/go-sql-driver/mysql" // the private server is reached through database/sql
 	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/internal/syncbuf"
 )
 
 // mariaDB is a private mariadbd the test can stop and start: its own data
@@ -24,7 +26,7 @@ type mariaDB struct {
 	port           int
 	proc           *exec.Cmd
 	done           chan struct{}
-	out            *syncBuffer
+	out            *syncbuf.Buffer
 }
 
 // findTool looks on PATH, then in the sbin directories Debian uses for mariadbd.
@@ -85,7 +87,7 @@ func (m *mariaDB) dsn(db string) string {
 
 func (m *mariaDB) start(t *testing.T) {
 	t.Helper()
-	m.out = &syncBuffer{}
+	m.out = &syncbuf.Buffer{}
 	m.done = make(chan struct{})
 	m.proc = exec.Command(m.bin, "--no-defaults", "--datadir="+filepath.Join(m.dir, "data"), fmt.Sprint("--port=", m.port),
 		"--bind-address=127.0.0.1", "--socket="+filepath.Join(m.dir, "mysqld.sock"), "--pid-file="+filepath.Join(m.dir, "mysqld.pid"),
