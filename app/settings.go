@@ -15,7 +15,6 @@ import (
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/notify"
 	"github.com/chimesched/chime/store"
-	"github.com/chimesched/chime/tasks"
 	"github.com/chimesched/chime/tasks/email"
 )
 
@@ -191,7 +190,7 @@ func (s *settings) reload(ctx context.Context, h hooks) {
 	s.update(next, h)
 }
 
-// liveMailer is the node's email: the task engine's Notifier and the email
+// liveMailer is the node's email: the outbox sender's mailer and the email
 // task's Sender. SMTP settings change at run time by swapping the mailer
 // behind it; with no smtp.host, email is off as when none was configured.
 type liveMailer struct {
@@ -203,10 +202,7 @@ type liveMailer struct {
 	retired sync.WaitGroup // mailers swapped out, draining their queues
 }
 
-var (
-	_ tasks.Notifier = (*liveMailer)(nil)
-	_ email.Sender   = (*liveMailer)(nil)
-)
+var _ email.Sender = (*liveMailer)(nil)
 
 func (l *liveMailer) get() *notify.Mailer {
 	l.mu.RLock()
@@ -221,16 +217,6 @@ func (l *liveMailer) Send(ctx context.Context, to []string, subject, body string
 		return email.ErrNotConfigured
 	}
 	return m.Send(ctx, to, subject, body)
-}
-
-// Notify implements tasks.Notifier; with email off it drops the notice, as
-// a node without a mailer does.
-func (l *liveMailer) Notify(ctx context.Context, job *tasks.Job, r tasks.Result) error {
-	m := l.get()
-	if m == nil {
-		return nil
-	}
-	return m.Notify(ctx, job, r)
 }
 
 // set builds a mailer for c (none when c.Host is empty) and swaps it in.
