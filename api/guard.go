@@ -2,9 +2,10 @@ package api
 
 import (
 	"mime"
-	"net"
 	"net/http"
 	"strings"
+
+	"github.com/chimesched/chime/internal/loopback"
 )
 
 // guard wraps the whole API with the defences that do not depend on the
@@ -27,7 +28,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		// With a token, the token is the defence and a proxy may send any
 		// Host; without one, only the Host tells a rebinding page apart.
-		if checkHost && !loopbackHost(r.Host) {
+		if checkHost && (r.Host == "" || !loopback.Host(r.Host)) {
 			s.log.WithField("host", r.Host).Warn("api: request for a Host that is not loopback refused")
 			writeJSON(w, http.StatusMisdirectedRequest, Error{Error: "Host " + quoteHost(r.Host) + " refused: without api.token " +
 				"this API answers only requests for localhost or a loopback address"})
@@ -35,23 +36,6 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		protected.ServeHTTP(w, r)
 	})
-}
-
-// loopbackHost reports whether a Host header names this machine's loopback:
-// localhost or a loopback IP, with or without a port.
-func loopbackHost(host string) bool {
-	if host == "" {
-		return false
-	}
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func quoteHost(h string) string {

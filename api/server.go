@@ -17,6 +17,7 @@ import (
 
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/configs"
+	"github.com/chimesched/chime/internal/loopback"
 	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/internal/startstop"
 	"github.com/chimesched/chime/tasks"
@@ -180,11 +181,7 @@ func isLoopback(addr string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if strings.EqualFold(host, "localhost") {
-		return true, nil
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback(), nil
+	return host != "" && loopback.Host(host), nil
 }
 
 // Handler returns the API's HTTP handler, for tests and for embedding in

@@ -21,6 +21,7 @@ import (
 
 	"github.com/chimesched/chime/api"
 	"github.com/chimesched/chime/app"
+	"github.com/chimesched/chime/internal/loopback"
 )
 
 // Environment variables the admin commands read.
@@ -159,7 +160,7 @@ func (f *clientFlags) resolveToken(u *url.URL, getenv func(string) string) (stri
 	if file != "" {
 		return app.ReadTokenFile(file)
 	}
-	if !loopbackURL(u) {
+	if !loopback.Host(u.Hostname()) {
 		return "", nil
 	}
 	def, err := app.DefaultTokenFile()
@@ -171,15 +172,6 @@ func (f *clientFlags) resolveToken(u *url.URL, getenv func(string) string) (stri
 		return "", nil
 	}
 	return tok, err
-}
-
-func loopbackURL(u *url.URL) bool {
-	h := u.Hostname()
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 // apiError is an error answer of the API, shown as the API worded it.

@@ -24,6 +24,7 @@ import (
 	"github.com/chimesched/chime/api"
 	"github.com/chimesched/chime/app"
 	"github.com/chimesched/chime/configs"
+	"github.com/chimesched/chime/internal/loopback"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/store"
 )
@@ -89,7 +90,7 @@ func TestServeTokenFileReachesCLI(t *testing.T) {
 		require.Equal(t, want, cl.token, base)
 	}
 	u, _ := url.Parse("http://127.0.0.1:8080")
-	require.True(t, loopbackURL(u))
+	require.True(t, loopback.Host(u.Hostname()))
 }
 
 func TestCLIOverTLS(t *testing.T) {

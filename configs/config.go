@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/mail"
 	"os"
 	"reflect"
@@ -21,6 +20,8 @@ import (
 	"unicode"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/chimesched/chime/internal/loopback"
 )
 
 //go:embed chime.yaml
@@ -374,18 +375,10 @@ func (s *SMTP) problems() []problem {
 	if s.Password != "" && s.Username == "" {
 		bad("smtp.username", "required when smtp.password is set")
 	}
-	if s.TLS == "none" && s.Username != "" && !isLoopback(s.Host) {
+	if s.TLS == "none" && s.Username != "" && !loopback.Host(s.Host) {
 		bad("smtp.tls", "none would send the password in clear to %s; use starttls or tls", s.Host)
 	}
 	return ps
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // Keys lists every configuration key path, in file order.

@@ -3,9 +3,10 @@ package notify
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/mail"
 	"strings"
+
+	"github.com/chimesched/chime/internal/loopback"
 )
 
 // TLS modes.
@@ -66,16 +67,8 @@ func (c Config) validate() error {
 	if c.Password != "" && c.Username == "" {
 		errs = append(errs, errors.New("smtp.username: required when smtp.password is set"))
 	}
-	if c.TLS == TLSNone && c.Username != "" && !isLoopback(c.Host) {
+	if c.TLS == TLSNone && c.Username != "" && !loopback.Host(c.Host) {
 		errs = append(errs, errors.New("smtp.tls: none would send the password in clear; use starttls or tls"))
 	}
 	return errors.Join(errs...)
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
