@@ -60,7 +60,9 @@ type Error struct {
 	Msg    string
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("java serialization: at byte %d: %s", e.Offset, e.Msg) }
+func (e *Error) Error() string {
+	return fmt.Sprintf("java serialization: at byte %d: %s", e.Offset, e.Msg)
+}
 
 // Class is a class descriptor: a class's name, serialVersionUID, flags,
 // serializable fields and superclass descriptor, or a proxy class's
