@@ -478,7 +478,7 @@ func DecodeJobDataMap(blob []byte) (map[string]any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("quartz job data: %w", err)
 		}
-		cv := &converter{budget: maxConverted}
+		cv := &converter{limit: maxConverted, budget: maxConverted}
 		m, err := cv.toMap(v, "")
 		if err != nil {
 			return nil, fmt.Errorf("quartz job data: %w", err)
@@ -501,6 +501,7 @@ func DecodeJobDataMap(blob []byte) (map[string]any, error) {
 const maxConverted = 1_000_000
 
 type converter struct {
+	limit  int
 	budget int
 	path   []*javaser.Object // objects being converted, to refuse cycles
 }
@@ -508,7 +509,7 @@ type converter struct {
 func (cv *converter) enter(o *javaser.Object, where string) error {
 	cv.budget--
 	if cv.budget < 0 {
-		return fmt.Errorf("%s: more than %d values", where, maxConverted)
+		return fmt.Errorf("%s: more than %d values", where, cv.limit)
 	}
 	if o != nil {
 		if slices.Contains(cv.path, o) {
