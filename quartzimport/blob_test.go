@@ -383,7 +383,7 @@ func TestHostileBlobs(t *testing.T) {
 	garbage := [][]byte{
 		nil, {0xAC}, {0xAC, 0xED}, {0xAC, 0xED, 0, 5}, []byte("not java at all"),
 		{0xAC, 0xED, 0, 5, 0x74, 0, 1, 'x'}, // a string, not a calendar
-		{0xAC, 0xED, 0, 5, 0x70}, // null
+		{0xAC, 0xED, 0, 5, 0x70},            // null
 	}
 	for _, g := range garbage {
 		if _, err := DecodeCalendar(g); err == nil {
@@ -436,6 +436,20 @@ func TestSharedReferencesCannotExplode(t *testing.T) {
 	self.Data = []javaser.ClassData{{Class: class, Values: []any{int32(1)}, Annotations: []any{javaser.BlockData{0, 0, 0, 1}, self}}}
 	if _, err := (&converter{limit: 10, budget: 10}).value(self, `"x"`); err == nil || !strings.Contains(err.Error(), "contains itself") {
 		t.Errorf("got %v, want a cycle error", err)
+	}
+}
+
+// TestWrapperCycle: Collections$UnmodifiableList a wrapping b wrapping a
+// (a stream can say it with back-references) is an error, not endless
+// recursion.
+func TestWrapperCycle(t *testing.T) {
+	class := &javaser.Class{Name: "java.util.Collections$UnmodifiableList", Flags: javaser.FlagSerializable,
+		Fields: []javaser.Field{{Name: "c", Type: 'L', ClassName: "Ljava/util/Collection;"}}}
+	a := &javaser.Object{Class: class}
+	b := &javaser.Object{Class: class, Data: []javaser.ClassData{{Class: class, Values: []any{a}}}}
+	a.Data = []javaser.ClassData{{Class: class, Values: []any{b}}}
+	if _, err := (&converter{limit: 10, budget: 10}).value(a, `"x"`); err == nil || !strings.Contains(err.Error(), "more than 8 deep") {
+		t.Errorf("got %v", err)
 	}
 }
 
