@@ -456,7 +456,11 @@ func TestWrapperCycle(t *testing.T) {
 func FuzzDecodeBlobs(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "blobs", "*.bin"))
 	for _, file := range files {
-		f.Add(blob(f, filepath.Base(file)))
+		// Not the 76 KB map: the fuzzer minimizes each new find byte by
+		// byte, which on such a seed stalls the run for minutes.
+		if b := blob(f, filepath.Base(file)); len(b) <= 8<<10 {
+			f.Add(b)
+		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if c, err := DecodeCalendar(data); err == nil {
