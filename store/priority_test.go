@@ -290,3 +290,55 @@ func TestWriteFiresWritesEffectivePriority(t *testing.T) {
 		}
 	})
 }
+
+// A retry, a snooze, a release and a recovery move run_at but keep the
+// job's priority, and claim_key follows run_at.
+func TestRescheduledJobsKeepPriority(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{MaxAttempts: 3})
+		job := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Priority: 9})
+		claimStart := func() {
+			t.Helper()
+			res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "n", Now: time.Now(), Limit: 1})
+			require.NoError(t, err)
+			require.Len(t, res.Jobs, 1)
+			_, err = st.StartJobs(ctx, &store.StartJobsParams{NodeID: "n", Now: time.Now(), Jobs: []store.StartJob{{ID: job.ID, Attempt: res.Jobs[0].Attempt}}})
+			require.NoError(t, err)
+		}
+		check := func(what string) {
+			t.Helper()
+			j := testdb.GetJob(t, st, job.ID)
+			require.Equal(t, models.JobPending, j.Status, what)
+			require.Equal(t, 9, j.Priority, what)
+			requireClaimKey(t, st, j)
+			// Due again at once for the next step.
+			require.NoError(t, st.DB().Exec(`UPDATE jobs SET run_at = ? WHERE id = ?`, store.DBTime(time.Now().Add(-time.Second)), job.ID).Error)
+		}
+
+		claimStart()
+		_, err := st.CompleteJobs(ctx, &store.CompleteJobsParams{NodeID: "n", Outcomes: []store.JobOutcome{
+			{ID: job.ID, Status: models.JobPending, RunAt: time.Now().Add(time.Hour)}}})
+		require.NoError(t, err)
+		check("retry")
+
+		claimStart()
+		_, err = st.CompleteJobs(ctx, &store.CompleteJobsParams{NodeID: "n", Outcomes: []store.JobOutcome{
+			{ID: job.ID, Status: models.JobPending, Outcome: models.OutcomeSnoozed, RunAt: time.Now().Add(time.Hour)}}})
+		require.NoError(t, err)
+		check("snooze")
+
+		res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "n", Now: time.Now(), Limit: 1})
+		require.NoError(t, err)
+		require.Len(t, res.Jobs, 1)
+		_, err = st.ReleaseJobs(ctx, &store.ReleaseJobsParams{NodeID: "n", Now: time.Now(), Reason: "test"})
+		require.NoError(t, err)
+		check("release")
+
+		claimStart()
+		_, err = st.RecoverNode(ctx, &store.RecoverNodeParams{NodeID: "n", Now: time.Now()})
+		require.NoError(t, err)
+		check("recovery")
+	})
+}
