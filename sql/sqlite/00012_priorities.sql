@@ -19,8 +19,11 @@ ALTER TABLE jobs ADD COLUMN priority INTEGER DEFAULT NULL
   CONSTRAINT chk_jobs_priority CHECK (priority IS NULL OR (typeof(priority) = 'integer' AND priority BETWEEN 1 AND 10));
 -- Every definition is at 5 so far, so every job is.
 UPDATE jobs SET priority = 5;
+-- The GLOB keeps 'now' away from julianday(), which SQLite refuses in a
+-- generated column: 00003's trigger then refuses the row with its message.
 ALTER TABLE jobs ADD COLUMN claim_key INTEGER GENERATED ALWAYS AS
-  (CAST(round((julianday(run_at) - 2440587.5) * 86400000.0) AS INTEGER) - (coalesce(priority, 5) - 5) * 60000) VIRTUAL;
+  (CAST(round((julianday(CASE WHEN run_at GLOB '[0-9]*' THEN run_at END) - 2440587.5) * 86400000.0) AS INTEGER)
+   - (coalesce(priority, 5) - 5) * 60000) VIRTUAL;
 CREATE INDEX idx_jobs_claim_order ON jobs (status, claim_key, id);
 
 -- +goose StatementBegin
