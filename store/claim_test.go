@@ -68,7 +68,7 @@ func TestClaimJobsConcurrentClaimersAreDisjoint(t *testing.T) {
 
 		plan, err := st.ExplainClaim(ctx, time.Now(), 10)
 		require.NoError(t, err)
-		require.Contains(t, plan, "idx_jobs_claim")
+		require.Contains(t, plan, "idx_jobs_claim_order")
 	})
 }
 
