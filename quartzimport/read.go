@@ -96,7 +96,7 @@ type qTrigger struct {
 	misfire                               sql.NullInt64
 	data                                  []byte
 
-	cronExpr, timeZone                   sql.NullString
+	cronExpr, timeZone                     sql.NullString
 	repeatCount, repeatInterval, triggered sql.NullInt64
 }
 
