@@ -1,3 +1,4 @@
+SET FOREIGN_KEY_CHECKS=0;
 /*M!999999\- enable the sandbox mode */ 
 /*!40101 SET @saved_cs_client     = @@character_set_client */;
 /*!40101 SET character_set_client = utf8mb4 */;
@@ -237,3 +238,4 @@ INSERT INTO `QRTZ_TRIGGERS` VALUES ('chimeImport','outside-office-hours','cal','
 INSERT INTO `QRTZ_TRIGGERS` VALUES ('chimeImport','overdue','ops','cleanup','ops',NULL,1577836800000,-1,5,'WAITING','CRON',1577836800000,0,NULL,1,'');
 INSERT INTO `QRTZ_TRIGGERS` VALUES ('chimeImport','paused-cron','reports','daily-report','reports',NULL,1893474000000,-1,5,'PAUSED','CRON',1893456000000,0,NULL,0,'');
 INSERT INTO `QRTZ_TRIGGERS` VALUES ('chimeImport','weekdays','cal','audit','ops',NULL,1893628800000,-1,5,'WAITING','SIMPLE',1893628800000,0,'weekly',0,'');
+SET FOREIGN_KEY_CHECKS=1;

@@ -31,5 +31,10 @@ javac -nowarn -d "$classes" -cp "$cp" "$gen"/QuartzStore.java "$gen"/com/acme/*.
 my mysql -e "CREATE DATABASE $db CHARACTER SET utf8mb4"
 java -Duser.timezone=UTC -cp "$cp:$classes" QuartzStore \
 	"jdbc:mariadb://$host:$port/$db" "$user" "$password" "$out/quartz_fires.json"
-# One INSERT per row and no comments: a readable, stable diff.
-my mysqldump --hex-blob --skip-comments --compact --skip-extended-insert --order-by-primary "$db" >"$out/quartz_store.sql"
+# One INSERT per row and no comments: a readable, stable diff. --compact
+# leaves out the foreign-key switch the tables' order needs.
+{
+	echo 'SET FOREIGN_KEY_CHECKS=0;'
+	my mysqldump --hex-blob --skip-comments --compact --skip-extended-insert --order-by-primary "$db"
+	echo 'SET FOREIGN_KEY_CHECKS=1;'
+} >"$out/quartz_store.sql"

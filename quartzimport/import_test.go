@@ -1,0 +1,456 @@
+package quartzimport_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/quartzimport"
+	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/tasks"
+	"github.com/chimesched/chime/tasks/builtin"
+	"github.com/chimesched/chime/trigger"
+)
+
+// loadStore loads testdata/quartz_store.sql (written by Quartz itself, see
+// testdata/gen) into a fresh MariaDB database and returns it open, with its
+// DSN. edit, when given, runs on it after the load (a corrupted copy).
+func loadStore(t *testing.T, edit ...string) (*sql.DB, string) {
+	t.Helper()
+	dump, err := os.ReadFile("testdata/quartz_store.sql")
+	require.NoError(t, err)
+	dsn := testdb.CreateMySQLDatabase(t)
+	cfg, err := mysqldrv.ParseDSN(dsn)
+	require.NoError(t, err)
+	cfg.MultiStatements = true
+	loader, err := sql.Open("mysql", cfg.FormatDSN())
+	require.NoError(t, err)
+	defer loader.Close()
+	_, err = loader.Exec(string(dump))
+	require.NoError(t, err, "load the dump")
+	for _, e := range edit {
+		_, err = loader.Exec(e)
+		require.NoError(t, err, e)
+	}
+	db, err := quartzimport.OpenSource(context.Background(), dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	return db, dsn
+}
+
+// quartzFires is testdata/quartz_fires.json: per trigger, Quartz's stored
+// NEXT_FIRE_TIME and the next fire times Quartz itself would fire.
+type quartzFires struct {
+	Group, Name, Class, State string
+	NextFireTime              *int64  `json:"next_fire_time"`
+	Fires                     []int64 `json:"fires"`
+}
+
+func readFires(t *testing.T) map[string]quartzFires {
+	t.Helper()
+	b, err := os.ReadFile("testdata/quartz_fires.json")
+	require.NoError(t, err)
+	var list []quartzFires
+	require.NoError(t, json.Unmarshal(b, &list))
+	out := map[string]quartzFires{}
+	for _, f := range list {
+		out[f.Group+"."+f.Name] = f
+	}
+	return out
+}
+
+func registry(t *testing.T) *tasks.Registry {
+	t.Helper()
+	reg := tasks.NewRegistry()
+	require.NoError(t, builtin.Register(reg))
+	return reg
+}
+
+func options(t *testing.T) quartzimport.Options {
+	reg := registry(t)
+	classes, err := quartzimport.ParseClassMap(strings.NewReader("# job classes\ncom.acme.ReportJob: shell\ncom.acme.CleanupJob: 'sleep'\n"), reg)
+	require.NoError(t, err)
+	return quartzimport.Options{ClassMap: classes, DefaultTask: "sleep", Registry: reg}
+}
+
+// want is every object of the fixture and what the first import does.
+var want = map[string]quartzimport.Outcome{
+	"calendar annual": quartzimport.Created, "calendar cron": quartzimport.Created, "calendar daily": quartzimport.Created,
+	"calendar daily-inverted": quartzimport.Created, "calendar holidays": quartzimport.Created,
+	"calendar monthly": quartzimport.Created, "calendar weekly": quartzimport.Created,
+	"calendar holidays-on-weekly": quartzimport.NotMapped, // a base calendar
+
+	"definition ops.audit": quartzimport.Created, "definition ops.cleanup": quartzimport.Created,
+	"definition reports.daily-report":  quartzimport.Created,
+	"definition reports.legacy-report": quartzimport.NotMapped, // its data is no shell params
+
+	"schedule batch.nightly": quartzimport.Created, "schedule cal.annual-days": quartzimport.Created,
+	"schedule cal.monthly-days": quartzimport.Created, "schedule cal.mornings-only": quartzimport.Created,
+	"schedule cal.not-at-night": quartzimport.Created, "schedule cal.outside-office-hours": quartzimport.Created,
+	"schedule cal.weekdays": quartzimport.Created, "schedule cal.chained-calendar": quartzimport.NotMapped,
+	"schedule ops.daily-until": quartzimport.Created, "schedule ops.every-5m-next-existing": quartzimport.Created,
+	"schedule ops.every-5m-now-remaining": quartzimport.Created, "schedule ops.every-90s": quartzimport.Created,
+	"schedule ops.fired-cron": quartzimport.Created, "schedule ops.fired-simple": quartzimport.Created,
+	"schedule ops.hourly-forever": quartzimport.Created, "schedule ops.ignore-misfires": quartzimport.Created,
+	"schedule ops.new-year": quartzimport.Created, "schedule ops.once": quartzimport.Created,
+	"schedule ops.overdue": quartzimport.Created,
+	"schedule other.every-1500ms": quartzimport.NotMapped, "schedule other.every-3-months": quartzimport.NotMapped,
+	"schedule other.office-hours": quartzimport.NotMapped,
+	"schedule reports.holiday-mornings": quartzimport.Created, "schedule reports.last-weekday": quartzimport.Created,
+	"schedule reports.month-end": quartzimport.Created, "schedule reports.paused-cron": quartzimport.Created,
+	"schedule reports.legacy": quartzimport.NotMapped,
+}
+
+func outcomes(r *quartzimport.Report) map[string]quartzimport.Outcome {
+	out := map[string]quartzimport.Outcome{}
+	for _, l := range r.Lines {
+		out[l.Kind+" "+l.Name] = l.Outcome
+	}
+	return out
+}
+
+func line(t *testing.T, r *quartzimport.Report, kindName string) quartzimport.Line {
+	t.Helper()
+	for _, l := range r.Lines {
+		if l.Kind+" "+l.Name == kindName {
+			return l
+		}
+	}
+	t.Fatalf("no report line for %s", kindName)
+	return quartzimport.Line{}
+}
+
+func TestImport(t *testing.T) {
+	src, _ := loadStore(t)
+	fires := readFires(t)
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		o := options(t)
+		rep, err := quartzimport.Import(ctx, src, st.Admin(), o)
+		require.NoError(t, err)
+		var buf bytes.Buffer
+		require.NoError(t, rep.Print(&buf))
+		t.Log("\n" + buf.String())
+		require.Equal(t, want, outcomes(rep))
+		require.False(t, rep.Complete())
+
+		// Why the others were left out, in words an admin can act on.
+		for name, words := range map[string]string{
+			"calendar holidays-on-weekly":      "base calendar",
+			"definition reports.legacy-report": "reportName",
+			"schedule reports.legacy":          "reports.legacy-report was not mapped",
+			"schedule cal.chained-calendar":    `calendar "holidays-on-weekly" was not mapped`,
+			"schedule other.every-1500ms":      "1500 ms is not a whole number of seconds",
+			"schedule other.every-3-months":    "CalendarIntervalTrigger",
+			"schedule other.office-hours":      "DailyTimeIntervalTrigger",
+		} {
+			require.Contains(t, line(t, rep, name).Detail, words, name)
+		}
+
+		admin := st.Admin()
+		defs := map[string]models.JobDefinition{}
+		list, err := admin.ListDefinitions(ctx, &store.AdminListParams{Limit: 100})
+		require.NoError(t, err)
+		for _, d := range list {
+			defs[d.Name] = d
+		}
+		require.Len(t, defs, 3)
+		require.Equal(t, "shell", defs["reports.daily-report"].TaskType) // the map
+		require.JSONEq(t, `{"command": "echo report for $DAY"}`, string(defs["reports.daily-report"].DefaultParams))
+		require.Equal(t, "the daily sales report", defs["reports.daily-report"].Description)
+		require.True(t, defs["reports.daily-report"].RequestsRecovery)
+		require.Equal(t, "sleep", defs["ops.cleanup"].TaskType) // the map, quoted
+		require.JSONEq(t, `{"duration": "1s", "fail": false}`, string(defs["ops.cleanup"].DefaultParams))
+		require.False(t, defs["ops.cleanup"].RequestsRecovery)
+		require.Equal(t, "sleep", defs["ops.audit"].TaskType) // --default-task
+		require.JSONEq(t, `{"duration": "2s"}`, string(defs["ops.audit"].DefaultParams))
+
+		cals, err := admin.ListCalendars(ctx)
+		require.NoError(t, err)
+		calByID := map[int64]*models.Calendar{}
+		calByName := map[string]*models.Calendar{}
+		for i := range cals {
+			calByID[cals[i].ID], calByName[cals[i].Name] = &cals[i], &cals[i]
+		}
+		require.Len(t, cals, 7)
+		hol := calByName["holidays"]
+		require.Equal(t, models.CalendarHoliday, hol.Kind)
+		require.Equal(t, "Europe/Berlin", hol.Timezone)
+		require.Equal(t, "Christmas and New Year", hol.Description)
+		require.JSONEq(t, `{"dates": ["2030-12-25", "2030-12-26", "2031-01-01"]}`, string(hol.Definition))
+		for name, kind := range map[string]models.CalendarKind{"annual": models.CalendarAnnual, "monthly": models.CalendarMonthly,
+			"weekly": models.CalendarWeekly, "daily": models.CalendarDaily, "daily-inverted": models.CalendarDaily, "cron": models.CalendarCron} {
+			require.Equal(t, kind, calByName[name].Kind, name)
+		}
+
+		scheds, err := admin.ListSchedules(ctx, &store.AdminListParams{Limit: 100})
+		require.NoError(t, err)
+		byName := map[string]models.Schedule{}
+		for _, s := range scheds {
+			byName[s.Name] = s
+		}
+		require.Len(t, byName, 22)
+		ptime := func(s string) *time.Time {
+			v, err := time.Parse(time.RFC3339, s)
+			require.NoError(t, err)
+			return &v
+		}
+		utc := func(p *time.Time) *time.Time {
+			if p == nil {
+				return nil
+			}
+			v := p.UTC()
+			return &v
+		}
+
+		me := byName["reports.month-end"]
+		require.Equal(t, models.ScheduleCron, me.ScheduleType)
+		require.Equal(t, models.SyntaxQuartz, me.CronSyntax)
+		require.Equal(t, "0 15 10 ? * 6L", *me.CronExpr)
+		require.Equal(t, "Europe/Berlin", me.Timezone)
+		require.Equal(t, models.MisfireSkip, me.MisfirePolicy) // do nothing
+		require.Equal(t, models.ScheduleActive, me.Status)
+		require.Equal(t, defs["reports.daily-report"].ID, me.JobDefinitionID)
+		require.Equal(t, ptime("2030-01-01T00:00:00Z"), utc(me.StartAt))
+		require.Nil(t, me.EndAt)
+
+		lw := byName["reports.last-weekday"]
+		require.Equal(t, "UTC", lw.Timezone) // the generator's JVM zone
+		require.Equal(t, ptime("2031-06-30T00:00:00Z"), utc(lw.EndAt))
+		require.Equal(t, models.MisfireFireOnce, lw.MisfirePolicy) // smart
+
+		ny := byName["ops.new-year"]
+		require.Equal(t, "0 0 12 1 JAN ? 2031-2033", *ny.CronExpr)
+		require.Equal(t, "Asia/Kolkata", ny.Timezone)
+		require.Equal(t, models.MisfireFireOnce, ny.MisfirePolicy)
+		require.Equal(t, models.MisfireFireAll, byName["ops.ignore-misfires"].MisfirePolicy)
+
+		e90 := byName["ops.every-90s"]
+		require.Equal(t, models.ScheduleInterval, e90.ScheduleType)
+		require.Equal(t, 90, *e90.IntervalSeconds)
+		require.Equal(t, 10, *e90.MaxRuns) // repeat count 9 + 1
+		require.Equal(t, ptime("2030-03-01T00:00:00Z"), utc(e90.StartAt))
+		require.Equal(t, ptime("2030-03-01T00:13:30Z"), utc(e90.EndAt)) // the 9th interval
+		require.Equal(t, models.MisfireSkip, e90.MisfirePolicy)         // next with remaining count
+
+		hf := byName["ops.hourly-forever"]
+		require.Nil(t, hf.MaxRuns)
+		require.Nil(t, hf.EndAt)
+		require.Equal(t, hol.ID, *hf.CalendarID)
+		require.Equal(t, models.MisfireFireAll, hf.MisfirePolicy)
+
+		once := byName["ops.once"]
+		require.Equal(t, models.ScheduleOnce, once.ScheduleType)
+		require.Equal(t, ptime("2030-06-01T06:30:00Z"), utc(once.RunAt))
+
+		// Fired before: chime goes on where Quartz is, without the fires
+		// Quartz made.
+		fs := byName["ops.fired-simple"]
+		require.Equal(t, 18, *fs.MaxRuns) // 20 + 1 - 3 fired
+		require.Equal(t, ptime("2030-01-01T00:30:00Z"), utc(fs.StartAt))
+		require.Equal(t, ptime("2030-01-01T03:20:00Z"), utc(fs.EndAt))
+		require.Equal(t, ptime("2030-01-02T10:00:00Z"), utc(byName["ops.fired-cron"].StartAt))
+
+		// Paused: the trigger, and the group.
+		require.Equal(t, models.SchedulePaused, byName["reports.paused-cron"].Status)
+		require.Equal(t, models.SchedulePaused, byName["batch.nightly"].Status)
+
+		hm := byName["reports.holiday-mornings"]
+		require.JSONEq(t, `{"command": "echo holiday run"}`, string(hm.Params)) // the trigger's JobDataMap
+		require.Equal(t, hol.ID, *hm.CalendarID)
+
+		// Overdue: counted from Quartz's next fire time, so the engine
+		// sees the fires Quartz missed and applies misfire_policy.
+		od := byName["ops.overdue"]
+		require.Equal(t, ptime("2020-01-01T00:00:00Z"), utc(&od.CreatedAt))
+		require.Equal(t, models.MisfireFireOnce, od.MisfirePolicy)
+		require.Contains(t, strings.Join(line(t, rep, "schedule ops.overdue").Notes, " "), "is past")
+
+		// The point: chime fires what Quartz would, from its next fire time on.
+		for name, s := range byName {
+			q, ok := fires[name]
+			require.True(t, ok, name)
+			var cal *models.Calendar
+			if s.CalendarID != nil {
+				cal = calByID[*s.CalendarID]
+			}
+			trig, err := trigger.New(&s, cal)
+			require.NoError(t, err, name)
+			var got []int64
+			// From where the engine starts a new schedule: its created_at.
+			at := s.CreatedAt.UTC().Add(-time.Nanosecond)
+			for len(got) < len(q.Fires)+1 && (s.MaxRuns == nil || len(got) < *s.MaxRuns) {
+				at = trig.Next(at)
+				if at.IsZero() {
+					break
+				}
+				got = append(got, at.UnixMilli())
+			}
+			require.NotNil(t, q.NextFireTime, name)
+			require.NotEmpty(t, got, name)
+			require.Equal(t, *q.NextFireTime, got[0], "%s: chime's first fire is Quartz's NEXT_FIRE_TIME", name)
+			if len(q.Fires) < 10 {
+				require.Equal(t, q.Fires, got, "%s: Quartz stops after %d fires", name, len(q.Fires))
+			} else {
+				require.Equal(t, q.Fires, got[:10], "%s: the following fires are Quartz's", name)
+			}
+		}
+
+		// Again: nothing changes.
+		counts := rowCounts(t, st)
+		stamps := updatedAts(t, st)
+		rep2, err := quartzimport.Import(ctx, src, st.Admin(), o)
+		require.NoError(t, err)
+		for k, v := range want {
+			if v == quartzimport.Created {
+				want := quartzimport.Unchanged
+				require.Equal(t, want, outcomes(rep2)[k], k)
+			} else {
+				require.Equal(t, v, outcomes(rep2)[k], k)
+			}
+		}
+		require.Equal(t, counts, rowCounts(t, st))
+		require.Equal(t, stamps, updatedAts(t, st))
+
+		// An object that differs is left alone, and said so.
+		require.NoError(t, st.DB().Exec("UPDATE schedules SET timezone = 'Asia/Tokyo' WHERE name = 'reports.month-end'").Error)
+		rep3, err := quartzimport.Import(ctx, src, st.Admin(), o)
+		require.NoError(t, err)
+		l := line(t, rep3, "schedule reports.month-end")
+		require.Equal(t, quartzimport.Conflict, l.Outcome)
+		require.Contains(t, l.Detail, "timezone")
+	})
+}
+
+func rowCounts(t *testing.T, st *store.Store) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for _, table := range []string{"job_definitions", "schedules", "calendars", "time_triggers", "jobs"} {
+		var n int64
+		require.NoError(t, st.DB().Table(table).Count(&n).Error)
+		out[table] = n
+	}
+	return out
+}
+
+func updatedAts(t *testing.T, st *store.Store) map[string]time.Time {
+	t.Helper()
+	out := map[string]time.Time{}
+	for _, table := range []string{"job_definitions", "schedules", "calendars"} {
+		var rows []struct {
+			Name      string
+			UpdatedAt time.Time
+		}
+		require.NoError(t, st.DB().Table(table).Select("name, updated_at").Scan(&rows).Error)
+		for _, r := range rows {
+			out[table+" "+r.Name] = r.UpdatedAt
+		}
+	}
+	return out
+}
+
+func TestImportDryRun(t *testing.T) {
+	src, _ := loadStore(t)
+	st := testdb.Open(t, store.SQLite)
+	o := options(t)
+	o.DryRun = true
+	rep, err := quartzimport.Import(context.Background(), src, st.Admin(), o)
+	require.NoError(t, err)
+	for k, v := range want {
+		if v == quartzimport.Created {
+			v = quartzimport.WouldCreate
+		}
+		require.Equal(t, v, outcomes(rep)[k], k)
+	}
+	require.Equal(t, map[string]int64{"job_definitions": 0, "schedules": 0, "calendars": 0, "time_triggers": 0, "jobs": 0}, rowCounts(t, st))
+	var buf bytes.Buffer
+	require.NoError(t, rep.Print(&buf))
+	require.Contains(t, buf.String(), "dry run, nothing written")
+}
+
+func TestImportBadStore(t *testing.T) {
+	ctx := context.Background()
+	st := testdb.Open(t, store.SQLite)
+	src, _ := loadStore(t,
+		// A corrupted calendar, job data that is no Java stream, and a
+		// trigger row without its CRON_TRIGGERS row.
+		"UPDATE QRTZ_CALENDARS SET CALENDAR = 0xACED0005DEADBEEF WHERE CALENDAR_NAME = 'holidays'",
+		"UPDATE QRTZ_JOB_DETAILS SET JOB_DATA = 0x00FF WHERE JOB_NAME = 'audit'",
+		"DELETE FROM QRTZ_CRON_TRIGGERS WHERE TRIGGER_NAME = 'month-end'",
+		// Misfire instruction Quartz does not define.
+		"UPDATE QRTZ_TRIGGERS SET MISFIRE_INSTR = 9 WHERE TRIGGER_NAME = 'new-year'",
+	)
+	o := options(t)
+	rep, err := quartzimport.Import(ctx, src, st.Admin(), o)
+	require.NoError(t, err)
+	got := outcomes(rep)
+	require.Equal(t, quartzimport.NotMapped, got["calendar holidays"])
+	require.Contains(t, line(t, rep, "calendar holidays").Detail, "cannot read its blob")
+	require.Equal(t, quartzimport.NotMapped, got["schedule ops.hourly-forever"]) // names holidays
+	require.Equal(t, quartzimport.NotMapped, got["definition ops.audit"])
+	require.Contains(t, line(t, rep, "definition ops.audit").Detail, "cannot read its JobDataMap")
+	require.Equal(t, quartzimport.NotMapped, got["schedule ops.once"]) // audit's
+	require.Contains(t, line(t, rep, "schedule reports.month-end").Detail, "CRON_TRIGGERS row is missing")
+	require.Contains(t, line(t, rep, "schedule ops.new-year").Detail, "unknown misfire instruction 9")
+	require.Equal(t, quartzimport.Created, got["schedule ops.every-90s"]) // the rest goes on
+
+	// A prefix with SQL in it, and one naming no tables.
+	_, err = quartzimport.Import(ctx, src, st.Admin(), quartzimport.Options{TablePrefix: "QRTZ_` ; DROP TABLE x; --", Registry: o.Registry})
+	require.ErrorIs(t, err, quartzimport.ErrSource)
+	require.Contains(t, err.Error(), "only letters, digits and _")
+	_, err = quartzimport.Import(ctx, src, st.Admin(), quartzimport.Options{TablePrefix: "QUARTZ_", Registry: o.Registry})
+	require.ErrorIs(t, err, quartzimport.ErrSource)
+	require.Contains(t, err.Error(), "is the table prefix right?")
+	require.False(t, errors.Is(err, quartzimport.ErrUsage))
+}
+
+func TestImportScheduler(t *testing.T) {
+	ctx := context.Background()
+	// A second scheduler in the same tables, with one name in common.
+	src, _ := loadStore(t,
+		"INSERT INTO QRTZ_CALENDARS SELECT 'other', CALENDAR_NAME, CALENDAR FROM QRTZ_CALENDARS WHERE CALENDAR_NAME = 'weekly'",
+	)
+	o := options(t)
+	o.DryRun = true
+	st := testdb.Open(t, store.SQLite)
+	rep, err := quartzimport.Import(ctx, src, st.Admin(), o)
+	require.NoError(t, err)
+	l := line(t, rep, "calendar weekly")
+	require.Equal(t, quartzimport.NotMapped, l.Outcome)
+	require.Contains(t, l.Detail, "--scheduler")
+	o.Scheduler = "chimeImport"
+	rep, err = quartzimport.Import(ctx, src, st.Admin(), o)
+	require.NoError(t, err)
+	require.Equal(t, quartzimport.WouldCreate, line(t, rep, "calendar weekly").Outcome)
+}
+
+func TestParseClassMap(t *testing.T) {
+	reg := registry(t)
+	m, err := quartzimport.ParseClassMap(strings.NewReader("\ufeff---\n# comment\n\ncom.acme.A: shell # trailing\n\"com.acme.B$Inner\": sleep\r\n"), reg)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"com.acme.A": "shell", "com.acme.B$Inner": "sleep"}, m)
+	for in, msg := range map[string]string{
+		"com.acme.A shell\n":                  "line 1: no colon",
+		"\n  com.acme.A: shell\n":             "line 2: indented",
+		"com.acme.A: nope\n":                  `line 1: unknown task type "nope"`,
+		"com.acme.A: shell\ncom.acme.A: sleep": "line 2: com.acme.A is mapped twice",
+		"com acme: shell\n":                   "is not a Java class name",
+		"com.acme.A:\n":                       "no task type",
+		"com.acme.A: {a: b}\n":                "want one plain word",
+	} {
+		_, err := quartzimport.ParseClassMap(strings.NewReader(in), reg)
+		require.ErrorIs(t, err, quartzimport.ErrUsage, in)
+		require.Contains(t, err.Error(), msg, in)
+	}
+}
