@@ -148,7 +148,7 @@ func TestImport(t *testing.T) {
 		// Why the others were left out, in words an admin can act on.
 		for name, words := range map[string]string{
 			"calendar holidays-on-weekly":      "base calendar",
-			"definition reports.legacy-report": "reportName",
+			"definition reports.legacy-report": "unknown field",
 			"schedule reports.legacy":          "reports.legacy-report was not mapped",
 			"schedule cal.chained-calendar":    `calendar "holidays-on-weekly" was not mapped`,
 			"schedule other.every-1500ms":      "1500 ms is not a whole number of seconds",
@@ -260,7 +260,7 @@ func TestImport(t *testing.T) {
 		require.Equal(t, 18, *fs.MaxRuns) // 20 + 1 - 3 fired
 		require.Equal(t, ptime("2030-01-01T00:30:00Z"), utc(fs.StartAt))
 		require.Equal(t, ptime("2030-01-01T03:20:00Z"), utc(fs.EndAt))
-		require.Equal(t, ptime("2030-01-02T10:00:00Z"), utc(byName["ops.fired-cron"].StartAt))
+		require.Equal(t, ptime("2030-01-03T10:00:00Z"), utc(byName["ops.fired-cron"].StartAt)) // Tue 1, Wed 2 fired
 
 		// Paused: the trigger, and the group.
 		require.Equal(t, models.SchedulePaused, byName["reports.paused-cron"].Status)
@@ -386,7 +386,7 @@ func TestImportBadStore(t *testing.T) {
 		// A corrupted calendar, job data that is no Java stream, and a
 		// trigger row without its CRON_TRIGGERS row.
 		"UPDATE QRTZ_CALENDARS SET CALENDAR = 0xACED0005DEADBEEF WHERE CALENDAR_NAME = 'holidays'",
-		"UPDATE QRTZ_JOB_DETAILS SET JOB_DATA = 0x00FF WHERE JOB_NAME = 'audit'",
+		"UPDATE QRTZ_JOB_DETAILS SET JOB_DATA = 0xACED0005737200FF WHERE JOB_NAME = 'audit'",
 		"DELETE FROM QRTZ_CRON_TRIGGERS WHERE TRIGGER_NAME = 'month-end'",
 		// Misfire instruction Quartz does not define.
 		"UPDATE QRTZ_TRIGGERS SET MISFIRE_INSTR = 9 WHERE TRIGGER_NAME = 'new-year'",
