@@ -94,6 +94,8 @@ type importer struct {
 	clash map[string][]string
 	cals  map[string]*calendarResult   // by sched + name
 	defs  map[string]*definitionResult // by key(sched, group, name)
+	// scheds are the SCHED_NAMEs read.
+	scheds map[string]bool
 	// fakeID numbers the objects a dry run would create, for validation.
 	fakeID int64
 }
@@ -130,7 +132,11 @@ func (im *importer) findClashes() {
 		note("schedule", t.group+"."+t.name, t.sched)
 	}
 	im.clash = map[string][]string{}
+	im.scheds = map[string]bool{}
 	for k, scheds := range seen {
+		for s := range scheds {
+			im.scheds[s] = true
+		}
 		if len(scheds) > 1 {
 			for s := range scheds {
 				im.clash[k] = append(im.clash[k], s)
@@ -216,8 +222,9 @@ func (im *importer) calendar(ctx context.Context, q *qCalendar) error {
 	return nil
 }
 
+// schedSuffix names the scheduler in the report when the store has several.
 func (im *importer) schedSuffix(sched string) string {
-	if im.o.Scheduler != "" {
+	if len(im.scheds) < 2 {
 		return ""
 	}
 	return " of scheduler " + sched
@@ -483,7 +490,7 @@ func (im *importer) schedule(ctx context.Context, q *qTrigger) error {
 	}
 	s.MisfirePolicy = policy
 	if approx != "" {
-		line.Notes = append(line.Notes, fmt.Sprintf("misfire instruction %d -> %s: %s", q.misfire.Int64, policy, approx))
+		line.Notes = append(line.Notes, fmt.Sprintf("misfire instruction %s -> %s: %s", misfireName(q.kind, q.misfire.Int64, repeat), policy, approx))
 	}
 	if n := applyPriority(s, q.priority.Int64); n != "" {
 		line.Notes = append(line.Notes, n)

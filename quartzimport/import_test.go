@@ -92,6 +92,7 @@ var want = map[string]quartzimport.Outcome{
 	"calendar holidays-on-weekly": quartzimport.NotMapped, // a base calendar
 
 	"definition ops.audit": quartzimport.Created, "definition ops.cleanup": quartzimport.Created,
+	"definition ops.exclusive": quartzimport.Created, "schedule ops.exclusive-minutely": quartzimport.Created,
 	"definition reports.daily-report":  quartzimport.Created,
 	"definition reports.legacy-report": quartzimport.NotMapped, // its data is no shell params
 
@@ -104,9 +105,9 @@ var want = map[string]quartzimport.Outcome{
 	"schedule ops.fired-cron": quartzimport.Created, "schedule ops.fired-simple": quartzimport.Created,
 	"schedule ops.hourly-forever": quartzimport.Created, "schedule ops.ignore-misfires": quartzimport.Created,
 	"schedule ops.new-year": quartzimport.Created, "schedule ops.once": quartzimport.Created,
-	"schedule ops.overdue": quartzimport.Created,
+	"schedule ops.overdue":        quartzimport.Created,
 	"schedule other.every-1500ms": quartzimport.NotMapped, "schedule other.every-3-months": quartzimport.NotMapped,
-	"schedule other.office-hours": quartzimport.NotMapped,
+	"schedule other.office-hours":       quartzimport.NotMapped,
 	"schedule reports.holiday-mornings": quartzimport.Created, "schedule reports.last-weekday": quartzimport.Created,
 	"schedule reports.month-end": quartzimport.Created, "schedule reports.paused-cron": quartzimport.Created,
 	"schedule reports.legacy": quartzimport.NotMapped,
@@ -142,6 +143,9 @@ func TestImport(t *testing.T) {
 		var buf bytes.Buffer
 		require.NoError(t, rep.Print(&buf))
 		t.Log("\n" + buf.String())
+		require.Regexp(t, `\nschedule reports\.month-end +created  \[CRON trigger reports\.month-end of job reports\.daily-report\]\n`, buf.String())
+		require.Contains(t, buf.String(), "note: misfire instruction 5 RESCHEDULE_NEXT_WITH_EXISTING_COUNT -> skip")
+		require.Contains(t, buf.String(), "\ncreated 34, conflict 0, not mapped 7\n")
 		require.Equal(t, want, outcomes(rep))
 		require.False(t, rep.Complete())
 
@@ -165,7 +169,7 @@ func TestImport(t *testing.T) {
 		for _, d := range list {
 			defs[d.Name] = d
 		}
-		require.Len(t, defs, 3)
+		require.Len(t, defs, 4)
 		require.Equal(t, "shell", defs["reports.daily-report"].TaskType) // the map
 		require.JSONEq(t, `{"command": "echo report for $DAY"}`, string(defs["reports.daily-report"].DefaultParams))
 		require.Equal(t, "the daily sales report", defs["reports.daily-report"].Description)
@@ -200,7 +204,7 @@ func TestImport(t *testing.T) {
 		for _, s := range scheds {
 			byName[s.Name] = s
 		}
-		require.Len(t, byName, 22)
+		require.Len(t, byName, 23)
 		ptime := func(s string) *time.Time {
 			v, err := time.Parse(time.RFC3339, s)
 			require.NoError(t, err)
@@ -249,6 +253,11 @@ func TestImport(t *testing.T) {
 		require.Nil(t, hf.EndAt)
 		require.Equal(t, hol.ID, *hf.CalendarID)
 		require.Equal(t, models.MisfireFireAll, hf.MisfirePolicy)
+
+		// @DisallowConcurrentExecution: forbid; @PersistJobDataAfterExecution: said.
+		require.Equal(t, models.ConcurrencyForbid, byName["ops.exclusive-minutely"].Concurrency)
+		require.Equal(t, models.ConcurrencyAllow, byName["ops.every-90s"].Concurrency)
+		require.Contains(t, strings.Join(line(t, rep, "definition ops.exclusive").Notes, " "), "@PersistJobDataAfterExecution")
 
 		once := byName["ops.once"]
 		require.Equal(t, models.ScheduleOnce, once.ScheduleType)
@@ -429,6 +438,7 @@ func TestImportScheduler(t *testing.T) {
 	l := line(t, rep, "calendar weekly")
 	require.Equal(t, quartzimport.NotMapped, l.Outcome)
 	require.Contains(t, l.Detail, "--scheduler")
+	require.Contains(t, l.Source, "of scheduler chimeImport")
 	o.Scheduler = "chimeImport"
 	rep, err = quartzimport.Import(ctx, src, st.Admin(), o)
 	require.NoError(t, err)
@@ -441,13 +451,13 @@ func TestParseClassMap(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"com.acme.A": "shell", "com.acme.B$Inner": "sleep"}, m)
 	for in, msg := range map[string]string{
-		"com.acme.A shell\n":                  "line 1: no colon",
-		"\n  com.acme.A: shell\n":             "line 2: indented",
-		"com.acme.A: nope\n":                  `line 1: unknown task type "nope"`,
+		"com.acme.A shell\n":                   "line 1: no colon",
+		"\n  com.acme.A: shell\n":              "line 2: indented",
+		"com.acme.A: nope\n":                   `line 1: unknown task type "nope"`,
 		"com.acme.A: shell\ncom.acme.A: sleep": "line 2: com.acme.A is mapped twice",
-		"com acme: shell\n":                   "is not a Java class name",
-		"com.acme.A:\n":                       "no task type",
-		"com.acme.A: {a: b}\n":                "want one plain word",
+		"com acme: shell\n":                    "is not a Java class name",
+		"com.acme.A:\n":                        "no task type",
+		"com.acme.A: {a: b}\n":                 "want one plain word",
 	} {
 		_, err := quartzimport.ParseClassMap(strings.NewReader(in), reg)
 		require.ErrorIs(t, err, quartzimport.ErrUsage, in)

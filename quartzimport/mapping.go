@@ -170,6 +170,36 @@ func misfirePolicy(kind string, instr int64, repeatCount int64) (p models.Misfir
 	return "", "", fmt.Errorf("unknown misfire instruction %d for a %s trigger (%s)", instr, kind, misfireUnknownInstructionExplains)
 }
 
+// misfireName names an instruction as Quartz's constants do, for the report.
+func misfireName(kind string, instr, repeatCount int64) string {
+	names := map[int64]string{misfireIgnore: "IGNORE_MISFIRE_POLICY", misfireSmart: "SMART_POLICY"}
+	switch kind {
+	case "CRON":
+		names[cronFireOnceNow], names[cronDoNothing] = "FIRE_ONCE_NOW", "DO_NOTHING"
+	case "SIMPLE":
+		names[simpleFireNow] = "FIRE_NOW"
+		names[simpleRescheduleNowExisting] = "RESCHEDULE_NOW_WITH_EXISTING_REPEAT_COUNT"
+		names[simpleRescheduleNowRemaining] = "RESCHEDULE_NOW_WITH_REMAINING_REPEAT_COUNT"
+		names[simpleRescheduleNextRemaining] = "RESCHEDULE_NEXT_WITH_REMAINING_COUNT"
+		names[simpleRescheduleNextExisting] = "RESCHEDULE_NEXT_WITH_EXISTING_COUNT"
+	}
+	n, ok := names[instr]
+	if !ok {
+		return fmt.Sprint(instr)
+	}
+	if instr == misfireSmart && kind == "SIMPLE" {
+		switch {
+		case repeatCount == 0:
+			n += " (FIRE_NOW for a one-shot trigger)"
+		case repeatCount == repeatIndefinitely:
+			n += " (RESCHEDULE_NEXT_WITH_REMAINING_COUNT when repeating for ever)"
+		default:
+			n += " (RESCHEDULE_NOW_WITH_EXISTING_REPEAT_COUNT with a repeat count)"
+		}
+	}
+	return fmt.Sprintf("%d %s", instr, n)
+}
+
 // quartzDefaultPriority is Trigger.DEFAULT_PRIORITY.
 const quartzDefaultPriority = 5
 

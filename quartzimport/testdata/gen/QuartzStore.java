@@ -196,6 +196,11 @@ public class QuartzStore {
             .storeDurably().usingJobData("duration", "2s").build();
         s.addJob(audit, false);
 
+        // Not concurrent, and its data saved after each run (annotations).
+        JobDetail exclusive = JobBuilder.newJob(com.acme.ExclusiveJob.class).withIdentity("exclusive", "ops")
+            .storeDurably().usingJobData("duration", "3s").build();
+        s.addJob(exclusive, false);
+
         // Its data does not fit the shell task the map gives its class.
         JobDetail legacy = JobBuilder.newJob(com.acme.ReportJob.class).withIdentity("legacy-report", "reports")
             .storeDurably().usingJobData("reportName", "legacy").usingJobData("copies", 3).build();
@@ -223,6 +228,9 @@ public class QuartzStore {
             .startAt(at("2030-01-01T00:00:00Z"))
             .withSchedule(CronScheduleBuilder.cronSchedule("0 0 12 1 JAN ? 2031-2033")
                 .inTimeZone(TimeZone.getTimeZone("Asia/Kolkata")).withMisfireHandlingInstructionFireAndProceed()).build());
+        add(s, TriggerBuilder.newTrigger().withIdentity("exclusive-minutely", "ops").forJob(job("ops", "exclusive"))
+            .startAt(at("2030-01-01T00:00:00Z"))
+            .withSchedule(CronScheduleBuilder.cronSchedule("0 * * * * ?")).build());
         add(s, TriggerBuilder.newTrigger().withIdentity("ignore-misfires", "ops").forJob(cleanup)
             .startAt(at("2030-01-01T00:00:00Z"))
             .withSchedule(CronScheduleBuilder.cronSchedule("0 0/20 * * * ?")
