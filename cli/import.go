@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -27,6 +28,23 @@ func newImportCommand(g *globals) *cobra.Command {
 	}
 	cmd.AddCommand(newImportQuartzCommand(g))
 	return cmd
+}
+
+var registerBuiltins sync.Mutex
+
+// importRegistry is the registry serve would run: tasks.Default() (where a
+// program built on cli.Main registers its plugins) with the built-in tasks.
+// The import only checks task types and params with it; nothing runs.
+func importRegistry() (*tasks.Registry, error) {
+	registerBuiltins.Lock()
+	defer registerBuiltins.Unlock()
+	reg := tasks.Default()
+	if !slices.Contains(reg.Kinds(), "sleep") {
+		if err := builtin.Register(reg); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
 }
 
 func newImportQuartzCommand(g *globals) *cobra.Command {
@@ -67,12 +85,9 @@ docs/quartz.md ("Moving from Quartz") has the whole mapping.
 			if err := quartzimport.CheckTablePrefix(prefix); err != nil {
 				return usageError{err}
 			}
-			reg := tasks.Default()
-			if !slices.Contains(reg.Kinds(), "sleep") {
-				// Only to check task types and params: nothing runs here.
-				if err := builtin.Register(reg); err != nil {
-					return err
-				}
+			reg, err := importRegistry()
+			if err != nil {
+				return err
 			}
 			classes := map[string]string{}
 			if mapFile != "" {
@@ -106,7 +121,13 @@ docs/quartz.md ("Moving from Quartz") has the whole mapping.
 				return err
 			}
 			defer st.Close()
-			if !noMigrate && !dryRun {
+			switch {
+			case dryRun:
+				// A dry run writes nothing, not even the schema.
+				if v, err := st.SchemaVersion(ctx); err != nil || v == 0 {
+					return usagef("chime's database (%s) has no schema yet: run chime migrate, or import without --dry-run (which migrates)", cfg.Database.Driver)
+				}
+			case !noMigrate:
 				if _, err := st.Migrate(ctx); err != nil {
 					return err
 				}

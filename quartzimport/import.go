@@ -66,22 +66,34 @@ func Import(ctx context.Context, src *sql.DB, dst chimedb.AdminQueries, o Option
 	im := &importer{o: o, dst: dst, st: st, rep: &Report{DryRun: o.DryRun}, now: o.Now().UTC(),
 		cals: map[string]*calendarResult{}, defs: map[string]*definitionResult{}}
 	im.findClashes()
-	for i := range st.calendars {
-		if err := im.calendar(ctx, &st.calendars[i]); err != nil {
-			return im.rep, err
+	if err := im.run(ctx); err != nil {
+		// The object being handled when chime's database failed is not
+		// done: the report holds what was.
+		if n := len(im.rep.Lines); n > 0 && im.rep.Lines[n-1].Outcome == "" {
+			im.rep.Lines = im.rep.Lines[:n-1]
 		}
-	}
-	for i := range st.jobs {
-		if err := im.definition(ctx, &st.jobs[i]); err != nil {
-			return im.rep, err
-		}
-	}
-	for i := range st.triggers {
-		if err := im.schedule(ctx, &st.triggers[i]); err != nil {
-			return im.rep, err
-		}
+		return im.rep, err
 	}
 	return im.rep, nil
+}
+
+func (im *importer) run(ctx context.Context) error {
+	for i := range im.st.calendars {
+		if err := im.calendar(ctx, &im.st.calendars[i]); err != nil {
+			return err
+		}
+	}
+	for i := range im.st.jobs {
+		if err := im.definition(ctx, &im.st.jobs[i]); err != nil {
+			return err
+		}
+	}
+	for i := range im.st.triggers {
+		if err := im.schedule(ctx, &im.st.triggers[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type importer struct {

@@ -145,7 +145,7 @@ func TestImport(t *testing.T) {
 		t.Log("\n" + buf.String())
 		require.Regexp(t, `\nschedule reports\.month-end +created  \[CRON trigger reports\.month-end of job reports\.daily-report\]\n`, buf.String())
 		require.Contains(t, buf.String(), "note: misfire instruction 5 RESCHEDULE_NEXT_WITH_EXISTING_COUNT -> skip")
-		require.Contains(t, buf.String(), "\ncreated 34, conflict 0, not mapped 7\n")
+		require.Contains(t, buf.String(), "\ncreated 34, unchanged 0, conflict 0, not mapped 7\n")
 		require.Equal(t, want, outcomes(rep))
 		require.False(t, rep.Complete())
 

@@ -183,6 +183,20 @@ func read(ctx context.Context, db *sql.DB, prefix, sched string) (*store, error)
 	if err != nil {
 		return nil, err
 	}
+	if sched != "" && len(st.calendars)+len(st.jobs)+len(st.triggers) == 0 {
+		var names []string
+		rows, err := db.QueryContext(ctx, "SELECT SCHED_NAME FROM "+t("JOB_DETAILS")+" UNION SELECT SCHED_NAME FROM "+t("CALENDARS")+" ORDER BY 1")
+		if err == nil {
+			for rows.Next() {
+				var n string
+				if rows.Scan(&n) == nil {
+					names = append(names, n)
+				}
+			}
+			_ = rows.Close()
+		}
+		return nil, sourceErr("no scheduler %q in the store (it has: %s)", sched, strings.Join(names, ", "))
+	}
 	sort.Slice(st.calendars, func(i, j int) bool {
 		a, b := st.calendars[i], st.calendars[j]
 		return a.name+"\x00"+a.sched < b.name+"\x00"+b.sched

@@ -24,8 +24,6 @@ const (
 	NotMapped Outcome = "not mapped"
 )
 
-var outcomes = []Outcome{Created, WouldCreate, Unchanged, Conflict, NotMapped}
-
 // Line is one object of the report.
 type Line struct {
 	// Kind is calendar, definition or schedule.
@@ -91,17 +89,13 @@ func (r *Report) Print(w io.Writer) error {
 			fmt.Fprintf(&b, "%-*s    note: %s\n", width, "", safe(n))
 		}
 	}
+	made := Created
+	if r.DryRun {
+		made = WouldCreate
+	}
 	var totals []string
-	for _, o := range outcomes {
-		if n := r.Count(o); n > 0 || o == NotMapped || o == Conflict {
-			if o == WouldCreate && !r.DryRun {
-				continue
-			}
-			if o == Created && r.DryRun {
-				continue
-			}
-			totals = append(totals, fmt.Sprintf("%s %d", o, n))
-		}
+	for _, o := range []Outcome{made, Unchanged, Conflict, NotMapped} {
+		totals = append(totals, fmt.Sprintf("%s %d", o, r.Count(o)))
 	}
 	if r.DryRun {
 		b.WriteString("dry run, nothing written: ")
