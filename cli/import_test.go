@@ -79,7 +79,6 @@ func TestImportQuartz(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, out, "unchanged 34, conflict 0, not mapped 7")
 
-
 	// Bad usage: exit 2, nothing read.
 	bad := filepath.Join(dir, "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("com.acme.ReportJob: shell\ncom.acme.CleanupJob: cron\n"), 0o600))
