@@ -102,7 +102,8 @@ func javaClassName(s string) bool {
 			return false
 		}
 		for i, r := range part {
-			if !(unicode.IsLetter(r) || r == '_' || r == '$' || (i > 0 && unicode.IsDigit(r))) {
+			ok := unicode.IsLetter(r) || r == '_' || r == '$' || (i > 0 && unicode.IsDigit(r))
+			if !ok {
 				return false
 			}
 		}
@@ -147,10 +148,10 @@ func misfirePolicy(kind string, instr int64, repeatCount int64) (p models.Misfir
 		}
 	case "SIMPLE":
 		if instr == misfireSmart {
-			switch {
-			case repeatCount == 0:
+			switch repeatCount {
+			case 0:
 				instr = simpleSmartOnceOnlyFireNow
-			case repeatCount == repeatIndefinitely:
+			case repeatIndefinitely:
 				instr = simpleSmartForeverNextRemaining
 			default:
 				instr = simpleSmartRepeatingNowExisting
@@ -188,10 +189,10 @@ func misfireName(kind string, instr, repeatCount int64) string {
 		return fmt.Sprint(instr)
 	}
 	if instr == misfireSmart && kind == "SIMPLE" {
-		switch {
-		case repeatCount == 0:
+		switch repeatCount {
+		case 0:
 			n += " (FIRE_NOW for a one-shot trigger)"
-		case repeatCount == repeatIndefinitely:
+		case repeatIndefinitely:
 			n += " (RESCHEDULE_NEXT_WITH_REMAINING_COUNT when repeating for ever)"
 		default:
 			n += " (RESCHEDULE_NOW_WITH_EXISTING_REPEAT_COUNT with a repeat count)"
