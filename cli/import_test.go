@@ -69,15 +69,15 @@ func TestImportQuartz(t *testing.T) {
 	// The fixture has objects chime cannot map: the report says which, exit 1.
 	out, errOut, code := runChime(t, append(base, "--dry-run")...)
 	require.Equal(t, 1, code, errOut)
-	require.Contains(t, out, "dry run, nothing written: would create 34, unchanged 0, conflict 0, not mapped 7")
+	require.Contains(t, out, "dry run, nothing written: would create 35, unchanged 0, conflict 0, not mapped 7")
 	require.Contains(t, errOut, "7 object(s) not mapped and 0 conflict(s)")
 
 	out, _, code = runChime(t, base...)
 	require.Equal(t, 1, code)
-	require.Contains(t, out, "created 34, unchanged 0, conflict 0, not mapped 7")
+	require.Contains(t, out, "created 35, unchanged 0, conflict 0, not mapped 7")
 	out, _, code = runChime(t, base...)
 	require.Equal(t, 1, code)
-	require.Contains(t, out, "unchanged 34, conflict 0, not mapped 7")
+	require.Contains(t, out, "unchanged 35, conflict 0, not mapped 7")
 
 	// Bad usage: exit 2, nothing read.
 	bad := filepath.Join(dir, "bad.yaml")

@@ -12,11 +12,13 @@ import (
 	"time"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/quartzimport"
+	"github.com/chimesched/chime/scheduleengine"
 	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/tasks"
 	"github.com/chimesched/chime/tasks/builtin"
@@ -145,7 +147,7 @@ func TestImport(t *testing.T) {
 		t.Log("\n" + buf.String())
 		require.Regexp(t, `\nschedule reports\.month-end +created  \[CRON trigger reports\.month-end of job reports\.daily-report\]\n`, buf.String())
 		require.Contains(t, buf.String(), "note: misfire instruction 5 RESCHEDULE_NEXT_WITH_EXISTING_COUNT -> skip")
-		require.Contains(t, buf.String(), "\ncreated 34, unchanged 0, conflict 0, not mapped 7\n")
+		require.Contains(t, buf.String(), "\ncreated 35, unchanged 0, conflict 0, not mapped 7\n")
 		require.Equal(t, want, outcomes(rep))
 		require.False(t, rep.Complete())
 
@@ -204,7 +206,7 @@ func TestImport(t *testing.T) {
 		for _, s := range scheds {
 			byName[s.Name] = s
 		}
-		require.Len(t, byName, 23)
+		require.Len(t, byName, 24)
 		ptime := func(s string) *time.Time {
 			v, err := time.Parse(time.RFC3339, s)
 			require.NoError(t, err)
@@ -463,4 +465,68 @@ func TestParseClassMap(t *testing.T) {
 		require.ErrorIs(t, err, quartzimport.ErrUsage, in)
 		require.Contains(t, err.Error(), msg, in)
 	}
+}
+
+// alwaysLeading is the engine's Leadership for a single node.
+type alwaysLeading struct{}
+
+func (alwaysLeading) Leading() bool       { return true }
+func (alwaysLeading) OnChange(func(bool)) {}
+
+// TestImportOverdue runs the real schedule engine on what was imported:
+// the fires Quartz missed before the import (NEXT_FIRE_TIME in 2020) are
+// chime's misfires, so FIRE_ONCE_NOW writes one catch-up job for them all
+// and DO_NOTHING none, and both then wait for the next midnight, as Quartz
+// would at its next start.
+func TestImportOverdue(t *testing.T) {
+	src, _ := loadStore(t)
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		o := options(t)
+		o.Scheduler = "chimeImport"
+		_, err := quartzimport.Import(ctx, src, st.Admin(), o)
+		require.NoError(t, err)
+		ids := map[string]int64{}
+		for _, name := range []string{"ops.overdue", "ops.overdue-skip", "ops.every-90s"} {
+			rows, err := st.Admin().ListSchedules(ctx, &store.AdminListParams{Name: name, Limit: 1})
+			require.NoError(t, err)
+			require.Len(t, rows, 1, name)
+			ids[name] = rows[0].ID
+		}
+		log := logrus.New()
+		log.SetLevel(logrus.WarnLevel)
+		e, err := scheduleengine.New(st, &scheduleengine.Config{NodeID: "import-test", Leadership: alwaysLeading{}, Logger: log})
+		require.NoError(t, err)
+		require.NoError(t, e.Start(ctx))
+		defer func() { require.NoError(t, e.Stop(ctx)) }()
+
+		nextMidnight := time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
+		trig := func(name string) *models.TimeTrigger {
+			var tt models.TimeTrigger
+			if st.DB().Where("schedule_id = ?", ids[name]).Limit(1).Find(&tt).RowsAffected == 0 {
+				return nil
+			}
+			return &tt
+		}
+		require.Eventually(t, func() bool {
+			a, b := trig("ops.overdue"), trig("ops.overdue-skip")
+			return a != nil && b != nil && a.NextFireAt != nil && b.NextFireAt != nil &&
+				a.NextFireAt.Equal(nextMidnight) && b.NextFireAt.Equal(nextMidnight)
+		}, 20*time.Second, 10*time.Millisecond, "the engine did not take up the imported schedules")
+
+		jobs := func(name string) []models.Job {
+			var out []models.Job
+			require.NoError(t, st.DB().Where("schedule_id = ?", ids[name]).Find(&out).Error)
+			return out
+		}
+		missed := int(nextMidnight.Sub(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)) / (24 * time.Hour))
+		once := jobs("ops.overdue")
+		require.Len(t, once, 1)
+		require.True(t, once[0].CatchUp)
+		require.Equal(t, missed, once[0].MissedFires) // every midnight since 2020-01-01
+		require.Equal(t, nextMidnight.Add(-24*time.Hour), once[0].ScheduledAt.UTC())
+		require.Empty(t, jobs("ops.overdue-skip"))
+		require.Equal(t, int64(missed), trig("ops.overdue-skip").MisfiredCount)
+		require.Empty(t, jobs("ops.every-90s")) // 2030
+	})
 }

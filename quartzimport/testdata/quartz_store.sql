@@ -56,6 +56,7 @@ INSERT INTO `QRTZ_CRON_TRIGGERS` VALUES ('chimeImport','new-year','ops','0 0 12 
 INSERT INTO `QRTZ_CRON_TRIGGERS` VALUES ('chimeImport','nightly','batch','0 30 1 * * ?','UTC');
 INSERT INTO `QRTZ_CRON_TRIGGERS` VALUES ('chimeImport','not-at-night','cal','0 0 0/3 * * ?','UTC');
 INSERT INTO `QRTZ_CRON_TRIGGERS` VALUES ('chimeImport','overdue','ops','0 0 0 * * ?','UTC');
+INSERT INTO `QRTZ_CRON_TRIGGERS` VALUES ('chimeImport','overdue-skip','ops','0 0 0 * * ?','UTC');
 INSERT INTO `QRTZ_CRON_TRIGGERS` VALUES ('chimeImport','paused-cron','reports','0 0 6 * * ?','Europe/Berlin');
 /*!40101 SET @saved_cs_client     = @@character_set_client */;
 /*!40101 SET character_set_client = utf8mb4 */;
@@ -239,6 +240,7 @@ INSERT INTO `QRTZ_TRIGGERS` VALUES ('chimeImport','office-hours','other','audit'
 INSERT INTO `QRTZ_TRIGGERS` VALUES ('chimeImport','once','ops','audit','ops',NULL,1906525800000,-1,5,'WAITING','SIMPLE',1906525800000,0,NULL,1,'');
 INSERT INTO `QRTZ_TRIGGERS` VALUES ('chimeImport','outside-office-hours','cal','audit','ops',NULL,1893992400000,-1,5,'WAITING','SIMPLE',1893992400000,0,'daily',0,'');
 INSERT INTO `QRTZ_TRIGGERS` VALUES ('chimeImport','overdue','ops','cleanup','ops',NULL,1577836800000,-1,5,'WAITING','CRON',1577836800000,0,NULL,1,'');
+INSERT INTO `QRTZ_TRIGGERS` VALUES ('chimeImport','overdue-skip','ops','cleanup','ops',NULL,1577836800000,-1,5,'WAITING','CRON',1577836800000,0,NULL,2,'');
 INSERT INTO `QRTZ_TRIGGERS` VALUES ('chimeImport','paused-cron','reports','daily-report','reports',NULL,1893474000000,-1,5,'PAUSED','CRON',1893456000000,0,NULL,0,'');
 INSERT INTO `QRTZ_TRIGGERS` VALUES ('chimeImport','weekdays','cal','audit','ops',NULL,1893628800000,-1,5,'WAITING','SIMPLE',1893628800000,0,'weekly',0,'');
 SET FOREIGN_KEY_CHECKS=1;

@@ -302,6 +302,9 @@ public class QuartzStore {
         add(s, TriggerBuilder.newTrigger().withIdentity("overdue", "ops").forJob(cleanup)
             .startAt(at("2020-01-01T00:00:00Z"))
             .withSchedule(CronScheduleBuilder.cronSchedule("0 0 0 * * ?").withMisfireHandlingInstructionFireAndProceed()).build());
+        add(s, TriggerBuilder.newTrigger().withIdentity("overdue-skip", "ops").forJob(cleanup)
+            .startAt(at("2020-01-01T00:00:00Z"))
+            .withSchedule(CronScheduleBuilder.cronSchedule("0 0 0 * * ?").withMisfireHandlingInstructionDoNothing()).build());
 
         // Not mappable.
         add(s, TriggerBuilder.newTrigger().withIdentity("every-3-months", "other").forJob(audit)
