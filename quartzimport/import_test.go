@@ -107,7 +107,7 @@ var want = map[string]quartzimport.Outcome{
 	"schedule ops.fired-cron": quartzimport.Created, "schedule ops.fired-simple": quartzimport.Created,
 	"schedule ops.hourly-forever": quartzimport.Created, "schedule ops.ignore-misfires": quartzimport.Created,
 	"schedule ops.new-year": quartzimport.Created, "schedule ops.once": quartzimport.Created,
-	"schedule ops.overdue":        quartzimport.Created,
+	"schedule ops.overdue": quartzimport.Created, "schedule ops.overdue-skip": quartzimport.Created,
 	"schedule other.every-1500ms": quartzimport.NotMapped, "schedule other.every-3-months": quartzimport.NotMapped,
 	"schedule other.office-hours":       quartzimport.NotMapped,
 	"schedule reports.holiday-mornings": quartzimport.Created, "schedule reports.last-weekday": quartzimport.Created,
