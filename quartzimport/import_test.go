@@ -401,6 +401,11 @@ func TestImportBadStore(t *testing.T) {
 		"DELETE FROM QRTZ_CRON_TRIGGERS WHERE TRIGGER_NAME = 'month-end'",
 		// Misfire instruction Quartz does not define.
 		"UPDATE QRTZ_TRIGGERS SET MISFIRE_INSTR = 9 WHERE TRIGGER_NAME = 'new-year'",
+		// No zone (Quartz then used its JVM's), and one Go does not know.
+		"UPDATE QRTZ_CRON_TRIGGERS SET TIME_ZONE_ID = NULL WHERE TRIGGER_NAME = 'last-weekday'",
+		"UPDATE QRTZ_CRON_TRIGGERS SET TIME_ZONE_ID = 'Mars/Olympus' WHERE TRIGGER_NAME = 'paused-cron'",
+		// A name that would rewrite the terminal.
+		"INSERT INTO QRTZ_CALENDARS SELECT SCHED_NAME, CONCAT('evil', CHAR(27), '[2J'), CALENDAR FROM QRTZ_CALENDARS WHERE CALENDAR_NAME = 'weekly'",
 	)
 	o := options(t)
 	rep, err := quartzimport.Import(ctx, src, st.Admin(), o)
@@ -415,6 +420,13 @@ func TestImportBadStore(t *testing.T) {
 	require.Contains(t, line(t, rep, "schedule reports.month-end").Detail, "CRON_TRIGGERS row is missing")
 	require.Contains(t, line(t, rep, "schedule ops.new-year").Detail, "unknown misfire instruction 9")
 	require.Equal(t, quartzimport.Created, got["schedule ops.every-90s"]) // the rest goes on
+	require.Equal(t, quartzimport.Created, got["schedule reports.last-weekday"])
+	require.Contains(t, strings.Join(line(t, rep, "schedule reports.last-weekday").Notes, " "), "no time zone in Quartz")
+	require.Contains(t, line(t, rep, "schedule reports.paused-cron").Detail, `unknown timezone "Mars/Olympus"`)
+	var buf bytes.Buffer
+	require.NoError(t, rep.Print(&buf))
+	require.NotContains(t, buf.String(), "\x1b")
+	require.Contains(t, buf.String(), `calendar evil\x1b[2J`)
 
 	// A prefix with SQL in it, and one naming no tables.
 	_, err = quartzimport.Import(ctx, src, st.Admin(), quartzimport.Options{TablePrefix: "QRTZ_` ; DROP TABLE x; --", Registry: o.Registry})
