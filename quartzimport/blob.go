@@ -92,18 +92,15 @@ func calendarOf(o *javaser.Object, chain []*javaser.Object) (*QuartzCalendar, er
 		return nil, fmt.Errorf("quartz calendar: %s is no Quartz calendar (only subclasses of %s can be read)", o.ClassName(), classBase)
 	}
 	c := &QuartzCalendar{Class: o.ClassName()}
-	desc, err := javaser.FieldAs[any](o, "description")
-	if err != nil {
-		return nil, fmt.Errorf("quartz calendar %s: %w", c.Class, err)
-	}
+	// description and timeZone came in Quartz 1.5/1.6: a calendar from an
+	// older store has neither, which is as null.
+	desc, _ := o.Field("description")
 	if s, ok := desc.(string); ok {
 		c.Description = s
 	}
-	zone, err := javaser.FieldAs[any](o, "timeZone")
-	if err != nil {
-		return nil, fmt.Errorf("quartz calendar %s: %w", c.Class, err)
-	}
+	zone, _ := o.Field("timeZone")
 	var loc *time.Location
+	var err error
 	if c.Timezone, loc, err = zoneOf(zone); err != nil {
 		return nil, fmt.Errorf("quartz calendar %s: %w", c.Class, err)
 	}
@@ -149,11 +146,7 @@ func calendarOf(o *javaser.Object, chain []*javaser.Object) (*QuartzCalendar, er
 	if _, err := trigger.ParseCalendar(&models.Calendar{Kind: c.Kind, Definition: models.JSON(c.Definition), Timezone: c.Timezone}); err != nil {
 		return nil, fmt.Errorf("quartz calendar %s: %w", c.Class, err)
 	}
-	base, err := javaser.FieldAs[any](o, "baseCalendar")
-	if err != nil {
-		return nil, fmt.Errorf("quartz calendar %s: %w", c.Class, err)
-	}
-	if base != nil {
+	if base, _ := o.Field("baseCalendar"); base != nil {
 		bo, ok := base.(*javaser.Object)
 		if !ok {
 			return nil, fmt.Errorf("quartz calendar %s: its base calendar is a %T", c.Class, base)
@@ -478,7 +471,7 @@ func DecodeJobDataMap(blob []byte) (map[string]any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("quartz job data: %w", err)
 		}
-		cv := &converter{budget: maxConverted}
+		cv := &converter{limit: maxConverted, budget: maxConverted}
 		m, err := cv.toMap(v, "")
 		if err != nil {
 			return nil, fmt.Errorf("quartz job data: %w", err)
@@ -501,6 +494,7 @@ func DecodeJobDataMap(blob []byte) (map[string]any, error) {
 const maxConverted = 1_000_000
 
 type converter struct {
+	limit  int
 	budget int
 	path   []*javaser.Object // objects being converted, to refuse cycles
 }
@@ -508,7 +502,7 @@ type converter struct {
 func (cv *converter) enter(o *javaser.Object, where string) error {
 	cv.budget--
 	if cv.budget < 0 {
-		return fmt.Errorf("%s: more than %d values", where, maxConverted)
+		return fmt.Errorf("%s: more than %d values", where, cv.limit)
 	}
 	if o != nil {
 		if slices.Contains(cv.path, o) {
@@ -850,6 +844,10 @@ func collSerTag(o *javaser.Object) int32 {
 
 // javaList is the elements of a serialized list, set or array.
 func javaList(v any) ([]any, error) {
+	return javaListDepth(v, 0)
+}
+
+func javaListDepth(v any, depth int) ([]any, error) {
 	if a, ok := v.([]any); ok {
 		return a, nil
 	}
@@ -928,10 +926,10 @@ func javaList(v any) ([]any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if inner == v {
-			return nil, fmt.Errorf("%s wraps itself", name)
+		if depth >= 8 {
+			return nil, fmt.Errorf("%s wraps collections more than 8 deep", name)
 		}
-		return javaList(inner)
+		return javaListDepth(inner, depth+1)
 	}
 	return nil, fmt.Errorf("a %s, which is no collection chime reads", name)
 }

@@ -60,7 +60,9 @@ type Error struct {
 	Msg    string
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("java serialization: at byte %d: %s", e.Offset, e.Msg) }
+func (e *Error) Error() string {
+	return fmt.Sprintf("java serialization: at byte %d: %s", e.Offset, e.Msg)
+}
 
 // Class is a class descriptor: a class's name, serialVersionUID, flags,
 // serializable fields and superclass descriptor, or a proxy class's
@@ -403,7 +405,9 @@ func (d *decoder) blockData(tc byte) (BlockData, error) {
 	if err != nil {
 		return nil, err
 	}
-	return BlockData(b), nil
+	// Capacity cut to the length: joining blocks (appendContent) then
+	// copies out of the input instead of writing over it.
+	return BlockData(b[:n:n]), nil
 }
 
 // classDesc reads a class descriptor where one is expected: a new one, a
@@ -569,11 +573,13 @@ func (d *decoder) annotations() ([]any, error) {
 }
 
 // appendContent joins consecutive block data, which a writer splits at
-// arbitrary points (every 1024 bytes).
+// arbitrary points (every 1024 bytes). The first join copies the block
+// out of the input (its capacity is its length); later ones append to
+// that copy, so many tiny blocks cost linear time, not quadratic.
 func appendContent(out []any, v any) []any {
 	if b, ok := v.(BlockData); ok && len(out) > 0 {
 		if prev, ok := out[len(out)-1].(BlockData); ok {
-			out[len(out)-1] = append(prev[:len(prev):len(prev)], b...)
+			out[len(out)-1] = append(prev, b...)
 			return out
 		}
 	}
