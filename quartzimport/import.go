@@ -463,7 +463,14 @@ func (im *importer) schedule(ctx context.Context, q *qTrigger) error {
 		expr := q.cronExpr.String
 		s.ScheduleType, s.CronExpr, s.CronSyntax = models.ScheduleCron, &expr, models.SyntaxQuartz
 		if q.timeZone.Valid && q.timeZone.String != "" {
-			s.Timezone = q.timeZone.String
+			zone, note, err := cronZone(q.timeZone.String)
+			if err != nil {
+				return notMapped("%v", err)
+			}
+			if note != "" {
+				line.Notes = append(line.Notes, note)
+			}
+			s.Timezone = zone
 		} else {
 			line.Notes = append(line.Notes, "no time zone in Quartz (it used the JVM's default): read in UTC")
 		}

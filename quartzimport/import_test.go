@@ -404,6 +404,14 @@ func TestImportBadStore(t *testing.T) {
 		// No zone (Quartz then used its JVM's), and one Go does not know.
 		"UPDATE QRTZ_CRON_TRIGGERS SET TIME_ZONE_ID = NULL WHERE TRIGGER_NAME = 'last-weekday'",
 		"UPDATE QRTZ_CRON_TRIGGERS SET TIME_ZONE_ID = 'Mars/Olympus' WHERE TRIGGER_NAME = 'paused-cron'",
+		// Java's own zone IDs, on expressions whose times do not depend
+		// on the zone.
+		"UPDATE QRTZ_CRON_TRIGGERS SET TIME_ZONE_ID = 'GMT+05:00' WHERE TRIGGER_NAME = 'ignore-misfires'",
+		"UPDATE QRTZ_CRON_TRIGGERS SET TIME_ZONE_ID = 'PST' WHERE TRIGGER_NAME = 'exclusive-minutely'",
+		"UPDATE QRTZ_CRON_TRIGGERS SET TIME_ZONE_ID = 'GMT+05:30' WHERE TRIGGER_NAME = 'nightly'",
+		// A zone changed behind Quartz's back: NEXT_FIRE_TIME no longer
+		// follows from the row.
+		"UPDATE QRTZ_CRON_TRIGGERS SET TIME_ZONE_ID = 'Asia/Tokyo' WHERE TRIGGER_NAME = 'fired-cron'",
 		// A name that would rewrite the terminal.
 		"INSERT INTO QRTZ_CALENDARS SELECT SCHED_NAME, CONCAT('evil', CHAR(27), '[2J'), CALENDAR FROM QRTZ_CALENDARS WHERE CALENDAR_NAME = 'weekly'",
 	)
@@ -423,6 +431,15 @@ func TestImportBadStore(t *testing.T) {
 	require.Equal(t, quartzimport.Created, got["schedule reports.last-weekday"])
 	require.Contains(t, strings.Join(line(t, rep, "schedule reports.last-weekday").Notes, " "), "no time zone in Quartz")
 	require.Contains(t, line(t, rep, "schedule reports.paused-cron").Detail, `unknown timezone "Mars/Olympus"`)
+	require.Contains(t, line(t, rep, "schedule batch.nightly").Detail, "GMT+05:30 has no IANA name")
+	require.Contains(t, line(t, rep, "schedule ops.fired-cron").Detail,
+		"chime would fire it first at 2030-01-04T01:00:00Z, Quartz next at 2030-01-03T10:00:00Z")
+	for name, zone := range map[string]string{"ops.ignore-misfires": "Etc/GMT-5", "ops.exclusive-minutely": "America/Los_Angeles"} {
+		rows, err := st.Admin().ListSchedules(ctx, &store.AdminListParams{Name: name, Limit: 1})
+		require.NoError(t, err)
+		require.Len(t, rows, 1, name)
+		require.Equal(t, zone, rows[0].Timezone, name)
+	}
 	var buf bytes.Buffer
 	require.NoError(t, rep.Print(&buf))
 	require.NotContains(t, buf.String(), "\x1b")

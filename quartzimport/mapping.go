@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -199,6 +200,32 @@ func misfireName(kind string, instr, repeatCount int64) string {
 		}
 	}
 	return fmt.Sprintf("%d %s", instr, n)
+}
+
+// cronZone is the IANA name of a CRON trigger's TIME_ZONE_ID, a Java zone
+// ID: Java's old three-letter IDs and its GMT+hh:mm zones are no IANA names
+// (blob.go maps the same for calendars). note says what was read how.
+func cronZone(id string) (name, note string, err error) {
+	if n, ok := javaShortIDs[id]; ok {
+		return n, fmt.Sprintf("Java's time zone ID %s read as %s", id, n), nil
+	}
+	m := customZone.FindStringSubmatch(id)
+	if m == nil {
+		return id, "", nil
+	}
+	if m[3] != "00" {
+		return "", "", fmt.Errorf("time zone %s has no IANA name (IANA's fixed zones are whole hours); change the trigger's zone first", id)
+	}
+	h, _ := strconv.Atoi(m[2])
+	switch {
+	case h == 0:
+		name = "UTC"
+	case m[1] == "+":
+		name = "Etc/GMT-" + strconv.Itoa(h) // IANA's sign is the other way round
+	default:
+		name = "Etc/GMT+" + strconv.Itoa(h)
+	}
+	return name, fmt.Sprintf("Java's time zone %s read as %s", id, name), nil
 }
 
 // quartzDefaultPriority is Trigger.DEFAULT_PRIORITY.
