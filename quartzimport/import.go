@@ -433,6 +433,9 @@ func (im *importer) schedule(ctx context.Context, q *qTrigger) error {
 	if def.nonConcurrent {
 		s.Concurrency = models.ConcurrencyForbid
 	}
+	if q.description.String != "" {
+		line.Notes = append(line.Notes, "its description is not carried over: chime's schedules have none")
+	}
 	paused := ""
 	switch {
 	case q.state == "PAUSED" || q.state == "PAUSED_BLOCKED":

@@ -231,6 +231,8 @@ func TestImport(t *testing.T) {
 		require.Equal(t, ptime("2030-01-01T00:00:00Z"), utc(me.StartAt))
 		require.Nil(t, me.EndAt)
 
+		require.Contains(t, line(t, rep, "schedule reports.month-end").Notes, "its description is not carried over: chime's schedules have none")
+
 		lw := byName["reports.last-weekday"]
 		require.Equal(t, "UTC", lw.Timezone) // the generator's JVM zone
 		require.Equal(t, ptime("2031-06-30T00:00:00Z"), utc(lw.EndAt))
@@ -341,6 +343,17 @@ func TestImport(t *testing.T) {
 		l := line(t, rep3, "schedule reports.month-end")
 		require.Equal(t, quartzimport.Conflict, l.Outcome)
 		require.Contains(t, l.Detail, "timezone")
+		// So is a definition, and its schedules wait for it.
+		require.NoError(t, st.DB().Exec(`UPDATE job_definitions SET default_params = '{"duration": "9s"}' WHERE name = 'ops.audit'`).Error)
+		rep4, err := quartzimport.Import(ctx, src, st.Admin(), o)
+		require.NoError(t, err)
+		l = line(t, rep4, "definition ops.audit")
+		require.Equal(t, quartzimport.Conflict, l.Outcome)
+		require.Equal(t, "chime's job definition of that name differs: default_params", l.Detail)
+		l = line(t, rep4, "schedule ops.once")
+		require.Equal(t, quartzimport.NotMapped, l.Outcome)
+		require.Contains(t, l.Detail, "its job ops.audit was not mapped (chime's job definition of that name differs)")
+		require.Equal(t, counts, rowCounts(t, st))
 	})
 }
 

@@ -230,7 +230,7 @@ INSERT INTO `QRTZ_TRIGGERS` VALUES ('chimeImport','hourly-forever','ops','cleanu
 INSERT INTO `QRTZ_TRIGGERS` VALUES ('chimeImport','ignore-misfires','ops','cleanup','ops',NULL,1893456000000,-1,5,'WAITING','CRON',1893456000000,0,NULL,-1,'');
 INSERT INTO `QRTZ_TRIGGERS` VALUES ('chimeImport','last-weekday','reports','daily-report','reports',NULL,1896080400000,-1,5,'WAITING','CRON',1893456000000,1940544000000,NULL,0,'');
 INSERT INTO `QRTZ_TRIGGERS` VALUES ('chimeImport','legacy','reports','legacy-report','reports',NULL,1893481200000,-1,5,'WAITING','CRON',1893456000000,0,NULL,0,'');
-INSERT INTO `QRTZ_TRIGGERS` VALUES ('chimeImport','month-end','reports','daily-report','reports',NULL,1895562900000,-1,7,'WAITING','CRON',1893456000000,0,NULL,2,'');
+INSERT INTO `QRTZ_TRIGGERS` VALUES ('chimeImport','month-end','reports','daily-report','reports','the last Friday of every month',1895562900000,-1,7,'WAITING','CRON',1893456000000,0,NULL,2,'');
 INSERT INTO `QRTZ_TRIGGERS` VALUES ('chimeImport','monthly-days','cal','audit','ops',NULL,1894536000000,-1,5,'WAITING','CRON',1894492800000,0,'monthly',0,'');
 INSERT INTO `QRTZ_TRIGGERS` VALUES ('chimeImport','mornings-only','cal','audit','ops',NULL,1894006800000,-1,5,'WAITING','CRON',1893974400000,0,'daily-inverted',0,'');
 INSERT INTO `QRTZ_TRIGGERS` VALUES ('chimeImport','new-year','ops','cleanup','ops',NULL,1925015400000,-1,1,'WAITING','CRON',1893456000000,0,NULL,1,'');

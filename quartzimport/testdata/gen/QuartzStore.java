@@ -218,6 +218,7 @@ public class QuartzStore {
 
         // CRON triggers.
         add(s, TriggerBuilder.newTrigger().withIdentity("month-end", "reports").forJob(report).withPriority(7)
+            .withDescription("the last Friday of every month")
             .startAt(at("2030-01-01T00:00:00Z"))
             .withSchedule(CronScheduleBuilder.cronSchedule("0 15 10 ? * 6L").inTimeZone(berlin)
                 .withMisfireHandlingInstructionDoNothing()).build());
