@@ -374,6 +374,10 @@ func shortClass(c string) string {
 
 func ms(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
+// maxMillis is the last millisecond of the year 9999, the latest time a
+// schedule may name.
+var maxMillis = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC).UnixMilli()
+
 func (im *importer) schedule(ctx context.Context, q *qTrigger) error {
 	name := q.group + "." + q.name
 	line := im.rep.add(Line{Kind: "schedule", Name: name, Source: q.kind + " trigger " + name + " of job " + q.jobGroup + "." + q.jobName + im.schedSuffix(q.sched)})
@@ -451,61 +455,10 @@ func (im *importer) schedule(ctx context.Context, q *qTrigger) error {
 		s.Status = models.SchedulePaused
 		line.Notes = append(line.Notes, "status paused: "+paused)
 	}
-	start := ms(q.start)
-	var end *time.Time
-	if q.end.Valid && q.end.Int64 > 0 {
-		e := ms(q.end.Int64)
-		end = &e
+	if why := im.timing(q, s, next, line); why != "" {
+		return notMapped("%s", why)
 	}
-	repeat := q.repeatCount.Int64
-	switch q.kind {
-	case "CRON":
-		if !q.cronExpr.Valid {
-			return notMapped("its %sCRON_TRIGGERS row is missing", im.o.TablePrefix)
-		}
-		expr := q.cronExpr.String
-		s.ScheduleType, s.CronExpr, s.CronSyntax = models.ScheduleCron, &expr, models.SyntaxQuartz
-		if q.timeZone.Valid && q.timeZone.String != "" {
-			zone, note, err := cronZone(q.timeZone.String)
-			if err != nil {
-				return notMapped("%v", err)
-			}
-			if note != "" {
-				line.Notes = append(line.Notes, note)
-			}
-			s.Timezone = zone
-		} else {
-			line.Notes = append(line.Notes, "no time zone in Quartz (it used the JVM's default): read in UTC")
-		}
-		s.EndAt = end
-	case "SIMPLE":
-		if !q.repeatCount.Valid || !q.repeatInterval.Valid {
-			return notMapped("its %sSIMPLE_TRIGGERS row is missing", im.o.TablePrefix)
-		}
-		if repeat == 0 {
-			s.ScheduleType, s.RunAt = models.ScheduleOnce, &next
-			break
-		}
-		every := q.repeatInterval.Int64
-		if every <= 0 || every%1000 != 0 || every/1000 > math.MaxInt32 {
-			return notMapped("its interval of %d ms is not a whole number of seconds (up to %d): chime intervals are whole seconds; use a cron schedule", every, math.MaxInt32)
-		}
-		secs := int(every / 1000)
-		s.ScheduleType, s.IntervalSeconds, s.EndAt = models.ScheduleInterval, &secs, end
-		if repeat > 0 {
-			left := repeat + 1 - q.triggered.Int64
-			if left <= 0 || left > math.MaxInt32 {
-				return notMapped("repeat count %d, fired %d times: no runs left", repeat, q.triggered.Int64)
-			}
-			runs := int(left)
-			s.MaxRuns = &runs
-			// Quartz stops after the repeat-count-th interval even when a
-			// calendar skipped some fires; so does end_at.
-			if last := start.Add(time.Duration(repeat) * time.Duration(every) * time.Millisecond); s.EndAt == nil || last.Before(*s.EndAt) {
-				s.EndAt = &last
-			}
-		}
-	}
+	start, repeat := ms(q.start), q.repeatCount.Int64
 	policy, approx, err := misfirePolicy(q.kind, q.misfire.Int64, repeat)
 	if err != nil {
 		return notMapped("%v", err)
@@ -555,6 +508,72 @@ func (im *importer) schedule(ctx context.Context, q *qTrigger) error {
 	}
 	line.Outcome = Created
 	return nil
+}
+
+// timing sets s's schedule type and spec, time zone, end and max_runs from
+// the trigger's CRON or SIMPLE row, or says why they do not map.
+func (im *importer) timing(q *qTrigger, s *models.Schedule, next time.Time, line *Line) (why string) {
+	var end *time.Time
+	if q.end.Valid && q.end.Int64 > 0 {
+		e := ms(q.end.Int64)
+		end = &e
+	}
+	repeat := q.repeatCount.Int64
+	switch q.kind {
+	case "CRON":
+		if !q.cronExpr.Valid {
+			return fmt.Sprintf("its %sCRON_TRIGGERS row is missing", im.o.TablePrefix)
+		}
+		expr := q.cronExpr.String
+		s.ScheduleType, s.CronExpr, s.CronSyntax = models.ScheduleCron, &expr, models.SyntaxQuartz
+		if q.timeZone.Valid && q.timeZone.String != "" {
+			zone, note, err := cronZone(q.timeZone.String)
+			if err != nil {
+				return err.Error()
+			}
+			if note != "" {
+				line.Notes = append(line.Notes, note)
+			}
+			s.Timezone = zone
+		} else {
+			line.Notes = append(line.Notes, "no time zone in Quartz (it used the JVM's default): read in UTC")
+		}
+		s.EndAt = end
+	case "SIMPLE":
+		if !q.repeatCount.Valid || !q.repeatInterval.Valid {
+			return fmt.Sprintf("its %sSIMPLE_TRIGGERS row is missing", im.o.TablePrefix)
+		}
+		if repeat < repeatIndefinitely {
+			return fmt.Sprintf("repeat count %d is not valid (Quartz: -1 for ever, or 0 and up)", repeat)
+		}
+		if repeat == 0 {
+			s.ScheduleType, s.RunAt = models.ScheduleOnce, &next
+			break
+		}
+		every := q.repeatInterval.Int64
+		if every <= 0 || every%1000 != 0 || every/1000 > math.MaxInt32 {
+			return fmt.Sprintf("its interval of %d ms is not a whole number of seconds (up to %d): chime intervals are whole seconds; use a cron schedule", every, math.MaxInt32)
+		}
+		secs := int(every / 1000)
+		s.ScheduleType, s.IntervalSeconds, s.EndAt = models.ScheduleInterval, &secs, end
+		if repeat > 0 {
+			left := repeat + 1 - q.triggered.Int64
+			if left <= 0 || left > math.MaxInt32 {
+				return fmt.Sprintf("repeat count %d, fired %d times: no runs left", repeat, q.triggered.Int64)
+			}
+			runs := int(left)
+			s.MaxRuns = &runs
+			// Quartz stops after the repeat-count-th interval even when a
+			// calendar skipped some fires; so does end_at. (A grid ending
+			// after the year 9999 needs no end, and must not overflow.)
+			if q.start >= 0 && every <= (maxMillis-q.start)/repeat {
+				if last := ms(q.start + repeat*every); s.EndAt == nil || last.Before(*s.EndAt) {
+					s.EndAt = &last
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // placeStart sets start_at so that chime's first fire is Quartz's next

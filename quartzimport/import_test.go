@@ -425,6 +425,10 @@ func TestImportBadStore(t *testing.T) {
 		// A zone changed behind Quartz's back: NEXT_FIRE_TIME no longer
 		// follows from the row.
 		"UPDATE QRTZ_CRON_TRIGGERS SET TIME_ZONE_ID = 'Asia/Tokyo' WHERE TRIGGER_NAME = 'fired-cron'",
+		// A repeat count Quartz does not write, and a grid whose last
+		// time would overflow.
+		"UPDATE QRTZ_SIMPLE_TRIGGERS SET REPEAT_COUNT = -5 WHERE TRIGGER_NAME = 'fired-simple'",
+		"UPDATE QRTZ_SIMPLE_TRIGGERS SET REPEAT_COUNT = 9999999, REPEAT_INTERVAL = 2147483647000 WHERE TRIGGER_NAME = 'every-90s'",
 		// A name that would rewrite the terminal.
 		"INSERT INTO QRTZ_CALENDARS SELECT SCHED_NAME, CONCAT('evil', CHAR(27), '[2J'), CALENDAR FROM QRTZ_CALENDARS WHERE CALENDAR_NAME = 'weekly'",
 	)
@@ -441,10 +445,16 @@ func TestImportBadStore(t *testing.T) {
 	require.Contains(t, line(t, rep, "schedule reports.month-end").Detail, "CRON_TRIGGERS row is missing")
 	require.Contains(t, line(t, rep, "schedule ops.new-year").Detail, "unknown misfire instruction 9")
 	require.Equal(t, quartzimport.Created, got["schedule ops.every-90s"]) // the rest goes on
+	rows, err := st.Admin().ListSchedules(ctx, &store.AdminListParams{Name: "ops.every-90s", Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	require.Nil(t, rows[0].EndAt) // its last time is after the year 9999
+	require.Equal(t, 10_000_000, *rows[0].MaxRuns)
 	require.Equal(t, quartzimport.Created, got["schedule reports.last-weekday"])
 	require.Contains(t, strings.Join(line(t, rep, "schedule reports.last-weekday").Notes, " "), "no time zone in Quartz")
 	require.Contains(t, line(t, rep, "schedule reports.paused-cron").Detail, `unknown timezone "Mars/Olympus"`)
 	require.Contains(t, line(t, rep, "schedule batch.nightly").Detail, "GMT+05:30 has no IANA name")
+	require.Contains(t, line(t, rep, "schedule ops.fired-simple").Detail, "repeat count -5 is not valid")
 	require.Contains(t, line(t, rep, "schedule ops.fired-cron").Detail,
 		"chime would fire it first at 2030-01-04T01:00:00Z, Quartz next at 2030-01-03T10:00:00Z")
 	for name, zone := range map[string]string{"ops.ignore-misfires": "Etc/GMT-5", "ops.exclusive-minutely": "America/Los_Angeles"} {
