@@ -557,8 +557,11 @@ func (im *importer) timing(q *qTrigger, s *models.Schedule, next time.Time, line
 		secs := int(every / 1000)
 		s.ScheduleType, s.IntervalSeconds, s.EndAt = models.ScheduleInterval, &secs, end
 		if repeat > 0 {
+			if repeat >= math.MaxInt32 || q.triggered.Int64 < 0 {
+				return fmt.Sprintf("repeat count %d, fired %d times: max_runs goes up to %d", repeat, q.triggered.Int64, math.MaxInt32)
+			}
 			left := repeat + 1 - q.triggered.Int64
-			if left <= 0 || left > math.MaxInt32 {
+			if left <= 0 {
 				return fmt.Sprintf("repeat count %d, fired %d times: no runs left", repeat, q.triggered.Int64)
 			}
 			runs := int(left)
