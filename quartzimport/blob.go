@@ -461,8 +461,8 @@ func javaDate(v any) (int64, error) {
 //
 // Values become: strings as they are; Integer, Long, Short and Byte
 // int64; Double and Float float64; Boolean bool; Character a string;
-// BigInteger and BigDecimal json.Number (exact); java.util.Date a UTC
-// time.Time; an enum constant its name; a UUID its text; lists, sets and
+// BigInteger and BigDecimal json.Number (exact); java.util.Date and the
+// java.sql dates a UTC time.Time; an enum constant its name; a UUID its text; lists, sets and
 // arrays []any (byte[] stays []byte); maps map[string]any. Any other class
 // is an error naming it: the importer cannot know what the job made of it.
 func DecodeJobDataMap(blob []byte) (map[string]any, error) {
@@ -717,12 +717,30 @@ func (cv *converter) object(o *javaser.Object, where string) (any, error) {
 		}
 		h := fmt.Sprintf("%016x%016x", uint64(hi), uint64(lo))
 		return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
-	case "java.util.Date":
+	case "java.util.Date", "java.sql.Date", "java.sql.Time":
 		ms, err := javaDate(o)
 		if err != nil {
 			return nil, fmt.Errorf("key %s: %w", where, err)
 		}
 		return time.UnixMilli(ms).UTC(), nil
+	case "java.sql.Timestamp":
+		// Whole seconds in the Date, the fraction in nanos.
+		ms, err := javaDate(o)
+		if err != nil {
+			return nil, fmt.Errorf("key %s: %w", where, err)
+		}
+		nanos, err := javaser.FieldAs[int32](o, "nanos")
+		if err != nil {
+			return nil, fmt.Errorf("key %s: %w", where, err)
+		}
+		if nanos < 0 || nanos > 999_999_999 {
+			return nil, fmt.Errorf("key %s: java.sql.Timestamp with %d nanoseconds", where, nanos)
+		}
+		sec := ms / 1000
+		if ms%1000 < 0 {
+			sec--
+		}
+		return time.Unix(sec, int64(nanos)).UTC(), nil
 	}
 	if isMap(o) {
 		return cv.toMap(o, where)

@@ -42,17 +42,20 @@ const (
 
 // Limits bound what one Decode may build, so a hostile BLOB costs at most
 // a bounded amount of memory and time.
+//
+// A zero field takes DefaultLimits' value.
 type Limits struct {
-	MaxInput      int // bytes of input
-	MaxDepth      int // nesting of objects, arrays, class descriptors and annotations; also a class hierarchy's length
-	MaxObjects    int // objects, strings, arrays, enums and classes (handles), over the whole stream
-	MaxArrayElems int // elements of all arrays together
+	MaxInput   int // bytes of input
+	MaxDepth   int // nesting of objects, arrays, class descriptors and annotations; also a class hierarchy's length
+	MaxObjects int // handles (objects, strings, arrays, enums, classes) plus an object's classes beyond its first, over the whole stream
+	// MaxArrayElems bounds the elements of all arrays together.
+	MaxArrayElems int
 }
 
 // DefaultLimits are generous for any calendar or job data map Quartz
-// writes (kilobytes) and keep a hostile one to some hundreds of megabytes
-// of memory at worst.
-var DefaultLimits = Limits{MaxInput: 16 << 20, MaxDepth: 100, MaxObjects: 1 << 20, MaxArrayElems: 1 << 24}
+// writes (kilobytes) and keep a hostile one to a few hundred megabytes of
+// memory at worst.
+var DefaultLimits = Limits{MaxInput: 16 << 20, MaxDepth: 100, MaxObjects: 1 << 20, MaxArrayElems: 1 << 22}
 
 // Error is a decoding failure at a byte offset of the input.
 type Error struct {
@@ -172,8 +175,14 @@ type decoder struct {
 }
 
 func newDecoder(data []byte, lim Limits) (*decoder, error) {
+	for _, f := range []struct{ v, def *int }{{&lim.MaxInput, &DefaultLimits.MaxInput}, {&lim.MaxDepth, &DefaultLimits.MaxDepth},
+		{&lim.MaxObjects, &DefaultLimits.MaxObjects}, {&lim.MaxArrayElems, &DefaultLimits.MaxArrayElems}} {
+		if *f.v <= 0 {
+			*f.v = *f.def
+		}
+	}
 	d := &decoder{data: data, lim: lim}
-	if lim.MaxInput > 0 && len(data) > lim.MaxInput {
+	if len(data) > lim.MaxInput {
 		return nil, d.errf("input of %d bytes is longer than the limit of %d", len(data), lim.MaxInput)
 	}
 	if len(data) < 4 {
@@ -612,6 +621,13 @@ func (d *decoder) object() (*Object, error) {
 	o := &Object{Class: c}
 	if _, err := d.newHandle(o); err != nil {
 		return nil, err
+	}
+	// Each class of the hierarchy is a ClassData to hold: without this a
+	// few bytes (TC_OBJECT and a reference to a deep class) would cost
+	// kilobytes each.
+	d.objects += c.chain - 1
+	if d.objects > d.lim.MaxObjects {
+		return nil, d.errf("more than %d objects (counting each class of an object's hierarchy)", d.lim.MaxObjects)
 	}
 	if c.Flags&FlagExternalizable != 0 {
 		if c.Flags&FlagBlockData == 0 {

@@ -58,7 +58,8 @@ import org.quartz.impl.calendar.WeeklyCalendar;
 
 public class QuartzBlobs {
     static final String JVM_ZONE = "Asia/Kolkata";
-    static final String[] ZONES = {"UTC", "Europe/Berlin", "America/New_York", "Australia/Sydney", JVM_ZONE};
+    // America/Havana: its spring-forward skips midnight (00:00 -> 01:00).
+    static final String[] ZONES = {"UTC", "Europe/Berlin", "America/New_York", "Australia/Sydney", JVM_ZONE, "America/Havana"};
 
     static String dir;
     static List<Long> probes = new ArrayList<>();
@@ -105,6 +106,7 @@ public class QuartzBlobs {
             LocalTime.of(23, 59, 59, 999_000_000),
         };
         LocalDate[][] spans = {
+            {LocalDate.of(2026, 3, 6), LocalDate.of(2026, 3, 9)},
             {LocalDate.of(2026, 3, 26), LocalDate.of(2026, 4, 7)},
             {LocalDate.of(2026, 10, 1), LocalDate.of(2026, 10, 6)},
             {LocalDate.of(2026, 10, 23), LocalDate.of(2026, 11, 3)},
@@ -161,6 +163,21 @@ public class QuartzBlobs {
 
         cal("holiday_empty", new HolidayCalendar(tz("UTC")));
 
+        // A day whose midnight does not exist: Quartz stores its first
+        // instant, 01:00.
+        HolidayCalendar hh = new HolidayCalendar(tz("America/Havana"));
+        hh.addExcludedDate(day("America/Havana", 2026, 3, 8));
+        hh.addExcludedDate(day("America/Havana", 2026, 3, 9));
+        cal("holiday_havana", hh);
+
+        // Dates added before the zone was set: midnights of the JVM's zone,
+        // which Quartz then never matches in the calendar's.
+        HolidayCalendar hl = new HolidayCalendar();
+        hl.addExcludedDate(day(JVM_ZONE, 2026, 10, 2));
+        hl.setTimeZone(tz("Europe/Berlin"));
+        hl.addExcludedDate(day("Europe/Berlin", 2026, 10, 3));
+        cal("holiday_zone_set_late", hl);
+
         // Annual: days as java.util.Calendars in their own zones, Feb 29.
         AnnualCalendar a = new AnnualCalendar(tz("Australia/Sydney"));
         a.setDescription("Sydney public holidays");
@@ -191,6 +208,13 @@ public class QuartzBlobs {
         cal("monthly_new_york", mo);
         MonthlyCalendar mo2 = new MonthlyCalendar(tz("UTC"));
         cal("monthly_none", mo2);
+        // Java's own zone IDs: a custom offset and an old three-letter ID.
+        MonthlyCalendar mg = new MonthlyCalendar(tz("GMT-03:00"));
+        mg.setDayExcluded(2, true);
+        cal("monthly_gmt_minus_3", mg);
+        WeeklyCalendar wp = new WeeklyCalendar(tz("PST"));
+        wp.setDayExcluded(Calendar.WEDNESDAY, true);
+        cal("weekly_pst", wp);
 
         // Weekly: the default (Saturday, Sunday), and Monday + Friday in Sydney.
         cal("weekly_default", new WeeklyCalendar());
@@ -329,6 +353,43 @@ public class QuartzBlobs {
         jobMap("nested", n, "{\"list\": [\"a\", 1, null, {\"depth\": 2, \"tags\": [\"x\", \"y\"], \"deeper\": {\"ok\": true}}],"
             + " \"ints\": [1, 2, 3], \"set\": [\"a\", \"b\"], \"props\": {\"p\": \"q\"},"
             + " \"again\": [\"a\", 1, null, {\"depth\": 2, \"tags\": [\"x\", \"y\"], \"deeper\": {\"ok\": true}}]}");
+
+        // The JDK's other collections, as a job might have put them.
+        JobDataMap cl = new JobDataMap();
+        cl.put("linked", new java.util.LinkedList<>(List.of("l1", "l2")));
+        cl.put("hashset", new java.util.HashSet<>(List.of(7)));
+        cl.put("linkedset", new java.util.LinkedHashSet<>(List.of("s1", "s2")));
+        cl.put("vector", new java.util.Vector<>(List.of(1L, 2L)));
+        cl.put("aslist", java.util.Arrays.asList("a1", "a2"));
+        cl.put("listof", List.of("o1", "o2"));
+        cl.put("setof", java.util.Set.of("only"));
+        cl.put("mapof", Map.of("mk", "mv"));
+        cl.put("emptylist", java.util.Collections.emptyList());
+        cl.put("emptymap", java.util.Collections.emptyMap());
+        cl.put("singleton", java.util.Collections.singletonList("one"));
+        cl.put("singletonmap", java.util.Collections.singletonMap("k", 1));
+        cl.put("unmodlist", java.util.Collections.unmodifiableList(new ArrayList<>(List.of("u1"))));
+        cl.put("unmodmap", java.util.Collections.unmodifiableMap(new HashMap<>(Map.of("uk", "uv"))));
+        cl.put("syncmap", java.util.Collections.synchronizedMap(new HashMap<>(Map.of("sk", "sv"))));
+        cl.put("treemap", new java.util.TreeMap<>(Map.of("b", 2, "a", 1)));
+        cl.put("hashtable", new java.util.Hashtable<>(Map.of("h", "t")));
+        cl.put("concurrent", new java.util.concurrent.ConcurrentHashMap<>(Map.of("c", "m")));
+        cl.put("linkedmap", new LinkedHashMap<>(Map.of("lk", "lv")));
+        cl.put("uuid", java.util.UUID.fromString("123e4567-e89b-12d3-a456-426614174000"));
+        cl.put("longs", new long[] {-1L, 5L});
+        cl.put("chars", new char[] {'h', 'i'});
+        cl.put("bytes", new byte[] {1, -1});
+        cl.put("doubles", new double[] {0.5});
+        cl.put("objects", new Object[] {"x", 1, true});
+        cl.put("sqltime", new java.sql.Timestamp(1767225600000L));
+        jobMap("collections", cl, "{\"linked\": [\"l1\", \"l2\"], \"hashset\": [7], \"linkedset\": [\"s1\", \"s2\"],"
+            + " \"vector\": [1, 2], \"aslist\": [\"a1\", \"a2\"], \"listof\": [\"o1\", \"o2\"], \"setof\": [\"only\"],"
+            + " \"mapof\": {\"mk\": \"mv\"}, \"emptylist\": [], \"emptymap\": {}, \"singleton\": [\"one\"],"
+            + " \"singletonmap\": {\"k\": 1}, \"unmodlist\": [\"u1\"], \"unmodmap\": {\"uk\": \"uv\"},"
+            + " \"syncmap\": {\"sk\": \"sv\"}, \"treemap\": {\"a\": 1, \"b\": 2}, \"hashtable\": {\"h\": \"t\"},"
+            + " \"concurrent\": {\"c\": \"m\"}, \"linkedmap\": {\"lk\": \"lv\"},"
+            + " \"uuid\": \"123e4567-e89b-12d3-a456-426614174000\", \"longs\": [-1, 5], \"chars\": \"hi\","
+            + " \"bytes\": \"Af8=\", \"doubles\": [0.5], \"objects\": [\"x\", 1, true], \"sqltime\": \"2026-01-01T00:00:00Z\"}");
 
         JobDataMap big = new JobDataMap();
         StringBuilder huge = new StringBuilder();
