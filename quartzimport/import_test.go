@@ -552,7 +552,6 @@ func TestImportOverdue(t *testing.T) {
 		require.NoError(t, e.Start(ctx))
 		defer func() { require.NoError(t, e.Stop(ctx)) }()
 
-		nextMidnight := time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
 		trig := func(name string) *models.TimeTrigger {
 			var tt models.TimeTrigger
 			if st.DB().Where("schedule_id = ?", ids[name]).Limit(1).Find(&tt).RowsAffected == 0 {
@@ -560,10 +559,16 @@ func TestImportOverdue(t *testing.T) {
 			}
 			return &tt
 		}
+		// Both wait for the next midnight; read it from the row, so a test
+		// running across midnight does not race the date.
+		var next time.Time
 		require.Eventually(t, func() bool {
 			a, b := trig("ops.overdue"), trig("ops.overdue-skip")
-			return a != nil && b != nil && a.NextFireAt != nil && b.NextFireAt != nil &&
-				a.NextFireAt.Equal(nextMidnight) && b.NextFireAt.Equal(nextMidnight)
+			if a == nil || b == nil || a.NextFireAt == nil || b.NextFireAt == nil || !a.NextFireAt.Equal(*b.NextFireAt) {
+				return false
+			}
+			next = a.NextFireAt.UTC()
+			return next.After(time.Now()) && next.Equal(next.Truncate(24*time.Hour))
 		}, 20*time.Second, 10*time.Millisecond, "the engine did not take up the imported schedules")
 
 		jobs := func(name string) []models.Job {
@@ -571,12 +576,12 @@ func TestImportOverdue(t *testing.T) {
 			require.NoError(t, st.DB().Where("schedule_id = ?", ids[name]).Find(&out).Error)
 			return out
 		}
-		missed := int(nextMidnight.Sub(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)) / (24 * time.Hour))
+		missed := int(next.Sub(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)) / (24 * time.Hour))
 		once := jobs("ops.overdue")
 		require.Len(t, once, 1)
 		require.True(t, once[0].CatchUp)
 		require.Equal(t, missed, once[0].MissedFires) // every midnight since 2020-01-01
-		require.Equal(t, nextMidnight.Add(-24*time.Hour), once[0].ScheduledAt.UTC())
+		require.Equal(t, next.Add(-24*time.Hour), once[0].ScheduledAt.UTC())
 		require.Empty(t, jobs("ops.overdue-skip"))
 		require.Equal(t, int64(missed), trig("ops.overdue-skip").MisfiredCount)
 		require.Empty(t, jobs("ops.every-90s")) // 2030
