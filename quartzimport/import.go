@@ -273,7 +273,8 @@ func (im *importer) definition(ctx context.Context, q *qJob) error {
 		line.Notes = append(line.Notes, "@DisallowConcurrentExecution: its schedules get concurrency forbid (per schedule, not across them)")
 	}
 	row, err := api.ValidateDefinition(im.o.Registry, &models.JobDefinition{Name: name, TaskType: task, Description: q.description.String,
-		DefaultParams: params, MaxAttempts: 1, RetryBackoffSeconds: 10, NotifyOn: models.NotifyNever, RequestsRecovery: q.recovery})
+		DefaultParams: params, MaxAttempts: 1, RetryBackoffSeconds: 10, NotifyOn: models.NotifyNever, RequestsRecovery: q.recovery,
+		Priority: models.PriorityDefault})
 	if err != nil {
 		return notMapped("as a %s task: %v", task, err)
 	}
@@ -674,6 +675,7 @@ func scheduleDiff(cur, want *models.Schedule) string {
 	diff("max_runs", deref(cur.MaxRuns), deref(want.MaxRuns))
 	diff("misfire_policy", cur.MisfirePolicy, want.MisfirePolicy)
 	diff("concurrency", cur.Concurrency, want.Concurrency)
+	diff("priority", deref(cur.Priority), deref(want.Priority))
 	for _, t := range []struct {
 		col  string
 		a, b *time.Time

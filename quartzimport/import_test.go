@@ -226,6 +226,7 @@ func TestImport(t *testing.T) {
 		require.Equal(t, "0 15 10 ? * 6L", *me.CronExpr)
 		require.Equal(t, "Europe/Berlin", me.Timezone)
 		require.Equal(t, models.MisfireSkip, me.MisfirePolicy) // do nothing
+		require.Equal(t, 7, *me.Priority)
 		require.Equal(t, models.ScheduleActive, me.Status)
 		require.Equal(t, defs["reports.daily-report"].ID, me.JobDefinitionID)
 		require.Equal(t, ptime("2030-01-01T00:00:00Z"), utc(me.StartAt))
@@ -242,11 +243,15 @@ func TestImport(t *testing.T) {
 		require.Equal(t, "0 0 12 1 JAN ? 2031-2033", *ny.CronExpr)
 		require.Equal(t, "Asia/Kolkata", ny.Timezone)
 		require.Equal(t, models.MisfireFireOnce, ny.MisfirePolicy)
+		require.Equal(t, 1, *ny.Priority)
 		require.Equal(t, models.MisfireFireAll, byName["ops.ignore-misfires"].MisfirePolicy)
 
 		e90 := byName["ops.every-90s"]
 		require.Equal(t, models.ScheduleInterval, e90.ScheduleType)
 		require.Equal(t, 90, *e90.IntervalSeconds)
+		require.Equal(t, 9, *e90.Priority)
+		require.Nil(t, byName["reports.last-weekday"].Priority) // Quartz's default 5: the definition's
+		require.Equal(t, models.PriorityDefault, defs["reports.daily-report"].Priority)
 		require.Equal(t, 10, *e90.MaxRuns) // repeat count 9 + 1
 		require.Equal(t, ptime("2030-03-01T00:00:00Z"), utc(e90.StartAt))
 		require.Equal(t, ptime("2030-03-01T00:13:30Z"), utc(e90.EndAt)) // the 9th interval

@@ -231,13 +231,22 @@ func cronZone(id string) (name, note string, err error) {
 // quartzDefaultPriority is Trigger.DEFAULT_PRIORITY.
 const quartzDefaultPriority = 5
 
-// applyPriority carries a trigger's PRIORITY over to its schedule. chime's
-// schedules have no priority column on this branch, so it only returns the
-// words for the report; once schedules.priority exists, it sets it here
-// (and sameSchedule compares it) and returns "".
-func applyPriority(_ *models.Schedule, priority int64) (note string) {
+// applyPriority carries a trigger's PRIORITY over to its schedule. Quartz's
+// default leaves the schedule's priority NULL, so the definition's decides,
+// as it does for schedules made in chime. Quartz takes any int; chime's
+// range is models.PriorityMin..PriorityMax, so others are clamped into it,
+// which keeps their order only where they stay apart: the note says so.
+func applyPriority(s *models.Schedule, priority int64) (note string) {
 	if priority == quartzDefaultPriority {
+		s.Priority = nil
 		return ""
 	}
-	return fmt.Sprintf("Quartz priority %d not carried over", priority)
+	p := min(max(priority, models.PriorityMin), models.PriorityMax)
+	v := int(p)
+	s.Priority = &v
+	if p != priority {
+		return fmt.Sprintf("Quartz priority %d clamped to %d (chime's priorities are %d..%d)",
+			priority, p, models.PriorityMin, models.PriorityMax)
+	}
+	return ""
 }
