@@ -14,9 +14,9 @@ func TestApplyPriority(t *testing.T) {
 		want   *int
 		noted  bool
 	}{
-		{quartz: 5},                          // Quartz's default: the definition's
-		{quartz: 7, want: new(7)},            // in range: as it is
-		{quartz: 1, want: new(1)},            // chime's lowest
+		{quartz: 5},               // Quartz's default: the definition's
+		{quartz: 7, want: new(7)}, // in range: as it is
+		{quartz: 1, want: new(1)}, // chime's lowest
 		{quartz: 100, want: new(10), noted: true},
 		{quartz: -3, want: new(1), noted: true},
 	} {
