@@ -211,12 +211,6 @@ var knownDifferences = map[string][]struct {
 			"day-by-day walk at that day's first instant, 01:00, and keeps the 01:00, answering " +
 			"01:00 of 10 March; chime answers its midnight. isTimeIncluded, which decides fires, agrees",
 	}},
-	"cal_daily_millis_berlin.bin": {{
-		time.Date(2026, 3, 29, 1, 0, 0, 0, time.UTC), time.Date(2026, 3, 29, 1, 30, 0, 250e6, time.UTC), false,
-		"the range's end, 02:30, falls in Berlin's spring-forward gap that day: Quartz's lenient " +
-			"java.util.Calendar moves it to 03:30 CEST and excludes until then; chime's daily calendar " +
-			"compares wall clocks, so 03:00 CEST is after 02:30 and included",
-	}},
 }
 
 func knownDifference(file string, t time.Time, next bool) bool {
