@@ -27,6 +27,10 @@ var activeStatuses = []models.JobStatus{models.JobQueued, models.JobRunning, mod
 // picked, and of several due rows of one such schedule only the earliest is
 // claimed.
 //
+// With p.StartKinds, jobs of those task types go straight to running
+// instead (see startClaimed): their definitions are then read inside the
+// transaction, and a failed read fails the claim.
+//
 // An error means nothing was claimed. Once the transaction has committed,
 // the rows are the caller's and ClaimJobs returns them with a nil error,
 // whatever happens after (ctx ending, the definitions' read failing): a row
