@@ -312,7 +312,8 @@ func TestGracefulShutdown(t *testing.T) {
 		e, err := New(st, cfg)
 		require.NoError(t, err)
 		require.NoError(t, e.Start(context.Background()))
-		waitStatus(t, db, short, models.JobRunning)
+		// short runs for 300 ms: a slow poll may see it done already.
+		waitJob(t, db, short, "started", func(j models.Job) bool { return j.StartedAt != nil })
 		waitStatus(t, db, long, models.JobRunning)
 		waitStatus(t, db, queued, models.JobQueued)
 
