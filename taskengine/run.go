@@ -105,7 +105,8 @@ func (e *Engine) run(runCtx context.Context, cancelRun context.CancelFunc, cj *c
 	log := job.Log()
 	def := cj.Definition
 
-	attempt, dbStartedAt := job.Attempt, time.Time{}
+	attempt := job.Attempt
+	var dbStartedAt time.Time
 	if cj.Started {
 		// The claim wrote running: no start to wait for. A stop asked
 		// since is seen by the control loop once the run is registered
