@@ -14,6 +14,13 @@ type ClaimParams struct {
 	Now time.Time
 	// Limit is the most rows to claim: the pool's free workers.
 	Limit int
+	// StartKinds lists task types whose OnQueue does nothing
+	// (tasks.QueueFree). A claimed job of one of them goes straight to
+	// running, as StartJobs would move it (attempt + 1, started_at and
+	// heartbeat_at), in the claim's own transaction, and comes back with
+	// Started set; the others go to queued. Its definition is then read
+	// inside the claim, so Definition is never missing for lack of a read.
+	StartKinds []string
 }
 
 // ClaimedJob is a job moved to queued by ClaimJobs, with what running it
@@ -29,6 +36,10 @@ type ClaimedJob struct {
 	// caller owns it and should release it (store.ReleaseJobs) rather than
 	// run it without its definition.
 	LoadErr error
+	// Started says the claim moved the row straight to running (see
+	// ClaimParams.StartKinds): Job.Attempt and Job.StartedAt are the new
+	// attempt's, and the caller must not start it again.
+	Started bool
 }
 
 // EffectiveMaxAttempts is jobs.max_attempts, or the definition's when the
@@ -93,6 +104,12 @@ type ReleaseJobsParams struct {
 	NodeID string
 	// IDs limits the release to these jobs; nil releases every job queued on NodeID.
 	IDs []int64
+	// Started releases jobs of IDs that a claim moved straight to running
+	// (ClaimedJob.Started) and that never began: they go back to pending
+	// with their attempt given back. Only rows still running on NodeID
+	// with StartedAt as their started_at move.
+	Started   bool
+	StartedAt time.Time
 	// Reason is written to job_logs for each released job.
 	Reason string
 	Now    time.Time

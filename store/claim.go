@@ -28,6 +28,10 @@ var activeStatuses = []models.JobStatus{models.JobQueued, models.JobRunning, mod
 // picked, and of several due rows of one such schedule only the first in
 // claim order is claimed.
 //
+// With p.StartKinds, jobs of those task types go straight to running
+// instead (see startClaimed): their definitions are then read inside the
+// transaction, and a failed read fails the claim.
+//
 // An error means nothing was claimed. Once the transaction has committed,
 // the rows are the caller's and ClaimJobs returns them with a nil error,
 // whatever happens after (ctx ending, the definitions' read failing): a row
@@ -46,7 +50,7 @@ func (s *Store) ClaimJobs(ctx context.Context, p *ClaimParams) (*ClaimResult, er
 	if err != nil {
 		return nil, fmt.Errorf("claim jobs for node %s: %w", p.NodeID, err)
 	}
-	if len(res.Jobs) > 0 {
+	if len(res.Jobs) > 0 && len(p.StartKinds) == 0 {
 		// Committed: from here on nothing may lose the rows. The read goes
 		// on after ctx ends (Stop cancels claims in flight), bounded by
 		// its own timeout instead.
@@ -64,6 +68,7 @@ const claimLoadTimeout = 10 * time.Second
 // claimTx picks and marks the rows of one claim inside tx (see ClaimJobs),
 // filling res and the names of the schedules it read.
 func (s *Store) claimTx(tx *gorm.DB, p *ClaimParams, res *ClaimResult, schedNames map[int64]string) error {
+	began := time.Now()
 	now := DBTime(p.Now)
 	rows, err := s.selectDue(tx, p.Limit, now, nil)
 	if err != nil {
@@ -101,12 +106,61 @@ func (s *Store) claimTx(tx *gorm.DB, p *ClaimParams, res *ClaimResult, schedName
 	if len(ids) == 0 {
 		return nil
 	}
+	queued := ids
+	if len(p.StartKinds) > 0 {
+		var err error
+		if queued, err = s.startClaimed(tx, p, res, schedNames, began); err != nil {
+			return err
+		}
+	}
+	if len(queued) == 0 {
+		return nil
+	}
 	// outcome describes the last run: cleared as the next one begins.
 	if err := tx.Exec(`UPDATE `+s.jobsByID()+` SET status = ?, node_id = ?, queued_at = ?, outcome = '' WHERE id IN ?`,
-		models.JobQueued, p.NodeID, now, ids).Error; err != nil {
+		models.JobQueued, p.NodeID, now, queued).Error; err != nil {
 		return fmt.Errorf("mark jobs queued: %w", err)
 	}
 	return nil
+}
+
+// startClaimed reads the definitions of res's jobs inside the claim and
+// moves the jobs whose task type is in p.StartKinds straight to running,
+// as StartJobs would, with one UPDATE; it returns the ids left to queue.
+// The rows are locked (or, on SQLite, the claim is the only writer), so
+// nothing can have changed them since the pick: no guard is needed.
+//
+// started_at is the engine's clock at the claim plus the time the claim
+// has taken so far: the time of this UPDATE, a commit's round trip before
+// the job reaches a worker that is already reserved for it.
+func (s *Store) startClaimed(tx *gorm.DB, p *ClaimParams, res *ClaimResult, schedNames map[int64]string, began time.Time) ([]int64, error) {
+	defs, err := readDefinitions(tx, res.Jobs)
+	if err != nil {
+		return nil, err
+	}
+	attach(res, defs, nil, schedNames)
+	startAt := DBTime(p.Now.Add(time.Since(began)))
+	queued := make([]int64, 0, len(res.Jobs))
+	started := make([]int64, 0, len(res.Jobs))
+	for i := range res.Jobs {
+		j := &res.Jobs[i]
+		if j.Definition == nil || !slices.Contains(p.StartKinds, j.Definition.TaskType) {
+			queued = append(queued, j.ID)
+			continue
+		}
+		at := startAt
+		j.Started, j.Status, j.Attempt, j.StartedAt, j.HeartbeatAt = true, models.JobRunning, j.Attempt+1, &at, &at
+		started = append(started, j.ID)
+	}
+	if len(started) == 0 {
+		return queued, nil
+	}
+	if err := tx.Exec(`UPDATE `+s.jobsByID()+` SET status = ?, node_id = ?, queued_at = ?, outcome = '',
+		attempt = attempt + 1, started_at = ?, heartbeat_at = ? WHERE id IN ?`,
+		models.JobRunning, p.NodeID, DBTime(p.Now), startAt, startAt, started).Error; err != nil {
+		return nil, fmt.Errorf("mark jobs running: %w", err)
+	}
+	return queued, nil
 }
 
 // dropBusyForbid finds the forbid schedules that have a job holding a
@@ -148,19 +202,10 @@ func (s *Store) dropBusyForbid(tx *gorm.DB, limit int, now time.Time, rows []mod
 // it can. The read is tried a few times; when it still fails, every job
 // gets the error as LoadErr.
 func (s *Store) loadClaimed(ctx context.Context, res *ClaimResult, schedNames map[int64]string) {
-	defIDs := make([]int64, 0, 4)
-	seen := map[int64]bool{}
-	for _, j := range res.Jobs {
-		if !seen[j.JobDefinitionID] {
-			seen[j.JobDefinitionID] = true
-			defIDs = append(defIDs, j.JobDefinitionID)
-		}
-	}
 	var defs []models.JobDefinition
 	var err error
 	for try := 1; ; try++ {
-		defs = defs[:0]
-		err = s.db.WithContext(ctx).Where("id IN ?", defIDs).Find(&defs).Error
+		defs, err = readDefinitions(s.db.WithContext(ctx), res.Jobs)
 		if err == nil || try == 3 || ctx.Err() != nil {
 			break
 		}
@@ -169,9 +214,27 @@ func (s *Store) loadClaimed(ctx context.Context, res *ClaimResult, schedNames ma
 		case <-time.After(time.Duration(try) * 50 * time.Millisecond):
 		}
 	}
-	if err != nil {
-		err = fmt.Errorf("read definitions of claimed jobs: %w", err)
+	attach(res, defs, err, schedNames)
+}
+
+// readDefinitions reads the definitions of jobs.
+func readDefinitions(db *gorm.DB, jobs []ClaimedJob) ([]models.JobDefinition, error) {
+	defIDs := make([]int64, 0, 4)
+	for _, j := range jobs {
+		if !slices.Contains(defIDs, j.JobDefinitionID) {
+			defIDs = append(defIDs, j.JobDefinitionID)
+		}
 	}
+	var defs []models.JobDefinition
+	if err := db.Where("id IN ?", defIDs).Find(&defs).Error; err != nil {
+		return nil, fmt.Errorf("read definitions of claimed jobs: %w", err)
+	}
+	return defs, nil
+}
+
+// attach sets the definition (or the error of its read) and the schedule
+// name of every job of res.
+func attach(res *ClaimResult, defs []models.JobDefinition, err error, schedNames map[int64]string) {
 	byID := make(map[int64]*models.JobDefinition, len(defs))
 	for i := range defs {
 		byID[defs[i].ID] = &defs[i]

@@ -110,8 +110,13 @@ func (s *Store) StartJobs(ctx context.Context, p *StartJobsParams) (map[int64]in
 // ReleaseJobs puts jobs queued on p.NodeID back to pending without using an
 // attempt (they never started), and logs p.Reason for each. It returns the
 // ids released.
+//
+// With p.Started it releases instead jobs of p.IDs that a claim moved
+// straight to running (ClaimedJob.Started) and that never began: still
+// running on p.NodeID since p.StartedAt. Their attempt is given back and
+// started_at cleared, as if the claim had never happened.
 func (s *Store) ReleaseJobs(ctx context.Context, p *ReleaseJobsParams) ([]int64, error) {
-	if p.IDs != nil && len(p.IDs) == 0 {
+	if p.IDs != nil && len(p.IDs) == 0 || p.Started && len(p.IDs) == 0 {
 		return nil, nil
 	}
 	now := DBTime(p.Now)
@@ -119,6 +124,9 @@ func (s *Store) ReleaseJobs(ctx context.Context, p *ReleaseJobsParams) ([]int64,
 	err := s.InTx(ctx, func(tx *gorm.DB) error {
 		ids = nil
 		q := tx.Model(&models.Job{}).Where("node_id = ? AND status = ?", p.NodeID, models.JobQueued)
+		if p.Started {
+			q = tx.Model(&models.Job{}).Where("node_id = ? AND status = ? AND started_at = ?", p.NodeID, models.JobRunning, DBTime(p.StartedAt))
+		}
 		if p.IDs != nil {
 			q = q.Where("id IN ?", p.IDs)
 		}
@@ -128,8 +136,12 @@ func (s *Store) ReleaseJobs(ctx context.Context, p *ReleaseJobsParams) ([]int64,
 		if len(ids) == 0 {
 			return nil
 		}
-		if err := tx.Exec(`UPDATE jobs SET status = ?, node_id = '', queued_at = NULL WHERE id IN ?`,
-			models.JobPending, ids).Error; err != nil {
+		upd := `UPDATE jobs SET status = ?, node_id = '', queued_at = NULL WHERE id IN ?`
+		if p.Started {
+			upd = `UPDATE jobs SET status = ?, node_id = '', queued_at = NULL, started_at = NULL, heartbeat_at = NULL,
+				attempt = CASE WHEN attempt > 0 THEN attempt - 1 ELSE 0 END WHERE id IN ?`
+		}
+		if err := tx.Exec(upd, models.JobPending, ids).Error; err != nil {
 			return err
 		}
 		return s.insertJobLogs(tx, logsFor(ids, "info", p.Reason, now))

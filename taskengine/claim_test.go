@@ -11,6 +11,7 @@ import (
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/tasks"
 )
 
 // A claim that committed hands its rows on even when reading their
@@ -21,7 +22,9 @@ func TestClaimedRowsSurviveAFailureAfterCommit(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		def := createDef(t, db, "after-commit", defOpts{Params: `{"duration":"0s"}`})
+		// A task with an OnQueue of its own (a claim with StartKinds reads
+		// definitions inside: see store's TestClaimJobsStartKindsDefinitionReadFails).
+		def := createDef(t, db, "after-commit", defOpts{TaskType: queuedSleepKind, Params: `{"duration":"0s"}`})
 		// The first claim's read of definitions (after its commit) fails,
 		// every time it is tried; later claims read them fine.
 		var failing atomic.Bool
@@ -32,7 +35,12 @@ func TestClaimedRowsSurviveAFailureAfterCommit(t *testing.T) {
 			}
 		}))
 		id := insertJob(t, db, def, "")
-		startEngine(t, st, testConfig(t, nodeName(t)))
+		cfg := testConfig(t, nodeName(t))
+		// No tasks.QueueFree kind registered: the claim passes no
+		// StartKinds and keeps the read after its commit.
+		cfg.Registry = tasks.NewRegistry()
+		cfg.Registry.MustRegister(queuedSleepKind, func() tasks.Task { return &queuedSleep{} })
+		startEngine(t, st, cfg)
 		waitLog(t, db, id, "released to pending")
 		failing.Store(false)
 		j := waitStatus(t, db, id, models.JobSucceeded)

@@ -14,7 +14,12 @@
 // The poll loop claims due pending rows (every PollInterval, on Wake, and
 // at once again while claims come back full), never more than the pool has
 // free workers, and moves them to queued on this node in one transaction
-// (FOR UPDATE SKIP LOCKED on MySQL). Each claimed job's OnQueue runs on a
+// (FOR UPDATE SKIP LOCKED on MySQL and PostgreSQL). The jobs of a task
+// that declares tasks.QueueFree (its OnQueue does nothing) go straight to
+// running instead, in the same UPDATE kind as StartJobs writes, and reach
+// the worker their claim reserved without another round trip; Stop gives
+// such a job back (attempt included) if it has not reached its worker. Any
+// other claimed job's OnQueue runs on a
 // goroutine of its own, before the job enters the pool (the paper's
 // onQueue): a slow OnQueue holds no pool worker and no other job, and an
 // error, a panic or OnQueueTimeout fails the job without taking a worker.
@@ -36,7 +41,8 @@
 // Nothing per job is a synchronous round trip of its own: starts and
 // outcomes go through batchers that write a group of jobs at once (group
 // commit: large batches under load; no added wait when idle, but for the
-// starter, which waits up to 0.8 ms for the rest of a claim), and job_logs
+// starter, which waits up to 0.8 ms for the rest of a claim; a job claimed
+// straight into running has no start to write), and job_logs
 // lines are buffered and written with multi-row INSERTs. Every buffer is
 // flushed before Stop returns. A start is one guarded UPDATE by primary key
 // and an outcome batch one guarded UPDATE and its commit; the guard sits in

@@ -48,6 +48,11 @@ type Engine struct {
 	endRun func()               // the running Start's, called by Stop
 	runs   map[int64]*activeRun // running jobs, for control requests
 
+	kindsMu   sync.Mutex
+	queueFree map[string]bool // task kind → tasks.IsQueueFree, asked once
+	kindsSeen int             // registered kinds when freeKinds was built
+	freeKinds []string        // see startKinds
+
 	waitMu     sync.Mutex
 	waitLogged map[int64]bool // forbid-held jobs already logged, until claimed
 
@@ -82,6 +87,7 @@ func newEngine(st jobStore, cfg Config) (*Engine, error) {
 		slotFreed:  make(chan struct{}, 1),
 		runs:       map[int64]*activeRun{},
 		waitLogged: map[int64]bool{},
+		queueFree:  map[string]bool{},
 		retune:     make(chan struct{}, 1),
 	}
 	e.poolSize.Store(int64(cfg.PoolSize))

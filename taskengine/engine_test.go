@@ -152,7 +152,7 @@ func TestUnknownTaskTypeFails(t *testing.T) {
 		startEngine(t, st, testConfig(t, nodeName(t)))
 		j := waitStatus(t, db, id, models.JobFailed)
 		require.Contains(t, deref(j.Error), `"slep"`)
-		require.Contains(t, deref(j.Error), "registered: panic, sleep, slowqueue, stubborn")
+		require.Contains(t, deref(j.Error), "registered: panic, sleep, sleep-queued, slowqueue, stubborn")
 		waitLog(t, db, id, "failed before starting")
 	})
 }
@@ -186,7 +186,15 @@ func TestPauseDoesNotCountAgainstTimeout(t *testing.T) {
 				}
 				clock.Advance(time.Minute)
 				if !pause {
-					j := waitStatus(t, db, id, models.JobFailed)
+					// running is committed a moment before the run arms its
+					// timeout on the clock: an Advance that came first moved
+					// nothing, so keep advancing until the timeout has fired.
+					j := waitJob(t, db, id, "status failed", func(j models.Job) bool {
+						if j.Status != models.JobFailed {
+							clock.Advance(time.Minute)
+						}
+						return j.Status == models.JobFailed
+					})
 					require.Contains(t, deref(j.Error), "timeout")
 					return
 				}
@@ -304,7 +312,8 @@ func TestGracefulShutdown(t *testing.T) {
 		e, err := New(st, cfg)
 		require.NoError(t, err)
 		require.NoError(t, e.Start(context.Background()))
-		waitStatus(t, db, short, models.JobRunning)
+		// short runs for 300 ms: a slow poll may see it done already.
+		waitJob(t, db, short, "started", func(j models.Job) bool { return j.StartedAt != nil })
 		waitStatus(t, db, long, models.JobRunning)
 		waitStatus(t, db, queued, models.JobQueued)
 

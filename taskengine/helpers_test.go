@@ -27,8 +27,26 @@ func testRegistry() *tasks.Registry {
 	r.MustRegister("stubborn", func() tasks.Task { return &stubbornTask{} })
 	r.MustRegister("slowqueue", func() tasks.Task { return &slowQueueTask{} })
 	r.MustRegister("wait", func() tasks.Task { return &waitTask{} })
+	r.MustRegister("waitfree", func() tasks.Task { return &waitFreeTask{} })
+	r.MustRegister(queuedSleepKind, func() tasks.Task { return &queuedSleep{} })
 	return r
 }
+
+// queuedSleepKind is the sleep task without tasks.QueueFree: its jobs are
+// claimed to queued and started by the starter, the path of any task with
+// an OnQueue of its own.
+const queuedSleepKind = "sleep-queued"
+
+type queuedSleep struct{ tasks.Base }
+
+func (*queuedSleep) Execute(ctx context.Context, job *tasks.Job) error {
+	return (&sleep.Task{}).Execute(ctx, job)
+}
+
+// waitFreeTask is waitTask with tasks.QueueFree: claimed straight into running.
+type waitFreeTask struct{ waitTask }
+
+func (*waitFreeTask) QueueFree() {}
 
 type panicTask struct{ tasks.Base }
 

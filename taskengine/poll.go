@@ -10,6 +10,7 @@ import (
 
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/metrics"
+	"github.com/chimesched/chime/tasks"
 )
 
 // maxClaims bounds the claims in flight at once. A claim is a few round
@@ -124,7 +125,7 @@ func (e *Engine) pollLoop(ctx context.Context) {
 func (e *Engine) claim(ctx context.Context, asked int) claimResult {
 	began := time.Now()
 	defer func() { metrics.PollDuration.Observe(time.Since(began).Seconds()) }()
-	res, err := e.st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: e.cfg.NodeID, Now: e.now(), Limit: asked})
+	res, err := e.st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: e.cfg.NodeID, Now: e.now(), Limit: asked, StartKinds: e.startKinds()})
 	metrics.ClaimDuration.Observe(time.Since(began).Seconds())
 	if err != nil {
 		e.unreserve(asked)
@@ -141,6 +142,33 @@ func (e *Engine) claim(ctx context.Context, asked int) claimResult {
 	}
 	metrics.PoolBusy.Set(float64(e.inflight.Load()))
 	return claimResult{asked: asked, selected: res.Selected, blocked: res.Blocked}
+}
+
+// startKinds lists the registered task types whose OnQueue does nothing
+// (tasks.QueueFree): the claim moves their jobs straight to running. Each
+// kind is asked once (a registered kind's factory never changes); kinds
+// registered later join at the next claim.
+func (e *Engine) startKinds() []string {
+	kinds := e.cfg.Registry.Kinds()
+	e.kindsMu.Lock()
+	defer e.kindsMu.Unlock()
+	if len(kinds) == e.kindsSeen {
+		return e.freeKinds
+	}
+	var free []string
+	for _, k := range kinds {
+		qf, ok := e.queueFree[k]
+		if !ok {
+			t, err := e.cfg.Registry.New(k)
+			qf = err == nil && tasks.IsQueueFree(t)
+			e.queueFree[k] = qf
+		}
+		if qf {
+			free = append(free, k)
+		}
+	}
+	e.kindsSeen, e.freeKinds = len(kinds), free
+	return free
 }
 
 // unreserve gives back n workers reserved for a claim that found no job for them.

@@ -52,6 +52,12 @@ func (e *Engine) enqueue(cj *chimedb.ClaimedJob, job *tasks.Job) {
 		return
 	}
 	runCtx, cancelRun := tasks.Prepare(e.workCtx, task, job)
+	if cj.Started {
+		// A tasks.QueueFree task: its OnQueue does nothing, and the claim
+		// has already moved the job to running.
+		e.submitStarted(runCtx, cancelRun, cj, job, task)
+		return
+	}
 	returned, err := e.onQueue(runCtx, task, job)
 	// The worker stays reserved until OnQueue has returned, even when the
 	// engine gave up waiting for it: a plugin that hangs there keeps a
@@ -89,6 +95,25 @@ func (e *Engine) enqueue(cj *chimedb.ClaimedJob, job *tasks.Job) {
 		cancelRun()
 		e.log.WithError(err).WithField(fieldJobID, cj.ID).Error("pool refused a claimed job; releasing it")
 		e.release(job, "released to pending: the worker pool refused it")
+		e.runDone()
+	}
+}
+
+// submitStarted hands a job the claim moved straight to running to the
+// pool. Until a worker runs it, it has not begun: when Stop has begun or
+// the pool refuses it, it goes back to pending with its attempt given back,
+// as a queued job would.
+func (e *Engine) submitStarted(runCtx context.Context, cancelRun context.CancelFunc, cj *chimedb.ClaimedJob, job *tasks.Job, task tasks.Task) {
+	if e.queueCtx.Err() != nil {
+		cancelRun()
+		e.releaseClaimed(job, cj, "released to pending: node shutting down before the job started")
+		e.runDone()
+		return
+	}
+	if err := e.pool.Submit(func() { e.run(runCtx, cancelRun, cj, job, task) }); err != nil {
+		cancelRun()
+		e.log.WithError(err).WithField(fieldJobID, cj.ID).Error("pool refused a claimed job; releasing it")
+		e.releaseClaimed(job, cj, "released to pending: the worker pool refused it")
 		e.runDone()
 	}
 }

@@ -56,6 +56,10 @@ func (e *Engine) newJob(cj *chimedb.ClaimedJob) *tasks.Job {
 	if cj.ScheduleID != nil {
 		schedID = *cj.ScheduleID
 	}
+	attempt := cj.Attempt + 1
+	if cj.Started {
+		attempt = cj.Attempt // the claim has counted it
+	}
 	job := &tasks.Job{
 		ID:           cj.ID,
 		ScheduleID:   schedID,
@@ -63,7 +67,7 @@ func (e *Engine) newJob(cj *chimedb.ClaimedJob) *tasks.Job {
 		ScheduleName: cj.ScheduleName,
 		NodeID:       e.cfg.NodeID,
 		ScheduledAt:  cj.ScheduledAt,
-		Attempt:      cj.Attempt + 1,
+		Attempt:      attempt,
 		MaxAttempts:  cj.EffectiveMaxAttempts(),
 		Snoozes:      cj.Snoozes,
 		Params:       json.RawMessage(cj.EffectiveParams()),
@@ -101,16 +105,26 @@ func (e *Engine) run(runCtx context.Context, cancelRun context.CancelFunc, cj *c
 	log := job.Log()
 	def := cj.Definition
 
-	attempt, dbStartedAt, err := e.start(job.ID, cj.Attempt)
-	if err != nil {
-		log.WithError(err).Error("could not mark the job running; releasing it")
-		e.release(job, "released to pending: marking it running failed")
-		return
-	}
-	if attempt == 0 {
-		// Canceled or taken over between claim and start: not ours to run.
-		e.log.WithField(fieldJobID, job.ID).Info("job changed before it started; not running it")
-		return
+	attempt := job.Attempt
+	var dbStartedAt time.Time
+	if cj.Started {
+		// The claim wrote running: no start to wait for. A stop asked
+		// since is seen by the control loop once the run is registered
+		// below, as for any running job.
+		dbStartedAt = *cj.StartedAt
+	} else {
+		var err error
+		attempt, dbStartedAt, err = e.start(job.ID, cj.Attempt)
+		if err != nil {
+			log.WithError(err).Error("could not mark the job running; releasing it")
+			e.release(job, "released to pending: marking it running failed")
+			return
+		}
+		if attempt == 0 {
+			// Canceled or taken over between claim and start: not ours to run.
+			e.log.WithField(fieldJobID, job.ID).Info("job changed before it started; not running it")
+			return
+		}
 	}
 	job.Attempt = attempt
 	startedAt := e.cfg.Clock.Now()
@@ -292,9 +306,18 @@ func (e *Engine) finishUnstarted(job *tasks.Job, err error) {
 
 // release gives a queued job back to pending without using an attempt.
 func (e *Engine) release(job *tasks.Job, reason string) {
-	if _, err := e.st.ReleaseJobs(e.flushCtx, &chimedb.ReleaseJobsParams{
-		NodeID: e.cfg.NodeID, IDs: []int64{job.ID}, Now: e.now(), Reason: reason,
-	}); err != nil {
+	e.releaseClaimed(job, nil, reason)
+}
+
+// releaseClaimed gives a claimed job that never began back to pending
+// without using an attempt: a queued one, or (cj.Started) one the claim
+// moved straight to running.
+func (e *Engine) releaseClaimed(job *tasks.Job, cj *chimedb.ClaimedJob, reason string) {
+	p := &chimedb.ReleaseJobsParams{NodeID: e.cfg.NodeID, IDs: []int64{job.ID}, Now: e.now(), Reason: reason}
+	if cj != nil && cj.Started {
+		p.Started, p.StartedAt = true, *cj.StartedAt
+	}
+	if _, err := e.st.ReleaseJobs(e.flushCtx, p); err != nil {
 		e.log.WithError(err).WithField(fieldJobID, job.ID).Error("releasing the job failed; it stays queued until this node restarts")
 	}
 }

@@ -54,7 +54,9 @@
 //  2. calls Prepare(ctx, task, job): this derives the cancellable context
 //     the run uses and, when the task embeds Base, hands Base the job and
 //     the cancel function, which is how Base.Stop and Base.Pause reach them;
-//  3. calls OnQueue(ctx, job); an error fails the job without running it;
+//  3. calls OnQueue(ctx, job); an error fails the job without running it.
+//     A task that declares QueueFree (its OnQueue does nothing) skips this
+//     step, and the engine may claim its jobs straight into running;
 //  4. wraps ctx with WithActiveTimeout(ctx, job, timeout), so time spent
 //     paused does not count against the definition's timeout, and calls
 //     Execute(ctx, job) — recovering a panic into a failure;

@@ -34,11 +34,21 @@ func TestRegister(t *testing.T) {
 		require.NoError(t, err)
 		_, ok := task.(tasks.Validator)
 		require.True(t, ok, "%s validates params at the door", kind)
+		// Their OnQueue is Base's: the engine may claim them straight into running.
+		require.True(t, tasks.IsQueueFree(task), "%s is QueueFree", kind)
+		require.NoError(t, task.OnQueue(context.Background(), &tasks.Job{}))
 	}
+	// Embedding Base does not make a task QueueFree: it must say so.
+	require.False(t, tasks.IsQueueFree(&plainTask{}))
 	require.ErrorContains(t, r.Validate("shell", json.RawMessage(`{"comand":"ls"}`)), `unknown field "comand"`)
 	require.ErrorContains(t, r.Validate("httpcall", json.RawMessage(`{"url":"ftp://x"}`)), `field "url"`)
 	require.NoError(t, r.Validate("sleep", json.RawMessage(`{"duration":"1s"}`)))
 }
+
+// plainTask embeds Base and says nothing about its OnQueue.
+type plainTask struct{ tasks.Base }
+
+func (*plainTask) Execute(context.Context, *tasks.Job) error { return nil }
 
 type sender struct{ to []string }
 

@@ -78,6 +78,10 @@ func New() tasks.Task { return &Task{} }
 // NewWithSender returns an email task sending through s (nil: unconfigured).
 func NewWithSender(s Sender) tasks.Task { return &Task{sender: s} }
 
+// QueueFree implements tasks.QueueFree: OnQueue is Base's, which does
+// nothing, so the engine may claim the job straight into running.
+func (*Task) QueueFree() {}
+
 // Factory returns a factory for tasks sending through s.
 func Factory(s Sender) tasks.Factory {
 	return func() tasks.Task { return NewWithSender(s) }

@@ -140,6 +140,10 @@ type Task struct {
 // New returns an httpcall task.
 func New() tasks.Task { return &Task{} }
 
+// QueueFree implements tasks.QueueFree: OnQueue is Base's, which does
+// nothing, so the engine may claim the job straight into running.
+func (*Task) QueueFree() {}
+
 // Validate implements tasks.Validator.
 func (*Task) Validate(params json.RawMessage) error {
 	if _, err := parse(params); err != nil {

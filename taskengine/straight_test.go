@@ -1,0 +1,197 @@
+package taskengine
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/chimedb"
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/tasks"
+)
+
+// startCounter counts StartJobs calls and the jobs they carry.
+type startCounter struct {
+	jobStore
+	calls, jobs atomic.Int64
+}
+
+func (c *startCounter) StartJobs(ctx context.Context, p *chimedb.StartJobsParams) (map[int64]int, error) {
+	c.calls.Add(1)
+	c.jobs.Add(int64(len(p.Jobs)))
+	return c.jobStore.StartJobs(ctx, p)
+}
+
+// A job of a tasks.QueueFree task is claimed straight into running: no
+// start UPDATE, started_at written by the claim. A task with an OnQueue of
+// its own still goes through queued and the starter.
+func TestQueueFreeJobIsClaimedStraightIntoRunning(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		free := insertJob(t, db, createDef(t, db, "free", defOpts{Params: `{"duration":"0s"}`}), "")
+		sc := &startCounter{jobStore: st}
+		startEngine(t, sc, testConfig(t, nodeName(t)))
+		j := waitStatus(t, db, free, models.JobSucceeded)
+		require.Equal(t, 1, j.Attempt)
+		require.NotNil(t, j.StartedAt)
+		require.NotNil(t, j.QueuedAt)
+		require.False(t, j.StartedAt.Before(*j.QueuedAt))
+		require.Zero(t, sc.calls.Load(), "no start UPDATE for a job the claim started")
+
+		hooked := insertJob(t, db, createDef(t, db, "hooked", defOpts{TaskType: queuedSleepKind, Params: `{"duration":"0s"}`}), "")
+		waitStatus(t, db, hooked, models.JobSucceeded)
+		require.EqualValues(t, 1, sc.jobs.Load(), "the task with an OnQueue is started by the starter")
+	})
+}
+
+// stopOnClaim asks every job it claims to stop the moment the claim has
+// committed: before the engine has the job, let alone registered its run.
+type stopOnClaim struct {
+	jobStore
+	st *store.Store
+}
+
+func (s *stopOnClaim) ClaimJobs(ctx context.Context, p *chimedb.ClaimParams) (*chimedb.ClaimResult, error) {
+	res, err := s.jobStore.ClaimJobs(ctx, p)
+	if err == nil {
+		for _, j := range res.Jobs {
+			if err := s.st.DB().Exec(`UPDATE jobs SET control = 'stop' WHERE id = ?`, j.ID).Error; err != nil {
+				panic(err)
+			}
+		}
+	}
+	return res, err
+}
+
+// A job claimed straight into running and asked to stop at once (between
+// the claim's commit and its run's start) is stopped by its node like any
+// running job: it ends stopped with its one attempt, its Execute cut off,
+// not canceled as a job that never started would be.
+func TestStraightClaimedJobStoppedAtOnce(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		gate, _ := openGate(t) // never opened: only the stop ends the job
+		id := insertJob(t, db, createDef(t, db, "stopped", defOpts{TaskType: "waitfree", Params: `{"gate":"` + gate + `"}`}), "")
+		startEngine(t, &stopOnClaim{jobStore: st, st: st}, testConfig(t, nodeName(t)))
+		j := waitStatus(t, db, id, models.JobStopped)
+		require.Equal(t, 1, j.Attempt)
+		require.Equal(t, models.ControlNone, j.Control)
+		require.NotNil(t, j.StartedAt)
+		waitLog(t, db, id, "stop requested")
+	})
+}
+
+// A job claimed straight into running that has not reached a worker when
+// Stop begins goes back to pending with its attempt given back, as a
+// queued job does: it never began.
+func TestStraightClaimedJobReleasedOnShutdown(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		var armed atomic.Bool
+		held, entered := make(chan struct{}), make(chan struct{}, 1)
+		cfg := testConfig(t, nodeName(t))
+		cfg.Registry.MustRegister("held", func() tasks.Task {
+			// The engine asks each kind once whether it is QueueFree;
+			// once armed, the factory holds the claimed job before the pool.
+			if armed.Load() {
+				entered <- struct{}{}
+				<-held
+			}
+			return &waitFreeTask{}
+		})
+		w := watchClaims(st)
+		e, err := New(w, cfg)
+		require.NoError(t, err)
+		require.NoError(t, e.Start(context.Background()))
+		w.waitClaimAfter(t, 0) // the kinds have been asked
+		armed.Store(true)
+		id := insertJob(t, db, createDef(t, db, "held", defOpts{TaskType: "held", Params: `{"gate":"never"}`}), "")
+		e.Wake()
+		<-entered
+		require.Equal(t, models.JobRunning, getJob(t, db, id).Status, "claimed straight into running")
+
+		stopped := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			stopped <- e.Stop(ctx)
+		}()
+		require.Eventually(t, func() bool { return e.queueCtx.Err() != nil }, 20*time.Second, time.Millisecond, "Stop began")
+		close(held)
+		require.NoError(t, <-stopped)
+
+		j := getJob(t, db, id)
+		require.Equal(t, models.JobPending, j.Status)
+		require.Equal(t, 0, j.Attempt, "the attempt is given back")
+		require.Nil(t, j.StartedAt)
+		require.Empty(t, j.NodeID)
+		waitLog(t, db, id, "released to pending: node shutting down before the job started")
+	})
+}
+
+// Two engines on one database claim straight into running side by side:
+// every job runs exactly once, on one node, with one attempt.
+func TestStraightClaimTwoEngines(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		var mu sync.Mutex
+		runs := map[int64][]string{}
+		reg := testRegistry()
+		reg.MustRegister("count", func() tasks.Task { return &countTask{mu: &mu, runs: runs} })
+		def := createDef(t, db, "count", defOpts{TaskType: "count"})
+		const n = 400
+		insertRows(t, db, n, def, models.JobPending, time.Now().Add(-time.Second))
+		for _, node := range []string{nodeName(t) + "-a", nodeName(t) + "-b"} {
+			cfg := testConfig(t, node)
+			cfg.Registry = reg
+			cfg.PoolSize = 16
+			startEngine(t, st, cfg)
+		}
+		require.Eventually(t, func() bool {
+			var left int64
+			require.NoError(t, db.Model(&models.Job{}).Where("status <> ?", models.JobSucceeded).Count(&left).Error)
+			return left == 0
+		}, 60*time.Second, 20*time.Millisecond, "every job succeeded")
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, runs, n)
+		nodes := map[string]int{}
+		for id, on := range runs {
+			require.Len(t, on, 1, "job %d ran more than once: %v", id, on)
+			nodes[on[0]]++
+		}
+		var jobs []models.Job
+		require.NoError(t, db.Find(&jobs).Error)
+		for _, j := range jobs {
+			require.Equal(t, 1, j.Attempt, "job %d", j.ID)
+			require.Equal(t, runs[j.ID][0], j.NodeID, "job %d: the row names the node that ran it", j.ID)
+		}
+		t.Logf("jobs per node: %v", nodes)
+	})
+}
+
+// countTask records which node ran each job.
+type countTask struct {
+	tasks.Base
+	mu   *sync.Mutex
+	runs map[int64][]string
+}
+
+func (c *countTask) QueueFree() {}
+
+func (c *countTask) Execute(_ context.Context, job *tasks.Job) error {
+	c.mu.Lock()
+	c.runs[job.ID] = append(c.runs[job.ID], job.NodeID)
+	c.mu.Unlock()
+	return nil
+}
