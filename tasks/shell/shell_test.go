@@ -343,9 +343,19 @@ func TestShellControl(t *testing.T) {
 	// nothing a pause could hold: Pause says no rather than report paused.
 	t.Run("PauseRefusedWhileStopping", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, `{"command":"trap '' TERM; while :; do sleep 0.01; done","kill_grace":"5s"}`)
+		b := setup(t, `{"command":"trap '' TERM; echo ready; while :; do sleep 0.01; done","kill_grace":"5s"}`)
 		done := b.start()
 		startedPID(t, b)
+		// A SIGTERM before the shell has set its trap would end it, and
+		// there would be nothing left for Kill (seen on a loaded machine).
+		eventually(t, "the trap to be set", func() bool {
+			for _, e := range b.logs.AllEntries() {
+				if e.Data["stream"] == "stdout" && e.Message == "ready" {
+					return true
+				}
+			}
+			return false
+		})
 		require.True(t, b.task.Stop())
 		eventually(t, "SIGTERM", func() bool {
 			for _, e := range b.logs.AllEntries() {
