@@ -95,4 +95,3 @@ func TestCacheRotateDropsUnused(t *testing.T) {
 	c.Rotate()
 	require.Equal(t, 1, c.Len())
 }
-
