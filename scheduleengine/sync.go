@@ -94,8 +94,7 @@ func (e *Engine) merge(ctx context.Context, r syncResult) error {
 	}
 	for i := range r.res.Rows {
 		row := &r.res.Rows[i]
-		e.apply(row)
-		if en := e.entries[row.Schedule.ID]; en != nil {
+		if en := e.apply(row); en != nil {
 			en.seen = e.epoch
 		}
 	}
@@ -137,13 +136,13 @@ func (e *Engine) merge(ctx context.Context, r syncResult) error {
 
 // apply replaces the engine's view of one schedule with the row's. What
 // is already due (a restore, a resume, a new leader) comes off the heap at
-// the next tick.
-func (e *Engine) apply(r *ScheduleRow) {
+// the next tick. It returns the entry the schedule has now, nil when none.
+func (e *Engine) apply(r *ScheduleRow) *entry {
 	id := r.Schedule.ID
 	old := e.entries[id]
 	if r.Schedule.Status != models.ScheduleActive {
 		e.remove(id)
-		return
+		return nil
 	}
 	if old != nil && old.unchanged(r) {
 		// A re-read of the row the entry was built from: keep the entry.
@@ -152,13 +151,13 @@ func (e *Engine) apply(r *ScheduleRow) {
 		} else if r.Trigger.SpecHash == old.spec {
 			delete(e.respec, id) // recorded
 		}
-		return
+		return old
 	}
 	en, err := e.newEntry(r)
 	if err != nil {
 		e.remove(id)
 		e.invalid[id] = err.Error()
-		return
+		return nil
 	}
 	now := e.cfg.Clock.Now()
 	if old == nil && r.Trigger != nil {
@@ -189,6 +188,7 @@ func (e *Engine) apply(r *ScheduleRow) {
 	if en.usedUp() {
 		e.complete[id] = true
 	}
+	return en
 }
 
 // respecced compares en's timing with the fingerprint r's trigger row was
