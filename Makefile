@@ -1,5 +1,5 @@
 # Day-to-day commands; the README's two commands need none of this.
-.PHONY: help build run test test/race walkthrough bench bench/console screenshots tidy vet lint fixture/quartz
+.PHONY: help build run test test/race walkthrough bench bench/console screenshots tidy vet lint fixture/quartz fixture/quartz-store fixture/quartzblobs
 
 MYSQL_DSN ?= chime_test:chime_test@tcp(127.0.0.1:3306)/chime_test
 
@@ -46,6 +46,15 @@ QUARTZ_JAR ?= /usr/share/java/quartz2.jar
 fixture/quartz: ## regenerate quartzcron's fire times from real Quartz 2.3.2 (a JDK and Debian's libquartz2-java; minutes)
 	d=$$(mktemp -d) && javac -nowarn -d $$d -cp $(QUARTZ_JAR) quartzcron/testdata/gen/QuartzFixture.java && \
 	java -cp $(QUARTZ_JAR):$$d QuartzFixture quartzcron/testdata/quartz_fixture.json; rc=$$?; rm -rf $$d; exit $$rc
+
+QUARTZ_STORE_URL ?= mysql://root@127.0.0.1:3306
+
+fixture/quartz-store: ## regenerate quartzimport's Quartz job store dump with real Quartz 2.3.2 (a JDK, libquartz2-java, MariaDB; seconds)
+	quartzimport/testdata/gen/gen.sh '$(QUARTZ_STORE_URL)'
+
+fixture/quartzblobs: ## regenerate quartzimport's calendar and job-data BLOBs with real Quartz 2.3.2 (a JDK and Debian's libquartz2-java)
+	d=$$(mktemp -d) && javac -nowarn -d $$d -cp $(QUARTZ_JAR) quartzimport/testdata/blobs/gen/QuartzBlobs.java && \
+	java -cp $(QUARTZ_JAR):$$d QuartzBlobs quartzimport/testdata/blobs; rc=$$?; rm -rf $$d; exit $$rc
 
 tidy: ## go mod tidy (chime's module and the tools module)
 	go mod tidy

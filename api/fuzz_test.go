@@ -146,7 +146,7 @@ func FuzzDecodeRunRequest(f *testing.F) {
 			require.Equal(t, 400, e.status)
 			return
 		}
-		job, e := validateRun(reg, def, params, req.RunAt, now)
+		job, e := validateRun(reg, def, params, req.RunAt, req.Priority, now)
 		if e != nil {
 			require.Equal(t, 400, e.status)
 			require.NotEmpty(t, e.Error.Error)

@@ -229,7 +229,7 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request) *apiError {
 		return s.fromStore(r, err, "a job definition")
 	}
 	now := s.now()
-	job, e := validateRun(s.cfg.Registry, def, params, req.RunAt, now)
+	job, e := validateRun(s.cfg.Registry, def, params, req.RunAt, req.Priority, now)
 	if e != nil {
 		return e
 	}
@@ -246,9 +246,9 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request) *apiError {
 
 // validateRun builds the ad hoc job of def a run request asks for: params
 // (already checked to be an object) merged over the definition's defaults
-// and checked by the task, due at runAt or now. No database: the fuzz
-// target calls it.
-func validateRun(reg *tasks.Registry, def *models.JobDefinition, params models.JSON, runAt *time.Time, now time.Time) (*models.Job, *apiError) {
+// and checked by the task, due at runAt or now, with priority or the
+// definition's. No database: the fuzz target calls it.
+func validateRun(reg *tasks.Registry, def *models.JobDefinition, params models.JSON, runAt *time.Time, priority *int64, now time.Time) (*models.Job, *apiError) {
 	merged, e := mergeParams(def.DefaultParams, params)
 	if e != nil {
 		return nil, e
@@ -263,8 +263,31 @@ func validateRun(reg *tasks.Registry, def *models.JobDefinition, params models.J
 		}
 		at = *runAt
 	}
+	prio, e := effectivePriority(priority, nil, def)
+	if e != nil {
+		return nil, e
+	}
 	return &models.Job{
 		JobDefinitionID: def.ID, ScheduledAt: at, RunAt: at,
-		MaxAttempts: max(def.MaxAttempts, 1), Params: merged,
+		MaxAttempts: max(def.MaxAttempts, 1), Params: merged, Priority: prio,
 	}, nil
+}
+
+// effectivePriority is the priority a job is written with: the request's
+// override, else the schedule's, else the definition's. A stored value out
+// of range (only plain SQL on a database without the CHECKs could write
+// one) falls back to the default rather than fail the insert.
+func effectivePriority(override *int64, schedule *int, def *models.JobDefinition) (int, *apiError) {
+	switch {
+	case override != nil:
+		if e := checkPriority(*override); e != nil {
+			return 0, e
+		}
+		return int(*override), nil
+	case schedule != nil && models.ValidPriority(int64(*schedule)):
+		return *schedule, nil
+	case models.ValidPriority(int64(def.Priority)):
+		return def.Priority, nil
+	}
+	return models.PriorityDefault, nil
 }

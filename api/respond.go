@@ -91,13 +91,35 @@ func writeError(w http.ResponseWriter, e *apiError) {
 // v may be pre-filled; keys absent from the body keep their values, which
 // is how defaults (create) and partial updates (PATCH) work.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) *apiError {
+	body, e := readBody(w, r)
+	if e != nil {
+		return e
+	}
+	return decodeJSON(body, v)
+}
+
+// readBody reads a request body up to maxBody.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return &apiError{status: http.StatusRequestEntityTooLarge, Error: Error{Error: fmt.Sprintf("request body is larger than %d bytes", maxBody)}}
+			return nil, &apiError{status: http.StatusRequestEntityTooLarge, Error: Error{Error: fmt.Sprintf("request body is larger than %d bytes", maxBody)}}
 		}
-		return badRequest("", "read request body: %v", err)
+		return nil, badRequest("", "read request body: %v", err)
+	}
+	return body, nil
+}
+
+// decodeOptionalBody is decodeBody for requests whose body may be empty,
+// which leaves v as it is.
+func decodeOptionalBody(w http.ResponseWriter, r *http.Request, v any) *apiError {
+	body, e := readBody(w, r)
+	if e != nil {
+		return e
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
 	}
 	return decodeJSON(body, v)
 }

@@ -291,9 +291,15 @@ func (s *Server) setScheduleStatus(w http.ResponseWriter, r *http.Request, to, f
 // scheduled_at = now, the definition's defaults merged with the schedule's
 // params, and the definition's max_attempts, as the engine would write it.
 // It works on a paused schedule too: a manual run is what pause leaves open.
+// The body is optional: {"priority": n} overrides the schedule's priority
+// for this job.
 func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) *apiError {
 	id, e := pathID(r, "schedule")
 	if e != nil {
+		return e
+	}
+	var req triggerRequest
+	if e := decodeOptionalBody(w, r, &req); e != nil {
 		return e
 	}
 	admin := s.cfg.Store.Admin()
@@ -315,10 +321,14 @@ func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) *apiErr
 	if e := checkTaskParams(s.cfg.Registry, def.TaskType, "params", params); e != nil {
 		return conflict(e.Field, "schedule %d cannot run: %s", id, e.Error.Error)
 	}
+	prio, e := effectivePriority(req.Priority, sch.Priority, def)
+	if e != nil {
+		return e
+	}
 	now := s.now()
 	job := &models.Job{
 		ScheduleID: &sch.ID, JobDefinitionID: def.ID, ScheduledAt: now, RunAt: now,
-		MaxAttempts: max(def.MaxAttempts, 1), Params: params,
+		MaxAttempts: max(def.MaxAttempts, 1), Params: params, Priority: prio,
 	}
 	if err := admin.InsertJob(r.Context(), job, fmt.Sprintf("triggered through the API from schedule %d", id)); err != nil {
 		if errors.Is(err, chimedb.ErrConflict) {

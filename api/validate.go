@@ -39,18 +39,20 @@ type definitionRequest struct {
 	NotifyOn            models.NotifyOn `json:"notify_on"`
 	NotifyEmails        string          `json:"notify_emails"`
 	RequestsRecovery    bool            `json:"requests_recovery"`
+	Priority            int64           `json:"priority"`
 }
 
 // newDefinitionRequest holds the column defaults a create starts from.
 func newDefinitionRequest() *definitionRequest {
-	return &definitionRequest{MaxAttempts: 1, RetryBackoffSeconds: 10, NotifyOn: models.NotifyNever, RequestsRecovery: true}
+	return &definitionRequest{MaxAttempts: 1, RetryBackoffSeconds: 10, NotifyOn: models.NotifyNever, RequestsRecovery: true,
+		Priority: models.PriorityDefault}
 }
 
 func definitionRequestOf(d *models.JobDefinition) *definitionRequest {
 	return &definitionRequest{
 		Name: d.Name, TaskType: d.TaskType, Description: d.Description, DefaultParams: json.RawMessage(d.DefaultParams),
 		TimeoutSeconds: int64(d.TimeoutSeconds), MaxAttempts: int64(d.MaxAttempts), RetryBackoffSeconds: int64(d.RetryBackoffSeconds),
-		NotifyOn: d.NotifyOn, NotifyEmails: d.NotifyEmails, RequestsRecovery: d.RequestsRecovery,
+		NotifyOn: d.NotifyOn, NotifyEmails: d.NotifyEmails, RequestsRecovery: d.RequestsRecovery, Priority: int64(d.Priority),
 	}
 }
 
@@ -76,6 +78,8 @@ type scheduleRequest struct {
 	Concurrency          models.Concurrency    `json:"concurrency"`
 	Params               json.RawMessage       `json:"params"`
 	Status               models.ScheduleStatus `json:"status"`
+	// Priority overrides the definition's; null keeps the definition's.
+	Priority *int64 `json:"priority"`
 }
 
 func newScheduleRequest() *scheduleRequest {
@@ -88,7 +92,7 @@ func scheduleRequestOf(s *models.Schedule) *scheduleRequest {
 		Name: s.Name, JobDefinitionID: s.JobDefinitionID, ScheduleType: s.ScheduleType, CronExpr: s.CronExpr,
 		CronSyntax: s.CronSyntax, DSTPolicy: s.DSTPolicy, CalendarID: s.CalendarID, IntervalSeconds: int64p(s.IntervalSeconds), RunAt: s.RunAt, Timezone: s.Timezone, StartAt: s.StartAt, EndAt: s.EndAt,
 		MaxRuns: int64p(s.MaxRuns), MisfirePolicy: s.MisfirePolicy, CatchupWindowSeconds: int64p(s.CatchupWindowSeconds),
-		Concurrency: s.Concurrency, Params: json.RawMessage(s.Params), Status: s.Status,
+		Concurrency: s.Concurrency, Params: json.RawMessage(s.Params), Status: s.Status, Priority: int64p(s.Priority),
 	}
 }
 
@@ -97,6 +101,14 @@ type runRequest struct {
 	JobDefinitionID int64           `json:"job_definition_id"`
 	Params          json.RawMessage `json:"params"`
 	RunAt           *time.Time      `json:"run_at"`
+	// Priority overrides the definition's for this job.
+	Priority *int64 `json:"priority"`
+}
+
+// triggerRequest is the optional body of a schedule's trigger.
+type triggerRequest struct {
+	// Priority overrides the schedule's (and definition's) for this job.
+	Priority *int64 `json:"priority"`
 }
 
 // configurationRequest sets one configurations row.
@@ -143,6 +155,16 @@ func checkName(name string) *apiError {
 func checkInt32(field string, v, minimum int64) *apiError {
 	if v < minimum || v > math.MaxInt32 {
 		return badRequest(field, "%s must be from %d to %d, got %d", field, minimum, math.MaxInt32, v)
+	}
+	return nil
+}
+
+// checkPriority checks a priority against the range the schema's CHECK
+// constraints allow.
+func checkPriority(v int64) *apiError {
+	if !models.ValidPriority(v) {
+		return badRequest("priority", "priority must be from %d (lowest) to %d (highest; the default is %d), got %d",
+			models.PriorityMin, models.PriorityMax, models.PriorityDefault, v)
 	}
 	return nil
 }
@@ -232,6 +254,9 @@ func validateDefinition(reg *tasks.Registry, req *definitionRequest) (*models.Jo
 	default:
 		return nil, badRequest("notify_on", "unknown notify_on %q (want never, failure, success or always)", req.NotifyOn)
 	}
+	if e := checkPriority(req.Priority); e != nil {
+		return nil, e
+	}
 	if utf8.RuneCountInString(req.NotifyEmails) > maxEmails {
 		return nil, badRequest("notify_emails", "notify_emails is longer than %d characters", maxEmails)
 	}
@@ -259,6 +284,7 @@ func validateDefinition(reg *tasks.Registry, req *definitionRequest) (*models.Jo
 		Name: req.Name, TaskType: req.TaskType, Description: req.Description, DefaultParams: params,
 		TimeoutSeconds: int(req.TimeoutSeconds), MaxAttempts: int(req.MaxAttempts), RetryBackoffSeconds: int(req.RetryBackoffSeconds),
 		NotifyOn: req.NotifyOn, NotifyEmails: strings.Join(emails, ","), RequestsRecovery: req.RequestsRecovery,
+		Priority: int(req.Priority),
 	}, nil
 }
 
@@ -346,6 +372,11 @@ func validateSchedule(reg *tasks.Registry, req *scheduleRequest, def *models.Job
 			return nil, nil, e
 		}
 	}
+	if req.Priority != nil {
+		if e := checkPriority(*req.Priority); e != nil {
+			return nil, nil, e
+		}
+	}
 	switch req.MisfirePolicy {
 	case models.MisfireFireOnce, models.MisfireSkip, models.MisfireFireAll:
 	default:
@@ -385,7 +416,7 @@ func validateSchedule(reg *tasks.Registry, req *scheduleRequest, def *models.Job
 		CronExpr: req.CronExpr, CronSyntax: req.CronSyntax, DSTPolicy: req.DSTPolicy, CalendarID: req.CalendarID, IntervalSeconds: intp(req.IntervalSeconds), RunAt: utcp(req.RunAt), Timezone: req.Timezone,
 		StartAt: utcp(req.StartAt), EndAt: utcp(req.EndAt), MaxRuns: intp(req.MaxRuns), MisfirePolicy: req.MisfirePolicy,
 		CatchupWindowSeconds: intp(req.CatchupWindowSeconds), Concurrency: req.Concurrency, Params: params, Status: req.Status,
-		CreatedAt: createdAt.UTC().Truncate(time.Microsecond),
+		Priority: intp(req.Priority), CreatedAt: createdAt.UTC().Truncate(time.Microsecond),
 	}
 	if s.CronExpr != nil {
 		expr := strings.TrimSpace(*s.CronExpr)

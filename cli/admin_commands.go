@@ -31,6 +31,9 @@ const (
 	jobsPath        = api.Prefix + "/jobs"
 )
 
+// priorityUsage is the --priority flag of definitions.
+const priorityUsage = "default priority of its jobs, 1 (lowest) to 10 (highest); among due jobs the claim takes higher ones first"
+
 func newDefinitionCommand() *cobra.Command {
 	cmd, f := adminGroup("definition", "Manage job definitions (what to run)",
 		"A job definition names a task type with its default params and run policy. Schedules and ad hoc runs refer to one.")
@@ -46,6 +49,7 @@ func newDefinitionCommand() *cobra.Command {
 		timeout    int
 		attempts   int
 		backoff    int
+		priority   int
 		recovery   bool
 		pf         pageFlags
 		listByName string
@@ -78,6 +82,7 @@ func newDefinitionCommand() *cobra.Command {
 	fl.StringVar(&notifyOn, "notify-on", "never", "email on never, failure, success or always")
 	fl.StringVar(&emails, "notify-emails", "", "comma-separated addresses")
 	fl.BoolVar(&recovery, "requests-recovery", true, "run a job cut off by the loss of its node again without using an attempt (false: fail it)")
+	fl.IntVar(&priority, "priority", models.PriorityDefault, priorityUsage)
 	_ = addCmd.MarkFlagRequired("task-type")
 	addCmd.PreRun = func(cmd *cobra.Command, _ []string) {
 		// Send only what was given, so the server's defaults apply.
@@ -93,6 +98,7 @@ func newDefinitionCommand() *cobra.Command {
 		set("notify-on", "notify_on", &notifyOn)
 		set("notify-emails", "notify_emails", &emails)
 		set("requests-recovery", "requests_recovery", &recovery)
+		set("priority", "priority", &priority)
 	}
 
 	listCmd := &cobra.Command{
@@ -105,10 +111,10 @@ func newDefinitionCommand() *cobra.Command {
 				q.Set("name", listByName)
 			}
 			return list(ctx, c, out, definitionsPath, q,
-				[]string{"ID", "NAME", "TASK TYPE", "MAX ATTEMPTS", "TIMEOUT", "NOTIFY", "DESCRIPTION"},
+				[]string{"ID", "NAME", "TASK TYPE", "MAX ATTEMPTS", "TIMEOUT", "NOTIFY", "PRIORITY", "DESCRIPTION"},
 				func(d *definitionRow) []string {
 					return []string{itoa(d.ID), d.Name, d.TaskType, strconv.Itoa(d.MaxAttempts), strconv.Itoa(d.TimeoutSeconds) + "s",
-						string(d.NotifyOn), str(d.Description)}
+						string(d.NotifyOn), strconv.Itoa(d.Priority), str(d.Description)}
 				})
 		}),
 	}
@@ -151,7 +157,7 @@ func newScheduleCommand() *cobra.Command {
 	var (
 		def, cron, every, at, tz, start, end, misfire, concurrency, params string
 		syntax, dst, calendar                                              string
-		maxRuns, catchup                                                   int
+		maxRuns, catchup, priority                                         int
 		paused, dryRun                                                     bool
 	)
 	addCmd := &cobra.Command{
@@ -201,6 +207,9 @@ func newScheduleCommand() *cobra.Command {
 			if paused {
 				body["status"] = models.SchedulePaused
 			}
+			if priority != 0 {
+				body["priority"] = priority
+			}
 			if params != "" {
 				p, err := jsonFlag("params", params)
 				if err != nil {
@@ -249,6 +258,7 @@ func newScheduleCommand() *cobra.Command {
 	fl.StringVar(&syntax, "cron-syntax", "", "standard (default) or quartz (Quartz 2.3.2 cron: 6-7 fields, ?, L, W, #, 1 = Sunday)")
 	fl.StringVar(&dst, "dst-policy", "", "standard cron across DST changes: once (default), skip, both or wall (docs/quartz.md)")
 	fl.StringVar(&calendar, "calendar", "", "calendar whose excluded times are skipped, by name")
+	fl.IntVar(&priority, "priority", 0, "priority of its jobs, 1 (lowest) to 10 (highest); 0 = the definition's")
 	_ = addCmd.MarkFlagRequired("definition")
 
 	var (
@@ -271,7 +281,7 @@ func newScheduleCommand() *cobra.Command {
 			}
 			nm := newNames(ctx, c)
 			return list(ctx, c, out, schedulesPath, q,
-				[]string{"ID", "NAME", "DEFINITION", "TYPE", "SPEC", "TIMEZONE", "STATUS", "NEXT FIRE"},
+				[]string{"ID", "NAME", "DEFINITION", "TYPE", "SPEC", "TIMEZONE", "STATUS", "PRIORITY", "NEXT FIRE"},
 				func(s *scheduleRow) []string {
 					next := "-"
 					switch {
@@ -283,8 +293,12 @@ func newScheduleCommand() *cobra.Command {
 					case len(s.NextFires) > 0:
 						next = timeCell(&s.NextFires[0])
 					}
+					prio := "-" // the definition's
+					if s.Priority != nil {
+						prio = strconv.Itoa(*s.Priority)
+					}
 					return []string{itoa(s.ID), s.Name, nm.definition(s.JobDefinitionID).name, string(s.ScheduleType), spec(&s.Schedule),
-						s.Timezone, string(s.Status), next}
+						s.Timezone, string(s.Status), prio, next}
 				})
 		}),
 	}
@@ -309,6 +323,15 @@ func newScheduleCommand() *cobra.Command {
 			return c.post(ctx, out, schedulesPath+"/"+id+"/"+verb, nil)
 		}
 	}
+	var triggerPriority int
+	triggerCmd := byID("trigger", "Fire a schedule now (prints the job written)", func(ctx context.Context, c *client, out io.Writer, id string) error {
+		var body any
+		if triggerPriority != 0 {
+			body = map[string]any{"priority": triggerPriority}
+		}
+		return c.post(ctx, out, schedulesPath+"/"+id+"/trigger", body)
+	})
+	triggerCmd.Flags().IntVar(&triggerPriority, "priority", 0, "this job's priority, 1 (lowest) to 10 (highest); 0 = the schedule's")
 	cmd.AddCommand(addCmd, newScheduleEditCommand(f), listCmd,
 		byID("show", "Show a schedule and its next fire times", func(ctx context.Context, c *client, out io.Writer, id string) error {
 			return c.show(ctx, out, schedulesPath+"/"+id)
@@ -324,7 +347,7 @@ a catch-up, set --misfire-policy skip with chime schedule edit first.`),
 			`Resume a paused schedule. The fires it missed while paused follow its
 misfire_policy: under the default fire_once, one catch-up job is written at
 once (catch_up = true, missed_fires = how many); skip writes none.`),
-		byID("trigger", "Fire a schedule now (prints the job written)", action("trigger")),
+		triggerCmd,
 		byID("delete", "Delete a schedule (its jobs stay)", func(ctx context.Context, c *client, out io.Writer, id string) error {
 			if err := c.do(ctx, "DELETE", schedulesPath+"/"+id, nil, nil, nil); err != nil {
 				return err
@@ -436,6 +459,7 @@ func newJobCommand() *cobra.Command {
 	logsCmd := newLogsCommand(f)
 
 	var runParams, runAt string
+	var runPriority int
 	runCmd := &cobra.Command{
 		Use:   "run DEFINITION [--params JSON] [--at TIME]",
 		Short: "Run a job definition now (ad hoc), with optional params",
@@ -459,11 +483,15 @@ func newJobCommand() *cobra.Command {
 			if runAt != "" {
 				body["run_at"] = runAt
 			}
+			if runPriority != 0 {
+				body["priority"] = runPriority
+			}
 			return c.post(ctx, out, jobsPath, body)
 		}),
 	}
 	runCmd.Flags().StringVar(&runParams, "params", "", "params merged over the definition's defaults, a JSON object")
 	runCmd.Flags().StringVar(&runAt, "at", "", "run at this RFC 3339 time instead of now")
+	runCmd.Flags().IntVar(&runPriority, "priority", 0, "this job's priority, 1 (lowest) to 10 (highest); 0 = the definition's")
 
 	var forceReset bool
 	resetCmd := jobArg("reset", "Put a job stuck in queued, running or paused back to pending (admin repair)",

@@ -93,9 +93,9 @@ func TestCLIEndToEnd(t *testing.T) {
 	out = mustChime(t, url, "schedule", "list")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3, out)
-	require.Regexp(t, `^ID\s+NAME\s+DEFINITION\s+TYPE\s+SPEC\s+TIMEZONE\s+STATUS\s+NEXT FIRE$`, lines[0])
-	require.Regexp(t, `^2\s+often\s+report\s+interval\s+every 1m30s\s+UTC\s+active\s+\d{4}-`, lines[1], "newest first")
-	require.Regexp(t, `^1\s+nightly\s+report\s+cron\s+0 2 \* \* \*\s+Asia/Tokyo\s+active\s+\d{4}-\d\d-\d\dT17:00:00Z$`, lines[2])
+	require.Regexp(t, `^ID\s+NAME\s+DEFINITION\s+TYPE\s+SPEC\s+TIMEZONE\s+STATUS\s+PRIORITY\s+NEXT FIRE$`, lines[0])
+	require.Regexp(t, `^2\s+often\s+report\s+interval\s+every 1m30s\s+UTC\s+active\s+-\s+\d{4}-`, lines[1], "newest first")
+	require.Regexp(t, `^1\s+nightly\s+report\s+cron\s+0 2 \* \* \*\s+Asia/Tokyo\s+active\s+-\s+\d{4}-\d\d-\d\dT17:00:00Z$`, lines[2])
 	// Columns are aligned: every row's STATUS starts where the header's does.
 	col := strings.Index(lines[0], "STATUS")
 	for _, l := range lines[1:] {

@@ -30,10 +30,10 @@ func TestCLIDisplay(t *testing.T) {
 	require.Regexp(t, `(?m)^1\s+nightly\s+report\s+pending\s+-\s+0/3\s`, out)
 
 	out = mustChime(t, url, "schedule", "list")
-	require.Regexp(t, `(?m)^1\s+nightly\s+report\s+cron\s+0 2 \* \* \*\s+UTC\s+active\s+\d{4}-`, out)
+	require.Regexp(t, `(?m)^1\s+nightly\s+report\s+cron\s+0 2 \* \* \*\s+UTC\s+active\s+-\s+\d{4}-`, out)
 	mustChime(t, url, "schedule", "pause", "nightly")
 	out = mustChime(t, url, "schedule", "list")
-	require.Regexp(t, `(?m)^1\s+nightly\s+report\s+cron\s+0 2 \* \* \*\s+UTC\s+paused\s+- \(paused\)$`, out)
+	require.Regexp(t, `(?m)^1\s+nightly\s+report\s+cron\s+0 2 \* \* \*\s+UTC\s+paused\s+-\s+- \(paused\)$`, out)
 
 	out = mustChime(t, url, "job", "show", "2")
 	lines := strings.Split(out, "\n")

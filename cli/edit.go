@@ -63,7 +63,7 @@ func newDefinitionEditCommand(f *clientFlags) *cobra.Command {
 	var (
 		b                                               editBody
 		name, taskType, params, descr, notifyOn, emails string
-		timeout, attempts, backoff                      int
+		timeout, attempts, backoff, priority            int
 		recovery                                        bool
 	)
 	cmd := &cobra.Command{
@@ -86,6 +86,7 @@ fire on; jobs already written keep the params they were written with.`,
 	b.add("notify-on", "notify_on", strVal(&notifyOn))
 	b.add("notify-emails", "notify_emails", strVal(&emails))
 	b.add("requests-recovery", "requests_recovery", func() (any, error) { return recovery, nil })
+	b.add("priority", "priority", intVal(&priority))
 	cmd.RunE = runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
 		body, err := b.build(cmd)
 		if err != nil {
@@ -111,6 +112,7 @@ fire on; jobs already written keep the params they were written with.`,
 	fl.StringVar(&notifyOn, "notify-on", "", "email on never, failure, success or always")
 	fl.StringVar(&emails, "notify-emails", "", "comma-separated addresses")
 	fl.BoolVar(&recovery, "requests-recovery", true, "run a job cut off by the loss of its node again without using an attempt")
+	fl.IntVar(&priority, "priority", models.PriorityDefault, priorityUsage+"; jobs already written keep theirs")
 	return cmd
 }
 
@@ -119,7 +121,7 @@ func newScheduleEditCommand(f *clientFlags) *cobra.Command {
 		b                                                                        editBody
 		name, def, cron, every, at, tz, start, end, misfire, concurrency, params string
 		syntax, dst, calendar                                                    string
-		maxRuns, catchup                                                         int
+		maxRuns, catchup, priority                                               int
 	)
 	cmd := &cobra.Command{
 		Use:   "edit ID|NAME [flags]",
@@ -154,6 +156,12 @@ change at once.`,
 			return nil, nil
 		}
 		return catchup, nil
+	})
+	b.add("priority", "priority", func() (any, error) {
+		if priority == 0 {
+			return nil, nil // the definition's
+		}
+		return priority, nil
 	})
 	b.add("params", "params", func() (any, error) {
 		if params == "" {
@@ -224,6 +232,7 @@ change at once.`,
 	fl.StringVar(&syntax, "cron-syntax", "", "standard or quartz (Quartz 2.3.2 cron: 6-7 fields, ?, L, W, #, 1 = Sunday)")
 	fl.StringVar(&dst, "dst-policy", "", "standard cron across DST changes: once, skip, both or wall (docs/quartz.md)")
 	fl.StringVar(&calendar, "calendar", "", `calendar whose excluded times are skipped, by name ("" = none)`)
+	fl.IntVar(&priority, "priority", 0, "priority of its jobs, 1 (lowest) to 10 (highest); 0 = the definition's; jobs already written keep theirs")
 	return cmd
 }
 

@@ -53,7 +53,7 @@ func NewRootCommand() *cobra.Command {
 	// The configuration flags belong to the commands that read the
 	// configuration; the admin commands talk to a server and take its
 	// URL and token instead.
-	server := []*cobra.Command{newServeCommand(g), newMigrateCommand(g), newBenchCommand(g)}
+	server := []*cobra.Command{newServeCommand(g), newMigrateCommand(g), newBenchCommand(g), newImportCommand(g)}
 	for _, c := range server {
 		g.register(c)
 	}

@@ -135,6 +135,20 @@ func setValue(id, value string) chromedp.Action[chromedp.Void] {
 	})
 }
 
+// clickLive clicks what sel finds at the moment of the click. The job list
+// replaces its rows every few seconds, so a node chromedp found a moment
+// earlier may be gone by its click ("No node with given id found").
+func clickLive(sel string) chromedp.Action[chromedp.Void] {
+	js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.click(); return true; })()`, sel)
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		ok, err := chromedp.Evaluate[bool](js)(ctx, t)
+		if err == nil && !ok {
+			err = fmt.Errorf("click %s: no such element", sel)
+		}
+		return err
+	})
+}
+
 func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
 		_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
@@ -236,7 +250,7 @@ func browserFlow(t *testing.T, ctx context.Context, base string, st *store.Store
 	do(t, ctx,
 		chromedp.Navigate(base+"/jobs?status=failed"),
 		chromedp.WaitVisible(css(`#jobs a[href="/jobs/`+itoa(failed)+`"]`)),
-		chromedp.Click(css(`#jobs a[href="/jobs/`+itoa(failed)+`"]`)),
+		clickLive(`#jobs a[href="/jobs/`+itoa(failed)+`"]`),
 		chromedp.WaitVisible(css(`#job-error`)),
 	)
 	require.Contains(t, text(t, ctx, `#job-error`), "failing as asked")

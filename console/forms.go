@@ -36,10 +36,10 @@ func (f *form) fail(field, msg string, fields []string) {
 }
 
 var scheduleFields = []string{"name", "job_definition_id", "schedule_type", "cron_expr", "cron_syntax", "dst_policy", "calendar_id", "interval_seconds", "run_at",
-	"timezone", "start_at", "end_at", "max_runs", "misfire_policy", "catchup_window_seconds", "concurrency", "params", "status"}
+	"timezone", "start_at", "end_at", "max_runs", "misfire_policy", "catchup_window_seconds", "concurrency", "params", "status", "priority"}
 
 var definitionFields = []string{"name", "task_type", "description", "default_params", "timeout_seconds", "max_attempts",
-	"retry_backoff_seconds", "notify_on", "notify_emails", "requests_recovery"}
+	"retry_backoff_seconds", "notify_on", "notify_emails", "requests_recovery", "priority"}
 
 // localTimeLayout is what <input type="datetime-local"> sends.
 const localTimeLayout = "2006-01-02T15:04"
@@ -86,6 +86,7 @@ func scheduleBody(f *form) map[string]any {
 	num("max_runs")
 	num("catchup_window_seconds")
 	num("calendar_id")
+	num("priority") // empty: null, the definition's
 	// Only the spec field of the chosen type is sent: the form keeps all
 	// three inputs, the API refuses a spec of another type.
 	typ := v.Get("schedule_type")
@@ -144,9 +145,13 @@ func definitionBody(f *form) map[string]any {
 		body[k] = strings.TrimSpace(v.Get(k))
 	}
 	body["description"] = v.Get("description")
-	for _, k := range []string{"timeout_seconds", "max_attempts", "retry_backoff_seconds"} {
+	for _, k := range []string{"timeout_seconds", "max_attempts", "retry_backoff_seconds", "priority"} {
 		s := strings.TrimSpace(v.Get(k))
-		if s == "" {
+		switch {
+		case s != "":
+		case k == "priority":
+			s = strconv.Itoa(models.PriorityDefault)
+		default:
 			s = "0"
 		}
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -298,6 +303,7 @@ func scheduleValues(sch *models.Schedule) url.Values {
 	v.Set("misfire_policy", string(sch.MisfirePolicy))
 	v.Set("catchup_window_seconds", derefInt(sch.CatchupWindowSeconds))
 	v.Set("concurrency", string(sch.Concurrency))
+	v.Set("priority", derefInt(sch.Priority))
 	v.Set("params", prettyJSON(sch.Params))
 	status := sch.Status
 	if status != models.ScheduleActive && status != models.SchedulePaused {
@@ -426,6 +432,10 @@ func (c *Console) jobAction(w http.ResponseWriter, r *http.Request, s *session) 
 		if len(j.Params) == 0 {
 			body["params"] = nil
 		}
+		// The same job again: at the priority it ran with.
+		if models.ValidPriority(int64(j.Priority)) {
+			body["priority"] = j.Priority
+		}
 		res := c.callAPI(ctx, http.MethodPost, api.Prefix+"/jobs", body)
 		if !res.ok() {
 			c.fail(w, r, s, res.Status, res.Err)
@@ -459,7 +469,7 @@ func (c *Console) definitionForm(w http.ResponseWriter, s *session, status int, 
 func (c *Console) newDefinition(w http.ResponseWriter, r *http.Request, s *session) {
 	f := &form{Values: url.Values{}, Errors: map[string]string{}}
 	for k, v := range map[string]string{"max_attempts": "1", "retry_backoff_seconds": "10", "timeout_seconds": "0",
-		"notify_on": "never", "requests_recovery": "on"} {
+		"notify_on": "never", "requests_recovery": "on", "priority": strconv.Itoa(models.PriorityDefault)} {
 		f.Values.Set(k, v)
 	}
 	c.definitionForm(w, s, http.StatusOK, 0, f)
@@ -495,6 +505,7 @@ func definitionValues(d *models.JobDefinition) url.Values {
 	if d.RequestsRecovery {
 		v.Set("requests_recovery", "on")
 	}
+	v.Set("priority", strconv.Itoa(d.Priority))
 	return v
 }
 

@@ -9,6 +9,9 @@ import "time"
 // by the loss of its node runs again without using an attempt. The column
 // defaults to TRUE, but Go's zero value is false: code that builds a
 // definition sets it.
+//
+// Priority is the default priority of its jobs (see PriorityStep); 0 in Go
+// leaves it out of an insert, so the column's default, 5, applies.
 type JobDefinition struct {
 	ID                  int64     `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
 	Name                string    `gorm:"column:name" json:"name"`
@@ -21,6 +24,7 @@ type JobDefinition struct {
 	NotifyOn            NotifyOn  `gorm:"column:notify_on" json:"notify_on"`
 	NotifyEmails        string    `gorm:"column:notify_emails" json:"notify_emails"`
 	RequestsRecovery    bool      `gorm:"column:requests_recovery" json:"requests_recovery"`
+	Priority            int       `gorm:"column:priority;default:5" json:"priority"`
 	CreatedAt           time.Time `gorm:"column:created_at" json:"created_at"`
 	UpdatedAt           time.Time `gorm:"column:updated_at" json:"updated_at"`
 }
@@ -29,7 +33,8 @@ type JobDefinition struct {
 func (JobDefinition) TableName() string { return "job_definitions" }
 
 // Schedule is when to run a definition: the paper's Schedule table with the
-// trigger spec inline. Table schedules.
+// trigger spec inline. Table schedules. Priority overrides the definition's
+// for its jobs; nil (NULL) keeps the definition's.
 type Schedule struct {
 	ID                   int64          `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
 	Name                 string         `gorm:"column:name" json:"name"`
@@ -51,6 +56,7 @@ type Schedule struct {
 	Params               JSON           `gorm:"column:params" json:"params"`
 	Status               ScheduleStatus `gorm:"column:status" json:"status"`
 	StatusReason         string         `gorm:"column:status_reason" json:"status_reason"`
+	Priority             *int           `gorm:"column:priority" json:"priority"`
 	CreatedAt            time.Time      `gorm:"column:created_at" json:"created_at"`
 	UpdatedAt            time.Time      `gorm:"column:updated_at" json:"updated_at"`
 }
@@ -104,6 +110,12 @@ func (TimeTrigger) TableName() string { return "time_triggers" }
 // Recoveries counts its reruns after node loss that used no attempt.
 // Outcome is what the task chose for its last run (tasks.SkipRetry,
 // Snooze, Cancel), empty when it chose nothing; Snoozes counts snoozes.
+//
+// Priority is the effective priority the job was written with; 0 in Go
+// leaves it out of an insert, and the database's trigger fills in the
+// schedule's, else the definition's (migration 00012). ClaimKey is what the
+// claim orders due jobs by (see PriorityStep): the database keeps it, so
+// GORM only reads it.
 type Job struct {
 	ID              int64      `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
 	ScheduleID      *int64     `gorm:"column:schedule_id" json:"schedule_id"`
@@ -117,6 +129,8 @@ type Job struct {
 	Recoveries      int        `gorm:"column:recoveries" json:"recoveries"`
 	Outcome         JobOutcome `gorm:"column:outcome" json:"outcome"`
 	Snoozes         int        `gorm:"column:snoozes" json:"snoozes"`
+	Priority        int        `gorm:"column:priority;default:null" json:"priority"`
+	ClaimKey        int64      `gorm:"column:claim_key;->" json:"-"`
 	Params          JSON       `gorm:"column:params" json:"params"`
 	CatchUp         bool       `gorm:"column:catch_up" json:"catch_up"`
 	MissedFires     int        `gorm:"column:missed_fires" json:"missed_fires"`

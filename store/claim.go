@@ -19,13 +19,14 @@ var activeStatuses = []models.JobStatus{models.JobQueued, models.JobRunning, mod
 // one transaction. On MySQL the rows are picked with FOR UPDATE SKIP LOCKED,
 // so nodes claiming at the same time take disjoint rows without waiting for
 // each other; SQLite has a single writer (BEGIN IMMEDIATE) and needs no lock
-// clause. The pick is served by idx_jobs_claim (status, run_at), so its cost
-// does not grow with finished history.
+// clause. The pick takes higher priorities first, without starvation (see
+// selectDue); it is served by idx_jobs_claim_order (status, claim_key, id),
+// so its cost does not grow with finished history.
 //
 // A schedule with concurrency = 'forbid' gets at most one job active: rows
 // of a schedule that already has a queued, running or paused job are not
-// picked, and of several due rows of one such schedule only the earliest is
-// claimed.
+// picked, and of several due rows of one such schedule only the first in
+// claim order is claimed.
 //
 // An error means nothing was claimed. Once the transaction has committed,
 // the rows are the caller's and ClaimJobs returns them with a nil error,
@@ -186,13 +187,21 @@ func (s *Store) loadClaimed(ctx context.Context, res *ClaimResult, schedNames ma
 
 // selectDue picks up to limit due pending rows, leaving out the schedules
 // in exclude, and locks them (MySQL, PostgreSQL: skipping rows other claims hold).
+//
+// Rows go in claim_key order: run_at moved models.PriorityStep earlier per
+// priority above the default (later below), kept by the database (migration
+// 00012). So higher priorities go first among due rows, and a due row is
+// passed over only by rows that became due less than (their priority - its
+// priority) × PriorityStep after it. A due row's key is at most now plus
+// claimKeySlack, which bounds the range on idx_jobs_claim_order; run_at <=
+// now then drops the few rows in that range that are not due yet.
 func (s *Store) selectDue(tx *gorm.DB, limit int, now time.Time, exclude []int64) ([]models.Job, error) {
 	q := tx.Model(&models.Job{}).
-		Where("status = ? AND run_at <= ? AND control <> ?", models.JobPending, now, models.ControlStop)
+		Where("status = ? AND claim_key <= ? AND run_at <= ? AND control <> ?", models.JobPending, claimKeyBound(now), now, models.ControlStop)
 	if len(exclude) > 0 {
 		q = q.Where("(schedule_id IS NULL OR schedule_id NOT IN ?)", exclude)
 	}
-	q = q.Order("run_at, id").Limit(limit)
+	q = q.Order("claim_key, id").Limit(limit)
 	if s.rowLocks() {
 		q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
 	}
@@ -201,6 +210,16 @@ func (s *Store) selectDue(tx *gorm.DB, limit int, now time.Time, exclude []int64
 		return nil, fmt.Errorf("select due jobs: %w", err)
 	}
 	return rows, nil
+}
+
+// claimKeySlack is how far past now a due row's claim_key may be: that of
+// the lowest priority, plus a millisecond for SQLite, which rounds run_at to
+// the millisecond where the others truncate.
+const claimKeySlack = (models.PriorityDefault-models.PriorityMin)*models.PriorityStep + time.Millisecond
+
+// claimKeyBound is the largest claim_key a row due at now can have.
+func claimKeyBound(now time.Time) int64 {
+	return now.Add(claimKeySlack).UnixMilli()
 }
 
 // readSchedules reads name and concurrency of the schedules of rows not
@@ -281,7 +300,7 @@ func (s *Store) WaitingJobs(ctx context.Context, p *WaitingJobsParams) ([]Waitin
 	}
 	var out []WaitingJob
 	err := s.db.WithContext(ctx).Raw(`SELECT id, schedule_id FROM jobs
-		WHERE status = ? AND run_at <= ? AND schedule_id IN ? ORDER BY run_at LIMIT ?`,
+		WHERE status = ? AND run_at <= ? AND schedule_id IN ? ORDER BY claim_key, id LIMIT ?`,
 		models.JobPending, DBTime(p.Now), p.ScheduleIDs, max(p.Limit, 1)).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("list jobs waiting on forbid schedules: %w", err)
@@ -290,14 +309,14 @@ func (s *Store) WaitingJobs(ctx context.Context, p *WaitingJobsParams) ([]Waitin
 }
 
 // ExplainClaim returns the database's plan for the claim's SELECT, for
-// benchmarks and tests that prove it uses idx_jobs_claim.
+// benchmarks and tests that prove it uses idx_jobs_claim_order.
 func (s *Store) ExplainClaim(ctx context.Context, now time.Time, limit int) (string, error) {
-	sql := `SELECT * FROM jobs WHERE status = 'pending' AND run_at <= ? AND control <> 'stop' ORDER BY run_at, id LIMIT ?`
+	sql := `SELECT * FROM jobs WHERE status = 'pending' AND claim_key <= ? AND run_at <= ? AND control <> 'stop' ORDER BY claim_key, id LIMIT ?`
 	prefix := "EXPLAIN "
 	if s.dialect == SQLite {
 		prefix = "EXPLAIN QUERY PLAN "
 	}
-	rows, err := s.sqlDB.QueryContext(ctx, prefix+sql, DBTime(now), limit)
+	rows, err := s.sqlDB.QueryContext(ctx, prefix+sql, claimKeyBound(now), DBTime(now), limit)
 	if err != nil {
 		return "", fmt.Errorf("explain claim: %w", err)
 	}

@@ -61,10 +61,10 @@ func (s *Store) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFire
 		}
 		// Two statements so the counts per kind are exact: a multi-row
 		// insert reports only how many rows it added in total.
-		if res.Inserted, err = s.insertJobs(tx, normal, p.Now); err != nil {
+		if res.Inserted, err = s.insertJobs(tx, normal, seen, p.Now); err != nil {
 			return err
 		}
-		if res.InsertedCatchUp, err = s.insertJobs(tx, catchUp, p.Now); err != nil {
+		if res.InsertedCatchUp, err = s.insertJobs(tx, catchUp, seen, p.Now); err != nil {
 			return err
 		}
 		res.Duplicates = len(normal) + len(catchUp) - res.Inserted - res.InsertedCatchUp
@@ -99,8 +99,9 @@ func (s *Store) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFire
 
 // fireRow is what lockFireRows read of one active schedule.
 type fireRow struct {
-	exists bool       // it has a time_triggers row
-	row    TriggerRow // that row, when it exists
+	exists   bool       // it has a time_triggers row
+	row      TriggerRow // that row, when it exists
+	priority int        // its jobs' priority: its own, else its definition's
 }
 
 // lockFireRows reads, inside the transaction, which of the batch's
@@ -111,7 +112,10 @@ type fireRow struct {
 // SQLite's transactions are already exclusive (BEGIN IMMEDIATE). Every
 // schedule of the batch has a trigger row in p.Triggers (the engine sends
 // one per schedule it handles), so jobs and completions are checked
-// through it.
+// through it. The same read gives each schedule's effective priority for
+// its jobs, so writing it costs no statement; the definition is read by a
+// subquery, which neither MySQL's FOR UPDATE nor PostgreSQL's FOR UPDATE OF s
+// locks.
 func (s *Store) lockFireRows(tx *gorm.DB, p *WriteFiresParams) (map[int64]fireRow, error) {
 	ids := make([]int64, 0, len(p.Triggers))
 	for _, t := range p.Triggers {
@@ -133,7 +137,8 @@ func (s *Store) lockFireRows(tx *gorm.DB, p *WriteFiresParams) (map[int64]fireRo
 			lock = " FOR UPDATE OF s"
 		}
 		rows, err := tx.Statement.ConnPool.QueryContext(tx.Statement.Context,
-			"SELECT s.id, t.schedule_id, t.next_fire_at, t.last_fire_at, t.fired_count, t.remaining_count, t.misfired_count"+
+			"SELECT s.id, t.schedule_id, t.next_fire_at, t.last_fire_at, t.fired_count, t.remaining_count, t.misfired_count,"+
+				" COALESCE(s.priority, (SELECT d.priority FROM job_definitions d WHERE d.id = s.job_definition_id))"+
 				" FROM schedules s LEFT JOIN "+triggers+" t ON t.schedule_id = s.id"+
 				" WHERE s.status = ? AND s.id IN ("+list+") ORDER BY s.id"+lock, string(models.ScheduleActive))
 		if err != nil {
@@ -143,14 +148,17 @@ func (s *Store) lockFireRows(tx *gorm.DB, p *WriteFiresParams) (map[int64]fireRo
 			var (
 				id                 int64
 				tid, fired, missed sql.NullInt64
-				rem                sql.NullInt64
+				rem, prio          sql.NullInt64
 				next, last         sql.NullTime
 			)
-			if err := rows.Scan(&id, &tid, &next, &last, &fired, &rem, &missed); err != nil {
+			if err := rows.Scan(&id, &tid, &next, &last, &fired, &rem, &missed, &prio); err != nil {
 				_ = rows.Close()
 				return nil, fmt.Errorf("check schedules and triggers: %w", err)
 			}
-			r := fireRow{exists: tid.Valid}
+			r := fireRow{exists: tid.Valid, priority: models.PriorityDefault}
+			if prio.Valid {
+				r.priority = int(prio.Int64)
+			}
 			if r.exists {
 				r.row = TriggerRow{ScheduleID: id, NextFireAt: nullTime(next), LastFireAt: nullTime(last), FiredCount: fired.Int64, MisfiredCount: missed.Int64}
 				if rem.Valid {
@@ -200,27 +208,30 @@ func idList(ids []int64) string {
 	return string(b)
 }
 
-func (s *Store) insertJobs(tx *gorm.DB, jobs []FireJob, now time.Time) (int, error) {
+// insertJobs writes the fires in jobs, each with its schedule's priority as
+// lockFireRows read it in seen.
+func (s *Store) insertJobs(tx *gorm.DB, jobs []FireJob, seen map[int64]fireRow, now time.Time) (int, error) {
 	if len(jobs) == 0 {
 		return 0, nil
 	}
-	const cols = 12
+	const cols = 13
 	var b strings.Builder
-	b.Grow(200 + len(jobs)*26)
-	b.WriteString("INSERT INTO jobs (schedule_id, job_definition_id, scheduled_at, run_at, status, attempt, max_attempts, params, catch_up, missed_fires, created_at, updated_at) VALUES ")
+	b.Grow(200 + len(jobs)*28)
+	b.WriteString("INSERT INTO jobs (schedule_id, job_definition_id, scheduled_at, run_at, status, attempt, max_attempts, params, catch_up, missed_fires, priority, created_at, updated_at) VALUES ")
 	args := make([]any, 0, len(jobs)*cols)
 	ts := DBTime(now)
 	for i, j := range jobs {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?)")
+		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?)")
 		at := DBTime(j.ScheduledAt)
 		var params any
 		if len(j.Params) > 0 {
 			params = string(j.Params)
 		}
-		args = append(args, j.ScheduleID, j.JobDefinitionID, at, at, string(models.JobPending), 0, j.MaxAttempts, params, j.CatchUp, j.MissedFires, ts, ts)
+		args = append(args, j.ScheduleID, j.JobDefinitionID, at, at, string(models.JobPending), 0, j.MaxAttempts, params, j.CatchUp, j.MissedFires,
+			seen[j.ScheduleID].priority, ts, ts)
 	}
 	if s.dialect == MySQL {
 		b.WriteString(" ON DUPLICATE KEY UPDATE id = id")

@@ -153,7 +153,7 @@ func BenchmarkDrain(b *testing.B) {
 
 // BenchmarkClaimWithHistory measures one claim of 100 rows from a table
 // holding CHIME_BENCH_HISTORY (default 1,000,000) finished jobs, next to an
-// empty history, and logs the plan: the claim reads idx_jobs_claim, so its
+// empty history, and logs the plan: the claim reads idx_jobs_claim_order, so its
 // cost does not grow with history.
 func BenchmarkClaimWithHistory(b *testing.B) {
 	history := 1_000_000

@@ -254,7 +254,12 @@ func (c *Calendar) Excludes(t time.Time) bool {
 	case models.CalendarWeekly:
 		return c.weekly[l.Weekday()]
 	case models.CalendarDaily:
-		in := sinceMidnight(l) >= c.from && sinceMidnight(l) <= c.to
+		// The range's ends are instants of t's day, as Quartz's lenient
+		// java.util.Calendar makes them: an end in a spring-forward gap
+		// moves past the gap, and of a fall-back day's repeated hour only
+		// the standard-time pass is in the range (Go's time.Date resolves
+		// both cases as Java does).
+		in := !l.Before(wallAt(y, m, d, c.from, c.loc)) && !l.After(wallAt(y, m, d, c.to, c.loc))
 		return in != c.invert
 	case models.CalendarCron:
 		// Quartz's CronCalendar: excluded when the expression is satisfied

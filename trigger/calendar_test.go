@@ -126,3 +126,30 @@ func TestQuartzSyntax(t *testing.T) {
 	_, err = New(&iv, nil)
 	require.ErrorContains(t, err, "cron schedules only")
 }
+
+// A daily range's ends are the instants Quartz's lenient java.util.Calendar
+// makes of them on daylight-saving days: an end in the spring-forward gap
+// moves past it, and of a fall-back day's repeated hour only the second
+// pass (standard time) is in the range (checked against Quartz 2.3.2's
+// DailyCalendar.isTimeIncluded).
+func TestDailyCalendarAcrossDST(t *testing.T) {
+	t.Parallel()
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		from, to string
+		at       time.Time
+		excluded bool
+	}{
+		// 29 March 2026: 02:00 CET jumps to 03:00 CEST; 02:30 is 03:30 CEST.
+		{"01:30", "02:30", time.Date(2026, 3, 29, 1, 15, 0, 0, time.UTC), true}, // 03:15 CEST
+		{"01:30", "02:30", time.Date(2026, 3, 29, 1, 31, 0, 0, time.UTC), false},
+		// 25 October 2026: 03:00 CEST falls back to 02:00 CET.
+		{"02:00", "02:30", time.Date(2026, 10, 25, 0, 15, 0, 0, time.UTC), false}, // 02:15 CEST
+		{"02:00", "02:30", time.Date(2026, 10, 25, 1, 15, 0, 0, time.UTC), true},  // 02:15 CET
+	} {
+		c, err := ParseCalendar(cal(models.CalendarDaily, `{"from": "`+tc.from+`", "to": "`+tc.to+`"}`, "Europe/Berlin"))
+		require.NoError(t, err)
+		require.Equal(t, tc.excluded, c.Excludes(tc.at), "%s-%s at %s", tc.from, tc.to, tc.at.In(berlin))
+	}
+}

@@ -16,6 +16,7 @@ type DefinitionOpts struct {
 	MaxAttempts int    // 1 when 0
 	// RequestsRecovery gives a crashed run its attempt back (see store.RecoverNode).
 	RequestsRecovery bool
+	Priority         int // the column's default, 5, when 0
 }
 
 // Definition inserts a job definition as o describes it.
@@ -25,7 +26,7 @@ func Definition(t testing.TB, st *store.Store, o *DefinitionOpts) models.JobDefi
 		o = &DefinitionOpts{}
 	}
 	d := models.JobDefinition{Name: o.Name, TaskType: o.TaskType, MaxAttempts: max(o.MaxAttempts, 1),
-		RequestsRecovery: o.RequestsRecovery, NotifyOn: models.NotifyNever}
+		RequestsRecovery: o.RequestsRecovery, NotifyOn: models.NotifyNever, Priority: o.Priority}
 	if d.Name == "" {
 		d.Name = "d"
 	}
@@ -46,6 +47,10 @@ type JobOpts struct {
 	Attempt      int
 	// Heartbeat, when set, is both started_at and heartbeat_at.
 	Heartbeat *time.Time
+	// Priority is the job's; when 0 the database gives it the definition's.
+	Priority int
+	// RunAt is when it is due; now when zero.
+	RunAt time.Time
 }
 
 // Job inserts an ad hoc job as o describes it.
@@ -59,8 +64,12 @@ func Job(t testing.TB, st *store.Store, o *JobOpts) models.Job {
 	if status == "" {
 		status = models.JobPending
 	}
-	j := models.Job{JobDefinitionID: o.DefinitionID, ScheduledAt: now, RunAt: now, Status: status, NodeID: o.NodeID,
-		Attempt: o.Attempt, HeartbeatAt: o.Heartbeat, StartedAt: o.Heartbeat}
+	runAt := now
+	if !o.RunAt.IsZero() {
+		runAt = store.DBTime(o.RunAt)
+	}
+	j := models.Job{JobDefinitionID: o.DefinitionID, ScheduledAt: runAt, RunAt: runAt, Status: status, NodeID: o.NodeID,
+		Attempt: o.Attempt, HeartbeatAt: o.Heartbeat, StartedAt: o.Heartbeat, Priority: o.Priority}
 	if err := st.DB().Create(&j).Error; err != nil {
 		t.Fatalf("testdb: create job: %v", err)
 	}
