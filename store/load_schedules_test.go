@@ -33,7 +33,7 @@ func TestLoadSchedulesPagesMatchGorm(t *testing.T) {
 			case 1: // every nullable column set
 				s.ScheduleType, s.CronExpr, s.IntervalSeconds = models.ScheduleInterval, nil, ptr(90)
 				s.RunAt, s.StartAt, s.EndAt, s.MaxRuns, s.CatchupWindowSeconds = &at, &at, ptr(at.Add(time.Hour)), ptr(3), ptr(60)
-				s.CalendarID, s.Params, s.StatusReason = &cal.ID, models.JSON(`{"b":2}`), "why"
+				s.CalendarID, s.Params, s.StatusReason, s.Priority = &cal.ID, models.JSON(`{"b":2}`), "why", ptr(7)
 			case 2:
 				s.Status = models.SchedulePaused
 			}
