@@ -12,6 +12,13 @@ type LoadSchedulesParams struct {
 	// definition or calendar was updated at or after it. Nil returns every
 	// active schedule.
 	ChangedSince *time.Time
+	// AfterID and Limit read one page in id order (keyset paging): the
+	// rows with id > AfterID, at most Limit of them; Limit 0 reads them
+	// all. A page shorter than Limit is the last. Pages are separate
+	// reads, not one snapshot: a row changed after its page was read is
+	// seen by the next ChangedSince read from before the first page.
+	AfterID int64
+	Limit   int
 }
 
 // ScheduleRow is one schedule with what the engine needs beside it.

@@ -36,6 +36,11 @@ type Config struct {
 	// its first (default 2ms), so schedules due microseconds apart
 	// (intervals anchored at created_at) share a transaction.
 	BatchWait time.Duration
+	// SyncPageSize is how many schedules one read of a sync returns
+	// (default 5000): a sync reads them in pages by id and merges each
+	// before the next arrives, so a restore of a million schedules holds
+	// one page of rows at a time beside the engine's entries.
+	SyncPageSize int
 	// RetryDelay is the pause before retrying a failed database round trip
 	// (default 1s).
 	RetryDelay time.Duration
@@ -72,6 +77,9 @@ func (c Config) withDefaults() Config {
 	if c.BatchSize == 0 {
 		c.BatchSize = 500
 	}
+	if c.SyncPageSize == 0 {
+		c.SyncPageSize = 5000
+	}
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()
 	}
@@ -100,6 +108,9 @@ func (c Config) validate() error {
 	}
 	if c.BatchSize < 0 {
 		bad("BatchSize must be at least 1, got %d", c.BatchSize)
+	}
+	if c.SyncPageSize < 0 {
+		bad("SyncPageSize must be at least 1, got %d", c.SyncPageSize)
 	}
 	return errors.Join(errs...)
 }

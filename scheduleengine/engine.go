@@ -14,6 +14,8 @@ import (
 
 	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/internal/startstop"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/trigger"
 )
 
 // Engine is the schedule engine of one node. The run goroutine owns every
@@ -46,6 +48,13 @@ type Engine struct {
 	missing  map[int64]TriggerRow  // triggers to create
 	respec   map[int64]TriggerSpec // timing changes to record in the trigger rows
 
+	cache      *trigger.Cache                  // parsed expressions, calendars and zones shared by the entries
+	specs      map[specKey]string              // specHash by the timing columns: a few distinct among many rows
+	defaults   map[*models.JobDefinition]error // default_params checked, by the definition a read returned
+	syncCancel context.CancelFunc              // stops the sync read in flight
+	sync       syncRun                         // the sync read in flight, while syncing
+	epoch      uint32                          // counts full reads: entry.seen holds the last that saw the entry
+
 	watermark, syncDue, fullDue, fireRetry time.Time
 	gatherUntil                            time.Time // a small batch waits until then for fires due just after it
 	holding, syncing                       bool      // gathering; a sync's read is in flight
@@ -61,12 +70,20 @@ type settledState struct {
 	until time.Time
 }
 
-// syncResult is one LoadSchedules read.
+// syncResult is one page of a sync's read: a LoadSchedules call.
 type syncResult struct {
-	gen int // leadGen when the read started
-	p   *LoadSchedulesParams
-	res *LoadSchedulesResult
-	err error
+	gen   int  // leadGen when the read started
+	full  bool // the read is of every active schedule
+	final bool // the read's last page, or its error
+	res   *LoadSchedulesResult
+	err   error
+}
+
+// syncRun is what the run goroutine keeps of the read in flight.
+type syncRun struct {
+	started    time.Time // engine clock when the read began
+	maxUpdated time.Time // latest MaxUpdatedAt of its pages
+	pages      int
 }
 
 // New returns a stopped engine writing through st.
@@ -122,6 +139,7 @@ func (e *Engine) reset(cron gocron.Scheduler) {
 	e.work, e.done, e.synced = make(chan *writeReq, maxQueued), make(chan *writeReq, maxQueued), make(chan syncResult, 1)
 	e.entries, e.heap, e.due, e.complete, e.inflight = map[int64]*entry{}, nil, map[int64]*entry{}, map[int64]bool{}, map[int64]bool{}
 	e.invalid, e.missing, e.respec = map[int64]string{}, map[int64]TriggerRow{}, map[int64]TriggerSpec{}
+	e.cache, e.specs, e.defaults, e.syncCancel = trigger.NewCache(), map[specKey]string{}, map[*models.JobDefinition]error{}, nil
 	e.watermark, e.syncDue, e.fullDue, e.fireRetry, e.gatherUntil = time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	e.queued, e.holding, e.syncing, e.stale = 0, false, false, false
 	e.setLeader(false)
@@ -247,6 +265,12 @@ func (e *Engine) follow(now time.Time) {
 	lead := e.cfg.Leadership.Leading()
 	if lead == e.leader.Load() {
 		return
+	}
+	if lead && e.syncing && e.syncCancel != nil {
+		// A read begun as a standby cannot end the staleness: stop it
+		// rather than wait for it, so the full read this node needs
+		// starts now, not after a restore's worth of pages.
+		e.syncCancel()
 	}
 	e.setLeader(lead)
 	if lead {

@@ -1,6 +1,7 @@
 package scheduleengine
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"time"
@@ -25,6 +26,7 @@ type entry struct {
 	restoreUpTo time.Time  // occurrences up to this passed while the schedule was not driven: missed
 	spec        string     // specHash of sched: its timing
 	since       *time.Time // the timing was changed then; occurrences count from it (time_triggers.spec_changed_at)
+	seen        uint32     // the last full read (Engine.epoch) that returned the row
 }
 
 // after is the instant whose successor is the schedule's next occurrence.
@@ -74,20 +76,53 @@ func (e *entry) triggerRow() TriggerRow {
 // newEntry builds the entry of an active schedule row, or returns the reason
 // it cannot be scheduled.
 func newEntry(r *ScheduleRow) (*entry, error) {
+	return buildEntry(r, trigger.NewCache(), map[specKey]string{}, map[*models.JobDefinition]error{})
+}
+
+func (e *Engine) newEntry(r *ScheduleRow) (*entry, error) {
+	return buildEntry(r, e.cache, e.specs, e.defaults)
+}
+
+// buildEntry is newEntry sharing what schedules have in common through
+// the engine's memos: the trigger of an expression (cache), the
+// fingerprint of a timing (specs), and a definition's checked defaults
+// (defaults), which are a schedule's params when it has none of its own.
+// A restore of a million schedules of a few expressions then parses,
+// hashes and allocates per expression, not per schedule.
+func buildEntry(r *ScheduleRow, cache *trigger.Cache, specs map[specKey]string, defaults map[*models.JobDefinition]error) (*entry, error) {
 	s := r.Schedule
 	if r.Definition == nil {
 		return nil, fmt.Errorf("job definition %d does not exist", s.JobDefinitionID)
 	}
-	trig, err := trigger.New(&s, r.Calendar)
+	trig, err := cache.New(&s, r.Calendar)
 	if err != nil {
 		return nil, err
 	}
-	params, err := models.MergeParams(r.Definition.DefaultParams, s.Params)
-	if err != nil {
+	var params models.JSON
+	if noParams(s.Params) {
+		err, ok := defaults[r.Definition]
+		if !ok {
+			_, err = models.MergeParams(r.Definition.DefaultParams, nil)
+			defaults[r.Definition] = err
+		}
+		params = r.Definition.DefaultParams
+		if err != nil {
+			return nil, err
+		}
+	} else if params, err = models.MergeParams(r.Definition.DefaultParams, s.Params); err != nil {
 		return nil, err
+	}
+	k := specKeyOf(&s, r.Calendar)
+	spec, ok := specs[k]
+	if !ok {
+		spec = specHash(&s, r.Calendar)
+		if len(specs) >= maxSpecs {
+			clear(specs) // once schedules each have their own run_at: not worth holding
+		}
+		specs[k] = spec
 	}
 	e := &entry{sched: s, def: r.Definition, cal: r.Calendar, trig: trig, params: params, maxAttempts: max(r.Definition.MaxAttempts, 1), hidx: -1,
-		spec: specHash(&s, r.Calendar)}
+		spec: spec}
 	t := r.Trigger
 	if t == nil {
 		t = &models.TimeTrigger{}
@@ -96,8 +131,18 @@ func newEntry(r *ScheduleRow) (*entry, error) {
 		c := t.SpecChangedAt.UTC()
 		e.since = &c
 	}
-	e.setState(t.LastFireAt, t.FiredCount, t.MisfiredCount)
+	e.setStateVia(cache, t.LastFireAt, t.FiredCount, t.MisfiredCount)
 	return e, nil
+}
+
+// maxSpecs bounds the specHash memo.
+const maxSpecs = 1 << 16
+
+// noParams reports whether a schedule's params add nothing to its
+// definition's defaults (MergeParams returns the defaults as they are).
+func noParams(p models.JSON) bool {
+	t := bytes.TrimSpace(p)
+	return len(t) == 0 || string(t) == "null"
 }
 
 // unchanged reports whether r is the row en was built from, with no fire
@@ -128,11 +173,21 @@ func (e *entry) catchUpTo(last time.Time, fired, misfired int64) {
 // stored row's, which may move it backwards: the write that reported the
 // row found it elsewhere than en expected, and the table is the truth.
 func (e *entry) setState(last *time.Time, fired, misfired int64) {
+	e.setStateVia(nil, last, fired, misfired)
+}
+
+// setStateVia is setState asking the next occurrence through cache's
+// memo, when cache is not nil.
+func (e *entry) setStateVia(cache *trigger.Cache, last *time.Time, fired, misfired int64) {
 	e.last = nil
 	if last != nil {
 		l := last.UTC()
 		e.last = &l
 	}
 	e.fired, e.misfired = fired, misfired
-	e.next = e.trig.Next(e.after())
+	if cache != nil {
+		e.next = cache.Next(e.trig, e.after())
+	} else {
+		e.next = e.trig.Next(e.after())
+	}
 }

@@ -109,6 +109,9 @@ func dbOf(st Store) *store.Store {
 	if h, ok := st.(*heldStore); ok {
 		return h.Store
 	}
+	if p, ok := st.(*pagedStore); ok {
+		return p.Store
+	}
 	return st.(*store.Store)
 }
 

@@ -53,3 +53,37 @@ func timeKey(t *time.Time) int64 {
 	}
 	return t.UTC().UnixNano()
 }
+
+// specKey is every input of specHash: rows equal in it have the same
+// fingerprint, so the engine hashes each distinct timing once.
+type specKey struct {
+	typ                     models.ScheduleType
+	cron                    string
+	hasCron, hasInt, hasCal bool
+	interval                int
+	runAt, startAt          int64
+	tz                      string
+	syntax                  models.CronSyntax
+	dst                     models.DSTPolicy
+	calID                   int64
+	hasCalRow               bool
+	calKind                 models.CalendarKind
+	calDef, calTZ           string
+}
+
+func specKeyOf(s *models.Schedule, cal *models.Calendar) specKey {
+	k := specKey{typ: s.ScheduleType, runAt: timeKey(s.RunAt), startAt: timeKey(s.StartAt), tz: s.Timezone, syntax: s.CronSyntax, dst: s.DSTPolicy}
+	if s.CronExpr != nil {
+		k.cron, k.hasCron = *s.CronExpr, true
+	}
+	if s.IntervalSeconds != nil {
+		k.interval, k.hasInt = *s.IntervalSeconds, true
+	}
+	if s.CalendarID != nil {
+		k.calID, k.hasCal = *s.CalendarID, true
+	}
+	if cal != nil {
+		k.hasCalRow, k.calKind, k.calDef, k.calTZ = true, cal.Kind, string(cal.Definition), cal.Timezone
+	}
+	return k
+}

@@ -3,6 +3,7 @@ package scheduleengine
 import (
 	"cmp"
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"time"
@@ -19,39 +20,70 @@ const syncOverlap = 10 * time.Second
 
 // startSync reads, beside the run goroutine so a large read never holds up
 // fires, the schedules changed since the watermark, or all of them when
-// the full sync is due.
+// the full sync is due. The read comes in pages of SyncPageSize by id,
+// each handed to the run goroutine and merged before the next is sent:
+// a restore holds one page of rows at a time, and fires due meanwhile
+// (once no longer stale) are written between pages.
 func (e *Engine) startSync(ctx context.Context, now time.Time) {
 	full := !now.Before(e.fullDue)
-	p := &LoadSchedulesParams{}
+	p := LoadSchedulesParams{Limit: e.cfg.SyncPageSize}
 	if !full && !e.watermark.IsZero() {
 		since := e.watermark.Add(-syncOverlap)
 		p.ChangedSince = &since
 	}
+	full = p.ChangedSince == nil
 	e.syncDue = now.Add(e.cfg.SyncInterval)
 	if full {
 		e.fullDue = now.Add(e.cfg.FullSyncInterval)
+		e.epoch++
 	}
 	gen := e.leadGen
 	e.syncing = true
+	e.sync = syncRun{started: now}
+	rctx, cancel := context.WithCancel(ctx)
+	e.syncCancel = cancel
 	e.bg.Go(func() {
-		res, err := e.store.LoadSchedules(ctx, p)
-		e.synced <- syncResult{gen: gen, p: p, res: res, err: err} // never blocks: one read at a time, cap 1
+		defer cancel()
+		for {
+			res, err := e.store.LoadSchedules(rctx, &p)
+			if rctx.Err() != nil {
+				err = rctx.Err() // whatever the driver made of it: stopped
+			}
+			final := err != nil || len(res.Rows) < p.Limit
+			select {
+			case e.synced <- syncResult{gen: gen, full: full, final: final, res: res, err: err}:
+			case <-ctx.Done():
+				return
+			}
+			if final {
+				return
+			}
+			p.AfterID = res.Rows[len(res.Rows)-1].Schedule.ID
+		}
 	})
 }
 
 func (e *Engine) afterLoad(ctx context.Context, r syncResult) {
-	e.syncing = false
+	if r.final {
+		e.syncing = false
+		e.syncCancel = nil
+	}
 	if err := e.merge(ctx, r); err != nil {
+		if r.err != nil && errors.Is(r.err, context.Canceled) && ctx.Err() == nil {
+			// Stopped by follow for a read started as leader: that one
+			// is due now.
+			return
+		}
 		if ctx.Err() == nil {
 			e.log.WithError(err).Warn("schedule sync failed; retrying")
 		}
 		e.syncDue = e.cfg.Clock.Now().Add(e.cfg.RetryDelay)
-		if r.p.ChangedSince == nil {
+		if r.full {
 			e.fullDue = time.Time{}
 		}
 		return
 	}
-	if r.p.ChangedSince == nil && r.gen == e.leadGen {
+	if r.final && r.full && r.gen == e.leadGen {
 		e.stale = false
 	}
 }
@@ -60,21 +92,41 @@ func (e *Engine) merge(ctx context.Context, r syncResult) error {
 	if r.err != nil {
 		return r.err
 	}
-	seen := make(map[int64]bool, len(r.res.Rows))
 	for i := range r.res.Rows {
 		row := &r.res.Rows[i]
-		seen[row.Schedule.ID] = true
-		e.apply(row)
-	}
-	if r.p.ChangedSince == nil {
-		for id := range e.entries {
-			if !seen[id] {
-				e.remove(id)
-			}
+		if en := e.apply(row); en != nil {
+			en.seen = e.epoch
 		}
 	}
-	if r.res.MaxUpdatedAt.After(e.watermark) {
-		e.watermark = r.res.MaxUpdatedAt
+	e.sync.pages++
+	if r.res.MaxUpdatedAt.After(e.sync.maxUpdated) {
+		e.sync.maxUpdated = r.res.MaxUpdatedAt
+	}
+	if r.final {
+		if r.full {
+			// Every active row has been read since the epoch began: an
+			// entry no page returned is deleted, or no longer active.
+			for id, en := range e.entries {
+				if en.seen != e.epoch {
+					e.remove(id)
+				}
+			}
+			// What is held now was used in this read; the rest goes at
+			// the next full read.
+			e.cache.Rotate()
+			clear(e.specs)
+			clear(e.defaults)
+		}
+		mark := e.sync.maxUpdated
+		if e.sync.pages > 1 {
+			// Pages are separate reads: a row changed after its page was
+			// read may carry an updated_at older than later pages' rows.
+			// The next read goes back to when this one began.
+			mark = earlier(mark, chimedb.DBTime(e.sync.started))
+		}
+		if mark.After(e.watermark) {
+			e.watermark = mark
+		}
 	}
 	if e.leader.Load() {
 		return e.writeBookkeeping(ctx, e.cfg.Clock.Now())
@@ -84,13 +136,13 @@ func (e *Engine) merge(ctx context.Context, r syncResult) error {
 
 // apply replaces the engine's view of one schedule with the row's. What
 // is already due (a restore, a resume, a new leader) comes off the heap at
-// the next tick.
-func (e *Engine) apply(r *ScheduleRow) {
+// the next tick. It returns the entry the schedule has now, nil when none.
+func (e *Engine) apply(r *ScheduleRow) *entry {
 	id := r.Schedule.ID
 	old := e.entries[id]
 	if r.Schedule.Status != models.ScheduleActive {
 		e.remove(id)
-		return
+		return nil
 	}
 	if old != nil && old.unchanged(r) {
 		// A re-read of the row the entry was built from: keep the entry.
@@ -99,13 +151,13 @@ func (e *Engine) apply(r *ScheduleRow) {
 		} else if r.Trigger.SpecHash == old.spec {
 			delete(e.respec, id) // recorded
 		}
-		return
+		return old
 	}
-	en, err := newEntry(r)
+	en, err := e.newEntry(r)
 	if err != nil {
 		e.remove(id)
 		e.invalid[id] = err.Error()
-		return
+		return nil
 	}
 	now := e.cfg.Clock.Now()
 	if old == nil && r.Trigger != nil {
@@ -136,6 +188,7 @@ func (e *Engine) apply(r *ScheduleRow) {
 	if en.usedUp() {
 		e.complete[id] = true
 	}
+	return en
 }
 
 // respecced compares en's timing with the fingerprint r's trigger row was

@@ -2,8 +2,12 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/chimesched/chime/models"
 )
@@ -15,29 +19,86 @@ import (
 // scheduleInChunk bounds IN lists, well under both databases' placeholder limits.
 const scheduleInChunk = 1000
 
+// loadColumns are the schedules and time_triggers columns LoadSchedules
+// reads, in scanRow's order. TestLoadColumnsCoverModels fails when a model
+// gains a column this list lacks.
+var (
+	loadScheduleColumns = []string{"id", "name", "job_definition_id", "schedule_type", "cron_expr", "cron_syntax", "dst_policy",
+		"calendar_id", "interval_seconds", "run_at", "timezone", "start_at", "end_at", "max_runs", "misfire_policy",
+		"catchup_window_seconds", "concurrency", "params", "status", "status_reason", "created_at", "updated_at", "priority"}
+	loadTriggerColumns = []string{"id", "schedule_id", "next_fire_at", "last_fire_at", "fired_count", "remaining_count",
+		"misfired_count", "created_at", "updated_at", "spec_hash", "spec_changed_at"}
+)
+
+// LoadSchedules reads schedules with their trigger rows in one query
+// (schedules LEFT JOIN time_triggers, by primary key, in id order),
+// scanned with database/sql instead of gorm's per-row reflection: a
+// restore reads every active schedule, a million of them on a large
+// node. The strings most rows share (types, policies, time zones, cron
+// expressions) are interned, so a million schedules of a few expressions
+// hold a few copies, not a million.
 func (s *Store) LoadSchedules(ctx context.Context, p *LoadSchedulesParams) (*LoadSchedulesResult, error) {
 	db := s.DB().WithContext(ctx)
-	var scheds []models.Schedule
-	q := db.Model(&models.Schedule{}).Order("id")
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	for i, c := range loadScheduleColumns {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("s." + c)
+	}
+	for _, c := range loadTriggerColumns {
+		b.WriteString(",t." + c)
+	}
+	b.WriteString(" FROM schedules s LEFT JOIN time_triggers t ON t.schedule_id = s.id WHERE s.id > ?")
+	args := []any{p.AfterID}
 	if p.ChangedSince != nil {
 		since := DBTime(*p.ChangedSince)
-		q = q.Where("updated_at >= ? OR job_definition_id IN (SELECT id FROM job_definitions WHERE updated_at >= ?)"+
-			" OR calendar_id IN (SELECT id FROM calendars WHERE updated_at >= ?)", since, since, since)
+		b.WriteString(" AND (s.updated_at >= ? OR s.job_definition_id IN (SELECT id FROM job_definitions WHERE updated_at >= ?)" +
+			" OR s.calendar_id IN (SELECT id FROM calendars WHERE updated_at >= ?))")
+		args = append(args, since, since, since)
 	} else {
-		q = q.Where("status = ?", models.ScheduleActive)
+		b.WriteString(" AND s.status = ?")
+		args = append(args, string(models.ScheduleActive))
 	}
-	if err := q.Find(&scheds).Error; err != nil {
+	b.WriteString(" ORDER BY s.id")
+	if p.Limit > 0 {
+		b.WriteString(" LIMIT " + strconv.Itoa(p.Limit))
+	}
+	res := &LoadSchedulesResult{}
+	if p.Limit > 0 {
+		res.Rows = make([]ScheduleRow, 0, p.Limit)
+	}
+	rows, err := s.sqlDB.QueryContext(ctx, b.String(), args...)
+	if err != nil {
 		return nil, fmt.Errorf("load schedules: %w", err)
 	}
-	res := &LoadSchedulesResult{Rows: make([]ScheduleRow, len(scheds))}
-	defIDs := make([]int64, 0, len(scheds))
-	ids := make([]int64, 0, len(scheds))
-	for i, s := range scheds {
-		res.Rows[i].Schedule = s
-		defIDs = append(defIDs, s.JobDefinitionID)
-		ids = append(ids, s.ID)
-		if s.UpdatedAt.After(res.MaxUpdatedAt) {
-			res.MaxUpdatedAt = s.UpdatedAt
+	in := &interner{}
+	var sc rowScan
+	for rows.Next() {
+		r, err := sc.scan(rows, in)
+		if err != nil {
+			_ = rows.Close()
+			return nil, fmt.Errorf("load schedules: %w", err)
+		}
+		res.Rows = append(res.Rows, r)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("load schedules: %w", err)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load schedules: %w", err)
+	}
+	defIDs := make([]int64, 0, 4)
+	var calIDs []int64
+	for i := range res.Rows {
+		sc := &res.Rows[i].Schedule
+		defIDs = append(defIDs, sc.JobDefinitionID)
+		if sc.CalendarID != nil {
+			calIDs = append(calIDs, *sc.CalendarID)
+		}
+		if sc.UpdatedAt.After(res.MaxUpdatedAt) {
+			res.MaxUpdatedAt = sc.UpdatedAt
 		}
 	}
 	slices.Sort(defIDs)
@@ -55,22 +116,6 @@ func (s *Store) LoadSchedules(ctx context.Context, p *LoadSchedulesParams) (*Loa
 			}
 		}
 	}
-	trigs := make(map[int64]*models.TimeTrigger, len(ids))
-	for chunk := range slices.Chunk(ids, scheduleInChunk) {
-		var rows []models.TimeTrigger
-		if err := db.Where("schedule_id IN ?", chunk).Find(&rows).Error; err != nil {
-			return nil, fmt.Errorf("load time triggers: %w", err)
-		}
-		for i := range rows {
-			trigs[rows[i].ScheduleID] = &rows[i]
-		}
-	}
-	var calIDs []int64
-	for _, sc := range scheds {
-		if sc.CalendarID != nil {
-			calIDs = append(calIDs, *sc.CalendarID)
-		}
-	}
 	cals, err := calendarsByID(db, calIDs)
 	if err != nil {
 		return nil, err
@@ -83,12 +128,115 @@ func (s *Store) LoadSchedules(ctx context.Context, p *LoadSchedulesParams) (*Loa
 	for i := range res.Rows {
 		r := &res.Rows[i]
 		r.Definition = defs[r.Schedule.JobDefinitionID]
-		r.Trigger = trigs[r.Schedule.ID]
 		if id := r.Schedule.CalendarID; id != nil {
 			r.Calendar = cals[*id]
 		}
 	}
 	return res, nil
+}
+
+// rowScan holds the scan targets of one LoadSchedules row, reused from
+// row to row.
+type rowScan struct {
+	name, typ, cron, syntax, dst, tz, misfire, conc, params, status, reason, spec sql.RawBytes
+	id, def                                                                       int64
+	cal, interval, maxRuns, window, priority                                      sql.NullInt64
+	tid, tsid, tfired, trem, tmissed                                              sql.NullInt64
+	runAt, startAt, endAt, tnext, tlast, tcreated, tupdated, tchanged             sql.NullTime
+	created, updated                                                              time.Time
+}
+
+func (r *rowScan) scan(rows *sql.Rows, in *interner) (ScheduleRow, error) {
+	*r = rowScan{}
+	err := rows.Scan(&r.id, &r.name, &r.def, &r.typ, &r.cron, &r.syntax, &r.dst, &r.cal, &r.interval, &r.runAt, &r.tz,
+		&r.startAt, &r.endAt, &r.maxRuns, &r.misfire, &r.window, &r.conc, &r.params, &r.status, &r.reason, &r.created, &r.updated, &r.priority,
+		&r.tid, &r.tsid, &r.tnext, &r.tlast, &r.tfired, &r.trem, &r.tmissed, &r.tcreated, &r.tupdated, &r.spec, &r.tchanged)
+	if err != nil {
+		return ScheduleRow{}, err
+	}
+	out := ScheduleRow{Schedule: models.Schedule{
+		ID: r.id, Name: string(r.name), JobDefinitionID: r.def, ScheduleType: models.ScheduleType(in.str(r.typ)),
+		CronSyntax: models.CronSyntax(in.str(r.syntax)), DSTPolicy: models.DSTPolicy(in.str(r.dst)),
+		CalendarID: nullInt64(r.cal), IntervalSeconds: nullInt(r.interval), RunAt: nullTime(r.runAt), Timezone: in.str(r.tz),
+		StartAt: nullTime(r.startAt), EndAt: nullTime(r.endAt), MaxRuns: nullInt(r.maxRuns),
+		MisfirePolicy: models.MisfirePolicy(in.str(r.misfire)), CatchupWindowSeconds: nullInt(r.window),
+		Concurrency: models.Concurrency(in.str(r.conc)), Status: models.ScheduleStatus(in.str(r.status)),
+		StatusReason: in.str(r.reason), CreatedAt: r.created, UpdatedAt: r.updated, Priority: nullInt(r.priority),
+	}}
+	if r.cron != nil {
+		c := in.str(r.cron)
+		out.Schedule.CronExpr = in.ptr(c)
+	}
+	if len(r.params) > 0 {
+		out.Schedule.Params = models.JSON(slices.Clone(r.params))
+	}
+	if r.tsid.Valid {
+		out.Trigger = &models.TimeTrigger{ID: r.tid.Int64, ScheduleID: r.tsid.Int64, NextFireAt: nullTime(r.tnext),
+			LastFireAt: nullTime(r.tlast), FiredCount: r.tfired.Int64, RemainingCount: nullInt64(r.trem), MisfiredCount: r.tmissed.Int64,
+			CreatedAt: r.tcreated.Time, UpdatedAt: r.tupdated.Time, SpecHash: in.str(r.spec), SpecChangedAt: nullTime(r.tchanged)}
+	}
+	return out, nil
+}
+
+// interner shares the strings of one read: a column of a million rows
+// mostly holds a handful of values. It stops adding once it holds
+// internMax values, so a column of distinct values (names) costs what it
+// did before.
+type interner struct {
+	strs map[string]string
+	ptrs map[string]*string
+}
+
+const internMax = 4096
+
+func (in *interner) str(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if s, ok := in.strs[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(in.strs) < internMax {
+		if in.strs == nil {
+			in.strs = map[string]string{}
+		}
+		in.strs[s] = s
+	}
+	return s
+}
+
+// ptr shares the *string of a nullable column (cron_expr): the engine
+// never writes through it, and a million rows of one expression then hold
+// one pointer's target.
+func (in *interner) ptr(s string) *string {
+	if p, ok := in.ptrs[s]; ok {
+		return p
+	}
+	p := &s
+	if len(in.ptrs) < internMax {
+		if in.ptrs == nil {
+			in.ptrs = map[string]*string{}
+		}
+		in.ptrs[s] = p
+	}
+	return p
+}
+
+func nullInt64(v sql.NullInt64) *int64 {
+	if !v.Valid {
+		return nil
+	}
+	x := v.Int64
+	return &x
+}
+
+func nullInt(v sql.NullInt64) *int {
+	if !v.Valid {
+		return nil
+	}
+	x := int(v.Int64)
+	return &x
 }
 
 func (s *Store) UnfinishedSchedules(ctx context.Context, scheduleIDs []int64) (map[int64]bool, error) {

@@ -28,15 +28,24 @@ var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | 
 // explanation becomes schedules.status_reason. cal is the calendar s names
 // (schedules.calendar_id), nil when it names none; its excluded times are
 // skipped. A calendar_id without cal is refused: the calendar is gone.
-func New(s *models.Schedule, cal *models.Calendar) (Trigger, error) {
-	loc, err := checkRow(s)
+func New(s *models.Schedule, cal *models.Calendar) (Trigger, error) { return build(s, cal, nil) }
+
+// build is New, sharing parsed parts through c when it is not nil.
+func build(s *models.Schedule, cal *models.Calendar, c *Cache) (Trigger, error) {
+	loc, err := checkRow(s, c)
 	if err != nil {
 		return nil, err
 	}
 	var inner Trigger
+	var shared *cached // the cache's entry for s's cron expression, when it has one
 	switch s.ScheduleType {
 	case models.ScheduleCron:
-		if inner, err = cronOf(s, loc); err != nil {
+		if c != nil {
+			if shared, err = c.cron(s, loc); err != nil {
+				return nil, err
+			}
+			inner = shared.inner
+		} else if inner, err = cronOf(s, loc); err != nil {
 			return nil, err
 		}
 	case models.ScheduleInterval:
@@ -59,11 +68,15 @@ func New(s *models.Schedule, cal *models.Calendar) (Trigger, error) {
 		if s.CalendarID != nil && cal.ID != 0 && cal.ID != *s.CalendarID {
 			return nil, fmt.Errorf("calendar %d given for calendar_id %d", cal.ID, *s.CalendarID)
 		}
-		c, err := ParseCalendar(cal)
+		pc, err := c.calendar(cal)
 		if err != nil {
 			return nil, fmt.Errorf("calendar %q: %v", cal.Name, err)
 		}
-		inner = calendarTrigger{inner: inner, cal: c}
+		inner = calendarTrigger{inner: inner, cal: pc}
+	} else if shared != nil && s.StartAt == nil && s.EndAt == nil {
+		// The common case: nothing of the row but the expression, so
+		// the whole trigger is shared, not only its parsed expression.
+		return shared.whole, nil
 	}
 	b := boundedTrigger{inner: inner}
 	if s.StartAt != nil {
@@ -77,12 +90,12 @@ func New(s *models.Schedule, cal *models.Calendar) (Trigger, error) {
 
 // checkRow checks the columns every schedule type shares and returns its
 // time zone.
-func checkRow(s *models.Schedule) (*time.Location, error) {
+func checkRow(s *models.Schedule, c *Cache) (*time.Location, error) {
 	tz := s.Timezone
 	if tz == "" {
 		tz = "UTC"
 	}
-	loc, err := time.LoadLocation(tz)
+	loc, err := c.location(tz)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("unknown timezone %q", tz)
