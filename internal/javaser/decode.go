@@ -712,6 +712,16 @@ func (d *decoder) primitive(t byte) (any, error) {
 	return nil, d.errf("unknown primitive type %q", t)
 }
 
+// primitives decodes n big-endian elements of size bytes each from data,
+// which the caller has checked holds them.
+func primitives[T any](data []byte, n, size int, decode func([]byte) T) []T {
+	a := make([]T, n)
+	for i := range a {
+		a[i] = decode(data[size*i:])
+	}
+	return a
+}
+
 var elemSize = map[byte]int{'Z': 1, 'B': 1, 'C': 2, 'S': 2, 'I': 4, 'F': 4, 'J': 8, 'D': 8, 'L': 1, '[': 1}
 
 func (d *decoder) array() (any, error) {
@@ -770,41 +780,17 @@ func (d *decoder) array() (any, error) {
 		}
 		v = a
 	case 'C':
-		a := make([]uint16, n)
-		for i := range a {
-			a[i] = binary.BigEndian.Uint16(d.data[d.pos+2*i:])
-		}
-		v = a
+		v = primitives(d.data[d.pos:], n, 2, func(b []byte) uint16 { return binary.BigEndian.Uint16(b) })
 	case 'S':
-		a := make([]int16, n)
-		for i := range a {
-			a[i] = int16(binary.BigEndian.Uint16(d.data[d.pos+2*i:]))
-		}
-		v = a
+		v = primitives(d.data[d.pos:], n, 2, func(b []byte) int16 { return int16(binary.BigEndian.Uint16(b)) })
 	case 'I':
-		a := make([]int32, n)
-		for i := range a {
-			a[i] = int32(binary.BigEndian.Uint32(d.data[d.pos+4*i:]))
-		}
-		v = a
+		v = primitives(d.data[d.pos:], n, 4, func(b []byte) int32 { return int32(binary.BigEndian.Uint32(b)) })
 	case 'F':
-		a := make([]float32, n)
-		for i := range a {
-			a[i] = math.Float32frombits(binary.BigEndian.Uint32(d.data[d.pos+4*i:]))
-		}
-		v = a
+		v = primitives(d.data[d.pos:], n, 4, func(b []byte) float32 { return math.Float32frombits(binary.BigEndian.Uint32(b)) })
 	case 'J':
-		a := make([]int64, n)
-		for i := range a {
-			a[i] = int64(binary.BigEndian.Uint64(d.data[d.pos+8*i:]))
-		}
-		v = a
+		v = primitives(d.data[d.pos:], n, 8, func(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) })
 	case 'D':
-		a := make([]float64, n)
-		for i := range a {
-			a[i] = math.Float64frombits(binary.BigEndian.Uint64(d.data[d.pos+8*i:]))
-		}
-		v = a
+		v = primitives(d.data[d.pos:], n, 8, func(b []byte) float64 { return math.Float64frombits(binary.BigEndian.Uint64(b)) })
 	}
 	d.pos += n * elemSize[t]
 	d.handles[h] = v
