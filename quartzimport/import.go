@@ -206,32 +206,15 @@ func (im *importer) calendar(ctx context.Context, q *qCalendar) error {
 		return notMapped("%v", err)
 	}
 	cur, err := im.dst.GetCalendarByName(ctx, q.name)
-	switch {
-	case errors.Is(err, chimedb.ErrNotFound):
-	case err != nil:
+	if errors.Is(err, chimedb.ErrNotFound) {
+		cur, err = nil, nil
+	}
+	if err != nil {
 		return err
-	default:
-		if diff := calendarDiff(cur, row); diff != "" {
-			res.why = "chime's calendar of that name differs"
-			line.Outcome, line.Detail = Conflict, "chime's calendar of that name differs: "+diff
-			return nil
-		}
-		res.row, line.Outcome = cur, Unchanged
-		return nil
 	}
-	if im.o.DryRun {
-		row.ID = im.nextFakeID()
-		res.row, line.Outcome = row, WouldCreate
-		return nil
-	}
-	if err := im.dst.CreateCalendar(ctx, row); err != nil {
-		if errors.Is(err, chimedb.ErrConflict) {
-			return notMapped("created meanwhile by someone else: %v", err)
-		}
-		return fmt.Errorf("calendar %q: %w", q.name, err)
-	}
-	res.row, line.Outcome = row, Created
-	return nil
+	res.row, res.why, err = settle(ctx, im, line, "calendar", cur, row, calendarDiff,
+		func(c *models.Calendar) *int64 { return &c.ID }, im.dst.CreateCalendar)
+	return err
 }
 
 // schedSuffix names the scheduler in the report when the store has several.
@@ -282,28 +265,9 @@ func (im *importer) definition(ctx context.Context, q *qJob) error {
 	if err != nil {
 		return err
 	}
-	if cur != nil {
-		if diff := definitionDiff(cur, row); diff != "" {
-			res.why = "chime's job definition of that name differs"
-			line.Outcome, line.Detail = Conflict, "chime's job definition of that name differs: "+diff
-			return nil
-		}
-		res.row, line.Outcome = cur, Unchanged
-		return nil
-	}
-	if im.o.DryRun {
-		row.ID = im.nextFakeID()
-		res.row, line.Outcome = row, WouldCreate
-		return nil
-	}
-	if err := im.dst.CreateDefinition(ctx, row); err != nil {
-		if errors.Is(err, chimedb.ErrConflict) {
-			return notMapped("created meanwhile by someone else: %v", err)
-		}
-		return fmt.Errorf("job definition %q: %w", name, err)
-	}
-	res.row, line.Outcome = row, Created
-	return nil
+	res.row, res.why, err = settle(ctx, im, line, "job definition", cur, row, definitionDiff,
+		func(d *models.JobDefinition) *int64 { return &d.ID }, im.dst.CreateDefinition)
+	return err
 }
 
 func (im *importer) findDefinition(ctx context.Context, name string) (*models.JobDefinition, error) {
@@ -489,26 +453,43 @@ func (im *importer) schedule(ctx context.Context, q *qTrigger) error {
 	if err != nil {
 		return err
 	}
+	_, _, err = settle(ctx, im, line, "schedule", cur, row, scheduleDiff,
+		func(s *models.Schedule) *int64 { return &s.ID }, im.dst.CreateSchedule)
+	return err
+}
+
+// settle ends an object's import once its row is built. chime's row of
+// that name, when there is one, is kept (unchanged) or left alone (a
+// conflict naming the columns that differ); else row is created, or under
+// --dry-run only reported, with a made-up id so that later objects can
+// name it. It returns the row the import goes on with and, when there is
+// none, why.
+func settle[T any](ctx context.Context, im *importer, line *Line, what string, cur, row *T,
+	diff func(cur, row *T) string, id func(*T) *int64, create func(context.Context, *T) error) (*T, string, error) {
 	if cur != nil {
-		if diff := scheduleDiff(cur, row); diff != "" {
-			line.Outcome, line.Detail = Conflict, "chime's schedule of that name differs: "+diff
-			return nil
+		if d := diff(cur, row); d != "" {
+			why := "chime's " + what + " of that name differs"
+			line.Outcome, line.Detail = Conflict, why+": "+d
+			return nil, why, nil
 		}
 		line.Outcome = Unchanged
-		return nil
+		return cur, "", nil
 	}
 	if im.o.DryRun {
+		*id(row) = im.nextFakeID()
 		line.Outcome = WouldCreate
-		return nil
+		return row, "", nil
 	}
-	if err := im.dst.CreateSchedule(ctx, row); err != nil {
+	if err := create(ctx, row); err != nil {
 		if errors.Is(err, chimedb.ErrConflict) {
-			return notMapped("created meanwhile by someone else: %v", err)
+			why := fmt.Sprintf("created meanwhile by someone else: %v", err)
+			line.Outcome, line.Detail = NotMapped, why
+			return nil, why, nil
 		}
-		return fmt.Errorf("schedule %q: %w", name, err)
+		return nil, "", fmt.Errorf("%s %q: %w", what, line.Name, err)
 	}
 	line.Outcome = Created
-	return nil
+	return row, "", nil
 }
 
 // timing sets s's schedule type and spec, time zone, end and max_runs from
