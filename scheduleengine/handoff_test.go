@@ -48,7 +48,7 @@ func (g *gateTask) Execute(ctx context.Context, _ *tasks.Job) error {
 // claimCount counts the task engine's claims and the jobs they took.
 type claimCount struct {
 	chimedb.TaskStore
-	n       atomic.Int64
+	n, done atomic.Int64 // claims begun, returned
 	mu      sync.Mutex
 	claimed map[int64]bool
 }
@@ -56,6 +56,7 @@ type claimCount struct {
 func (c *claimCount) ClaimJobs(ctx context.Context, p *chimedb.ClaimParams) (*chimedb.ClaimResult, error) {
 	c.n.Add(1)
 	res, err := c.TaskStore.ClaimJobs(ctx, p)
+	defer c.done.Add(1)
 	if err == nil {
 		c.mu.Lock()
 		for _, j := range res.Jobs {
@@ -131,8 +132,9 @@ func newHandoffNode(t *testing.T, st Store, pool int, gate <-chan struct{}, with
 			defer cancel()
 			require.NoError(t, te.Stop(ctx))
 		})
-		// The start's own claim: every claim after it is one a fire caused.
-		require.Eventually(t, func() bool { return n.claims.n.Load() == 1 }, 10*time.Second, time.Millisecond)
+		// The start's own claim, returned (it reserves the free workers
+		// while it runs): every claim after it is one a fire caused.
+		require.Eventually(t, func() bool { return n.claims.done.Load() == 1 }, 10*time.Second, time.Millisecond)
 		n.te = te
 		opts = append(opts, func(c *Config) { c.Handoff = te; c.OnFire = te.Wake })
 	}
