@@ -251,6 +251,7 @@ func (n *node) start(ctx context.Context, opts Options) error {
 	}
 	n.cluster = cn
 	var wake func()
+	var handoff scheduleengine.Handoff
 	if cfg.TaskEngine.Enabled {
 		te, err := taskengine.New(n.st, taskengine.Config{
 			NodeID:          cfg.Node.ID,
@@ -272,6 +273,7 @@ func (n *node) start(ctx context.Context, opts Options) error {
 		}
 		n.tasks = te
 		wake = te.Wake
+		handoff = te
 		n.listenJobs(te.Wake)
 	}
 	// Every node sends from the outbox while it has SMTP, whatever its
@@ -294,6 +296,9 @@ func (n *node) start(ctx context.Context, opts Options) error {
 			BatchSize:        cfg.ScheduleEngine.BatchSize,
 			BatchWait:        cfg.ScheduleEngine.BatchWait.D(),
 			OnFire:           wake,
+			// Fires hand their jobs to this node's workers in their own
+			// transaction, when there are free ones.
+			Handoff: handoff,
 			// The scheduler lease is the cluster's, judged on the
 			// database's clock; the engine follows it.
 			Leadership: cn.SchedulerElector(),

@@ -108,6 +108,17 @@ type WriteFiresParams struct {
 	Triggers []TriggerRow
 	Complete []int64
 	Now      time.Time
+	// HandoffNode, when set with HandoffSlots > 0, has WriteFires write up
+	// to HandoffSlots of the batch's new on-time jobs straight as running
+	// on that node (attempt 1, queued_at = started_at = heartbeat_at =
+	// Now), instead of pending: the node's task engine has reserved that
+	// many workers for them, so they skip the claim. Only jobs whose
+	// definition's task type is in HandoffKinds (task types whose OnQueue
+	// does nothing, tasks.QueueFree) and whose schedule does not forbid
+	// overlap are handed off; catch-up jobs never are.
+	HandoffNode  string
+	HandoffKinds []string
+	HandoffSlots int
 }
 
 // WriteFiresResult says what the batch did.
@@ -124,6 +135,10 @@ type WriteFiresResult struct {
 	// had the batch's FromLastFireAt: nothing was written for it, and the
 	// writer should plan again from this state.
 	Stale []TriggerRow
+	// HandedOff are the jobs written as running on HandoffNode, with their
+	// definitions and schedule names, Started set: the node's task engine
+	// owns them from the commit on and must run or release them.
+	HandedOff []ClaimedJob
 }
 
 // MarkInvalidParams names a schedule that cannot be scheduled.

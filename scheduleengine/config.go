@@ -7,6 +7,8 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/sirupsen/logrus"
+
+	"github.com/chimesched/chime/chimedb"
 )
 
 // Config configures an Engine. Zero fields take the default named in their
@@ -47,10 +49,28 @@ type Config struct {
 	// OnFire, if set, is called after a commit that wrote jobs, so the
 	// local task engine claims at once. It must not block.
 	OnFire func()
+	// Handoff, if set, is this node's task engine: each fire batch reserves
+	// free workers from it and writes up to that many of its new jobs
+	// straight as running on this node, which then get to the workers
+	// without a claim (see chimedb.WriteFiresParams.HandoffNode). Nil on a
+	// node without a task engine: every job is written pending.
+	Handoff Handoff
 	// Clock is the engine's only source of time (default: the real clock).
 	Clock clockwork.Clock
 	// Logger receives the engine's lines (default: logrus's standard logger).
 	Logger logrus.FieldLogger
+}
+
+// Handoff is the task engine of this node as a fire sees it
+// (*taskengine.Engine implements it).
+type Handoff interface {
+	// ReserveHandoff reserves up to n free workers and names the task
+	// types whose jobs may be handed off; nothing when slots is 0.
+	ReserveHandoff(n int) (slots int, kinds []string)
+	// DeliverHandoff, called exactly once after a reservation of slots > 0,
+	// hands over the jobs written as running (none when the write failed)
+	// and gives back the slots they did not take.
+	DeliverHandoff(jobs []chimedb.ClaimedJob, slots int)
 }
 
 // Leadership says whether this node may fire now, and tells when that

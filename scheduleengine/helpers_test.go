@@ -112,6 +112,9 @@ func dbOf(st Store) *store.Store {
 	if p, ok := st.(*pagedStore); ok {
 		return p.Store
 	}
+	if f, ok := st.(*failFirstWrite); ok {
+		return f.Store
+	}
 	return st.(*store.Store)
 }
 

@@ -18,7 +18,11 @@ import (
 // on the transaction's connection (no GORM statement building), and the
 // transaction is at most four statements whatever the batch size: the status
 // and trigger check, the jobs INSERT (two when the batch mixes on-time and
-// catch-up fires), the trigger advance and the completion UPDATE.
+// catch-up fires), the trigger advance and the completion UPDATE. A batch
+// that hands jobs off to this node's task engine (p.HandoffSlots) adds
+// three: the definitions' read, the INSERT of the handed-off jobs and
+// their read back; the claim each of those jobs no longer needs costs more
+// (four statements and a commit, after this commit).
 //
 // The check is optimistic concurrency on the trigger row: a schedule's
 // jobs, trigger and completion are written only if the row still holds the
@@ -59,12 +63,27 @@ func (s *Store) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFire
 				normal = append(normal, j)
 			}
 		}
-		// Two statements so the counts per kind are exact: a multi-row
-		// insert reports only how many rows it added in total.
-		if res.Inserted, err = s.insertJobs(tx, normal, seen, p.Now); err != nil {
+		normal, handoff, defs, err := s.pickHandoff(tx, p, normal, seen)
+		if err != nil {
 			return err
 		}
-		if res.InsertedCatchUp, err = s.insertJobs(tx, catchUp, seen, p.Now); err != nil {
+		// Two statements so the counts per kind are exact: a multi-row
+		// insert reports only how many rows it added in total.
+		if res.Inserted, err = s.insertJobs(tx, normal, seen, p.Now, ""); err != nil {
+			return err
+		}
+		if len(handoff) > 0 {
+			n, err := s.insertJobs(tx, handoff, seen, p.Now, p.HandoffNode)
+			if err != nil {
+				return err
+			}
+			res.Inserted += n
+			if res.HandedOff, err = s.readHandedOff(tx, p, handoff, seen, defs); err != nil {
+				return err
+			}
+		}
+		normal = append(normal, handoff...)
+		if res.InsertedCatchUp, err = s.insertJobs(tx, catchUp, seen, p.Now, ""); err != nil {
 			return err
 		}
 		res.Duplicates = len(normal) + len(catchUp) - res.Inserted - res.InsertedCatchUp
@@ -102,6 +121,8 @@ type fireRow struct {
 	exists   bool       // it has a time_triggers row
 	row      TriggerRow // that row, when it exists
 	priority int        // its jobs' priority: its own, else its definition's
+	name     string     // the schedule's name, for jobs handed off
+	forbid   bool       // concurrency = 'forbid': its jobs are never handed off
 }
 
 // lockFireRows reads, inside the transaction, which of the batch's
@@ -137,7 +158,7 @@ func (s *Store) lockFireRows(tx *gorm.DB, p *WriteFiresParams) (map[int64]fireRo
 			lock = " FOR UPDATE OF s"
 		}
 		rows, err := tx.Statement.ConnPool.QueryContext(tx.Statement.Context,
-			"SELECT s.id, t.schedule_id, t.next_fire_at, t.last_fire_at, t.fired_count, t.remaining_count, t.misfired_count,"+
+			"SELECT s.id, s.name, s.concurrency, t.schedule_id, t.next_fire_at, t.last_fire_at, t.fired_count, t.remaining_count, t.misfired_count,"+
 				" COALESCE(s.priority, (SELECT d.priority FROM job_definitions d WHERE d.id = s.job_definition_id))"+
 				" FROM schedules s LEFT JOIN "+triggers+" t ON t.schedule_id = s.id"+
 				" WHERE s.status = ? AND s.id IN ("+list+") ORDER BY s.id"+lock, string(models.ScheduleActive))
@@ -147,15 +168,17 @@ func (s *Store) lockFireRows(tx *gorm.DB, p *WriteFiresParams) (map[int64]fireRo
 		for rows.Next() {
 			var (
 				id                 int64
+				name, conc         sql.NullString
 				tid, fired, missed sql.NullInt64
 				rem, prio          sql.NullInt64
 				next, last         sql.NullTime
 			)
-			if err := rows.Scan(&id, &tid, &next, &last, &fired, &rem, &missed, &prio); err != nil {
+			if err := rows.Scan(&id, &name, &conc, &tid, &next, &last, &fired, &rem, &missed, &prio); err != nil {
 				_ = rows.Close()
 				return nil, fmt.Errorf("check schedules and triggers: %w", err)
 			}
-			r := fireRow{exists: tid.Valid, priority: models.PriorityDefault}
+			r := fireRow{exists: tid.Valid, priority: models.PriorityDefault, name: name.String,
+				forbid: conc.String == string(models.ConcurrencyForbid)}
 			if prio.Valid {
 				r.priority = int(prio.Int64)
 			}
@@ -208,30 +231,113 @@ func idList(ids []int64) string {
 	return string(b)
 }
 
+// pickHandoff splits the batch's on-time jobs into those written pending
+// and those handed off to p.HandoffNode (see WriteFiresParams.HandoffNode).
+// It reads the definitions of the batch's jobs, one statement, only when
+// there are slots: their task types decide which jobs may be handed off,
+// and the handed-off jobs carry them to the task engine.
+func (s *Store) pickHandoff(tx *gorm.DB, p *WriteFiresParams, normal []FireJob, seen map[int64]fireRow) (
+	pending, handoff []FireJob, defs map[int64]*models.JobDefinition, err error) {
+	if p.HandoffNode == "" || p.HandoffSlots <= 0 || len(p.HandoffKinds) == 0 || len(normal) == 0 {
+		return normal, nil, nil, nil
+	}
+	var ids []int64
+	for _, j := range normal {
+		if !seen[j.ScheduleID].forbid && !slices.Contains(ids, j.JobDefinitionID) {
+			ids = append(ids, j.JobDefinitionID)
+		}
+	}
+	if len(ids) == 0 {
+		return normal, nil, nil, nil
+	}
+	var rows []models.JobDefinition
+	if err := tx.Where("id IN ?", ids).Find(&rows).Error; err != nil {
+		return nil, nil, nil, fmt.Errorf("read definitions of jobs to hand off: %w", err)
+	}
+	defs = make(map[int64]*models.JobDefinition, len(rows))
+	for i := range rows {
+		defs[rows[i].ID] = &rows[i]
+	}
+	pending = make([]FireJob, 0, len(normal))
+	for _, j := range normal {
+		d := defs[j.JobDefinitionID]
+		if len(handoff) < p.HandoffSlots && d != nil && !seen[j.ScheduleID].forbid && slices.Contains(p.HandoffKinds, d.TaskType) {
+			handoff = append(handoff, j)
+			continue
+		}
+		pending = append(pending, j)
+	}
+	return pending, handoff, defs, nil
+}
+
+// readHandedOff reads back the rows the handed-off jobs became, one
+// statement: the INSERT returns no ids on every dialect (MySQL has no
+// RETURNING), and a fire written before (the unique key made this one a
+// no-op) is not this node's. Rows running on p.HandoffNode since p.Now are
+// the ones this transaction wrote.
+func (s *Store) readHandedOff(tx *gorm.DB, p *WriteFiresParams, handoff []FireJob, seen map[int64]fireRow,
+	defs map[int64]*models.JobDefinition) ([]ClaimedJob, error) {
+	var ids []int64
+	want := make(map[int64][]time.Time, len(handoff))
+	for _, j := range handoff {
+		ids = append(ids, j.ScheduleID)
+		want[j.ScheduleID] = append(want[j.ScheduleID], j.ScheduledAt)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	var rows []models.Job
+	if err := tx.Where("schedule_id IN ? AND status = ? AND node_id = ? AND queued_at = ?",
+		ids, models.JobRunning, p.HandoffNode, DBTime(p.Now)).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read jobs handed off: %w", err)
+	}
+	out := make([]ClaimedJob, 0, len(rows))
+	for _, r := range rows {
+		// SQLite keeps scheduled_at to the millisecond: match within one.
+		if r.ScheduleID == nil || !slices.ContainsFunc(want[*r.ScheduleID], func(t time.Time) bool {
+			return r.ScheduledAt.Sub(t).Abs() < time.Millisecond
+		}) {
+			continue
+		}
+		out = append(out, ClaimedJob{Job: r, Definition: defs[r.JobDefinitionID], ScheduleName: seen[*r.ScheduleID].name, Started: true})
+	}
+	return out, nil
+}
+
 // insertJobs writes the fires in jobs, each with its schedule's priority as
-// lockFireRows read it in seen.
-func (s *Store) insertJobs(tx *gorm.DB, jobs []FireJob, seen map[int64]fireRow, now time.Time) (int, error) {
+// lockFireRows read it in seen: pending, or, with node set, running on node
+// as its first attempt (handed off, see WriteFiresParams.HandoffNode).
+func (s *Store) insertJobs(tx *gorm.DB, jobs []FireJob, seen map[int64]fireRow, now time.Time, node string) (int, error) {
 	if len(jobs) == 0 {
 		return 0, nil
 	}
-	const cols = 13
+	cols, row := 13, "(?,?,?,?,?,?,?,?,?,?,?,?,?)"
 	var b strings.Builder
-	b.Grow(200 + len(jobs)*28)
-	b.WriteString("INSERT INTO jobs (schedule_id, job_definition_id, scheduled_at, run_at, status, attempt, max_attempts, params, catch_up, missed_fires, priority, created_at, updated_at) VALUES ")
+	b.Grow(300 + len(jobs)*40)
+	b.WriteString("INSERT INTO jobs (schedule_id, job_definition_id, scheduled_at, run_at, status, attempt, max_attempts, params, catch_up, missed_fires, priority, created_at, updated_at")
+	status, attempt := models.JobPending, 0
+	if node != "" {
+		b.WriteString(", node_id, queued_at, started_at, heartbeat_at")
+		cols, row = 17, "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+		status, attempt = models.JobRunning, 1
+	}
+	b.WriteString(") VALUES ")
 	args := make([]any, 0, len(jobs)*cols)
 	ts := DBTime(now)
 	for i, j := range jobs {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?)")
+		b.WriteString(row)
 		at := DBTime(j.ScheduledAt)
 		var params any
 		if len(j.Params) > 0 {
 			params = string(j.Params)
 		}
-		args = append(args, j.ScheduleID, j.JobDefinitionID, at, at, string(models.JobPending), 0, j.MaxAttempts, params, j.CatchUp, j.MissedFires,
+		args = append(args, j.ScheduleID, j.JobDefinitionID, at, at, string(status), attempt, j.MaxAttempts, params, j.CatchUp, j.MissedFires,
 			seen[j.ScheduleID].priority, ts, ts)
+		if node != "" {
+			args = append(args, node, ts, ts, ts)
+		}
 	}
 	if s.dialect == MySQL {
 		b.WriteString(" ON DUPLICATE KEY UPDATE id = id")

@@ -56,6 +56,10 @@ type Engine struct {
 	waitMu     sync.Mutex
 	waitLogged map[int64]bool // forbid-held jobs already logged, until claimed
 
+	handoffMu   sync.Mutex
+	handoffOpen bool           // running: ReserveHandoff may reserve
+	handoffWG   sync.WaitGroup // reservations not delivered yet
+
 	fetchCtx, queueCtx, workCtx, ctlCtx, flushCtx    context.Context
 	fetchCancel, queueCancel, ctlCancel, flushCancel context.CancelFunc
 	workCancel                                       context.CancelCauseFunc
@@ -213,6 +217,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.pollWG.Add(1)
 	go func() { defer e.pollWG.Done(); e.pollLoop(e.fetchCtx) }()
 	e.endRun = finished
+	e.handoffMu.Lock()
+	e.handoffOpen = true
+	e.handoffMu.Unlock()
 	e.log.WithFields(logrus.Fields{"pool_size": e.PoolSize(), "poll_interval": e.PollInterval()}).Info("task engine started")
 	return nil
 }
@@ -260,6 +267,7 @@ func (e *Engine) stop(ctx context.Context) error {
 	e.log.Info("task engine stopping: no more claims")
 	e.fetchCancel()
 	e.pollWG.Wait()
+	e.closeHandoff()
 	e.queueCancel()
 
 	runsDone := waitCh(&e.runWG)

@@ -71,7 +71,11 @@ func (e *Engine) pollLoop(ctx context.Context) {
 					cooling = false
 				}
 				cooledDown = false
-				e.inflight.Add(int64(free)) // reserved until the claim returns
+				// Reserved until the claim returns. The schedule engine's
+				// hand-off may have taken workers since free was read.
+				if free = e.tryReserve(free); free == 0 {
+					continue
+				}
 				inFlight++
 				seen = gen
 				claims.Add(1)
