@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -89,6 +91,7 @@ firing after it. Then it watches that schedule for --duration.`,
 
 func newScenarioCommand(g *globals, sc scenarioCommand) *cobra.Command {
 	var o bench.Options
+	var cpuProfile string
 	c := &cobra.Command{
 		Use:   sc.name,
 		Short: sc.short,
@@ -102,6 +105,13 @@ Prints one line of key=value pairs. Point it at an empty database
 			if err != nil {
 				return err
 			}
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			l, err := bench.Run(cmd.Context(), cfg, log, sc.name, o)
 			if err != nil {
 				return err
@@ -110,6 +120,7 @@ Prints one line of key=value pairs. Point it at an empty database
 			return err
 		},
 	}
+	c.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (setup included) to this file, for go tool pprof")
 	if sc.jobs > 0 {
 		c.Flags().IntVar(&o.Jobs, "jobs", sc.jobs, "jobs (drain) or once schedules (burst)")
 	}
@@ -123,4 +134,20 @@ Prints one line of key=value pairs. Point it at an empty database
 		c.Flags().DurationVar(&o.Timeout, "timeout", 10*time.Minute, "give up after this long")
 	}
 	return c
+}
+
+// startCPUProfile profiles this process into path until the returned func runs.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
