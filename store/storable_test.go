@@ -260,3 +260,80 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// A batch's columns are written per row where rows differ and once where
+// they agree (writeOutcomes folds those out of CASE): every row gets its
+// own values either way, in a uniform batch, a mixed one, and a batch of
+// one.
+func TestCompleteJobsUniformAndMixedColumns(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		ids := runningJobs(t, st, "n", 8)
+		t0 := store.DBTime(time.Now()).Truncate(time.Millisecond)
+		same := "same"
+		other := "other"
+		boom := "boom"
+		at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
+		batches := [][]store.JobOutcome{
+			// Uniform: status, result, error, node_id and run_at agree.
+			{
+				{ID: ids[0], Status: models.JobSucceeded, FinishedAt: at(0), Result: &same},
+				{ID: ids[1], Status: models.JobSucceeded, FinishedAt: at(1), Result: &same},
+				{ID: ids[2], Status: models.JobSucceeded, FinishedAt: at(1), Result: &same},
+			},
+			// Mixed: a retry (pending, new run_at, leaves the node), a
+			// failure, a success with another result and one without.
+			{
+				{ID: ids[3], Status: models.JobPending, RunAt: at(60), Error: &boom},
+				{ID: ids[4], Status: models.JobFailed, FinishedAt: at(4), Error: &boom},
+				{ID: ids[5], Status: models.JobSucceeded, FinishedAt: at(5), Result: &other},
+				{ID: ids[6], Status: models.JobSucceeded, FinishedAt: at(6)},
+			},
+			{{ID: ids[7], Status: models.JobStopped, FinishedAt: at(7), Error: &boom}},
+		}
+		for _, b := range batches {
+			applied, err := st.CompleteJobs(ctx, &store.CompleteJobsParams{NodeID: "n", Outcomes: b})
+			require.NoError(t, err)
+			require.Len(t, applied, len(b))
+		}
+		type want struct {
+			status   models.JobStatus
+			finished *time.Time
+			runAt    *time.Time // nil: unchanged
+			result   *string
+			errText  *string
+			node     string
+		}
+		p := func(t time.Time) *time.Time { return &t }
+		wants := []want{
+			{models.JobSucceeded, p(at(0)), nil, &same, nil, "n"},
+			{models.JobSucceeded, p(at(1)), nil, &same, nil, "n"},
+			{models.JobSucceeded, p(at(1)), nil, &same, nil, "n"},
+			{models.JobPending, nil, p(at(60)), nil, &boom, ""},
+			{models.JobFailed, p(at(4)), nil, nil, &boom, "n"},
+			{models.JobSucceeded, p(at(5)), nil, &other, nil, "n"},
+			{models.JobSucceeded, p(at(6)), nil, nil, nil, "n"},
+			{models.JobStopped, p(at(7)), nil, nil, &boom, "n"},
+		}
+		for i, w := range wants {
+			var j models.Job
+			require.NoError(t, st.DB().Take(&j, ids[i]).Error)
+			require.Equal(t, w.status, j.Status, "job %d", i)
+			if w.finished == nil {
+				require.Nil(t, j.FinishedAt, "job %d", i)
+			} else {
+				require.NotNil(t, j.FinishedAt, "job %d", i)
+				require.True(t, w.finished.Equal(*j.FinishedAt), "job %d: finished_at %v, want %v", i, *j.FinishedAt, *w.finished)
+			}
+			if w.runAt != nil {
+				require.True(t, w.runAt.Equal(j.RunAt), "job %d: run_at %v, want %v", i, j.RunAt, *w.runAt)
+			} else {
+				require.True(t, j.RunAt.Before(t0.Add(time.Second)), "job %d: run_at moved to %v", i, j.RunAt)
+			}
+			require.Equal(t, w.result, j.Result, "job %d", i)
+			require.Equal(t, w.errText, j.Error, "job %d", i)
+			require.Equal(t, w.node, j.NodeID, "job %d", i)
+		}
+	})
+}
