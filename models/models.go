@@ -1,6 +1,9 @@
 package models
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // JobDefinition is what to run: a task type with its default params and
 // run policy. Table job_definitions.
@@ -160,6 +163,31 @@ type JobLog struct {
 
 // TableName implements gorm's tabler.
 func (JobLog) TableName() string { return "job_logs" }
+
+// OutcomeLogID is the id of a succeeded job's last log line, which is not a
+// job_logs row: a success writes none, since the job's own columns (status,
+// attempt, scheduled_at, finished_at) say all the line says, and a row per
+// job was a large part of what a job cost the database. The store derives
+// the line from the job when it lists or tails the log (see SucceededLine).
+// It sorts after every real line and stays exact in a browser's JSON
+// numbers (2^53 − 1), so a follower that sends it back as its cursor gets
+// nothing more.
+const OutcomeLogID int64 = 1<<53 - 1
+
+// SucceededMessage is the log line of a successful attempt.
+func SucceededMessage(attempt int, took time.Duration) string {
+	return fmt.Sprintf("succeeded (attempt %d, %v after scheduled_at)", attempt, took.Round(time.Millisecond))
+}
+
+// SucceededLine is the log line j's success would have written, when j has
+// succeeded.
+func SucceededLine(j *Job) (JobLog, bool) {
+	if j.Status != JobSucceeded || j.FinishedAt == nil {
+		return JobLog{}, false
+	}
+	return JobLog{ID: OutcomeLogID, JobID: j.ID, Level: "info", Message: SucceededMessage(j.Attempt, j.FinishedAt.Sub(j.ScheduledAt)),
+		CreatedAt: *j.FinishedAt}, true
+}
 
 // Configuration is a setting an admin may change at run time (the paper's
 // Configuration table).

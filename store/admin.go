@@ -87,13 +87,25 @@ func (a *Admin) ListJobs(ctx context.Context, p *AdminListParams) ([]models.Job,
 
 // ListJobLogs returns up to limit lines of job jobID with id > afterID,
 // oldest first: a log reads as a story, and a follower polls with the last
-// id it saw. Served by idx_job_logs_job (job_id, id).
+// id it saw. Served by idx_job_logs_job (job_id, id). A succeeded job's
+// last line is derived from its row (models.SucceededLine) and comes last,
+// with id models.OutcomeLogID, once the walk has reached the end.
 func (a *Admin) ListJobLogs(ctx context.Context, jobID, afterID int64, limit int) ([]models.JobLog, error) {
+	limit = max(limit, 1)
 	var out []models.JobLog
 	err := a.s.db.WithContext(ctx).Where("job_id = ? AND id > ?", jobID, afterID).
-		Order("id ASC").Limit(max(limit, 1)).Find(&out).Error
+		Order("id ASC").Limit(limit).Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("list logs of job %d: %w", jobID, err)
+	}
+	if len(out) < limit && afterID < models.OutcomeLogID {
+		line, ok, err := a.s.outcomeLine(ctx, jobID)
+		if err != nil {
+			return nil, fmt.Errorf("list logs of job %d: %w", jobID, err)
+		}
+		if ok {
+			out = append(out, line)
+		}
 	}
 	return out, nil
 }

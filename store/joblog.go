@@ -183,9 +183,40 @@ func (s *Store) TailLogs(ctx context.Context, jobID int64, n int) ([]string, err
 	if err := s.db.WithContext(ctx).Where("job_id = ?", jobID).Order("id DESC").Limit(n).Find(&logs).Error; err != nil {
 		return nil, fmt.Errorf("tail logs of job %d: %w", jobID, err)
 	}
+	line, ok, err := s.outcomeLine(ctx, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("tail logs of job %d: %w", jobID, err)
+	}
+	if ok && n > 0 {
+		if len(logs) == n {
+			logs = logs[:n-1]
+		}
+		logs = append([]models.JobLog{line}, logs...)
+	}
 	out := make([]string, 0, len(logs))
 	for i := len(logs) - 1; i >= 0; i-- {
 		out = append(out, fmt.Sprintf("%s %-5s %s", logs[i].CreatedAt.UTC().Format("15:04:05.000"), logs[i].Level, logs[i].Message))
 	}
 	return out, nil
+}
+
+// outcomeLine is a succeeded job's last log line, derived from its row
+// (see models.OutcomeLogID). A job that succeeded before the line stopped
+// being written has it as a row already, and gets no second one.
+func (s *Store) outcomeLine(ctx context.Context, jobID int64) (models.JobLog, bool, error) {
+	var j models.Job
+	err := s.db.WithContext(ctx).Select("id, status, attempt, scheduled_at, finished_at").Where("id = ?", jobID).Limit(1).Find(&j).Error
+	if err != nil || j.ID == 0 {
+		return models.JobLog{}, false, err
+	}
+	line, ok := models.SucceededLine(&j)
+	if !ok {
+		return models.JobLog{}, false, nil
+	}
+	var written []int64
+	if err := s.db.WithContext(ctx).Model(&models.JobLog{}).Where("job_id = ? AND message LIKE ?", jobID, "succeeded (%").
+		Limit(1).Pluck("id", &written).Error; err != nil {
+		return models.JobLog{}, false, err
+	}
+	return line, len(written) == 0, nil
 }

@@ -64,11 +64,13 @@ func (e *Engine) flushStarts(ctx context.Context, batch []startReq) {
 // completion is one outcome on its way to the database, with the job_logs
 // line that describes it: the line is written only if the outcome is.
 type completion struct {
-	out    chimedb.JobOutcome
-	log    *logrus.Entry
-	level  logrus.Level
-	msg    string
-	status models.JobStatus // for metrics: the final status, or "retry"
+	out   chimedb.JobOutcome
+	log   *logrus.Entry
+	level logrus.Level
+	msg   string
+	// appOnly sends the line to the node's log only, not to job_logs.
+	appOnly bool
+	status  models.JobStatus // for metrics: the final status, or "retry"
 }
 
 // flushCompletions writes a batch of outcomes. A database error is retried
@@ -107,7 +109,11 @@ func (e *Engine) flushCompletions(ctx context.Context, batch []completion) {
 			e.log.WithField(fieldJobID, c.out.ID).Warnf("outcome %q not written: the job was changed meanwhile (canceled or recovered), or the database refused it", c.out.Status)
 			continue
 		}
-		c.log.Log(c.level, c.msg)
+		if c.appOnly {
+			e.log.WithFields(c.log.Data).Log(c.level, c.msg)
+		} else {
+			c.log.Log(c.level, c.msg)
+		}
 		metrics.JobsFinished.WithLabelValues(string(c.status)).Inc()
 	}
 	e.finished.Add(int64(len(batch)))

@@ -33,13 +33,25 @@ func TestAdHocJobSucceeds(t *testing.T) {
 		require.NotNil(t, j.FinishedAt)
 		require.NotNil(t, j.HeartbeatAt)
 		require.False(t, j.FinishedAt.Before(*j.StartedAt))
-		waitLog(t, db, id, "succeeded")
 		// The plain path's transitions live in the row's columns (node_id,
-		// queued_at, started_at, attempt, finished_at, checked above): the
-		// log holds only the outcome, one row per job instead of three.
-		logs := jobLogs(t, db, id)
-		require.Len(t, logs, 1, "%q", logs)
-		require.Contains(t, logs[0], "succeeded (attempt 1")
+		// queued_at, started_at, attempt, finished_at, checked above), and
+		// so does a success: job_logs gets no row at all, and the log as
+		// listed ends with the line the store derives from the row.
+		require.Empty(t, jobLogs(t, db, id))
+		ctx := context.Background()
+		lines, err := st.Admin().ListJobLogs(ctx, id, 0, 10)
+		require.NoError(t, err)
+		require.Len(t, lines, 1)
+		require.Equal(t, models.OutcomeLogID, lines[0].ID)
+		require.Contains(t, lines[0].Message, "succeeded (attempt 1, ")
+		require.True(t, j.FinishedAt.Equal(lines[0].CreatedAt))
+		more, err := st.Admin().ListJobLogs(ctx, id, lines[0].ID, 10)
+		require.NoError(t, err)
+		require.Empty(t, more, "a follower that has the outcome line gets nothing more")
+		tail, err := st.TailLogs(ctx, id, 5)
+		require.NoError(t, err)
+		require.Len(t, tail, 1)
+		require.Contains(t, tail[0], "succeeded (attempt 1, ")
 	})
 }
 
@@ -316,6 +328,11 @@ func TestGracefulShutdown(t *testing.T) {
 		waitJob(t, db, short, "started", func(j models.Job) bool { return j.StartedAt != nil })
 		waitStatus(t, db, long, models.JobRunning)
 		waitStatus(t, db, queued, models.JobQueued)
+		// A claim writes running before the job reaches its worker; a
+		// Stop in between rightly gives the attempt back. This test is
+		// about runs under way, so it waits for the workers.
+		waitWorker(t, e, db, short)
+		waitWorker(t, e, db, long)
 
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -333,7 +350,7 @@ func TestGracefulShutdown(t *testing.T) {
 		require.Contains(t, deref(l.Error), "grace period")
 		// Buffers were flushed before Stop returned.
 		require.Positive(t, countLogs(t, db, queued, "released to pending"))
-		require.Positive(t, countLogs(t, db, short, "succeeded"))
+		require.Zero(t, countLogs(t, db, short, "succeeded"), "a success is in the row, not in job_logs")
 		require.Positive(t, countLogs(t, db, long, "attempt 1 of 2 failed"))
 	})
 }

@@ -267,6 +267,18 @@ func waitLog(t testing.TB, db *gorm.DB, id int64, substr string) {
 	}
 }
 
+// waitWorker waits until job id's run is under way on e (its task has been
+// handed its worker) or the job has finished.
+func waitWorker(t testing.TB, e *Engine, db *gorm.DB, id int64) {
+	t.Helper()
+	waitJob(t, db, id, "on a worker", func(j models.Job) bool {
+		e.mu.Lock()
+		_, ok := e.runs[id]
+		e.mu.Unlock()
+		return ok || j.Status.Finished()
+	})
+}
+
 func jobLogs(t testing.TB, db *gorm.DB, id int64) []string {
 	t.Helper()
 	var rows []models.JobLog
