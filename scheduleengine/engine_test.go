@@ -2,6 +2,8 @@ package scheduleengine
 
 import (
 	"context"
+	"github.com/go-co-op/gocron/v2"
+	"github.com/jonboulle/clockwork"
 	"testing"
 	"time"
 
@@ -313,4 +315,47 @@ func TestStartStop(t *testing.T) {
 		require.NoError(t, e.Start(ctx))
 		require.NoError(t, e.Stop(ctx))
 	})
+}
+
+// An alarm in the same wall-clock second as the clock's now is armed at
+// once. gocron takes a cron job's next run in the same second as its last
+// (here: now) for a daylight-saving fall-back and asks Next again; the
+// alarm answered that second call with an hour on, setAlarm saw its
+// instant not armed and reported false, and the run loop went round
+// again at once: a busy loop until the instant passed, every time the
+// next wake-up fell within the current second.
+func TestAlarmWithinTheCurrentSecond(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2030, 1, 1, 12, 0, 0, 100e6, time.UTC)
+	clock := clockwork.NewFakeClockAt(now)
+	// setAlarm needs only the clock, a logger, the wake channel and gocron.
+	e := &Engine{cfg: Config{Clock: clock}, log: logrus.New(), wake: make(chan struct{}, 1)}
+	cron, err := gocron.NewScheduler(gocron.WithClock(clock), gocron.WithLocation(time.UTC))
+	require.NoError(t, err)
+	cron.Start()
+	t.Cleanup(func() { _ = cron.Shutdown() })
+	e.cron = cron
+
+	at := now.Add(500 * time.Millisecond)
+	require.True(t, e.setAlarm(at), "an alarm 500 ms ahead, in the same second, is armed")
+	require.True(t, e.setAlarm(at), "and stays armed")
+	select {
+	case <-e.wake:
+		t.Fatal("woken before the alarm's instant")
+	default:
+	}
+	require.NoError(t, clock.BlockUntilContext(t.Context(), 1))
+	clock.Advance(500 * time.Millisecond)
+	select {
+	case <-e.wake:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the alarm did not wake the loop at its instant")
+	}
+	// Once: gocron's next run after it is an hour on.
+	clock.Advance(time.Minute)
+	select {
+	case <-e.wake:
+		t.Fatal("the alarm woke the loop twice")
+	case <-time.After(200 * time.Millisecond):
+	}
 }
