@@ -21,7 +21,9 @@ var activeStatuses = []models.JobStatus{models.JobQueued, models.JobRunning, mod
 // each other; SQLite has a single writer (BEGIN IMMEDIATE) and needs no lock
 // clause. The pick takes higher priorities first, without starvation (see
 // selectDue); it is served by idx_jobs_claim_order (status, claim_key, id),
-// so its cost does not grow with finished history.
+// so its cost does not grow with finished history. With p.After it starts
+// after that floor, and takes rows up to it only when those after it run
+// short (see selectDue).
 //
 // A schedule with concurrency = 'forbid' gets at most one job active: rows
 // of a schedule that already has a queued, running or paused job are not
