@@ -325,7 +325,10 @@ func (s *Store) selectDueIn(tx *gorm.DB, limit int, now time.Time, where string,
 // and with no sort, on every database (TestClaimFloorUsesIndex), and the
 // form that gives one differs: PostgreSQL and SQLite bound an index range
 // by a row value, where they take an OR only as a filter; MariaDB builds
-// its range from the OR.
+// its range on all three columns from the OR (with "claim_key <= ? AND
+// (...)" it bounds only claim_key, and a drain's rows often share one).
+// On a small table MariaDB may read the index from the start by ref on
+// status instead, still in its order.
 func (s *Store) aboveFloor(c *ClaimCursor) (string, []any) {
 	if s.dialect == MySQL {
 		return "(claim_key > ? OR (claim_key = ? AND id > ?))", []any{c.ClaimKey, c.ClaimKey, c.ID}
@@ -335,7 +338,7 @@ func (s *Store) aboveFloor(c *ClaimCursor) (string, []any) {
 
 func (s *Store) atOrBelowFloor(c *ClaimCursor) (string, []any) {
 	if s.dialect == MySQL {
-		return "claim_key <= ? AND (claim_key < ? OR id <= ?)", []any{c.ClaimKey, c.ClaimKey, c.ID}
+		return "(claim_key < ? OR (claim_key = ? AND id <= ?))", []any{c.ClaimKey, c.ClaimKey, c.ID}
 	}
 	return "(claim_key, id) <= (?, ?)", []any{c.ClaimKey, c.ID}
 }
