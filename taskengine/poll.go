@@ -110,15 +110,14 @@ func (e *Engine) pollLoop(ctx context.Context) {
 				}
 				inFlight++
 				seen = gen
-				now := e.now()
-				if floor.at != nil && now.Sub(floor.since) >= floorMaxAge {
+				if floor.at != nil && e.now().Sub(floor.since) >= floorMaxAge {
 					floor.drop()
 				}
 				claims.Add(1)
-				go func(asked int, now time.Time, after *chimedb.ClaimCursor, epoch uint64) {
+				go func(asked int, after *chimedb.ClaimCursor, epoch uint64) {
 					defer claims.Done()
-					results <- e.claim(ctx, asked, now, after, epoch)
-				}(free, now, floor.at, floor.epoch)
+					results <- e.claim(ctx, asked, after, epoch)
+				}(free, floor.at, floor.epoch)
 				continue
 			}
 			if free > 0 && inFlight == 0 && !cooling && !cooledDown {
@@ -180,12 +179,16 @@ func (f *claimFloor) note(r claimResult, full bool) {
 	}
 }
 
-// claim claims up to asked jobs at now, starting after the floor after
-// when set, for which it has reserved as many workers, hands each to
-// enqueue, on its way to the pool, and gives back the workers it found no
-// job for. store.ClaimJobs returns an error only when nothing was claimed,
-// so every committed row reaches enqueue.
-func (e *Engine) claim(ctx context.Context, asked int, now time.Time, after *chimedb.ClaimCursor, epoch uint64) claimResult {
+// claim claims up to asked jobs, starting after the floor after when set,
+// for which it has reserved as many workers, hands each to enqueue, on its
+// way to the pool, and gives back the workers it found no job for.
+// store.ClaimJobs returns an error only when nothing was claimed, so every
+// committed row reaches enqueue.
+func (e *Engine) claim(ctx context.Context, asked int, after *chimedb.ClaimCursor, epoch uint64) claimResult {
+	// Read here, not by the poll loop: started_at of a job the claim
+	// starts is this plus the claim's time, and a forbid schedule's next
+	// job must not seem to start before its predecessor finished.
+	now := e.now()
 	began := time.Now()
 	defer func() { metrics.PollDuration.Observe(time.Since(began).Seconds()) }()
 	res, err := e.st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: e.cfg.NodeID, Now: now, Limit: asked, StartKinds: e.startKinds(), After: after})
