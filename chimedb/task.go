@@ -21,6 +21,21 @@ type ClaimParams struct {
 	// Started set; the others go to queued. Its definition is then read
 	// inside the claim, so Definition is never missing for lack of a read.
 	StartKinds []string
+	// After, when set, is a floor: the claim takes due rows after it in
+	// claim order first, and rows at or below it only when those run
+	// short. The rows a claim takes leave dead index entries at the front
+	// of the claim's range until the database purges them (InnoDB purge,
+	// PostgreSQL vacuum); under a backlog a scan from the start walks them
+	// all again on every claim. The caller passes the last full claim's
+	// ClaimResult.Last and decides how long a floor may stand (rows can
+	// appear below it: see taskengine's floor).
+	After *ClaimCursor
+}
+
+// ClaimCursor is a row's place in the claim's order: (claim_key, id).
+type ClaimCursor struct {
+	ClaimKey int64
+	ID       int64
 }
 
 // ClaimedJob is a job moved to queued by ClaimJobs, with what running it
@@ -70,6 +85,10 @@ type ClaimResult struct {
 	// Blocked lists schedules with concurrency = 'forbid' whose due jobs
 	// were left pending because an earlier job of theirs is active.
 	Blocked []int64
+	// Last is where the claim's scan ended: the last row it picked (claimed
+	// or not), from the scan below ClaimParams.After when the scan above it
+	// ran short. Nil when it picked none.
+	Last *ClaimCursor
 }
 
 // WaitingJobsParams selects due pending jobs of some schedules.

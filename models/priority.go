@@ -17,8 +17,9 @@ const (
 // is run_at moved PriorityStep earlier per priority above PriorityDefault
 // (later below). So a due job is passed over only by jobs that became due less
 // than (their priority - its priority) × PriorityStep after it, at most
-// (PriorityMax - PriorityMin) × PriorityStep. The migrations (00012) hold the
-// same number, in milliseconds.
+// (PriorityMax - PriorityMin) × PriorityStep, plus at most the task engine's
+// claim floor age while a backlog lasts (see store's selectDue). The
+// migrations (00012) hold the same number, in milliseconds.
 const PriorityStep = time.Minute
 
 // ValidPriority reports whether p is in PriorityMin..PriorityMax, the range

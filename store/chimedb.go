@@ -20,6 +20,7 @@ type (
 
 	ClaimParams          = chimedb.ClaimParams
 	ClaimResult          = chimedb.ClaimResult
+	ClaimCursor          = chimedb.ClaimCursor
 	ClaimedJob           = chimedb.ClaimedJob
 	WaitingJobsParams    = chimedb.WaitingJobsParams
 	WaitingJob           = chimedb.WaitingJob

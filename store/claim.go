@@ -21,7 +21,9 @@ var activeStatuses = []models.JobStatus{models.JobQueued, models.JobRunning, mod
 // each other; SQLite has a single writer (BEGIN IMMEDIATE) and needs no lock
 // clause. The pick takes higher priorities first, without starvation (see
 // selectDue); it is served by idx_jobs_claim_order (status, claim_key, id),
-// so its cost does not grow with finished history.
+// so its cost does not grow with finished history. With p.After it starts
+// after that floor, and takes rows up to it only when those after it run
+// short (see selectDue).
 //
 // A schedule with concurrency = 'forbid' gets at most one job active: rows
 // of a schedule that already has a queued, running or paused job are not
@@ -70,7 +72,7 @@ const claimLoadTimeout = 10 * time.Second
 func (s *Store) claimTx(tx *gorm.DB, p *ClaimParams, res *ClaimResult, schedNames map[int64]string) error {
 	began := time.Now()
 	now := DBTime(p.Now)
-	rows, err := s.selectDue(tx, p.Limit, now, nil)
+	rows, last, err := s.selectDue(tx, p.Limit, now, p.After, nil)
 	if err != nil {
 		return err
 	}
@@ -83,11 +85,11 @@ func (s *Store) claimTx(tx *gorm.DB, p *ClaimParams, res *ClaimResult, schedName
 	// claims pick none, and this saves them a statement.
 	var blocked []int64
 	if pickedForbid(rows, forbid) {
-		if rows, blocked, err = s.dropBusyForbid(tx, p.Limit, now, rows, schedNames, forbid); err != nil {
+		if rows, last, blocked, err = s.dropBusyForbid(tx, p, now, rows, last, schedNames, forbid); err != nil {
 			return err
 		}
 	}
-	res.Selected = len(rows)
+	res.Selected, res.Last = len(rows), last
 	taken := map[int64]bool{}
 	ids := make([]int64, 0, len(rows))
 	for _, r := range rows {
@@ -166,34 +168,35 @@ func (s *Store) startClaimed(tx *gorm.DB, p *ClaimParams, res *ClaimResult, sche
 // dropBusyForbid finds the forbid schedules that have a job holding a
 // worker and, when rows holds one of theirs, picks again without them. It
 // returns the rows to claim and the busy schedules. The range on
-// idx_jobs_claim covers only active rows, which are few.
-func (s *Store) dropBusyForbid(tx *gorm.DB, limit int, now time.Time, rows []models.Job,
-	schedNames map[int64]string, forbid map[int64]bool) ([]models.Job, []int64, error) {
+// idx_jobs_claim covers only active rows, which are few. The pick again
+// starts from the same floor (p.After) as the first, so last is its end.
+func (s *Store) dropBusyForbid(tx *gorm.DB, p *ClaimParams, now time.Time, rows []models.Job, last *ClaimCursor,
+	schedNames map[int64]string, forbid map[int64]bool) ([]models.Job, *ClaimCursor, []int64, error) {
 	if err := s.lockForbid(tx, rows, forbid); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var blocked []int64
 	if err := tx.Raw(`SELECT DISTINCT a.schedule_id FROM jobs a JOIN schedules s ON s.id = a.schedule_id
 		WHERE a.status IN ? AND s.concurrency = ?`, activeStatuses, models.ConcurrencyForbid).
 		Scan(&blocked).Error; err != nil {
-		return nil, nil, fmt.Errorf("find busy forbid schedules: %w", err)
+		return nil, nil, nil, fmt.Errorf("find busy forbid schedules: %w", err)
 	}
 	if !pickedAny(rows, blocked) {
-		return rows, blocked, nil
+		return rows, last, blocked, nil
 	}
 	// Rows of busy schedules took places that eligible rows may have:
 	// pick again without them.
-	rows, err := s.selectDue(tx, limit, now, blocked)
+	rows, last, err := s.selectDue(tx, p.Limit, now, p.After, blocked)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := readSchedules(tx, rows, schedNames, forbid); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := s.lockForbid(tx, rows, forbid); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return rows, blocked, nil
+	return rows, last, blocked, nil
 }
 
 // loadClaimed attaches definitions and schedule names to the claimed jobs
@@ -249,7 +252,9 @@ func attach(res *ClaimResult, defs []models.JobDefinition, err error, schedNames
 }
 
 // selectDue picks up to limit due pending rows, leaving out the schedules
-// in exclude, and locks them (MySQL, PostgreSQL: skipping rows other claims hold).
+// in exclude, and locks them (MySQL, PostgreSQL: skipping rows other claims
+// hold). It returns them in claim order, and where its scan ended (nil when
+// it picked none).
 //
 // Rows go in claim_key order: run_at moved models.PriorityStep earlier per
 // priority above the default (later below), kept by the database (migration
@@ -258,9 +263,49 @@ func attach(res *ClaimResult, defs []models.JobDefinition, err error, schedNames
 // priority) × PriorityStep after it. A due row's key is at most now plus
 // claimKeySlack, which bounds the range on idx_jobs_claim_order; run_at <=
 // now then drops the few rows in that range that are not due yet.
-func (s *Store) selectDue(tx *gorm.DB, limit int, now time.Time, exclude []int64) ([]models.Job, error) {
+//
+// With a floor (after), the scan starts after it: the rows claims took
+// before it leave delete-marked index entries at the front of the range
+// until purge (vacuum) removes them, and under a backlog purge lags, so a
+// scan from the start would walk all of them again on every claim. When
+// the rows above the floor run short, the same transaction takes the rest
+// from the start up to the floor, so a short scan never leaves due rows
+// below the floor behind. A row that appears below a floor while the
+// floor's claims come back full (a higher priority fired, a job released,
+// recovered or written by an admin, a row that became due, a row another
+// claim had locked and rolled back) waits for the first claim without a
+// floor: the order above then holds plus at most the floor's age, which
+// the caller bounds (taskengine drops its floor after floorMaxAge).
+func (s *Store) selectDue(tx *gorm.DB, limit int, now time.Time, after *ClaimCursor, exclude []int64) ([]models.Job, *ClaimCursor, error) {
+	if after == nil {
+		rows, err := s.selectDueIn(tx, limit, now, "", nil, exclude)
+		return rows, lastOf(rows), err
+	}
+	where, args := s.aboveFloor(after)
+	above, err := s.selectDueIn(tx, limit, now, where, args, exclude)
+	if err != nil || len(above) >= limit {
+		return above, lastOf(above), err
+	}
+	where, args = s.atOrBelowFloor(after)
+	below, err := s.selectDueIn(tx, limit-len(above), now, where, args, exclude)
+	if err != nil {
+		return nil, nil, err
+	}
+	last := lastOf(above)
+	if len(below) > 0 {
+		last = lastOf(below)
+	}
+	// Every row below is at or before the floor, every row above after it.
+	return append(below, above...), last, nil
+}
+
+// selectDueIn is one scan of selectDue, narrowed by the condition where.
+func (s *Store) selectDueIn(tx *gorm.DB, limit int, now time.Time, where string, args []any, exclude []int64) ([]models.Job, error) {
 	q := tx.Model(&models.Job{}).
 		Where("status = ? AND claim_key <= ? AND run_at <= ? AND control <> ?", models.JobPending, claimKeyBound(now), now, models.ControlStop)
+	if where != "" {
+		q = q.Where(where, args...)
+	}
 	if len(exclude) > 0 {
 		q = q.Where("(schedule_id IS NULL OR schedule_id NOT IN ?)", exclude)
 	}
@@ -273,6 +318,37 @@ func (s *Store) selectDue(tx *gorm.DB, limit int, now time.Time, exclude []int64
 		return nil, fmt.Errorf("select due jobs: %w", err)
 	}
 	return rows, nil
+}
+
+// aboveFloor and atOrBelowFloor split the claim's order at a floor c.
+// Each must stay a range on idx_jobs_claim_order, in the index's order
+// and with no sort, on every database (TestClaimFloorUsesIndex), and the
+// form that gives one differs: PostgreSQL and SQLite bound an index range
+// by a row value, where they take an OR only as a filter; MariaDB builds
+// its range on all three columns from the OR (with "claim_key <= ? AND
+// (...)" it bounds only claim_key, and a drain's rows often share one).
+// On a small table MariaDB may read the index from the start by ref on
+// status instead, still in its order.
+func (s *Store) aboveFloor(c *ClaimCursor) (string, []any) {
+	if s.dialect == MySQL {
+		return "(claim_key > ? OR (claim_key = ? AND id > ?))", []any{c.ClaimKey, c.ClaimKey, c.ID}
+	}
+	return "(claim_key, id) > (?, ?)", []any{c.ClaimKey, c.ID}
+}
+
+func (s *Store) atOrBelowFloor(c *ClaimCursor) (string, []any) {
+	if s.dialect == MySQL {
+		return "(claim_key < ? OR (claim_key = ? AND id <= ?))", []any{c.ClaimKey, c.ClaimKey, c.ID}
+	}
+	return "(claim_key, id) <= (?, ?)", []any{c.ClaimKey, c.ID}
+}
+
+func lastOf(rows []models.Job) *ClaimCursor {
+	if len(rows) == 0 {
+		return nil
+	}
+	r := rows[len(rows)-1]
+	return &ClaimCursor{ClaimKey: r.ClaimKey, ID: r.ID}
 }
 
 // claimKeySlack is how far past now a due row's claim_key may be: that of
@@ -374,12 +450,35 @@ func (s *Store) WaitingJobs(ctx context.Context, p *WaitingJobsParams) ([]Waitin
 // ExplainClaim returns the database's plan for the claim's SELECT, for
 // benchmarks and tests that prove it uses idx_jobs_claim_order.
 func (s *Store) ExplainClaim(ctx context.Context, now time.Time, limit int) (string, error) {
-	sql := `SELECT * FROM jobs WHERE status = 'pending' AND claim_key <= ? AND run_at <= ? AND control <> 'stop' ORDER BY claim_key, id LIMIT ?`
+	return s.explainClaim(ctx, now, limit, "", nil)
+}
+
+// ExplainClaimAfter returns the plans of the two scans of a claim with a
+// floor (ClaimParams.After): the rows after it, and those up to it.
+func (s *Store) ExplainClaimAfter(ctx context.Context, now time.Time, limit int, after ClaimCursor) (above, below string, err error) {
+	where, args := s.aboveFloor(&after)
+	if above, err = s.explainClaim(ctx, now, limit, where, args); err != nil {
+		return "", "", err
+	}
+	where, args = s.atOrBelowFloor(&after)
+	below, err = s.explainClaim(ctx, now, limit, where, args)
+	return above, below, err
+}
+
+func (s *Store) explainClaim(ctx context.Context, now time.Time, limit int, where string, whereArgs []any) (string, error) {
+	sql := `SELECT * FROM jobs WHERE status = 'pending' AND claim_key <= ? AND run_at <= ? AND control <> 'stop'`
+	args := []any{claimKeyBound(now), DBTime(now)}
+	if where != "" {
+		sql += " AND " + where
+		args = append(args, whereArgs...)
+	}
+	sql += ` ORDER BY claim_key, id LIMIT ?`
+	args = append(args, limit)
 	prefix := "EXPLAIN "
 	if s.dialect == SQLite {
 		prefix = "EXPLAIN QUERY PLAN "
 	}
-	rows, err := s.sqlDB.QueryContext(ctx, prefix+sql, claimKeyBound(now), DBTime(now), limit)
+	rows, err := s.sqlDB.QueryContext(ctx, prefix+sql, args...)
 	if err != nil {
 		return "", fmt.Errorf("explain claim: %w", err)
 	}

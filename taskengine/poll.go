@@ -28,11 +28,42 @@ const maxClaims = 2
 // each worker alone as it frees up would cost a transaction per job.
 const claimCooldown = 5 * time.Millisecond
 
+// floorMaxAge bounds how long the poll loop's claim floor stands, by the
+// engine's clock from the start of the claim that last scanned from the
+// start. Claims under a backlog start after the floor (see
+// store.ClaimParams.After), so a row that appears below it (a higher
+// priority fired, a job released or recovered, an admin's write) waits for
+// the next claim without one: the claim order's bound holds plus at most
+// this. Long enough that a drain's claims mostly skip the dead entries
+// their predecessors left, short next to the priority step (a minute).
+const floorMaxAge = 250 * time.Millisecond
+
+// claimFloor is where the latest full claim's scan ended, for the next
+// claim to start after.
+type claimFloor struct {
+	at    *chimedb.ClaimCursor // nil: the next claim scans from the start
+	since time.Time            // start of the claim that last scanned from the start
+	epoch uint64               // bumped when the floor is dropped
+}
+
+// drop makes the next claim scan from the start, and claims in flight
+// before it unable to set a floor.
+func (f *claimFloor) drop() {
+	f.at = nil
+	f.epoch++
+}
+
 // claimResult is what a claim goroutine reports back to the poll loop.
 type claimResult struct {
 	asked, selected int
 	blocked         []int64
 	err             error
+	// The floor the claim started after, the loop's epoch then, its start
+	// (engine clock) and where its scan ended.
+	after *chimedb.ClaimCursor
+	epoch uint64
+	began time.Time
+	last  *chimedb.ClaimCursor
 }
 
 // pollLoop claims due jobs: at start, every PollInterval, on Wake, and again
@@ -56,6 +87,7 @@ func (e *Engine) pollLoop(ctx context.Context) {
 		inFlight   int           // claims running
 		cooling    bool          // cooldown is armed
 		cooledDown bool          // cooldown fired: claim whatever is free
+		floor      claimFloor
 	)
 	for {
 		more := seen < gen || backlog
@@ -78,11 +110,14 @@ func (e *Engine) pollLoop(ctx context.Context) {
 				}
 				inFlight++
 				seen = gen
+				if floor.at != nil && e.now().Sub(floor.since) >= floorMaxAge {
+					floor.drop()
+				}
 				claims.Add(1)
-				go func(asked int) {
+				go func(asked int, after *chimedb.ClaimCursor, epoch uint64) {
 					defer claims.Done()
-					results <- e.claim(ctx, asked)
-				}(free)
+					results <- e.claim(ctx, asked, after, epoch)
+				}(free, floor.at, floor.epoch)
 				continue
 			}
 			if free > 0 && inFlight == 0 && !cooling && !cooledDown {
@@ -102,10 +137,12 @@ func (e *Engine) pollLoop(ctx context.Context) {
 				}
 				e.log.WithError(r.err).Error("claiming jobs failed; retrying at the next poll")
 				backlog = false
+				floor.drop()
 			default:
 				// A wake or tick that came while the claim ran has moved
 				// gen past seen, so a short claim does not swallow it.
 				backlog = r.selected >= r.asked
+				floor.note(r, backlog)
 				e.noteWaiting(ctx, r.blocked)
 			}
 		case <-e.slotFreed:
@@ -117,23 +154,48 @@ func (e *Engine) pollLoop(ctx context.Context) {
 		case <-e.retune:
 			timer.Reset(jitter(e.PollInterval()))
 		case <-e.wake:
+			// A wake says jobs may have appeared, possibly below the floor.
 			gen++
+			floor.drop()
 		}
 	}
 }
 
-// claim claims up to asked jobs, for which it has reserved as many workers,
-// hands each to enqueue, on its way to the pool, and gives back the workers
-// it found no job for. store.ClaimJobs returns an error only when nothing
-// was claimed, so every committed row reaches enqueue.
-func (e *Engine) claim(ctx context.Context, asked int) claimResult {
+// note moves the floor after claim r came back without an error: a full
+// claim of the current epoch leaves its end as the floor, and any other
+// drops it (a short claim has seen the due rows run out above the floor).
+func (f *claimFloor) note(r claimResult, full bool) {
+	switch {
+	case !full || r.last == nil:
+		f.drop()
+	case r.epoch != f.epoch:
+		// Dropped while the claim ran: it may have started before the
+		// rows the drop was for.
+	default:
+		if r.after == nil && (f.at == nil || r.began.Before(f.since)) {
+			f.since = r.began
+		}
+		f.at = r.last
+	}
+}
+
+// claim claims up to asked jobs, starting after the floor after when set,
+// for which it has reserved as many workers, hands each to enqueue, on its
+// way to the pool, and gives back the workers it found no job for.
+// store.ClaimJobs returns an error only when nothing was claimed, so every
+// committed row reaches enqueue.
+func (e *Engine) claim(ctx context.Context, asked int, after *chimedb.ClaimCursor, epoch uint64) claimResult {
+	// Read here, not by the poll loop: started_at of a job the claim
+	// starts is this plus the claim's time, and a forbid schedule's next
+	// job must not seem to start before its predecessor finished.
+	now := e.now()
 	began := time.Now()
 	defer func() { metrics.PollDuration.Observe(time.Since(began).Seconds()) }()
-	res, err := e.st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: e.cfg.NodeID, Now: e.now(), Limit: asked, StartKinds: e.startKinds()})
+	res, err := e.st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: e.cfg.NodeID, Now: now, Limit: asked, StartKinds: e.startKinds(), After: after})
 	metrics.ClaimDuration.Observe(time.Since(began).Seconds())
 	if err != nil {
 		e.unreserve(asked)
-		return claimResult{asked: asked, err: err}
+		return claimResult{asked: asked, err: err, after: after, epoch: epoch, began: now}
 	}
 	e.unreserve(asked - len(res.Jobs))
 	e.forgetWaiting(res.Jobs)
@@ -145,7 +207,8 @@ func (e *Engine) claim(ctx context.Context, asked int) claimResult {
 		go e.enqueue(cj, e.newJob(cj))
 	}
 	metrics.PoolBusy.Set(float64(e.inflight.Load()))
-	return claimResult{asked: asked, selected: res.Selected, blocked: res.Blocked}
+	return claimResult{asked: asked, selected: res.Selected, blocked: res.Blocked,
+		after: after, epoch: epoch, began: now, last: res.Last}
 }
 
 // startKinds lists the registered task types whose OnQueue does nothing
