@@ -244,7 +244,7 @@ func allFinished(db *gorm.DB, n int) func() (bool, error) {
 
 var liveStatuses = []models.JobStatus{models.JobPending, models.JobQueued, models.JobRunning, models.JobPaused}
 
-// drain inserts o.Jobs pending `sleep 0s` jobs, runs a worker-only node
+// drain inserts o.Jobs pending no-op jobs, runs a worker-only node
 // until every one has finished, and reports jobs/s from the first claim
 // (min queued_at) to the last outcome (max finished_at).
 func drain(ctx context.Context, cfg *configs.Config, log *logrus.Logger, o Options) (*Line, error) {
