@@ -24,7 +24,10 @@ import (
 type LatenessOptions struct {
 	Schedules int           // schedules firing every second
 	Duration  time.Duration // how long the node runs
-	Task      string        // task type of the jobs (TaskType, a no-op that records its start)
+	// Task is the task type of the jobs: TaskType (a no-op that records its
+	// start) unless set. The node's registry holds the built-in tasks and
+	// TaskType only, so another kind must be built in; exec_* need TaskType.
+	Task string
 }
 
 // LatenessReport holds the measured figures, in milliseconds after scheduled_at.
