@@ -16,7 +16,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/chimesched/chime/app"
 	"github.com/chimesched/chime/configs"
 	"github.com/chimesched/chime/models"
 )
@@ -25,7 +24,10 @@ import (
 type LatenessOptions struct {
 	Schedules int           // schedules firing every second
 	Duration  time.Duration // how long the node runs
-	Task      string        // task type of the jobs ("sleep", 0 s)
+	// Task is the task type of the jobs: TaskType (a no-op that records its
+	// start) unless set. The node's registry holds the built-in tasks and
+	// TaskType only, so another kind must be built in; exec_* need TaskType.
+	Task string
 }
 
 // LatenessReport holds the measured figures, in milliseconds after scheduled_at.
@@ -42,22 +44,31 @@ type LatenessReport struct {
 	Written     Percentiles // jobs.created_at − scheduled_at: when the fire's batch was built
 	StartedAt   Percentiles // jobs.started_at − scheduled_at
 	PollSetting time.Duration
+
+	// ExecJobs is the jobs whose Execute was seen to begin (TaskType only);
+	// Exec is when it began − scheduled_at, ExecAfterStarted when it began
+	// − jobs.started_at: how much earlier the row says the job started
+	// than it did.
+	ExecJobs         int
+	Exec             Percentiles
+	ExecAfterStarted Percentiles
 }
 
 // Percentiles of a sample, in milliseconds.
 type Percentiles struct{ P50, P90, P99, Max float64 }
 
 // Lateness creates opts.Schedules schedules firing every second (cron
-// "* * * * * *") on a definition of a no-op sleep task, runs a node on cfg for
+// "* * * * * *") on a definition of a no-op task, runs a node on cfg for
 // opts.Duration, stops it gracefully, and measures from the jobs table how
-// long after scheduled_at each fire was written and each job started. The
-// database must hold no schedules and no jobs: the figures cover every job.
+// long after scheduled_at each fire was written and each job was marked
+// started, and from the no-op task when its Execute began. The database
+// must hold no schedules and no jobs: the figures cover every job.
 func Lateness(ctx context.Context, cfg *configs.Config, log *logrus.Logger, opts LatenessOptions) (*LatenessReport, error) {
 	if opts.Schedules <= 0 || opts.Duration <= 0 {
 		return nil, errors.New("bench: schedules and duration must be positive")
 	}
 	if opts.Task == "" {
-		opts.Task = "sleep"
+		opts.Task = TaskType
 	}
 	e, err := prepare(ctx, cfg, log)
 	if err != nil {
@@ -65,7 +76,7 @@ func Lateness(ctx context.Context, cfg *configs.Config, log *logrus.Logger, opts
 	}
 	defer e.st.Close()
 	cfg, db := e.cfg, e.db
-	if opts.Task != "sleep" {
+	if opts.Task != TaskType {
 		if err := db.Model(&models.JobDefinition{}).Where("id = ?", e.def).Update("task_type", opts.Task).Error; err != nil {
 			return nil, err
 		}
@@ -85,27 +96,24 @@ func Lateness(ctx context.Context, cfg *configs.Config, log *logrus.Logger, opts
 	}
 
 	// Fires before the whole node is up are start-up, not steady state.
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- app.Serve(runCtx, cfg, app.Options{NoMigrate: true, Logger: log}) }()
+	n := startNode(ctx, e, log)
 	var from time.Time
 	select {
-	case err := <-done:
-		cancel()
+	case err := <-n.done:
+		n.cancel()
 		return nil, fmt.Errorf("bench: node stopped early: %w", err)
 	case <-time.After(3 * time.Second):
 		from = time.Now().UTC().Truncate(time.Second).Add(time.Second)
 	}
 	select {
-	case err := <-done:
-		cancel()
+	case err := <-n.done:
+		n.cancel()
 		return nil, fmt.Errorf("bench: node stopped early: %w", err)
 	case <-time.After(opts.Duration):
 	}
 	until := time.Now().UTC().Truncate(time.Second).Add(-time.Second)
-	cancel()
-	if err := <-done; err != nil {
-		return nil, fmt.Errorf("bench: node stop: %w", err)
+	if err := n.stop(); err != nil {
+		return nil, err
 	}
 
 	var jobs []models.Job
@@ -116,7 +124,9 @@ func Lateness(ctx context.Context, cfg *configs.Config, log *logrus.Logger, opts
 		Jobs: len(jobs), PollSetting: cfg.TaskEngine.PollInterval.D()}
 	seen := make(map[string]bool, len(jobs))
 	var written, started []float64
+	var ex execSamples
 	for _, j := range jobs {
+		ex.add(e.exec, &j, j.ScheduledAt)
 		key := fmt.Sprint(*j.ScheduleID, j.ScheduledAt.UnixMicro())
 		if seen[key] {
 			r.Duplicates++
@@ -137,7 +147,42 @@ func Lateness(ctx context.Context, cfg *configs.Config, log *logrus.Logger, opts
 	r.Missing = opts.Schedules*int(r.Duration/time.Second) - len(seen)
 	r.Written = percentiles(written)
 	r.StartedAt = percentiles(started)
+	r.ExecJobs, r.Exec, r.ExecAfterStarted = ex.n, percentiles(ex.late), percentiles(ex.afterStarted)
 	return r, nil
+}
+
+// execSamples gathers when the jobs' Execute began, from an execLog.
+type execSamples struct {
+	n            int
+	late         []float64 // Execute began − the reference (scheduled_at, or a burst's due time)
+	afterStarted []float64 // Execute began − jobs.started_at
+}
+
+func (s *execSamples) add(l *execLog, j *models.Job, ref time.Time) {
+	at, ok := l.get(j.ID)
+	if !ok {
+		return
+	}
+	s.n++
+	s.late = append(s.late, ms(at.Sub(ref)))
+	if j.StartedAt != nil {
+		s.afterStarted = append(s.afterStarted, ms(at.Sub(*j.StartedAt)))
+	}
+}
+
+// addTo puts the samples' figures on l.
+func (s *execSamples) addTo(l *Line) {
+	addExec(l, s.n, percentiles(s.late), percentiles(s.afterStarted))
+}
+
+// addExec puts the Execute figures on l: the jobs seen to begin, when they
+// began after the reference, and how long after the row's started_at.
+func addExec(l *Line, n int, late, afterStarted Percentiles) {
+	l.add("exec_jobs", n)
+	l.add("exec_p50_ms", late.P50)
+	l.add("exec_p99_ms", late.P99)
+	l.add("exec_max_ms", late.Max)
+	l.add("exec_after_started_p99_ms", afterStarted.P99)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -154,12 +199,13 @@ func percentiles(v []float64) Percentiles {
 // Print writes the report for people.
 func (r *LatenessReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "driver %s, %d schedules every second, %s measured, task poll interval %s\n", r.Driver, r.Schedules, r.Duration, r.PollSetting)
-	fmt.Fprintf(w, "jobs %d (started %d), catch-ups %d, duplicates %d, missing fires %d\n", r.Jobs, r.Started, r.CatchUps, r.Duplicates, r.Missing)
+	fmt.Fprintf(w, "jobs %d (started %d, Execute seen %d), catch-ups %d, duplicates %d, missing fires %d\n", r.Jobs, r.Started, r.ExecJobs, r.CatchUps, r.Duplicates, r.Missing)
 	fmt.Fprintf(w, "%-32s %8s %8s %8s %8s\n", "ms after scheduled_at", "p50", "p90", "p99", "max")
 	for _, row := range []struct {
 		name string
 		p    Percentiles
-	}{{"fire written (jobs.created_at)", r.Written}, {"job started (jobs.started_at)", r.StartedAt}} {
+	}{{"fire written (jobs.created_at)", r.Written}, {"job started (jobs.started_at)", r.StartedAt},
+		{"task ran (Execute began)", r.Exec}, {"Execute began − started_at", r.ExecAfterStarted}} {
 		fmt.Fprintf(w, "%-32s %8.1f %8.1f %8.1f %8.1f\n", row.name, row.p.P50, row.p.P90, row.p.P99, row.p.Max)
 	}
 }

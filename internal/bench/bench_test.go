@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,9 +33,14 @@ func TestLatenessOnSQLite(t *testing.T) {
 	require.Equal(t, r.Jobs, r.Started)
 	require.GreaterOrEqual(t, r.Jobs, 3*2)
 	require.Positive(t, r.StartedAt.P50)
+	// Every job ran here, so each has the instant its Execute began.
+	require.Equal(t, r.Jobs, r.Finished)
+	require.Equal(t, r.Finished, r.ExecJobs)
+	require.GreaterOrEqual(t, r.Exec.P50, 0.0)
 	var out bytes.Buffer
 	r.Print(&out)
 	require.Contains(t, out.String(), "3 schedules every second")
+	require.Contains(t, out.String(), "task ran (Execute began)")
 
 	_, err = Lateness(t.Context(), cfg, log, LatenessOptions{Schedules: 1, Duration: time.Second})
 	require.ErrorContains(t, err, "already has 3 schedules")
@@ -51,9 +57,9 @@ func TestScenariosOnSQLite(t *testing.T) {
 		keys []string          // present
 	}{
 		{"drain", Options{Jobs: 50}, map[string]string{"jobs": "50", "succeeded": "50", "driver": "sqlite"}, []string{"jobs_per_s", "pool"}},
-		{"burst", Options{Jobs: 20}, map[string]string{"schedules": "20", "jobs": "20", "missed": "0", "duplicates": "0"}, []string{"fire_last_ms", "start_p99_ms"}},
-		{"steady", Options{Schedules: 3, Duration: 2 * time.Second}, map[string]string{"schedules": "3", "missed": "0", "duplicates": "0"}, []string{"fire_p99_ms", "start_p99_ms"}},
-		{"continuous", Options{Schedules: 3, Duration: 2 * time.Second}, map[string]string{"missed": "0", "unfinished": "0"}, []string{"jobs_per_s"}},
+		{"burst", Options{Jobs: 20}, map[string]string{"schedules": "20", "jobs": "20", "missed": "0", "duplicates": "0"}, []string{"fire_last_ms", "start_p99_ms", "exec_p50_ms", "exec_p99_ms", "exec_max_ms", "exec_after_started_p99_ms"}},
+		{"steady", Options{Schedules: 3, Duration: 2 * time.Second}, map[string]string{"schedules": "3", "missed": "0", "duplicates": "0"}, []string{"fire_p99_ms", "start_p99_ms", "exec_p50_ms", "exec_p99_ms", "exec_max_ms", "exec_after_started_p99_ms"}},
+		{"continuous", Options{Schedules: 3, Duration: 2 * time.Second}, map[string]string{"missed": "0", "unfinished": "0"}, []string{"jobs_per_s", "exec_p50_ms", "exec_p99_ms", "exec_max_ms", "exec_after_started_p99_ms"}},
 		{"restart", Options{Schedules: 30, Duration: 2 * time.Second}, map[string]string{"schedules": "30", "probe_missed": "0"}, []string{"restore_ms", "first_peak_rss_mb", "peak_rss_mb", "peak_reset", "probe_start_p99_ms"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,6 +87,48 @@ func TestScenariosOnSQLite(t *testing.T) {
 			_, err = Run(t.Context(), cfg, log, tc.name, tc.opts)
 			require.ErrorContains(t, err, "point chime bench at an empty database")
 		})
+	}
+}
+
+// The scenarios that report when Execute began do so for every job they
+// ran, on each database: the no-op task's record is keyed by the job ids of
+// this run's database (parallel runs in one process reuse the same ids), and
+// every finished job has one. No timing is checked beyond the order of
+// events: a job cannot begin before it is due.
+func TestExecSamplesCoverEveryJob(t *testing.T) {
+	t.Parallel()
+	for _, d := range []store.Dialect{store.SQLite, store.MySQL, store.Postgres} {
+		for _, tc := range []struct {
+			scenario string
+			opts     Options
+			finished string // the key whose value exec_jobs must equal
+		}{
+			{"burst", Options{Jobs: 15}, "jobs"},
+			{"steady", Options{Schedules: 4, Duration: 2 * time.Second}, "jobs"},
+			{"continuous", Options{Schedules: 4, Duration: 2 * time.Second}, "finished"},
+		} {
+			t.Run(string(d)+"/"+tc.scenario, func(t *testing.T) {
+				t.Parallel()
+				cfg, err := configs.Load("", func(string) string { return "" })
+				require.NoError(t, err)
+				sc := testdb.Config(t, d)
+				cfg.Database.Driver, cfg.Database.DSN = string(sc.Driver), sc.DSN
+				log := logrus.New()
+				log.SetLevel(logrus.ErrorLevel)
+				l, err := Run(t.Context(), cfg, log, tc.scenario, tc.opts)
+				require.NoError(t, err)
+				t.Log(l)
+				n, ok := l.Get("exec_jobs")
+				require.True(t, ok, "exec_jobs in %s", l)
+				want, _ := l.Get(tc.finished)
+				require.Equal(t, want, n, "exec_jobs against %s in %s", tc.finished, l)
+				require.NotEqual(t, "0", n, l.String())
+				p50, _ := l.Get("exec_p50_ms")
+				v, err := strconv.ParseFloat(p50, 64)
+				require.NoError(t, err)
+				require.GreaterOrEqual(t, v, 0.0, l.String())
+			})
+		}
 	}
 }
 

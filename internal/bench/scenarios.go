@@ -20,6 +20,7 @@ import (
 	"github.com/chimesched/chime/configs"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/tasks"
 )
 
 // Scenarios are the names `chime bench` runs, each printing one Line.
@@ -87,17 +88,21 @@ func Run(ctx context.Context, cfg *configs.Config, log *logrus.Logger, scenario 
 }
 
 // env is a prepared bench database: the checked-empty store, a no-op
-// definition, and the node's configuration.
+// definition, the node's configuration, and where its no-op task records
+// when each job's Execute began.
 type env struct {
-	cfg *configs.Config
-	st  *store.Store
-	db  *gorm.DB
-	def int64
+	cfg  *configs.Config
+	st   *store.Store
+	db   *gorm.DB
+	def  int64
+	exec *execLog
+	reg  *tasks.Registry
 }
 
 // prepare copies cfg for a node nobody calls, opens and migrates the
 // database, refuses one that has schedules or jobs, and creates the no-op
-// `sleep 0s` definition.
+// definition (TaskType; its params are sleep's, for a run switched to
+// `sleep 0s`).
 func prepare(ctx context.Context, cfg *configs.Config, log *logrus.Logger) (*env, error) {
 	c := *cfg
 	// The measurement needs no API, and must not collide with a running server's port.
@@ -132,13 +137,14 @@ func prepare(ctx context.Context, cfg *configs.Config, log *logrus.Logger) (*env
 			return nil, fmt.Errorf("bench: the database already has %d %s; point chime bench at an empty database", n, t.what)
 		}
 	}
-	def := models.JobDefinition{Name: "bench-noop", TaskType: "sleep", DefaultParams: models.JSON(`{"duration":"0s"}`),
+	def := models.JobDefinition{Name: "bench-noop", TaskType: TaskType, DefaultParams: models.JSON(`{"duration":"0s"}`),
 		MaxAttempts: 1, RetryBackoffSeconds: 1, NotifyOn: models.NotifyNever}
 	if err := db.Create(&def).Error; err != nil {
 		st.Close()
 		return nil, fmt.Errorf("bench: create definition: %w", err)
 	}
-	return &env{cfg: &c, st: st, db: db, def: def.ID}, nil
+	exec := newExecLog()
+	return &env{cfg: &c, st: st, db: db, def: def.ID, exec: exec, reg: exec.registry()}, nil
 }
 
 // insertRows writes n rows with multi-row INSERTs of up to 1,000 rows:
@@ -170,10 +176,14 @@ type node struct {
 	done   chan error
 }
 
-func startNode(ctx context.Context, cfg *configs.Config, log *logrus.Logger) *node {
+// startNode runs a node on e's configuration with e's registry, so the
+// no-op task records into e.exec.
+func startNode(ctx context.Context, e *env, log *logrus.Logger) *node {
 	runCtx, cancel := context.WithCancel(ctx)
 	n := &node{cancel: cancel, done: make(chan error, 1)}
-	go func() { n.done <- app.Serve(runCtx, cfg, app.Options{NoMigrate: true, Logger: log}) }()
+	go func() {
+		n.done <- app.Serve(runCtx, e.cfg, app.Options{NoMigrate: true, Logger: log, Registry: e.reg})
+	}()
 	return n
 }
 
@@ -234,7 +244,7 @@ func allFinished(db *gorm.DB, n int) func() (bool, error) {
 
 var liveStatuses = []models.JobStatus{models.JobPending, models.JobQueued, models.JobRunning, models.JobPaused}
 
-// drain inserts o.Jobs pending `sleep 0s` jobs, runs a worker-only node
+// drain inserts o.Jobs pending no-op jobs, runs a worker-only node
 // until every one has finished, and reports jobs/s from the first claim
 // (min queued_at) to the last outcome (max finished_at).
 func drain(ctx context.Context, cfg *configs.Config, log *logrus.Logger, o Options) (*Line, error) {
@@ -255,7 +265,7 @@ func drain(ctx context.Context, cfg *configs.Config, log *logrus.Logger, o Optio
 		o.Jobs, func(int) []any { return []any{e.def, due, due} }); err != nil {
 		return nil, fmt.Errorf("bench: insert jobs: %w", err)
 	}
-	n := startNode(ctx, e.cfg, log)
+	n := startNode(ctx, e, log)
 	werr := n.waitFor(ctx, o.Timeout, "drain", allFinished(e.db, o.Jobs))
 	serr := n.stop()
 	if err := errors.Join(werr, serr); err != nil {
@@ -325,7 +335,7 @@ func burst(ctx context.Context, cfg *configs.Config, log *logrus.Logger, o Optio
 		o.Jobs, func(i int) []any { return []any{fmt.Sprintf("bench-%07d", i), e.def, store.DBTime(due)} }); err != nil {
 		return nil, fmt.Errorf("bench: insert schedules: %w", err)
 	}
-	n := startNode(ctx, e.cfg, log)
+	n := startNode(ctx, e, log)
 	werr := n.waitFor(ctx, o.Timeout+time.Until(due), "burst", allFinished(e.db, o.Jobs))
 	serr := n.stop()
 	if err := errors.Join(werr, serr); err != nil {
@@ -336,10 +346,12 @@ func burst(ctx context.Context, cfg *configs.Config, log *logrus.Logger, o Optio
 		return nil, err
 	}
 	var written, started []float64
+	var ex execSamples
 	var lastDone time.Time
 	seen := map[int64]bool{}
 	dups := 0
 	for _, j := range jobs {
+		ex.add(e.exec, &j, due)
 		if j.ScheduleID != nil {
 			if seen[*j.ScheduleID] {
 				dups++
@@ -367,6 +379,7 @@ func burst(ctx context.Context, cfg *configs.Config, log *logrus.Logger, o Optio
 	l.add("fire_last_ms", w.Max)
 	l.add("start_p50_ms", s.P50)
 	l.add("start_p99_ms", s.P99)
+	ex.addTo(l)
 	l.add("done_last_ms", lastDone.Sub(due))
 	return l, nil
 }
@@ -404,6 +417,7 @@ func steady(ctx context.Context, cfg *configs.Config, log *logrus.Logger, name s
 	l.add("start_p50_ms", r.StartedAt.P50)
 	l.add("start_p99_ms", r.StartedAt.P99)
 	l.add("start_max_ms", r.StartedAt.Max)
+	addExec(l, r.ExecJobs, r.Exec, r.ExecAfterStarted)
 	return l, nil
 }
 
@@ -453,7 +467,7 @@ func restart(ctx context.Context, cfg *configs.Config, log *logrus.Logger, o Opt
 	// to the system and the high-water mark starts over before each start.
 	rssBefore, reset := resetPeakRSS()
 	began := time.Now()
-	n := startNode(ctx, e.cfg, log)
+	n := startNode(ctx, e, log)
 	if err := n.waitFor(ctx, o.Timeout, "first start", probeFired(began)); err != nil {
 		return nil, errors.Join(err, n.stop())
 	}
@@ -464,7 +478,7 @@ func restart(ctx context.Context, cfg *configs.Config, log *logrus.Logger, o Opt
 	firstPeak := peakRSS()
 	resetPeakRSS()
 	began = time.Now()
-	n = startNode(ctx, e.cfg, log)
+	n = startNode(ctx, e, log)
 	if err := n.waitFor(ctx, o.Timeout, "restart", probeFired(began)); err != nil {
 		return nil, errors.Join(err, n.stop())
 	}
