@@ -168,7 +168,7 @@ func (s *Store) startClaimed(tx *gorm.DB, p *ClaimParams, res *ClaimResult, sche
 // dropBusyForbid finds the forbid schedules that have a job holding a
 // worker and, when rows holds one of theirs, picks again without them. It
 // returns the rows to claim and the busy schedules. The range on
-// idx_jobs_claim covers only active rows, which are few. The pick again
+// idx_jobs_claim_order covers only active rows, which are few. The pick again
 // starts from the same floor (p.After) as the first, so last is its end.
 func (s *Store) dropBusyForbid(tx *gorm.DB, p *ClaimParams, now time.Time, rows []models.Job, last *ClaimCursor,
 	schedNames map[int64]string, forbid map[int64]bool) ([]models.Job, *ClaimCursor, []int64, error) {
@@ -439,8 +439,8 @@ func (s *Store) WaitingJobs(ctx context.Context, p *WaitingJobsParams) ([]Waitin
 	}
 	var out []WaitingJob
 	err := s.db.WithContext(ctx).Raw(`SELECT id, schedule_id FROM jobs
-		WHERE status = ? AND run_at <= ? AND schedule_id IN ? ORDER BY claim_key, id LIMIT ?`,
-		models.JobPending, DBTime(p.Now), p.ScheduleIDs, max(p.Limit, 1)).Scan(&out).Error
+		WHERE status = ? AND claim_key <= ? AND run_at <= ? AND schedule_id IN ? ORDER BY claim_key, id LIMIT ?`,
+		models.JobPending, claimKeyBound(p.Now), DBTime(p.Now), p.ScheduleIDs, max(p.Limit, 1)).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("list jobs waiting on forbid schedules: %w", err)
 	}

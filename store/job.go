@@ -23,8 +23,8 @@ func (s *Store) forUpdate(q *gorm.DB) *gorm.DB {
 
 // jobsByID names the jobs table for statements that pick rows by id. On
 // MySQL it forces the primary key: with id IN (…) and status IN (…) in one
-// WHERE, the optimizer may otherwise walk idx_jobs_claim, and a locking read
-// along that index waits on rows other transactions of this node hold
+// WHERE, the optimizer may otherwise walk idx_jobs_claim_order, and a
+// locking read along that index waits on rows other transactions of this node hold
 // (the claim's fresh queued rows, the completer's), serializing the
 // engine's writers behind each other.
 func (s *Store) jobsByID() string {
@@ -157,7 +157,7 @@ func (s *Store) ReleaseJobs(ctx context.Context, p *ReleaseJobsParams) ([]int64,
 // the rows are not running anywhere. It returns the ids canceled.
 //
 // control has no index, so finding the requests means walking the pending
-// and queued part of idx_jobs_claim: the whole backlog. That walk is a plain
+// and queued part of idx_jobs_claim_order: the whole backlog. That walk is a plain
 // (consistent, READ COMMITTED) read that takes no locks; only the few rows
 // it finds are then locked, by primary key, and re-checked. A locking walk
 // would lock and release every pending row each ControlInterval, which
@@ -167,7 +167,7 @@ func (s *Store) CancelStopRequested(ctx context.Context, now time.Time) ([]int64
 	now = DBTime(now)
 	live := []models.JobStatus{models.JobPending, models.JobQueued}
 	var found []int64
-	// status IN (…) first so idx_jobs_claim bounds the scan to live rows.
+	// status IN (…) bounds the scan to live rows of idx_jobs_claim_order.
 	if err := s.db.WithContext(ctx).Model(&models.Job{}).Where("status IN ? AND control = ?", live, models.ControlStop).
 		Pluck("id", &found).Error; err != nil {
 		return nil, fmt.Errorf("find jobs to cancel: %w", err)
@@ -207,7 +207,7 @@ func (s *Store) CancelStopRequested(ctx context.Context, now time.Time) ([]int64
 }
 
 // ControlRequests lists this node's running or paused jobs whose control
-// column asks for something (idx_jobs_claim bounds it to the live rows).
+// column asks for something (idx_jobs_claim_order bounds it to the live rows).
 func (s *Store) ControlRequests(ctx context.Context, nodeID string) ([]ControlRequest, error) {
 	var out []ControlRequest
 	err := s.db.WithContext(ctx).Model(&models.Job{}).Select("id, status, control").

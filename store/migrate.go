@@ -36,6 +36,19 @@ func (s *Store) MigrateDown(ctx context.Context) error {
 	return nil
 }
 
+// MigrateDownTo rolls back the migrations above version; for tests of a
+// down script.
+func (s *Store) MigrateDownTo(ctx context.Context, version int64) error {
+	p, err := s.migrator()
+	if err != nil {
+		return err
+	}
+	if _, err := p.DownTo(ctx, version); err != nil {
+		return fmt.Errorf("migrate %s down to %d: %w", s.dialect, version, err)
+	}
+	return nil
+}
+
 // SchemaVersion returns the applied schema version (0 when none).
 func (s *Store) SchemaVersion(ctx context.Context) (int64, error) {
 	p, err := s.migrator()

@@ -240,8 +240,8 @@ func TestClaimUsesPriorityIndex(t *testing.T) {
 			testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Priority: 1 + i%10, Status: models.JobSucceeded})
 		}
 		// A backlog, where the order matters: a planner that costs the pick
-		// (PostgreSQL) may take the older (status, run_at) index and sort
-		// when a single row is due, which is as cheap.
+		// (PostgreSQL) may scan and sort when a single row is due, which is
+		// as cheap (before 00013 it could also take idx_jobs_claim).
 		now := store.DBTime(time.Now())
 		backlog := make([]models.Job, 300)
 		for i := range backlog {

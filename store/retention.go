@@ -48,12 +48,7 @@ func (s *Store) DeleteFinishedJobs(ctx context.Context, olderThan time.Duration,
 	err = s.InTx(ctx, func(tx *gorm.DB) error {
 		n = 0
 		var ids []int64
-		// idx_jobs_claim (status, run_at) bounds the scan: a job finishes
-		// after it became due, so run_at < cutoff only narrows the range, and
-		// status keeps a job that an admin re-queued (finished_at left set)
-		// out of it. The order of deletion does not matter.
-		if err := tx.Model(&models.Job{}).Where("status IN ? AND run_at < ? AND finished_at < ?", finishedStatuses, cutoff, cutoff).
-			Limit(batch).Pluck("id", &ids).Error; err != nil {
+		if err := tx.Raw(finishedBeforeSQL, finishedBeforeArgs(cutoff, batch)...).Scan(&ids).Error; err != nil {
 			return fmt.Errorf("select finished jobs: %w", err)
 		}
 		if len(ids) == 0 {
@@ -77,6 +72,24 @@ func (s *Store) DeleteFinishedJobs(ctx context.Context, olderThan time.Duration,
 		return 0, fmt.Errorf("delete finished jobs older than %s: %w", olderThan, err)
 	}
 	return n, nil
+}
+
+// finishedBeforeSQL picks finished jobs that finished before a cutoff. A
+// job finishes after it became due, so run_at < cutoff only narrows the
+// set, and its claim_key bound makes the scan a range on
+// idx_jobs_claim_order; status keeps a job that an admin re-queued
+// (finished_at left set) out of it. The order of deletion does not matter.
+const finishedBeforeSQL = `SELECT id FROM jobs WHERE status IN ? AND claim_key <= ? AND run_at < ? AND finished_at < ? LIMIT ?`
+
+func finishedBeforeArgs(cutoff time.Time, batch int) []any {
+	return []any{finishedStatuses, ClaimKeyUntil(cutoff), cutoff, cutoff, batch}
+}
+
+// ExplainDeleteFinishedJobs returns the database's plan for the SELECT
+// with which DeleteFinishedJobs picks its batch, for tests that prove it
+// reads a range of idx_jobs_claim_order.
+func (s *Store) ExplainDeleteFinishedJobs(ctx context.Context, cutoff time.Time, batch int) (string, error) {
+	return s.explain(ctx, finishedBeforeSQL, finishedBeforeArgs(cutoff, batch)...)
 }
 
 // DeleteGoneNodes deletes the rows of nodes stopped or dead for longer than
