@@ -301,7 +301,7 @@ func (s *Store) selectDue(tx *gorm.DB, limit int, now time.Time, after *ClaimCur
 
 // selectDueIn is one scan of selectDue, narrowed by the condition where.
 func (s *Store) selectDueIn(tx *gorm.DB, limit int, now time.Time, where string, args []any, exclude []int64) ([]models.Job, error) {
-	q := tx.Model(&models.Job{}).
+	q := tx.Model(&models.Job{}).Table(s.claimFrom()).
 		Where("status = ? AND claim_key <= ? AND run_at <= ? AND control <> ?", models.JobPending, claimKeyBound(now), now, models.ControlStop)
 	if where != "" {
 		q = q.Where(where, args...)
@@ -318,6 +318,18 @@ func (s *Store) selectDueIn(tx *gorm.DB, limit int, now time.Time, where string,
 		return nil, fmt.Errorf("select due jobs: %w", err)
 	}
 	return rows, nil
+}
+
+// claimFrom names the jobs table for the claim's scans. On MySQL it forces
+// idx_jobs_claim_order: left to itself MariaDB reads a floor's scan by ref
+// on status alone (it prefers ref to a range of the same index), which
+// starts at the first pending entry and walks every dead one the floor is
+// there to skip; forced, it takes the range on all three columns.
+func (s *Store) claimFrom() string {
+	if s.dialect == MySQL {
+		return "jobs FORCE INDEX (idx_jobs_claim_order)"
+	}
+	return "jobs"
 }
 
 // aboveFloor and atOrBelowFloor split the claim's order at a floor c.
@@ -466,7 +478,7 @@ func (s *Store) ExplainClaimAfter(ctx context.Context, now time.Time, limit int,
 }
 
 func (s *Store) explainClaim(ctx context.Context, now time.Time, limit int, where string, whereArgs []any) (string, error) {
-	sql := `SELECT * FROM jobs WHERE status = 'pending' AND claim_key <= ? AND run_at <= ? AND control <> 'stop'`
+	sql := `SELECT * FROM ` + s.claimFrom() + ` WHERE status = 'pending' AND claim_key <= ? AND run_at <= ? AND control <> 'stop'`
 	args := []any{claimKeyBound(now), DBTime(now)}
 	if where != "" {
 		sql += " AND " + where
@@ -474,37 +486,9 @@ func (s *Store) explainClaim(ctx context.Context, now time.Time, limit int, wher
 	}
 	sql += ` ORDER BY claim_key, id LIMIT ?`
 	args = append(args, limit)
-	prefix := "EXPLAIN "
-	if s.dialect == SQLite {
-		prefix = "EXPLAIN QUERY PLAN "
-	}
-	rows, err := s.sqlDB.QueryContext(ctx, prefix+sql, args...)
+	plan, err := s.explain(ctx, sql, args...)
 	if err != nil {
 		return "", fmt.Errorf("explain claim: %w", err)
 	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return "", err
-	}
-	var out string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return "", err
-		}
-		for i, c := range cols {
-			v := vals[i]
-			if b, ok := v.([]byte); ok {
-				v = string(b)
-			}
-			out += fmt.Sprintf("%s=%v ", c, v)
-		}
-		out += "\n"
-	}
-	return out, rows.Err()
+	return plan, nil
 }
