@@ -270,38 +270,92 @@ func (s *Store) pickHandoff(tx *gorm.DB, p *WriteFiresParams, normal []FireJob, 
 	return pending, handoff, defs, nil
 }
 
-// readHandedOff reads back the rows the handed-off jobs became, one
-// statement: the INSERT returns no ids on every dialect (MySQL has no
+// readHandedOff reads back the ids of the rows the handed-off jobs became,
+// one statement: the INSERT returns no ids on every dialect (MySQL has no
 // RETURNING), and a fire written before (the unique key made this one a
 // no-op) is not this node's. Rows running on p.HandoffNode since p.Now are
-// the ones this transaction wrote.
+// the ones this transaction wrote. Only the ids are read: every other
+// column is what insertJobs wrote, so the jobs are built from handoff,
+// which saves the server sending, and gorm scanning, a few hundred whole
+// rows inside the fire's transaction.
 func (s *Store) readHandedOff(tx *gorm.DB, p *WriteFiresParams, handoff []FireJob, seen map[int64]fireRow,
 	defs map[int64]*models.JobDefinition) ([]ClaimedJob, error) {
 	var ids []int64
-	want := make(map[int64][]time.Time, len(handoff))
+	var ats []time.Time
 	for _, j := range handoff {
 		ids = append(ids, j.ScheduleID)
-		want[j.ScheduleID] = append(want[j.ScheduleID], j.ScheduledAt)
+		ats = append(ats, DBTime(j.ScheduledAt))
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	var rows []models.Job
-	if err := tx.Where("schedule_id IN ? AND status = ? AND node_id = ? AND queued_at = ?",
-		ids, models.JobRunning, p.HandoffNode, DBTime(p.Now)).Find(&rows).Error; err != nil {
+	slices.SortFunc(ats, time.Time.Compare)
+	ats = slices.CompactFunc(ats, time.Time.Equal)
+	// scheduled_at too, so that the read finds the rows by both columns of
+	// uq_jobs_schedule_fire (or by idx_jobs_scheduled): by schedule_id
+	// alone it walked every earlier job of the batch's schedules, a cost
+	// that grew with their history. A herd's fires share one or a few
+	// instants. SQLite rounds scheduled_at to the millisecond, so there the
+	// instants are not matched exactly.
+	q := tx.Model(&models.Job{}).Select("id, schedule_id, scheduled_at").
+		Where("schedule_id IN ? AND status = ? AND node_id = ? AND queued_at = ?", ids, models.JobRunning, p.HandoffNode, DBTime(p.Now))
+	if s.dialect != SQLite && len(ats) <= handoffInstants {
+		q = q.Where("scheduled_at IN ?", ats)
+	}
+	rows, err := q.Rows()
+	if err != nil {
 		return nil, fmt.Errorf("read jobs handed off: %w", err)
 	}
-	out := make([]ClaimedJob, 0, len(rows))
-	for _, r := range rows {
+	defer rows.Close()
+	type key struct {
+		schedule int64
+		at       time.Time
+	}
+	got := make(map[key]int64, len(handoff))
+	for rows.Next() {
+		var id, sched int64
+		var at time.Time
+		if err := rows.Scan(&id, &sched, &at); err != nil {
+			return nil, fmt.Errorf("read jobs handed off: %w", err)
+		}
+		got[key{sched, at.UTC()}] = id
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read jobs handed off: %w", err)
+	}
+	idOf := func(j FireJob) (int64, bool) {
+		at := DBTime(j.ScheduledAt)
+		if id, ok := got[key{j.ScheduleID, at}]; ok {
+			return id, true
+		}
 		// SQLite keeps scheduled_at to the millisecond: match within one.
-		if r.ScheduleID == nil || !slices.ContainsFunc(want[*r.ScheduleID], func(t time.Time) bool {
-			return r.ScheduledAt.Sub(t).Abs() < time.Millisecond
-		}) {
+		for k, id := range got {
+			if k.schedule == j.ScheduleID && k.at.Sub(at).Abs() < time.Millisecond {
+				return id, true
+			}
+		}
+		return 0, false
+	}
+	now := DBTime(p.Now)
+	out := make([]ClaimedJob, 0, len(got))
+	for _, j := range handoff {
+		id, ok := idOf(j)
+		if !ok {
 			continue
 		}
-		out = append(out, ClaimedJob{Job: r, Definition: defs[r.JobDefinitionID], ScheduleName: seen[*r.ScheduleID].name, Started: true})
+		sched, at := j.ScheduleID, DBTime(j.ScheduledAt)
+		r := seen[sched]
+		job := models.Job{ID: id, ScheduleID: &sched, JobDefinitionID: j.JobDefinitionID, ScheduledAt: at, RunAt: at,
+			Status: models.JobRunning, Attempt: 1, MaxAttempts: j.MaxAttempts, Params: j.Params, MissedFires: j.MissedFires,
+			NodeID: p.HandoffNode, QueuedAt: &now, StartedAt: &now, HeartbeatAt: &now, CreatedAt: now, UpdatedAt: now,
+			Priority: r.priority}
+		out = append(out, ClaimedJob{Job: job, Definition: defs[j.JobDefinitionID], ScheduleName: r.name, Started: true})
 	}
 	return out, nil
 }
+
+// handoffInstants bounds the scheduled_at list of readHandedOff: past it,
+// the lookups by pairs would outnumber the rows.
+const handoffInstants = 64
 
 // insertJobs writes the fires in jobs, each with its schedule's priority as
 // lockFireRows read it in seen: pending, or, with node set, running on node

@@ -47,7 +47,11 @@ func TestWriteFiresHandoff(t *testing.T) {
 			if id == other {
 				def = hooked.ID
 			}
-			p.Jobs = append(p.Jobs, store.FireJob{ScheduleID: id, JobDefinitionID: def, ScheduledAt: at, MaxAttempts: 1})
+			var params models.JSON
+			if id == a {
+				params = models.JSON(`{"duration": "0s"}`)
+			}
+			p.Jobs = append(p.Jobs, store.FireJob{ScheduleID: id, JobDefinitionID: def, ScheduledAt: at, MaxAttempts: 1, Params: params})
 		}
 		p.Jobs = append(p.Jobs, store.FireJob{ScheduleID: late, JobDefinitionID: free.ID, ScheduledAt: at.Add(-time.Minute), MaxAttempts: 1, CatchUp: true, MissedFires: 3})
 		for _, id := range []int64{a, b, c, forbid, other, late} {
@@ -94,6 +98,25 @@ func TestWriteFiresHandoff(t *testing.T) {
 			require.Equal(t, map[int64]string{a: "a", b: "b"}[*j.ScheduleID], j.ScheduleName)
 			require.Equal(t, models.JobRunning, j.Status)
 			require.Equal(t, 1, j.Attempt)
+			// Built from what the transaction wrote, not read back: it
+			// must be the row.
+			r := status[*j.ScheduleID]
+			require.Equal(t, r.JobDefinitionID, j.JobDefinitionID)
+			require.WithinDuration(t, r.ScheduledAt, j.ScheduledAt, time.Millisecond)
+			require.WithinDuration(t, r.RunAt, j.RunAt, time.Millisecond)
+			require.Equal(t, r.MaxAttempts, j.MaxAttempts)
+			require.Equal(t, r.Priority, j.Priority)
+			require.Equal(t, r.NodeID, j.NodeID)
+			require.Equal(t, r.MissedFires, j.MissedFires)
+			require.Equal(t, r.CatchUp, j.CatchUp)
+			require.WithinDuration(t, *r.StartedAt, *j.StartedAt, time.Millisecond)
+			require.WithinDuration(t, *r.QueuedAt, *j.QueuedAt, time.Millisecond)
+			require.WithinDuration(t, *r.HeartbeatAt, *j.HeartbeatAt, time.Millisecond)
+			if len(r.Params) == 0 {
+				require.Empty(t, j.Params)
+			} else {
+				require.JSONEq(t, string(r.Params), string(j.Params))
+			}
 		}
 
 		// The same fires again (a retried commit): duplicates, none handed off.
