@@ -41,6 +41,9 @@ type Options struct {
 	// Registry holds the task types this node runs (default: tasks.Default()).
 	// The built-in tasks are added to it unless it already has them.
 	Registry *tasks.Registry
+	// OnFireCommitted is the schedule engine's (see scheduleengine.Config),
+	// for benchmarks.
+	OnFireCommitted func(due, committed time.Time)
 }
 
 // StoreConfig is how cfg opens the database.
@@ -296,6 +299,7 @@ func (n *node) start(ctx context.Context, opts Options) error {
 			BatchSize:        cfg.ScheduleEngine.BatchSize,
 			BatchWait:        cfg.ScheduleEngine.BatchWait.D(),
 			OnFire:           wake,
+			OnFireCommitted:  opts.OnFireCommitted,
 			// Fires hand their jobs to this node's workers in their own
 			// transaction, when there are free ones.
 			Handoff: handoff,

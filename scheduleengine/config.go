@@ -49,6 +49,11 @@ type Config struct {
 	// OnFire, if set, is called after a commit that wrote jobs, so the
 	// local task engine claims at once. It must not block.
 	OnFire func()
+	// OnFireCommitted, if set, is told of every on-time fire once its
+	// transaction has committed: the instant it was due and the engine's
+	// clock at the commit. Benchmarks read fire latency from it; it must
+	// not block.
+	OnFireCommitted func(due, committed time.Time)
 	// Handoff, if set, is this node's task engine: each fire batch reserves
 	// free workers from it and writes up to that many of its new jobs
 	// straight as running on this node, which then get to the workers

@@ -341,6 +341,9 @@ func (e *Engine) advance(it *planned, cur *entry, committed time.Time) {
 			log.WithFields(logrus.Fields{"scheduled_at": f.at, "missed_fires": f.missedFires}).Info("fired catch-up job for missed fires")
 		} else {
 			metrics.FireLateness.Observe(committed.Sub(f.at).Seconds())
+			if e.cfg.OnFireCommitted != nil {
+				e.cfg.OnFireCommitted(f.at, committed)
+			}
 		}
 	}
 	if p.dropped > 0 {

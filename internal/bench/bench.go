@@ -42,6 +42,8 @@ type LatenessReport struct {
 	Duplicates  int
 	Missing     int
 	Written     Percentiles // jobs.created_at − scheduled_at: when the fire's batch was built
+	Committed   Percentiles // the fire's commit − scheduled_at, from the schedule engine (on-time fires)
+	CommitFires int         // fires in Committed
 	StartedAt   Percentiles // jobs.started_at − scheduled_at
 	PollSetting time.Duration
 
@@ -148,6 +150,8 @@ func Lateness(ctx context.Context, cfg *configs.Config, log *logrus.Logger, opts
 	r.Written = percentiles(written)
 	r.StartedAt = percentiles(started)
 	r.ExecJobs, r.Exec, r.ExecAfterStarted = ex.n, percentiles(ex.late), percentiles(ex.afterStarted)
+	commits := e.commits.between(from, until)
+	r.CommitFires, r.Committed = len(commits), percentiles(commits)
 	return r, nil
 }
 
@@ -204,7 +208,7 @@ func (r *LatenessReport) Print(w io.Writer) {
 	for _, row := range []struct {
 		name string
 		p    Percentiles
-	}{{"fire written (jobs.created_at)", r.Written}, {"job started (jobs.started_at)", r.StartedAt},
+	}{{"fire written (jobs.created_at)", r.Written}, {"fire committed", r.Committed}, {"job started (jobs.started_at)", r.StartedAt},
 		{"task ran (Execute began)", r.Exec}, {"Execute began − started_at", r.ExecAfterStarted}} {
 		fmt.Fprintf(w, "%-32s %8.1f %8.1f %8.1f %8.1f\n", row.name, row.p.P50, row.p.P90, row.p.P99, row.p.Max)
 	}

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -97,6 +98,35 @@ type env struct {
 	def  int64
 	exec *execLog
 	reg  *tasks.Registry
+	// commits is when the node's schedule engine committed each fire.
+	commits commitLog
+}
+
+// commitLog gathers the schedule engine's fire commits (app.Options
+// OnFireCommitted): the jobs table says when a fire's batch was built
+// (created_at), not when it committed.
+type commitLog struct {
+	mu   sync.Mutex
+	late []struct{ due, committed time.Time }
+}
+
+func (c *commitLog) add(due, committed time.Time) {
+	c.mu.Lock()
+	c.late = append(c.late, struct{ due, committed time.Time }{due, committed})
+	c.mu.Unlock()
+}
+
+// between returns commit − due in ms of the fires due from from to until.
+func (c *commitLog) between(from, until time.Time) []float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []float64
+	for _, f := range c.late {
+		if !f.due.Before(from) && !f.due.After(until) {
+			out = append(out, ms(f.committed.Sub(f.due)))
+		}
+	}
+	return out
 }
 
 // prepare copies cfg for a node nobody calls, opens and migrates the
@@ -182,7 +212,7 @@ func startNode(ctx context.Context, e *env, log *logrus.Logger) *node {
 	runCtx, cancel := context.WithCancel(ctx)
 	n := &node{cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		n.done <- app.Serve(runCtx, e.cfg, app.Options{NoMigrate: true, Logger: log, Registry: e.reg})
+		n.done <- app.Serve(runCtx, e.cfg, app.Options{NoMigrate: true, Logger: log, Registry: e.reg, OnFireCommitted: e.commits.add})
 	}()
 	return n
 }
@@ -414,6 +444,9 @@ func steady(ctx context.Context, cfg *configs.Config, log *logrus.Logger, name s
 	}
 	l.add("fire_p50_ms", r.Written.P50)
 	l.add("fire_p99_ms", r.Written.P99)
+	l.add("commit_p50_ms", r.Committed.P50)
+	l.add("commit_p99_ms", r.Committed.P99)
+	l.add("commit_max_ms", r.Committed.Max)
 	l.add("start_p50_ms", r.StartedAt.P50)
 	l.add("start_p99_ms", r.StartedAt.P99)
 	l.add("start_max_ms", r.StartedAt.Max)
