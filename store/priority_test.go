@@ -242,23 +242,10 @@ func TestClaimUsesPriorityIndex(t *testing.T) {
 		// A backlog, where the order matters: a planner that costs the pick
 		// (PostgreSQL) may scan and sort when a single row is due, which is
 		// as cheap (before 00013 it could also take idx_jobs_claim).
-		now := store.DBTime(time.Now())
-		backlog := make([]models.Job, 300)
-		for i := range backlog {
-			backlog[i] = models.Job{JobDefinitionID: def.ID, ScheduledAt: now, Priority: 1 + i%10,
-				RunAt: now.Add(-time.Duration(i) * time.Second), Status: models.JobPending}
-		}
-		require.NoError(t, st.DB().Create(&backlog).Error)
-		if st.Dialect() == store.Postgres {
-			require.NoError(t, st.DB().Exec("ANALYZE jobs").Error)
-		}
+		claimBacklog(t, st, def.ID, 300)
 		plan, err := st.ExplainClaim(context.Background(), time.Now(), 10)
 		require.NoError(t, err)
-		require.Contains(t, plan, "idx_jobs_claim_order", plan)
-		// The index gives the order too: no sort of the due rows.
-		require.NotContains(t, plan, "filesort", plan)
-		require.NotContains(t, plan, "TEMP B-TREE", plan)
-		require.NotContains(t, plan, "Sort", plan)
+		requireClaimOrderPlan(t, plan)
 	})
 }
 
@@ -353,4 +340,32 @@ func TestRescheduledJobsKeepPriority(t *testing.T) {
 		require.NoError(t, err)
 		check("recovery")
 	})
+}
+
+// claimBacklog writes n due pending jobs of priorities 1..10 a second
+// apart, and has PostgreSQL count them, so that plans are those of a
+// backlog, where the claim's order matters.
+func claimBacklog(t *testing.T, st *store.Store, def int64, n int) []models.Job {
+	t.Helper()
+	now := store.DBTime(time.Now())
+	backlog := make([]models.Job, n)
+	for i := range backlog {
+		backlog[i] = models.Job{JobDefinitionID: def, ScheduledAt: now, Priority: 1 + i%10,
+			RunAt: now.Add(-time.Duration(i) * time.Second), Status: models.JobPending}
+	}
+	require.NoError(t, st.DB().Create(&backlog).Error)
+	if st.Dialect() == store.Postgres {
+		require.NoError(t, st.DB().Exec("ANALYZE jobs").Error)
+	}
+	return backlog
+}
+
+// requireClaimOrderPlan requires a plan that reads idx_jobs_claim_order and
+// takes its order from it: no sort of the due rows.
+func requireClaimOrderPlan(t *testing.T, plan string) {
+	t.Helper()
+	require.Contains(t, plan, "idx_jobs_claim_order", plan)
+	require.NotContains(t, plan, "filesort", plan)
+	require.NotContains(t, plan, "TEMP B-TREE", plan)
+	require.NotContains(t, plan, "Sort", plan)
 }
