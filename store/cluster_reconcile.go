@@ -34,10 +34,8 @@ func (s *Store) RecoverStalledJobs(ctx context.Context, silentFor time.Duration)
 	err = s.InTx(ctx, func(tx *gorm.DB) error {
 		*res = RecoverNodeResult{}
 		var jobs []models.Job
-		q := tx.Select("id, job_definition_id, status, control, attempt, max_attempts, recoveries, node_id, heartbeat_at").
-			Where("status IN ? AND COALESCE(heartbeat_at, started_at, updated_at) < ? AND updated_at < ?", stalledStatuses, cutoff, cutoff).
-			Order("id").Limit(1000)
-		if err := s.forUpdate(q).Find(&jobs).Error; err != nil {
+		if err := s.lockMatching(tx, &jobs, "id, job_definition_id, status, control, attempt, max_attempts, recoveries, node_id, heartbeat_at", 1000,
+			"status IN ? AND COALESCE(heartbeat_at, started_at, updated_at) < ? AND updated_at < ?", stalledStatuses, cutoff, cutoff); err != nil {
 			return fmt.Errorf("select stalled jobs: %w", err)
 		}
 		if len(jobs) == 0 {
@@ -82,9 +80,8 @@ func (s *Store) ReleaseStuckQueued(ctx context.Context, olderThan time.Duration)
 	err = s.InTx(ctx, func(tx *gorm.DB) error {
 		ids = nil
 		var jobs []models.Job
-		q := tx.Select("id, node_id").Where("status = ? AND COALESCE(queued_at, updated_at) < ? AND updated_at < ?", models.JobQueued, cutoff, cutoff).
-			Order("id").Limit(1000)
-		if err := s.forUpdate(q).Find(&jobs).Error; err != nil {
+		if err := s.lockMatching(tx, &jobs, "id, node_id", 1000,
+			"status = ? AND COALESCE(queued_at, updated_at) < ? AND updated_at < ?", models.JobQueued, cutoff, cutoff); err != nil {
 			return fmt.Errorf("select stuck queued jobs: %w", err)
 		}
 		var logs []models.JobLog

@@ -21,6 +21,31 @@ func (s *Store) forUpdate(q *gorm.DB) *gorm.DB {
 	return q
 }
 
+// lockMatching reads into out the columns cols of the jobs that match where
+// (at most limit when limit > 0, in id order) and locks their rows, for a
+// sweep that moves them. A plain read finds them and a locking read by
+// primary key checks where again: a locking read along idx_jobs_claim_order
+// locks every row it passes before the rest of where is seen (MySQL), so a
+// sweep over the running rows for a few stalled ones, or over every active
+// row for a dead node's, waited on each row a completion or a fire held
+// and held the live rows it had passed meanwhile (1.4 s seen at 14,000
+// jobs/s). The rows the sweep wants are rarely locked by anyone else.
+func (s *Store) lockMatching(tx *gorm.DB, out *[]models.Job, cols string, limit int, where string, args ...any) error {
+	var ids []int64
+	q := tx.Model(&models.Job{}).Where(where, args...).Order("id")
+	if limit > 0 {
+		q = q.Limit(limit)
+	}
+	if err := q.Pluck("id", &ids).Error; err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		*out = nil
+		return nil
+	}
+	return s.forUpdate(tx.Table(s.jobsByID()).Select(cols).Where("id IN ?", ids).Where(where, args...).Order("id")).Find(out).Error
+}
+
 // jobsByID names the jobs table for statements that pick rows by id. On
 // MySQL it forces the primary key: with id IN (…) and status IN (…) in one
 // WHERE, the optimizer may otherwise walk idx_jobs_claim_order, and a

@@ -29,9 +29,8 @@ func (s *Store) RecoverNode(ctx context.Context, p *RecoverNodeParams) (*Recover
 	err := s.InTx(ctx, func(tx *gorm.DB) error {
 		*res = RecoverNodeResult{}
 		var jobs []models.Job
-		q := tx.Select("id, job_definition_id, status, control, attempt, max_attempts, recoveries").
-			Where("node_id = ? AND status IN ?", p.NodeID, activeStatuses).Order("id")
-		if err := s.forUpdate(q).Find(&jobs).Error; err != nil {
+		if err := s.lockMatching(tx, &jobs, "id, job_definition_id, status, control, attempt, max_attempts, recoveries", 0,
+			"node_id = ? AND status IN ?", p.NodeID, activeStatuses); err != nil {
 			return fmt.Errorf("select jobs left by the dead process: %w", err)
 		}
 		if len(jobs) == 0 {
