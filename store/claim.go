@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/chimesched/chime/models"
 )
@@ -301,23 +300,32 @@ func (s *Store) selectDue(tx *gorm.DB, limit int, now time.Time, after *ClaimCur
 
 // selectDueIn is one scan of selectDue, narrowed by the condition where.
 func (s *Store) selectDueIn(tx *gorm.DB, limit int, now time.Time, where string, args []any, exclude []int64) ([]models.Job, error) {
-	q := tx.Model(&models.Job{}).Table(s.claimFrom()).
-		Where("status = ? AND claim_key <= ? AND run_at <= ? AND control <> ?", models.JobPending, claimKeyBound(now), now, models.ControlStop)
-	if where != "" {
-		q = q.Where(where, args...)
-	}
-	if len(exclude) > 0 {
-		q = q.Where("(schedule_id IS NULL OR schedule_id NOT IN ?)", exclude)
-	}
-	q = q.Order("claim_key, id").Limit(limit)
+	sql, sqlArgs := s.claimSQL(limit, now, where, args, exclude)
 	if s.rowLocks() {
-		q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
+		sql += " FOR UPDATE SKIP LOCKED"
 	}
 	var rows []models.Job
-	if err := q.Find(&rows).Error; err != nil {
+	if err := tx.Raw(sql, sqlArgs...).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("select due jobs: %w", err)
 	}
 	return rows, nil
+}
+
+// claimSQL is the pick of one scan of a claim, without its lock clause:
+// the statement selectDueIn runs and explainClaim explains, so the plans
+// the tests pin are those of the claim itself.
+func (s *Store) claimSQL(limit int, now time.Time, where string, whereArgs []any, exclude []int64) (string, []any) {
+	sql := `SELECT * FROM ` + s.claimFrom() + ` WHERE status = ? AND claim_key <= ? AND run_at <= ? AND control <> ?`
+	args := []any{models.JobPending, ClaimKeyUntil(now), DBTime(now), models.ControlStop}
+	if where != "" {
+		sql += " AND " + where
+		args = append(args, whereArgs...)
+	}
+	if len(exclude) > 0 {
+		sql += " AND (schedule_id IS NULL OR schedule_id NOT IN ?)"
+		args = append(args, exclude)
+	}
+	return sql + " ORDER BY claim_key, id LIMIT ?", append(args, limit)
 }
 
 // claimFrom names the jobs table for the claim's scans. On MySQL it forces
@@ -361,16 +369,6 @@ func lastOf(rows []models.Job) *ClaimCursor {
 	}
 	r := rows[len(rows)-1]
 	return &ClaimCursor{ClaimKey: r.ClaimKey, ID: r.ID}
-}
-
-// claimKeySlack is how far past now a due row's claim_key may be: that of
-// the lowest priority, plus a millisecond for SQLite, which rounds run_at to
-// the millisecond where the others truncate.
-const claimKeySlack = (models.PriorityDefault-models.PriorityMin)*models.PriorityStep + time.Millisecond
-
-// claimKeyBound is the largest claim_key a row due at now can have.
-func claimKeyBound(now time.Time) int64 {
-	return now.Add(claimKeySlack).UnixMilli()
 }
 
 // readSchedules reads name and concurrency of the schedules of rows not
@@ -452,7 +450,7 @@ func (s *Store) WaitingJobs(ctx context.Context, p *WaitingJobsParams) ([]Waitin
 	var out []WaitingJob
 	err := s.db.WithContext(ctx).Raw(`SELECT id, schedule_id FROM jobs
 		WHERE status = ? AND claim_key <= ? AND run_at <= ? AND schedule_id IN ? ORDER BY claim_key, id LIMIT ?`,
-		models.JobPending, claimKeyBound(p.Now), DBTime(p.Now), p.ScheduleIDs, max(p.Limit, 1)).Scan(&out).Error
+		models.JobPending, ClaimKeyUntil(p.Now), DBTime(p.Now), p.ScheduleIDs, max(p.Limit, 1)).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("list jobs waiting on forbid schedules: %w", err)
 	}
@@ -478,14 +476,7 @@ func (s *Store) ExplainClaimAfter(ctx context.Context, now time.Time, limit int,
 }
 
 func (s *Store) explainClaim(ctx context.Context, now time.Time, limit int, where string, whereArgs []any) (string, error) {
-	sql := `SELECT * FROM ` + s.claimFrom() + ` WHERE status = 'pending' AND claim_key <= ? AND run_at <= ? AND control <> 'stop'`
-	args := []any{claimKeyBound(now), DBTime(now)}
-	if where != "" {
-		sql += " AND " + where
-		args = append(args, whereArgs...)
-	}
-	sql += ` ORDER BY claim_key, id LIMIT ?`
-	args = append(args, limit)
+	sql, args := s.claimSQL(limit, now, where, whereArgs, nil)
 	plan, err := s.explain(ctx, sql, args...)
 	if err != nil {
 		return "", fmt.Errorf("explain claim: %w", err)
