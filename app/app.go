@@ -298,6 +298,7 @@ func (n *node) start(ctx context.Context, opts Options) error {
 			FireAllCap:       cfg.ScheduleEngine.FireAllCap,
 			BatchSize:        cfg.ScheduleEngine.BatchSize,
 			BatchWait:        cfg.ScheduleEngine.BatchWait.D(),
+			FireAhead:        fireAhead(n.st.Dialect(), cfg),
 			OnFire:           wake,
 			OnFireCommitted:  opts.OnFireCommitted,
 			// Fires hand their jobs to this node's workers in their own
@@ -441,4 +442,15 @@ func warnNoSMTP(ctx context.Context, st *store.Store, cfg *configs.Config, log l
 	log.WithFields(logrus.Fields{"definitions": list, "count": total}).Warn(
 		"definitions ask for email (notify_on) but smtp.host is not set on this node: " +
 			"their notices wait in the notifications table until a node with SMTP sends them")
+}
+
+// fireAhead is the schedule engine's lead for the configured database:
+// none on SQLite, where the batch's open transaction would hold every
+// other writer (the task engine's claims and outcomes among them) until
+// the instant.
+func fireAhead(d store.Dialect, cfg *configs.Config) time.Duration {
+	if d == store.SQLite {
+		return 0
+	}
+	return cfg.ScheduleEngine.FireAhead.D()
 }

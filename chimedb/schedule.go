@@ -1,6 +1,7 @@
 package chimedb
 
 import (
+	"context"
 	"time"
 
 	"github.com/chimesched/chime/models"
@@ -119,6 +120,12 @@ type WriteFiresParams struct {
 	HandoffNode  string
 	HandoffKinds []string
 	HandoffSlots int
+	// BeforeCommit, if set, is called inside the transaction after its
+	// last statement, just before COMMIT; an error rolls the batch back and
+	// is returned. The schedule engine's fire-ahead waits in it for the
+	// batch's instant, so a batch prepared early commits on time and not
+	// before (see scheduleengine.Config.FireAhead).
+	BeforeCommit func(ctx context.Context) error
 }
 
 // WriteFiresResult says what the batch did.

@@ -90,6 +90,7 @@ type ScheduleEngine struct {
 	FireAllCap       int      `yaml:"fire_all_cap"`
 	BatchSize        int      `yaml:"batch_size"`
 	BatchWait        Duration `yaml:"batch_wait"`
+	FireAhead        Duration `yaml:"fire_ahead"`
 }
 
 // TaskEngine configures the task engine.
@@ -264,6 +265,11 @@ func (c *Config) validate() error {
 // failover windows), which must not overflow.
 const maxDuration = Duration(24 * time.Hour)
 
+// maxFireAhead bounds scheduleengine.fire_ahead: a batch prepared ahead
+// holds its schedules' rows until its instant, and a pause of one of them
+// waits as long (scheduleengine.Config.FireAhead says the same).
+const maxFireAhead = Duration(2 * time.Second)
+
 // problems checks everything a node checks at start, including what the
 // engines and the mailer would refuse later, so that a value accepted in a
 // configurations row cannot stop the next start.
@@ -309,6 +315,10 @@ func (c *Config) problems() []problem {
 	positive("cluster.failover_after", c.Cluster.FailoverAfter)
 	if c.ScheduleEngine.BatchWait < 0 || c.ScheduleEngine.BatchWait > maxDuration {
 		bad("scheduleengine.batch_wait", "must be between 0 and %s, got %s", maxDuration.D(), c.ScheduleEngine.BatchWait.D())
+	}
+	if fa := c.ScheduleEngine.FireAhead; fa < 0 || fa > maxFireAhead || (fa > 0 && fa >= c.ScheduleEngine.MisfireThreshold) {
+		bad("scheduleengine.fire_ahead", "must be between 0 and %s and below scheduleengine.misfire_threshold (%s), got %s",
+			maxFireAhead.D(), c.ScheduleEngine.MisfireThreshold.D(), fa.D())
 	}
 	if c.ShutdownGrace < 0 || c.ShutdownGrace > maxDuration {
 		bad("shutdown_grace", "must be between 0 and %s, got %s", maxDuration.D(), c.ShutdownGrace.D())

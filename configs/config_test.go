@@ -22,6 +22,7 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, 4*time.Second, c.TaskEngine.PollInterval.D())
 	require.Equal(t, 16, c.TaskEngine.PoolSize)
 	require.Equal(t, 30*time.Second, c.ShutdownGrace.D())
+	require.Equal(t, 200*time.Millisecond, c.ScheduleEngine.FireAhead.D())
 	require.NotEmpty(t, c.Node.ID)
 }
 
@@ -72,6 +73,10 @@ func TestBadSettingsNameTheSetting(t *testing.T) {
 		"int":      {map[string]string{"CHIME_TASKENGINE_POOL_SIZE": "many"}, "not a whole number"},
 		"tls":      {map[string]string{"CHIME_SMTP_TLS": "maybe"}, "smtp.tls"},
 		"failover": {map[string]string{"CHIME_CLUSTER_FAILOVER_AFTER": "1s"}, "cluster.failover_after"},
+		"ahead":    {map[string]string{"CHIME_SCHEDULEENGINE_FIRE_AHEAD": "3s"}, "scheduleengine.fire_ahead"},
+		"ahead<0":  {map[string]string{"CHIME_SCHEDULEENGINE_FIRE_AHEAD": "-1ms"}, "scheduleengine.fire_ahead"},
+		"ahead>=misfire": {map[string]string{"CHIME_SCHEDULEENGINE_FIRE_AHEAD": "1s", "CHIME_SCHEDULEENGINE_MISFIRE_THRESHOLD": "1s"},
+			"below scheduleengine.misfire_threshold"},
 		"tls half": {map[string]string{"CHIME_API_TLS_CERT": "cert.pem"}, "api.tls_key (CHIME_API_TLS_KEY): must be set with api.tls_cert"},
 		"key half": {map[string]string{"CHIME_API_TLS_KEY": "key.pem"}, "api.tls_cert (CHIME_API_TLS_CERT): must be set with api.tls_key"},
 	}

@@ -38,6 +38,18 @@ type Config struct {
 	// its first (default 2ms), so schedules due microseconds apart
 	// (intervals anchored at created_at) share a transaction.
 	BatchWait time.Duration
+	// FireAhead, when positive, prepares each fire up to this long before
+	// its instant: the batch's statements (lock, insert, trigger advance)
+	// run early, in a transaction whose COMMIT waits for the instant, so
+	// the fires are committed when due rather than a batch's write time
+	// after it (default 0: each fire is written once due). Until that
+	// COMMIT the new rows are visible to no one, and the batch holds its
+	// schedules' and triggers' rows: a pause or edit that arrives in the
+	// window waits for the fire and applies after it. Forbid schedules are
+	// never prepared ahead. The store must let other writers go on beside
+	// an open transaction, so not SQLite, whose writer excludes all others.
+	// At most maxFireAhead, and below MisfireThreshold.
+	FireAhead time.Duration
 	// SyncPageSize is how many schedules one read of a sync returns
 	// (default 5000): a sync reads them in pages by id and merges each
 	// before the next arrives, so a restore of a million schedules holds
@@ -77,6 +89,10 @@ type Handoff interface {
 	// and gives back the slots they did not take.
 	DeliverHandoff(jobs []chimedb.ClaimedJob, slots int)
 }
+
+// maxFireAhead bounds Config.FireAhead: the prepared batch holds its
+// schedules' rows that long, and a pause waits as long.
+const maxFireAhead = 2 * time.Second
 
 // Leadership says whether this node may fire now, and tells when that
 // changes. OnChange callbacks must not block.
@@ -127,6 +143,9 @@ func (c Config) validate() error {
 		if v < 0 {
 			bad("%s must be positive, got %s", [...]string{"SyncInterval", "FullSyncInterval", "MisfireThreshold", "RetryDelay", "BatchWait"}[i], v)
 		}
+	}
+	if c.FireAhead < 0 || c.FireAhead > maxFireAhead || (c.FireAhead > 0 && c.FireAhead >= c.MisfireThreshold) {
+		bad("FireAhead must be between 0 and %s and below MisfireThreshold (%s), got %s", maxFireAhead, c.MisfireThreshold, c.FireAhead)
 	}
 	if c.FireAllCap < 0 {
 		bad("FireAllCap must be at least 1, got %d", c.FireAllCap)

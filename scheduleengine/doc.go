@@ -41,6 +41,12 @@
 // used up by a fire is marked completed by a later batch, once no fire is
 // due or in flight; its last trigger row already says nothing is left.
 //
+// With Config.FireAhead, the heap orders entries by their next fire less
+// that lead, so a herd is taken up early, planned for its instant, and
+// grouped by instant; the writer runs the batch's statements at once and
+// holds its COMMIT until the instant (WriteFiresParams.BeforeCommit), then
+// asks for the lead once more. Forbid schedules have no lead.
+//
 // # Leadership and sync
 //
 // Only the leader writes (Config.Leadership: in chime serve the cluster's

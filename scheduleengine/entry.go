@@ -21,13 +21,18 @@ type entry struct {
 	last        *time.Time // last_fire_at
 	fired       int64
 	misfired    int64
-	next        time.Time  // first occurrence after last; zero when used up
-	hidx        int        // position in Engine.heap; -1 when not there
-	restoreUpTo time.Time  // occurrences up to this passed while the schedule was not driven: missed
-	spec        string     // specHash of sched: its timing
-	since       *time.Time // the timing was changed then; occurrences count from it (time_triggers.spec_changed_at)
-	seen        uint32     // the last full read (Engine.epoch) that returned the row
+	next        time.Time     // first occurrence after last; zero when used up
+	hidx        int           // position in Engine.heap; -1 when not there
+	restoreUpTo time.Time     // occurrences up to this passed while the schedule was not driven: missed
+	spec        string        // specHash of sched: its timing
+	since       *time.Time    // the timing was changed then; occurrences count from it (time_triggers.spec_changed_at)
+	seen        uint32        // the last full read (Engine.epoch) that returned the row
+	lead        time.Duration // how long before next its fire is prepared (Config.FireAhead; 0 for forbid)
 }
+
+// wake is when the engine takes the entry up: its next fire, less the
+// lead with which that fire is prepared.
+func (e *entry) wake() time.Time { return e.next.Add(-e.lead) }
 
 // after is the instant whose successor is the schedule's next occurrence.
 func (e *entry) after() time.Time {
@@ -80,7 +85,14 @@ func newEntry(r *ScheduleRow) (*entry, error) {
 }
 
 func (e *Engine) newEntry(r *ScheduleRow) (*entry, error) {
-	return buildEntry(r, e.cache, e.specs, e.defaults)
+	en, err := buildEntry(r, e.cache, e.specs, e.defaults)
+	if err == nil && en.sched.Concurrency != models.ConcurrencyForbid {
+		// A forbid schedule's fire depends on whether its last job has
+		// finished, and its claim locks the schedule's row: prepared
+		// early, it would decide too soon and hold that claim up.
+		en.lead = e.cfg.FireAhead
+	}
+	return en, err
 }
 
 // buildEntry is newEntry sharing what schedules have in common through

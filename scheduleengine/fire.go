@@ -43,11 +43,17 @@ type writeReq struct {
 	res       *WriteFiresResult
 	err       error
 	committed time.Time
+	// at is the instant of a batch prepared ahead (Config.FireAhead): its
+	// COMMIT waits for it. Zero for a batch due when it was planned.
+	at time.Time
 }
 
 // runOnce hands the fires of every due schedule to the writers, in batches
 // of at most BatchSize jobs. A schedule is in at most one batch in flight;
-// it waits in due for that batch's result.
+// it waits in due for that batch's result. Fires due now go first; those
+// taken up early (Config.FireAhead) follow, one run of batches per
+// instant, so no batch commits a fire later than its instant to wait for
+// another's.
 func (e *Engine) runOnce(ctx context.Context, now time.Time) error {
 	if e.stale || e.queued >= maxQueued {
 		return nil // the full sync, or finish as writers free up, calls again
@@ -62,45 +68,85 @@ func (e *Engine) runOnce(ctx context.Context, now time.Time) error {
 		e.requeue(due...)
 		return err
 	}
-	// Spread a herd over the writers (1,000 is two batches of 500 written
-	// side by side), but not so thin that a handful costs several commits.
-	size := min(e.cfg.BatchSize, max((len(due)+len(pending)+writers-1)/writers, minSplit))
-	var items []planned
-	weight := 0 // fires in items, a completion counting as one
-	for i := 0; i < len(due) || len(pending) > 0; {
-		for len(pending) > 0 && (len(items) == 0 || weight < size) {
-			items, pending = append(items, pending[0]), pending[1:]
-			weight++
+	groups := byInstant(due, now)
+	if len(groups) == 0 {
+		groups = [][]*entry{nil} // only completions
+	}
+	for gi, group := range groups {
+		at := now
+		if len(group) > 0 && group[0].next.After(now) {
+			at = group[0].next
 		}
-		for len(pending) == 0 && i < len(due) {
-			// A schedule with several fires (fire_all) may end a batch
-			// early, the first one never.
-			p := computePlan(e.planInput(due[i], busy[due[i].sched.ID]), now)
-			w := max(len(p.fires), 1)
-			if len(items) > 0 && weight+w > size {
-				break
+		// Spread a herd over the writers (1,000 is two batches of 500
+		// written side by side), but not so thin that a handful costs
+		// several commits.
+		size := min(e.cfg.BatchSize, max((len(group)+len(pending)+writers-1)/writers, minSplit))
+		var items []planned
+		weight := 0 // fires in items, a completion counting as one
+		for i := 0; i < len(group) || len(pending) > 0; {
+			for len(pending) > 0 && (len(items) == 0 || weight < size) {
+				items, pending = append(items, pending[0]), pending[1:]
+				weight++
 			}
-			weight += w
-			items = append(items, planned{en: due[i], p: p})
-			i++
-		}
-		r := e.batchOf(items)
-		items, weight = nil, 0
-		for _, it := range r.items {
-			e.inflight[it.en.sched.ID] = true
-		}
-		e.queued++
-		e.work <- r // never blocks: cap(work) is maxQueued
-		if e.queued >= maxQueued {
-			e.requeue(due[i:]...) // unplanned, until a writer finishes
-			return nil
+			for len(pending) == 0 && i < len(group) {
+				// A schedule with several fires (fire_all) may end a
+				// batch early, the first one never.
+				p := computePlan(e.planInput(group[i], busy[group[i].sched.ID]), at)
+				w := max(len(p.fires), 1)
+				if len(items) > 0 && weight+w > size {
+					break
+				}
+				weight += w
+				items = append(items, planned{en: group[i], p: p})
+				i++
+			}
+			r := e.batchOf(items)
+			if at.After(now) {
+				r.at = at
+			}
+			items, weight = nil, 0
+			for _, it := range r.items {
+				e.inflight[it.en.sched.ID] = true
+			}
+			e.queued++
+			e.work <- r // never blocks: cap(work) is maxQueued
+			if e.queued >= maxQueued {
+				e.requeue(group[i:]...) // unplanned, until a writer finishes
+				for _, g := range groups[gi+1:] {
+					e.requeue(g...)
+				}
+				return nil
+			}
 		}
 	}
 	return nil
 }
 
-// takeDue takes the due schedules not in flight, in id order: two leaders
-// in a split brain lock the same rows in the same order.
+// byInstant splits due (in id order) into the schedules due by now and
+// then one group per later instant, earliest first, each in id order.
+func byInstant(due []*entry, now time.Time) [][]*entry {
+	at := func(en *entry) time.Time {
+		if en.next.After(now) {
+			return en.next
+		}
+		return now
+	}
+	slices.SortStableFunc(due, func(a, b *entry) int { return at(a).Compare(at(b)) })
+	var out [][]*entry
+	for i := 0; i < len(due); {
+		j := i + 1
+		for j < len(due) && at(due[j]).Equal(at(due[i])) {
+			j++
+		}
+		out = append(out, due[i:j])
+		i = j
+	}
+	return out
+}
+
+// takeDue takes the schedules not in flight that are due, or due within
+// their lead (entry.wake), in id order: two leaders in a split brain lock
+// the same rows in the same order.
 func (e *Engine) takeDue(now time.Time) []*entry {
 	due := make([]*entry, 0, len(e.due))
 	for id, en := range e.due {
@@ -110,7 +156,7 @@ func (e *Engine) takeDue(now time.Time) []*entry {
 		delete(e.due, id)
 		switch {
 		case en.next.IsZero() || e.entries[id] != en:
-		case en.next.After(now):
+		case en.wake().After(now):
 			e.heap.track(en)
 		default:
 			due = append(due, en)
@@ -180,6 +226,12 @@ func (e *Engine) writer(ctx context.Context) {
 			return
 		case r := <-e.work:
 			r.batch.Now = e.cfg.Clock.Now()
+			if r.at.After(r.batch.Now) {
+				// The rows are seen from the COMMIT on, which waits for
+				// the instant: they say they were written then.
+				r.batch.Now = r.at
+				r.batch.BeforeCommit = func(ctx context.Context) error { return e.awaitInstant(ctx, r.at) }
+			}
 			if !e.cfg.Leadership.Leading() {
 				r.err = errNotLeader // the next leader restores these fires from the tables
 			} else {
@@ -189,6 +241,25 @@ func (e *Engine) writer(ctx context.Context) {
 			e.done <- r // never blocks: cap(done) is maxQueued
 		}
 	}
+}
+
+// awaitInstant holds a batch prepared ahead until its instant, then lets
+// it commit only if this node still leads: a node that lost the lead while
+// waiting rolls the fires back for the next leader to write.
+func (e *Engine) awaitInstant(ctx context.Context, at time.Time) error {
+	if d := at.Sub(e.cfg.Clock.Now()); d > 0 {
+		t := e.cfg.Clock.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.Chan():
+		}
+	}
+	if !e.cfg.Leadership.Leading() {
+		return errNotLeader
+	}
+	return nil
 }
 
 // writeFires writes one batch. With a task engine on this node

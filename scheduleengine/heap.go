@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// dueHeap orders the engine's entries by their next intended time: its
+// dueHeap orders the engine's entries by when they are taken up
+// (entry.wake: the next intended time, less the fire-ahead lead): its
 // top is the instant the gocron alarm wakes the run loop for, and a
 // wake-up takes every schedule due from it at once. Every entry of
 // Engine.entries with a next fire is in the heap, in Engine.due, or in a
@@ -14,7 +15,7 @@ import (
 type dueHeap []*entry
 
 func (h dueHeap) Len() int           { return len(h) }
-func (h dueHeap) Less(i, j int) bool { return h[i].next.Before(h[j].next) }
+func (h dueHeap) Less(i, j int) bool { return h[i].wake().Before(h[j].wake()) }
 func (h dueHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].hidx, h[j].hidx = i, j
@@ -53,18 +54,18 @@ func (h *dueHeap) untrack(en *entry) {
 	}
 }
 
-// popDue takes out every entry whose next is at or before now and calls fn
-// with it.
+// popDue takes out every entry to take up at or before now (entry.wake)
+// and calls fn with it.
 func (h *dueHeap) popDue(now time.Time, fn func(*entry)) {
-	for len(*h) > 0 && !(*h)[0].next.After(now) {
+	for len(*h) > 0 && !(*h)[0].wake().After(now) {
 		fn(heap.Pop(h).(*entry))
 	}
 }
 
-// peek returns the earliest next time, zero when the heap is empty.
+// peek returns the earliest wake time, zero when the heap is empty.
 func (h dueHeap) peek() time.Time {
 	if len(h) == 0 {
 		return time.Time{}
 	}
-	return h[0].next
+	return h[0].wake()
 }

@@ -115,6 +115,9 @@ func dbOf(st Store) *store.Store {
 	if f, ok := st.(*failFirstWrite); ok {
 		return f.Store
 	}
+	if a, ok := st.(*aheadStore); ok {
+		return a.Store
+	}
 	return st.(*store.Store)
 }
 

@@ -22,7 +22,9 @@ import (
 // that hands jobs off to this node's task engine (p.HandoffSlots) adds
 // three: the definitions' read, the INSERT of the handed-off jobs and
 // their read back; the claim each of those jobs no longer needs costs more
-// (four statements and a commit, after this commit).
+// (four statements and a commit, after this commit). p.BeforeCommit, when
+// set, runs last inside the transaction: the schedule engine's fire-ahead
+// waits there for the batch's instant.
 //
 // The check is optimistic concurrency on the trigger row: a schedule's
 // jobs, trigger and completion are written only if the row still holds the
@@ -107,6 +109,9 @@ func (s *Store) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFire
 			if _, err := rawExec(tx, q, string(models.ScheduleCompleted), "no fires left", DBTime(p.Now), string(models.ScheduleActive)); err != nil {
 				return fmt.Errorf("complete schedules: %w", err)
 			}
+		}
+		if p.BeforeCommit != nil {
+			return p.BeforeCommit(tx.Statement.Context)
 		}
 		return nil
 	})

@@ -1,0 +1,211 @@
+package scheduleengine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+)
+
+// aheadStore reports each batch prepared ahead when it reaches its
+// BeforeCommit, with the instant it waits for, before it waits.
+type aheadStore struct {
+	*store.Store
+	prepared chan time.Time
+}
+
+func newAheadStore(st *store.Store) *aheadStore {
+	return &aheadStore{Store: st, prepared: make(chan time.Time, 16)}
+}
+
+func (a *aheadStore) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFiresResult, error) {
+	if wait := p.BeforeCommit; wait != nil {
+		at := p.Now
+		p.BeforeCommit = func(ctx context.Context) error {
+			a.prepared <- at
+			return wait(ctx)
+		}
+	}
+	return a.Store.WriteFires(ctx, p)
+}
+
+func (a *aheadStore) awaitPrepared(t *testing.T) time.Time {
+	t.Helper()
+	select {
+	case at := <-a.prepared:
+		return at
+	case <-time.After(10 * time.Second):
+		t.Fatal("no batch was prepared ahead")
+		return time.Time{}
+	}
+}
+
+// forEachServer runs fn on MySQL and PostgreSQL: fire-ahead holds a
+// transaction open beside other writers, which SQLite's single writer
+// cannot (the app turns it off there).
+func forEachServer(t *testing.T, fn func(t *testing.T, st *store.Store)) {
+	for _, d := range []store.Dialect{store.MySQL, store.Postgres} {
+		t.Run(string(d), func(t *testing.T) { fn(t, testdb.Open(t, d)) })
+	}
+}
+
+func withAhead(d time.Duration) func(*Config) { return func(c *Config) { c.FireAhead = d } }
+
+// A fire prepared ahead is invisible until its instant, commits then, and
+// says it was written then; a pause that arrives while it waits waits for
+// it and applies after it.
+func TestFireAheadCommitsAtItsInstant(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, st *store.Store) {
+		as := newAheadStore(st)
+		b := setupWithClock(t, as, "n1", newClock(), withAhead(300*time.Millisecond))
+		start := b.clock.Now()
+		s := b.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")}, start)
+		b.at(t, start) // due when the engine starts: written at once
+		require.Len(t, jobsOf(t, st, s.ID), 1)
+
+		b.clock.Advance(700 * time.Millisecond)
+		require.True(t, start.Add(time.Second).Equal(as.awaitPrepared(t)))
+		require.Len(t, jobsOf(t, st, s.ID), 1, "a prepared fire must be invisible before its instant")
+		require.True(t, start.Equal(*triggerOf(t, st, s.ID).LastFireAt))
+
+		paused := make(chan error, 1)
+		go func() {
+			paused <- st.DB().Exec("UPDATE schedules SET status = ? WHERE id = ?", models.SchedulePaused, s.ID).Error
+		}()
+		select {
+		case err := <-paused:
+			t.Fatalf("the pause went through while the fire it raced held the schedule (err %v)", err)
+		case <-time.After(300 * time.Millisecond):
+		}
+
+		b.clock.Advance(300 * time.Millisecond)
+		select {
+		case err := <-paused:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the pause still waits after the fire's instant")
+		}
+		jobs := jobsOf(t, st, s.ID)
+		require.Len(t, jobs, 2)
+		require.True(t, start.Add(time.Second).Equal(jobs[1].ScheduledAt))
+		require.True(t, start.Add(time.Second).Equal(jobs[1].CreatedAt), "created_at %v: the batch commits at its instant", jobs[1].CreatedAt)
+		require.False(t, jobs[1].CatchUp)
+
+		// The pause came after the fire: nothing more.
+		b.e.Refresh()
+		b.at(t, start.Add(3*time.Second))
+		require.Len(t, jobsOf(t, st, s.ID), 2)
+	})
+}
+
+// A node that loses the lead while its batch waits rolls it back: the fire
+// is the next leader's to write.
+func TestFireAheadRollsBackWithoutTheLead(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, st *store.Store) {
+		as := newAheadStore(st)
+		lead := leading()
+		b := setupWithClock(t, as, "n1", newClock(), withAhead(300*time.Millisecond), func(c *Config) { c.Leadership = lead })
+		start := b.clock.Now()
+		s := b.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")}, start)
+		b.at(t, start)
+
+		b.clock.Advance(700 * time.Millisecond)
+		as.awaitPrepared(t)
+		lead.leading.Store(false) // the lease lapses; OnChange comes later
+		b.at(t, start.Add(1100*time.Millisecond))
+		require.Len(t, jobsOf(t, st, s.ID), 1, "a batch whose node lost the lead must not commit")
+		require.True(t, start.Equal(*triggerOf(t, st, s.ID).LastFireAt))
+	})
+}
+
+// Stop does not wait for a prepared batch's instant: it rolls it back, and
+// the next start writes the fire from the tables.
+func TestFireAheadStopRollsBack(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, st *store.Store) {
+		as := newAheadStore(st)
+		b := setupWithClock(t, as, "n1", newClock(), withAhead(300*time.Millisecond))
+		start := b.clock.Now()
+		s := b.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")}, start)
+		b.at(t, start)
+
+		b.clock.Advance(700 * time.Millisecond)
+		as.awaitPrepared(t)
+		stopped := time.Now()
+		b.stop(t)
+		require.Less(t, time.Since(stopped), 5*time.Second)
+		require.Len(t, jobsOf(t, st, s.ID), 1)
+
+		c := setupWithClock(t, st, "n1", b.clock)
+		c.at(t, start.Add(1500*time.Millisecond))
+		jobs := jobsOf(t, st, s.ID)
+		require.Len(t, jobs, 2)
+		require.True(t, start.Add(time.Second).Equal(jobs[1].ScheduledAt))
+	})
+}
+
+// A forbid schedule's fire is not prepared ahead: whether it fires depends
+// on its last job at the instant, and its claims lock its row.
+func TestFireAheadLeavesForbidSchedulesAlone(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, st *store.Store) {
+		as := newAheadStore(st)
+		b := setupWithClock(t, as, "n1", newClock(), withAhead(300*time.Millisecond))
+		start := b.clock.Now()
+		s := b.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *"),
+			Concurrency: models.ConcurrencyForbid}, start)
+		b.at(t, start)
+		// Its only job finishes, so the next fire is not blocked.
+		require.NoError(t, st.DB().Model(&models.Job{}).Where("schedule_id = ?", s.ID).
+			Updates(map[string]any{"status": models.JobSucceeded, "finished_at": start}).Error)
+
+		b.at(t, start.Add(800*time.Millisecond)) // settles: nothing in flight
+		require.Len(t, jobsOf(t, st, s.ID), 1)
+		b.at(t, start.Add(time.Second))
+		require.Len(t, jobsOf(t, st, s.ID), 2)
+		select {
+		case at := <-as.prepared:
+			t.Fatalf("a forbid schedule's fire was prepared ahead for %v", at)
+		default:
+		}
+	})
+}
+
+// Fires due now go first, then one group per later instant: a batch never
+// waits for a later fire than its own.
+func TestByInstant(t *testing.T) {
+	now := t0
+	en := func(id int64, next time.Duration) *entry {
+		e := &entry{next: now.Add(next), hidx: -1}
+		e.sched.ID = id
+		return e
+	}
+	due := []*entry{en(1, 100*time.Millisecond), en(2, -time.Second), en(3, 0), en(4, 50*time.Millisecond), en(5, 100*time.Millisecond)}
+	var got [][]int64
+	for _, g := range byInstant(due, now) {
+		var ids []int64
+		for _, e := range g {
+			ids = append(ids, e.sched.ID)
+		}
+		got = append(got, ids)
+	}
+	require.Equal(t, [][]int64{{2, 3}, {4}, {1, 5}}, got)
+}
+
+func TestFireAheadBounds(t *testing.T) {
+	for _, d := range []time.Duration{-time.Millisecond, 5 * time.Second, 3 * time.Second} {
+		_, err := New(&store.Store{}, &Config{NodeID: "n", Leadership: leading(), FireAhead: d})
+		require.Error(t, err, "FireAhead %s", d)
+	}
+	_, err := New(&store.Store{}, &Config{NodeID: "n", Leadership: leading(), FireAhead: time.Second, MisfireThreshold: time.Second})
+	require.ErrorContains(t, err, "below MisfireThreshold")
+	_, err = New(&store.Store{}, &Config{NodeID: "n", Leadership: leading(), FireAhead: 200 * time.Millisecond})
+	require.NoError(t, err)
+}
