@@ -32,7 +32,7 @@ const (
 // COMMITTED whatever the server's default, under which the claims and
 // fires behave as on MySQL (see docs/architecture.md); and a connect
 // timeout, so an unreachable server is an error, not a hang.
-func pgConfig(dsn string) (*pgx.ConnConfig, error) {
+func pgConfig(dsn string, idleTx time.Duration) (*pgx.ConnConfig, error) {
 	if strings.TrimSpace(dsn) == "" {
 		return nil, errors.New("database.dsn: empty; a PostgreSQL DSN looks like postgres://chime@127.0.0.1:5432/chime?sslmode=disable")
 	}
@@ -43,6 +43,7 @@ func pgConfig(dsn string) (*pgx.ConnConfig, error) {
 	}
 	c.RuntimeParams["timezone"] = "UTC"
 	c.RuntimeParams["default_transaction_isolation"] = "read committed"
+	c.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(idleTx.Milliseconds(), 10)
 	if c.RuntimeParams["application_name"] == "" {
 		c.RuntimeParams["application_name"] = "chime"
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +50,11 @@ type Config struct {
 	// other one gets.
 	Exclusive bool
 	Holder    string
+	// IdleTxTimeout is how long the server lets a transaction of this
+	// store sit between statements before it rolls it back and drops the
+	// connection (default DefaultIdleTxTimeout; whole seconds on MariaDB;
+	// MySQL and SQLite have no such bound).
+	IdleTxTimeout time.Duration
 }
 
 // Store is an open database.
@@ -85,7 +91,7 @@ func Open(ctx context.Context, cfg Config) (st *Store, err error) {
 	var pgCfg *pgx.ConnConfig
 	switch cfg.Driver {
 	case Postgres:
-		c, err := pgConfig(cfg.DSN)
+		c, err := pgConfig(cfg.DSN, cfg.idleTxTimeout())
 		if err != nil {
 			return nil, err
 		}
@@ -104,10 +110,11 @@ func Open(ctx context.Context, cfg Config) (st *Store, err error) {
 		}
 		dialector = postgres.New(postgres.Config{Conn: openPostgres(c)})
 	case MySQL:
-		dsn, err := mysqlDSN(ctx, cfg.DSN)
+		dsn, err := mysqlDSN(ctx, cfg.DSN, cfg.idleTxTimeout())
 		if err != nil {
 			// A missing database is created, a malformed DSN explained.
-			if dsn, err = mysqlFirstRun(ctx, cfg.DSN, cfg.Logger, err, mysqlDSN); err != nil {
+			complete := func(ctx context.Context, dsn string) (string, error) { return mysqlDSN(ctx, dsn, cfg.idleTxTimeout()) }
+			if dsn, err = mysqlFirstRun(ctx, cfg.DSN, cfg.Logger, err, complete); err != nil {
 				return nil, err
 			}
 		}
@@ -209,7 +216,7 @@ func sqliteDSN(path string) string {
 // SKIP LOCKED claims do not deadlock (see docs/architecture.md). MariaDB before 11.1
 // calls the isolation variable tx_isolation, MySQL 8 transaction_isolation,
 // so we ask the server which one it knows.
-func mysqlDSN(ctx context.Context, dsn string) (string, error) {
+func mysqlDSN(ctx context.Context, dsn string, idleTx time.Duration) (string, error) {
 	if dsn == "" {
 		return "", errors.New("database.dsn: empty; a MySQL DSN looks like root@tcp(127.0.0.1:3306)/chime")
 	}
@@ -232,27 +239,54 @@ func mysqlDSN(ctx context.Context, dsn string) (string, error) {
 	if c.Timeout == 0 {
 		c.Timeout = 5 * time.Second
 	}
-	variable, err := isolationVariable(ctx, c)
+	variable, idle, err := serverVariables(ctx, c)
 	if err != nil {
 		return "", err
 	}
 	c.Params[variable] = "'READ-COMMITTED'"
+	if idle {
+		c.Params["idle_transaction_timeout"] = strconv.Itoa(max(int(idleTx/time.Second), 1))
+	}
 	return c.FormatDSN(), nil
 }
 
-func isolationVariable(ctx context.Context, c *mysqldrv.Config) (string, error) {
+// DefaultIdleTxTimeout is how long the server lets one of chime's
+// transactions sit between statements before it rolls it back and closes
+// the connection (MariaDB's idle_transaction_timeout, PostgreSQL's
+// idle_in_transaction_session_timeout; MySQL has no such variable). No
+// transaction of chime's pauses for more than the fire-ahead window
+// (at most 2 s); a node frozen (SIGSTOP, a VM paused) or cut off inside
+// one would otherwise keep its row locks, and the fires of its schedules
+// would wait on them after another node took the lead, until the TCP
+// connection died.
+const DefaultIdleTxTimeout = 30 * time.Second
+
+func (c Config) idleTxTimeout() time.Duration {
+	if c.IdleTxTimeout > 0 {
+		return c.IdleTxTimeout
+	}
+	return DefaultIdleTxTimeout
+}
+
+// serverVariables asks the server which name its isolation variable has
+// (MariaDB before 11.1 calls it tx_isolation, MySQL 8
+// transaction_isolation) and whether it has idle_transaction_timeout
+// (MariaDB 10.3 and later).
+func serverVariables(ctx context.Context, c *mysqldrv.Config) (isolation string, idle bool, err error) {
 	conn, err := mysqldrv.NewConnector(c)
 	if err != nil {
-		return "", fmt.Errorf("database.dsn: %w", err)
+		return "", false, fmt.Errorf("database.dsn: %w", err)
 	}
 	db := sql.OpenDB(conn)
 	defer db.Close()
 	var v string
-	if err := db.QueryRowContext(ctx, "SELECT @@transaction_isolation").Scan(&v); err == nil {
-		return "transaction_isolation", nil
+	isolation = "transaction_isolation"
+	if err := db.QueryRowContext(ctx, "SELECT @@transaction_isolation").Scan(&v); err != nil {
+		if err := db.QueryRowContext(ctx, "SELECT @@tx_isolation").Scan(&v); err != nil {
+			return "", false, fmt.Errorf("connect to mysql database: %w", err)
+		}
+		isolation = "tx_isolation"
 	}
-	if err := db.QueryRowContext(ctx, "SELECT @@tx_isolation").Scan(&v); err != nil {
-		return "", fmt.Errorf("connect to mysql database: %w", err)
-	}
-	return "tx_isolation", nil
+	idle = db.QueryRowContext(ctx, "SELECT @@idle_transaction_timeout").Scan(&v) == nil
+	return isolation, idle, nil
 }
