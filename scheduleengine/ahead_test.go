@@ -209,3 +209,38 @@ func TestFireAheadBounds(t *testing.T) {
 	_, err = New(&store.Store{}, &Config{NodeID: "n", Leadership: leading(), FireAhead: 200 * time.Millisecond})
 	require.NoError(t, err)
 }
+
+// Batches waiting for their instant do not hold up a fire due now: they
+// give their writer's turn back while they wait.
+func TestFireAheadDoesNotHoldUpFiresDueNow(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, st *store.Store) {
+		as := newAheadStore(st)
+		b := setupWithClock(t, as, "n1", newClock(), withAhead(300*time.Millisecond))
+		start := b.clock.Now()
+		every := func(name string, at time.Duration, c models.Concurrency) models.Schedule {
+			return b.schedule(t, models.Schedule{Name: name, ScheduleType: models.ScheduleInterval, IntervalSeconds: ptr(1),
+				StartAt: ptr(start.Add(at)), Concurrency: c}, start)
+		}
+		a := b.schedule(t, models.Schedule{Name: "a", ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")}, start)
+		bb := every("b", 1100*time.Millisecond, models.ConcurrencyAllow)
+		c := every("c", 900*time.Millisecond, models.ConcurrencyForbid) // no lead: due at +0.9
+		b.at(t, start)
+		b.at(t, start.Add(600*time.Millisecond))
+
+		// a (+1.0) and b (+1.1) are prepared, one batch each, and wait.
+		b.clock.Advance(250 * time.Millisecond)
+		got := []time.Time{as.awaitPrepared(t), as.awaitPrepared(t)}
+		require.ElementsMatch(t, []time.Time{start.Add(time.Second), start.Add(1100 * time.Millisecond)}, got)
+
+		b.clock.Advance(50 * time.Millisecond) // +0.9: c is due
+		require.Eventually(t, func() bool { return len(jobsOf(t, st, c.ID)) == 1 }, 10*time.Second, 5*time.Millisecond,
+			"c's fire waited behind batches prepared for later instants")
+		require.Len(t, jobsOf(t, st, a.ID), 1, "a's second fire is not due yet")
+
+		b.at(t, start.Add(1100*time.Millisecond))
+		require.Len(t, jobsOf(t, st, a.ID), 2)
+		require.Len(t, jobsOf(t, st, bb.ID), 1)
+		require.Len(t, jobsOf(t, st, c.ID), 1)
+	})
+}

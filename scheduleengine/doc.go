@@ -29,9 +29,9 @@
 // # Writing
 //
 // Due schedules are planned in id order and cut into batches of at most
-// BatchSize jobs, spread over the writers; at most two batches per writer
-// are in flight, and a schedule is in at most one, so its fires stay in
-// order. A lone fire waits up to BatchWait for fires due just after it. One
+// BatchSize jobs, spread over the writers; at most four batches are in
+// flight, two running statements at a time, and a schedule is in at most
+// one, so its fires stay in order. A lone fire waits up to BatchWait for fires due just after it. One
 // batch is one store.WriteFires transaction: the status check, the jobs
 // rows (UNIQUE (schedule_id, scheduled_at), on conflict do nothing) and the
 // trigger advance. The check reads (on MySQL, locks) each trigger row; a
@@ -45,7 +45,9 @@
 // that lead, so a herd is taken up early, planned for its instant, and
 // grouped by instant; the writer runs the batch's statements at once and
 // holds its COMMIT until the instant (WriteFiresParams.BeforeCommit), then
-// asks for the lead once more. Forbid schedules have no lead.
+// asks for the lead once more; while it waits it gives its turn to run
+// statements up, so a fire due now is not held behind it. Forbid schedules
+// have no lead.
 //
 // # Leadership and sync
 //

@@ -35,6 +35,7 @@ type Engine struct {
 	alarm    uuid.UUID // the gocron job that wakes run at alarmAt
 	alarmAt  time.Time
 	work     chan *writeReq  // run → writers
+	turns    chan struct{}   // a writer's turn to run statements: cap writers
 	done     chan *writeReq  // writers → run
 	synced   chan syncResult // a sync's read → run
 	bg       sync.WaitGroup  // writers and sync reads
@@ -123,7 +124,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	cron.Start()
 	e.reset(cron)
-	for range writers {
+	for range maxQueued {
 		e.bg.Go(func() { e.writer(ctx) })
 	}
 	go func() {
@@ -137,6 +138,7 @@ func (e *Engine) Start(ctx context.Context) error {
 func (e *Engine) reset(cron gocron.Scheduler) {
 	e.cron, e.alarm, e.alarmAt = cron, uuid.Nil, time.Time{}
 	e.work, e.done, e.synced = make(chan *writeReq, maxQueued), make(chan *writeReq, maxQueued), make(chan syncResult, 1)
+	e.turns = make(chan struct{}, writers)
 	e.entries, e.heap, e.due, e.complete, e.inflight = map[int64]*entry{}, nil, map[int64]*entry{}, map[int64]bool{}, map[int64]bool{}
 	e.invalid, e.missing, e.respec = map[int64]string{}, map[int64]TriggerRow{}, map[int64]TriggerSpec{}
 	e.cache, e.specs, e.defaults, e.syncCancel = trigger.NewCache(), map[specKey]string{}, map[*models.JobDefinition]error{}, nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -15,11 +16,14 @@ import (
 )
 
 const (
-	// writers commit batches of disjoint schedules side by side, so one
-	// commit's latency overlaps the next batch's statements.
+	// writers is how many batches run their statements side by side, so
+	// one commit's latency overlaps the next batch's statements (one or
+	// four were slower than two). A batch prepared ahead gives its turn up
+	// while it waits for its instant (Engine.turns), so a fire due now is
+	// not held behind it; there is a writer goroutine per batch in flight.
 	writers = 2
 	// maxQueued bounds the batches handed to writers and not finished: one
-	// running and one waiting per writer. What is due beyond that waits in
+	// running and one waiting per turn. What is due beyond that waits in
 	// Engine.due and joins the next batch.
 	maxQueued = 2 * writers
 	// minSplit is the fewest fires per batch when a herd is spread over
@@ -225,22 +229,39 @@ func (e *Engine) writer(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case r := <-e.work:
-			r.batch.Now = e.cfg.Clock.Now()
-			if r.at.After(r.batch.Now) {
-				// The rows are seen from the COMMIT on, which waits for
-				// the instant: they say they were written then.
-				r.batch.Now = r.at
-				r.batch.BeforeCommit = func(ctx context.Context) error { return e.awaitInstant(ctx, r.at) }
-			}
-			if !e.cfg.Leadership.Leading() {
-				r.err = errNotLeader // the next leader restores these fires from the tables
-			} else {
-				r.res, r.err = e.writeFires(ctx, r.batch)
-			}
-			r.committed = e.cfg.Clock.Now()
+			e.write(ctx, r)
 			e.done <- r // never blocks: cap(done) is maxQueued
 		}
 	}
+}
+
+// write runs one batch in one of the writers' turns.
+func (e *Engine) write(ctx context.Context, r *writeReq) {
+	select {
+	case e.turns <- struct{}{}:
+	case <-ctx.Done():
+		r.err, r.committed = ctx.Err(), e.cfg.Clock.Now()
+		return
+	}
+	var once sync.Once
+	release := func() { once.Do(func() { <-e.turns }) }
+	defer release()
+	r.batch.Now = e.cfg.Clock.Now()
+	if r.at.After(r.batch.Now) {
+		// The rows are seen from the COMMIT on, which waits for the
+		// instant: they say they were written then.
+		r.batch.Now = r.at
+		r.batch.BeforeCommit = func(ctx context.Context) error {
+			release()
+			return e.awaitInstant(ctx, r.at)
+		}
+	}
+	if !e.cfg.Leadership.Leading() {
+		r.err = errNotLeader // the next leader restores these fires from the tables
+	} else {
+		r.res, r.err = e.writeFires(ctx, r.batch)
+	}
+	r.committed = e.cfg.Clock.Now()
 }
 
 // awaitInstant holds a batch prepared ahead until its instant, then lets
