@@ -72,9 +72,10 @@ Execute began (exec_*; see steady).`,
 	{name: "steady", short: "Schedules firing every second: missed fires, fire and start lateness",
 		long: `Creates --schedules schedules firing every second, runs a full node for
 --duration and reports missed fires and, after scheduled_at, when fires were
-written (jobs.created_at: when the fire's batch was built), when their
-transaction committed (commit_*_ms, as the schedule engine saw it) and when
-jobs were marked started (jobs.started_at).
+written (jobs.created_at: when the fire's batch was built, or, prepared
+ahead (scheduleengine.fire_ahead), the instant its commit waited for), when
+their transaction committed (commit_*_ms, as the schedule engine saw it) and
+when jobs were marked started (jobs.started_at).
 
 The jobs run a no-op task of the bench's own that notes, in this process,
 when its Execute began: exec_p50_ms, exec_p99_ms and exec_max_ms are that

@@ -41,7 +41,7 @@ type LatenessReport struct {
 	CatchUps    int
 	Duplicates  int
 	Missing     int
-	Written     Percentiles // jobs.created_at − scheduled_at: when the fire's batch was built
+	Written     Percentiles // jobs.created_at − scheduled_at: when the fire's batch was built (the instant it waited for, prepared ahead)
 	Committed   Percentiles // the fire's commit − scheduled_at, from the schedule engine (on-time fires)
 	CommitFires int         // fires in Committed
 	StartedAt   Percentiles // jobs.started_at − scheduled_at
