@@ -138,6 +138,11 @@ type WriteFiresResult struct {
 	// committed (paused or deleted since the last sync): nothing was written
 	// for them.
 	Inactive []int64
+	// Busy lists active schedules whose row another transaction held (an
+	// admin's session in the middle of an edit, a client left in a
+	// transaction): nothing was written for them, and the batch did not
+	// wait for them. The writer tries them again later.
+	Busy []int64
 	// Stale holds the stored trigger of each schedule whose row no longer
 	// had the batch's FromLastFireAt: nothing was written for it, and the
 	// writer should plan again from this state.

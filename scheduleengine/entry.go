@@ -28,11 +28,23 @@ type entry struct {
 	since       *time.Time    // the timing was changed then; occurrences count from it (time_triggers.spec_changed_at)
 	seen        uint32        // the last full read (Engine.epoch) that returned the row
 	lead        time.Duration // how long before next its fire is prepared (Config.FireAhead; 0 for forbid)
+	hold        int64         // UnixNano before which it is not tried again: its row was held (WriteFiresResult.Busy); 0 when not
 }
 
 // wake is when the engine takes the entry up: its next fire, less the
-// lead with which that fire is prepared.
-func (e *entry) wake() time.Time { return e.next.Add(-e.lead) }
+// lead with which that fire is prepared, or later while it is held.
+func (e *entry) wake() time.Time {
+	w := e.next.Add(-e.lead)
+	if e.hold != 0 {
+		if h := time.Unix(0, e.hold).UTC(); h.After(w) {
+			return h
+		}
+	}
+	return w
+}
+
+// held reports whether the entry waits for its row at now.
+func (e *entry) held(now time.Time) bool { return e.hold != 0 && now.UnixNano() < e.hold }
 
 // after is the instant whose successor is the schedule's next occurrence.
 func (e *entry) after() time.Time {

@@ -63,7 +63,7 @@ func (e *Engine) runOnce(ctx context.Context, now time.Time) error {
 		return nil // the full sync, or finish as writers free up, calls again
 	}
 	due := e.takeDue(now)
-	pending := e.completions(len(due) > 0)
+	pending := e.completions(now, len(due) > 0)
 	if len(due) == 0 && len(pending) == 0 {
 		return nil
 	}
@@ -173,13 +173,13 @@ func (e *Engine) takeDue(now time.Time) []*entry {
 // completions lists the used-up schedules to mark completed, once no fire
 // is due or in flight: a herd of once schedules commits its jobs without
 // the schedules UPDATE in the same transactions.
-func (e *Engine) completions(firesDue bool) []planned {
+func (e *Engine) completions(now time.Time, firesDue bool) []planned {
 	if firesDue || e.queued > 0 {
 		return nil
 	}
 	var out []planned
 	for id := range e.complete {
-		if en, ok := e.entries[id]; ok && !e.inflight[id] {
+		if en, ok := e.entries[id]; ok && !e.inflight[id] && !en.held(now) {
 			out = append(out, planned{en: en, p: plan{done: true, fired: en.fired, last: timeOrZero(en.last)}, completeOnly: true})
 		}
 	}
@@ -196,7 +196,7 @@ func (e *Engine) writable() bool {
 			return true
 		}
 	}
-	return len(e.due) == 0 && len(e.completions(false)) > 0
+	return len(e.due) == 0 && len(e.completions(e.cfg.Clock.Now(), false)) > 0
 }
 
 // batchOf turns planned schedules into one WriteFires call.
@@ -392,6 +392,18 @@ func (e *Engine) finish(r *writeReq) {
 		id := it.en.sched.ID
 		cur := e.entries[id] // it.en, or its replacement if a sync applied the row meanwhile
 		switch t, isStale := stale[id]; {
+		case slices.Contains(res.Busy, id):
+			// Another transaction holds the schedule's row: nothing was
+			// written; try again after RetryDelay, without holding up
+			// the others.
+			if cur != nil {
+				if cur.hold == 0 {
+					e.log.WithField("schedule_id", id).
+						Warn("fire waits: another transaction holds the schedule's row (an edit not committed yet, or a session left in a transaction); trying again")
+				}
+				cur.hold = r.committed.Add(e.cfg.RetryDelay).UnixNano()
+				e.heap.track(cur) // a used-up one waits in complete instead
+			}
 		case slices.Contains(res.Inactive, id):
 			e.remove(id) // paused or deleted since the last sync: the next sync says which
 		case isStale:
@@ -428,6 +440,10 @@ func (e *Engine) finish(r *writeReq) {
 func (e *Engine) advance(it *planned, cur *entry, committed time.Time) {
 	en, p, id := it.en, &it.p, it.en.sched.ID
 	log := e.log.WithField("schedule_id", id)
+	if cur != nil && cur.hold != 0 {
+		cur.hold = 0
+		log.Info("the schedule's row was released; its fire went through")
+	}
 	for _, f := range p.fires {
 		if f.catchUp {
 			log.WithFields(logrus.Fields{"scheduled_at": f.at, "missed_fires": f.missedFires}).Info("fired catch-up job for missed fires")

@@ -47,6 +47,8 @@ func (s *Store) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFire
 		for _, t := range p.Triggers {
 			r, active := seen[t.ScheduleID]
 			switch {
+			case r.busy:
+				res.Busy = append(res.Busy, t.ScheduleID)
 			case !active:
 				res.Inactive = append(res.Inactive, t.ScheduleID)
 			case r.exists && !sameTime(r.row.LastFireAt, t.FromLastFireAt):
@@ -123,6 +125,7 @@ func (s *Store) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFire
 
 // fireRow is what lockFireRows read of one active schedule.
 type fireRow struct {
+	busy     bool       // another transaction holds the schedule's row: nothing else is set
 	exists   bool       // it has a time_triggers row
 	row      TriggerRow // that row, when it exists
 	priority int        // its jobs' priority: its own, else its definition's
@@ -133,15 +136,25 @@ type fireRow struct {
 // lockFireRows reads, inside the transaction, which of the batch's
 // schedules are still active (so a pause or delete that the last sync
 // missed still stops the fire) and their trigger rows, for the check
-// against FromLastFireAt. On MySQL and PostgreSQL the read locks both rows until commit,
-// so no other writer can move the trigger between the check and the write;
-// SQLite's transactions are already exclusive (BEGIN IMMEDIATE). Every
-// schedule of the batch has a trigger row in p.Triggers (the engine sends
-// one per schedule it handles), so jobs and completions are checked
-// through it. The same read gives each schedule's effective priority for
-// its jobs, so writing it costs no statement; the definition is read by a
-// subquery, which neither MySQL's FOR UPDATE nor PostgreSQL's FOR UPDATE OF s
-// locks.
+// against FromLastFireAt. On MySQL and PostgreSQL the read locks both rows
+// until commit, so no other writer can move the trigger between the check
+// and the write; SQLite's transactions are already exclusive (BEGIN
+// IMMEDIATE). Every schedule of the batch has a trigger row in p.Triggers
+// (the engine sends one per schedule it handles), so jobs and completions
+// are checked through it. The same read gives each schedule's effective
+// priority for its jobs, so writing it costs no statement; the definition
+// is read by a subquery, which neither MySQL's FOR UPDATE nor PostgreSQL's
+// FOR UPDATE OF s locks.
+//
+// The schedules are locked with SKIP LOCKED: a row another transaction
+// holds (an admin's edit not committed yet, a client left in a
+// transaction) is passed over rather than waited for, so one held schedule
+// does not hold up a herd's fires for the server's lock wait timeout, time
+// after time. A plain read then tells the active ones among those passed
+// over (busy) from the others. The trigger rows are locked in a
+// statement of their own and waited for: on MySQL SKIP LOCKED in an outer
+// join would pass over a held trigger row and return its schedule as if
+// it had none.
 func (s *Store) lockFireRows(tx *gorm.DB, p *WriteFiresParams) (map[int64]fireRow, error) {
 	ids := make([]int64, 0, len(p.Triggers))
 	for _, t := range p.Triggers {
@@ -151,59 +164,125 @@ func (s *Store) lockFireRows(tx *gorm.DB, p *WriteFiresParams) (map[int64]fireRo
 	ids = slices.Compact(ids)
 	out := make(map[int64]fireRow, len(ids))
 	for chunk := range slices.Chunk(ids, scheduleInChunk) {
-		list := idList(chunk)
-		triggers, lock := "time_triggers", ""
-		switch s.dialect {
-		case MySQL:
-			lock = " FOR UPDATE"
-		case Postgres:
-			// PostgreSQL locks no row of an outer join's nullable side, so
-			// the trigger rows are locked by a subquery of their own.
-			triggers = "(SELECT * FROM time_triggers WHERE schedule_id IN (" + list + ") ORDER BY schedule_id FOR UPDATE)"
-			lock = " FOR UPDATE OF s"
-		}
-		rows, err := tx.Statement.ConnPool.QueryContext(tx.Statement.Context,
-			"SELECT s.id, s.name, s.concurrency, t.schedule_id, t.next_fire_at, t.last_fire_at, t.fired_count, t.remaining_count, t.misfired_count,"+
-				" COALESCE(s.priority, (SELECT d.priority FROM job_definitions d WHERE d.id = s.job_definition_id))"+
-				" FROM schedules s LEFT JOIN "+triggers+" t ON t.schedule_id = s.id"+
-				" WHERE s.status = ? AND s.id IN ("+list+") ORDER BY s.id"+lock, string(models.ScheduleActive))
-		if err != nil {
-			return nil, fmt.Errorf("check schedules and triggers: %w", err)
-		}
-		for rows.Next() {
-			var (
-				id                 int64
-				name, conc         sql.NullString
-				tid, fired, missed sql.NullInt64
-				rem, prio          sql.NullInt64
-				next, last         sql.NullTime
-			)
-			if err := rows.Scan(&id, &name, &conc, &tid, &next, &last, &fired, &rem, &missed, &prio); err != nil {
-				_ = rows.Close()
-				return nil, fmt.Errorf("check schedules and triggers: %w", err)
-			}
-			r := fireRow{exists: tid.Valid, priority: models.PriorityDefault, name: name.String,
-				forbid: conc.String == string(models.ConcurrencyForbid)}
-			if prio.Valid {
-				r.priority = int(prio.Int64)
-			}
-			if r.exists {
-				r.row = TriggerRow{ScheduleID: id, NextFireAt: nullTime(next), LastFireAt: nullTime(last), FiredCount: fired.Int64, MisfiredCount: missed.Int64}
-				if rem.Valid {
-					v := rem.Int64
-					r.row.RemainingCount = &v
-				}
-			}
-			out[id] = r
-		}
-		if err := rows.Close(); err != nil {
-			return nil, fmt.Errorf("check schedules and triggers: %w", err)
-		}
-		if err := rows.Err(); err != nil {
+		if err := s.lockFireChunk(tx, chunk, out); err != nil {
 			return nil, fmt.Errorf("check schedules and triggers: %w", err)
 		}
 	}
 	return out, nil
+}
+
+func (s *Store) lockFireChunk(tx *gorm.DB, chunk []int64, out map[int64]fireRow) error {
+	ctx, conn := tx.Statement.Context, tx.Statement.ConnPool
+	list := idList(chunk)
+	active := string(models.ScheduleActive)
+	// On MySQL a locking read locks every row it reads, matching or not,
+	// and waits for those another transaction holds: a read of the batch's
+	// rows planned as a scan (MariaDB plans an IN list of 500 ids on
+	// time_triggers so) waits for the batch beside it, which fire-ahead
+	// holds open until its instant. Both reads are pinned to the index of
+	// their ids.
+	sched, trig := "schedules s", "time_triggers"
+	lock, tlock := "", ""
+	switch s.dialect {
+	case MySQL:
+		sched, trig = "schedules s FORCE INDEX (PRIMARY)", "time_triggers FORCE INDEX (uq_time_triggers_schedule)"
+		lock, tlock = " FOR UPDATE SKIP LOCKED", " FOR UPDATE"
+	case Postgres:
+		lock, tlock = " FOR UPDATE OF s SKIP LOCKED", " FOR UPDATE"
+	}
+	rows, err := conn.QueryContext(ctx,
+		"SELECT s.id, s.name, s.concurrency, COALESCE(s.priority, (SELECT d.priority FROM job_definitions d WHERE d.id = s.job_definition_id))"+
+			" FROM "+sched+" WHERE s.status = ? AND s.id IN ("+list+") ORDER BY s.id"+lock, active)
+	if err != nil {
+		return err
+	}
+	var locked []int64
+	for rows.Next() {
+		var (
+			id         int64
+			name, conc sql.NullString
+			prio       sql.NullInt64
+		)
+		if err := rows.Scan(&id, &name, &conc, &prio); err != nil {
+			_ = rows.Close()
+			return err
+		}
+		r := fireRow{priority: models.PriorityDefault, name: name.String, forbid: conc.String == string(models.ConcurrencyForbid)}
+		if prio.Valid {
+			r.priority = int(prio.Int64)
+		}
+		out[id] = r
+		locked = append(locked, id)
+	}
+	if err := closeRows(rows); err != nil {
+		return err
+	}
+	if len(locked) < len(chunk) && s.dialect != SQLite {
+		if err := s.markBusy(tx, chunk, out); err != nil {
+			return err
+		}
+	}
+	if len(locked) == 0 {
+		return nil
+	}
+	rows, err = conn.QueryContext(ctx,
+		"SELECT schedule_id, next_fire_at, last_fire_at, fired_count, remaining_count, misfired_count FROM "+trig+
+			" WHERE schedule_id IN ("+idList(locked)+") ORDER BY schedule_id"+tlock)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var (
+			id                 int64
+			fired, missed, rem sql.NullInt64
+			next, last         sql.NullTime
+		)
+		if err := rows.Scan(&id, &next, &last, &fired, &rem, &missed); err != nil {
+			_ = rows.Close()
+			return err
+		}
+		r := out[id]
+		r.exists = true
+		r.row = TriggerRow{ScheduleID: id, NextFireAt: nullTime(next), LastFireAt: nullTime(last), FiredCount: fired.Int64, MisfiredCount: missed.Int64}
+		if rem.Valid {
+			v := rem.Int64
+			r.row.RemainingCount = &v
+		}
+		out[id] = r
+	}
+	return closeRows(rows)
+}
+
+// markBusy tells, by a plain read, which of the chunk's schedules the
+// locking read passed over are active: their rows were held.
+func (s *Store) markBusy(tx *gorm.DB, chunk []int64, out map[int64]fireRow) error {
+	var rest []int64
+	for _, id := range chunk {
+		if _, ok := out[id]; !ok {
+			rest = append(rest, id)
+		}
+	}
+	rows, err := tx.Statement.ConnPool.QueryContext(tx.Statement.Context,
+		"SELECT id FROM schedules WHERE status = ? AND id IN ("+idList(rest)+")", string(models.ScheduleActive))
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			_ = rows.Close()
+			return err
+		}
+		out[id] = fireRow{busy: true}
+	}
+	return closeRows(rows)
+}
+
+func closeRows(rows *sql.Rows) error {
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	return rows.Err()
 }
 
 func nullTime(t sql.NullTime) *time.Time {
