@@ -45,29 +45,30 @@ func (a *aheadStore) awaitPrepared(t *testing.T) time.Time {
 	}
 }
 
-// forEachServer runs fn on MySQL and PostgreSQL: fire-ahead holds a
-// transaction open beside other writers, which SQLite's single writer
-// cannot (the app turns it off there).
-func forEachServer(t *testing.T, fn func(t *testing.T, st *store.Store)) {
-	for _, d := range []store.Dialect{store.MySQL, store.Postgres} {
-		t.Run(string(d), func(t *testing.T) { fn(t, testdb.Open(t, d)) })
-	}
-}
-
 func withAhead(d time.Duration) func(*Config) { return func(c *Config) { c.FireAhead = d } }
+
+// everySecondAhead starts an engine on st (MySQL or PostgreSQL: fire-ahead
+// holds a transaction open beside other writers, which SQLite's single
+// writer cannot) that prepares fires 300 ms ahead, with one every-second
+// schedule that has fired at start.
+func everySecondAhead(t *testing.T, st *store.Store, opts ...func(*Config)) (*aheadStore, *bundle, time.Time, models.Schedule) {
+	t.Helper()
+	as := newAheadStore(st)
+	b := setupWithClock(t, as, "n1", newClock(), append([]func(*Config){withAhead(300 * time.Millisecond)}, opts...)...)
+	start := b.clock.Now()
+	s := b.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")}, start)
+	b.at(t, start) // due when the engine starts: written at once
+	require.Len(t, jobsOf(t, st, s.ID), 1)
+	return as, b, start, s
+}
 
 // A fire prepared ahead is invisible until its instant, commits then, and
 // says it was written then; a pause that arrives while it waits waits for
 // it and applies after it.
 func TestFireAheadCommitsAtItsInstant(t *testing.T) {
 	t.Parallel()
-	forEachServer(t, func(t *testing.T, st *store.Store) {
-		as := newAheadStore(st)
-		b := setupWithClock(t, as, "n1", newClock(), withAhead(300*time.Millisecond))
-		start := b.clock.Now()
-		s := b.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")}, start)
-		b.at(t, start) // due when the engine starts: written at once
-		require.Len(t, jobsOf(t, st, s.ID), 1)
+	testdb.ForEachServer(t, func(t *testing.T, st *store.Store) {
+		as, b, start, s := everySecondAhead(t, st)
 
 		b.clock.Advance(700 * time.Millisecond)
 		require.True(t, start.Add(time.Second).Equal(as.awaitPrepared(t)))
@@ -108,13 +109,9 @@ func TestFireAheadCommitsAtItsInstant(t *testing.T) {
 // is the next leader's to write.
 func TestFireAheadRollsBackWithoutTheLead(t *testing.T) {
 	t.Parallel()
-	forEachServer(t, func(t *testing.T, st *store.Store) {
-		as := newAheadStore(st)
+	testdb.ForEachServer(t, func(t *testing.T, st *store.Store) {
 		lead := leading()
-		b := setupWithClock(t, as, "n1", newClock(), withAhead(300*time.Millisecond), func(c *Config) { c.Leadership = lead })
-		start := b.clock.Now()
-		s := b.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")}, start)
-		b.at(t, start)
+		as, b, start, s := everySecondAhead(t, st, func(c *Config) { c.Leadership = lead })
 
 		b.clock.Advance(700 * time.Millisecond)
 		as.awaitPrepared(t)
@@ -129,12 +126,8 @@ func TestFireAheadRollsBackWithoutTheLead(t *testing.T) {
 // the next start writes the fire from the tables.
 func TestFireAheadStopRollsBack(t *testing.T) {
 	t.Parallel()
-	forEachServer(t, func(t *testing.T, st *store.Store) {
-		as := newAheadStore(st)
-		b := setupWithClock(t, as, "n1", newClock(), withAhead(300*time.Millisecond))
-		start := b.clock.Now()
-		s := b.schedule(t, models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")}, start)
-		b.at(t, start)
+	testdb.ForEachServer(t, func(t *testing.T, st *store.Store) {
+		as, b, start, s := everySecondAhead(t, st)
 
 		b.clock.Advance(700 * time.Millisecond)
 		as.awaitPrepared(t)
@@ -155,7 +148,7 @@ func TestFireAheadStopRollsBack(t *testing.T) {
 // on its last job at the instant, and its claims lock its row.
 func TestFireAheadLeavesForbidSchedulesAlone(t *testing.T) {
 	t.Parallel()
-	forEachServer(t, func(t *testing.T, st *store.Store) {
+	testdb.ForEachServer(t, func(t *testing.T, st *store.Store) {
 		as := newAheadStore(st)
 		b := setupWithClock(t, as, "n1", newClock(), withAhead(300*time.Millisecond))
 		start := b.clock.Now()
@@ -214,7 +207,7 @@ func TestFireAheadBounds(t *testing.T) {
 // give their writer's turn back while they wait.
 func TestFireAheadDoesNotHoldUpFiresDueNow(t *testing.T) {
 	t.Parallel()
-	forEachServer(t, func(t *testing.T, st *store.Store) {
+	testdb.ForEachServer(t, func(t *testing.T, st *store.Store) {
 		as := newAheadStore(st)
 		b := setupWithClock(t, as, "n1", newClock(), withAhead(300*time.Millisecond))
 		start := b.clock.Now()

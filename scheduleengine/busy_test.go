@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
 )
@@ -17,7 +18,7 @@ import (
 // within the misfire threshold.
 func TestHeldScheduleDoesNotHoldUpTheOthers(t *testing.T) {
 	t.Parallel()
-	forEachServer(t, func(t *testing.T, st *store.Store) {
+	testdb.ForEachServer(t, func(t *testing.T, st *store.Store) {
 		b := setupWithClock(t, st, "n1", newClock())
 		start := b.clock.Now()
 		every := models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: ptr("*/10 * * * * *")}

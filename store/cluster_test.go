@@ -333,38 +333,34 @@ func requireLog(t *testing.T, st *store.Store, jobID int64, substr string) {
 // it had passed.
 func TestRecoverStalledJobsDoesNotWaitOnLiveRows(t *testing.T) {
 	t.Parallel()
-	for _, d := range []store.Dialect{store.MySQL, store.Postgres} {
-		t.Run(string(d), func(t *testing.T) {
-			t.Parallel()
-			st := testdb.Open(t, d)
-			ctx := context.Background()
-			def := testdb.Definition(t, st, &testdb.DefinitionOpts{MaxAttempts: 2})
-			now, err := st.DBNow(ctx)
-			require.NoError(t, err)
-			old := now.Add(-time.Minute)
-			live := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "n1", Attempt: 1, Heartbeat: &now})
-			stalled := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "n1", Attempt: 1, Heartbeat: &old})
-			require.NoError(t, st.DB().Exec("UPDATE jobs SET updated_at = ? WHERE id = ?", old, stalled.ID).Error)
+	testdb.ForEachServer(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{MaxAttempts: 2})
+		now, err := st.DBNow(ctx)
+		require.NoError(t, err)
+		old := now.Add(-time.Minute)
+		live := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "n1", Attempt: 1, Heartbeat: &now})
+		stalled := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "n1", Attempt: 1, Heartbeat: &old})
+		require.NoError(t, st.DB().Exec("UPDATE jobs SET updated_at = ? WHERE id = ?", old, stalled.ID).Error)
 
-			holder := st.DB().Begin()
-			require.NoError(t, holder.Error)
-			defer holder.Rollback()
-			var held []int64
-			require.NoError(t, holder.Raw("SELECT id FROM jobs WHERE id = ? FOR UPDATE", live.ID).Scan(&held).Error)
-			require.Len(t, held, 1)
+		holder := st.DB().Begin()
+		require.NoError(t, holder.Error)
+		defer holder.Rollback()
+		var held []int64
+		require.NoError(t, holder.Raw("SELECT id FROM jobs WHERE id = ? FOR UPDATE", live.ID).Scan(&held).Error)
+		require.Len(t, held, 1)
 
-			rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			defer cancel()
-			res, err := st.RecoverStalledJobs(rctx, 20*time.Second)
-			require.NoError(t, err, "the reconciler waited on a live job's lock")
-			require.Equal(t, []int64{stalled.ID}, res.Retried)
+		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		res, err := st.RecoverStalledJobs(rctx, 20*time.Second)
+		require.NoError(t, err, "the reconciler waited on a live job's lock")
+		require.Equal(t, []int64{stalled.ID}, res.Retried)
 
-			// So does the reaper of a dead node, beside a live node's row.
-			dead := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "gone", Attempt: 1, Heartbeat: &old})
-			res, err = st.RecoverNode(rctx, &store.RecoverNodeParams{NodeID: "gone", Now: now})
-			require.NoError(t, err, "the reaper waited on a live job's lock")
-			require.Len(t, append(res.Retried, res.Recovered...), 1)
-			require.Equal(t, models.JobPending, testdb.GetJob(t, st, dead.ID).Status)
-		})
-	}
+		// So does the reaper of a dead node, beside a live node's row.
+		dead := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "gone", Attempt: 1, Heartbeat: &old})
+		res, err = st.RecoverNode(rctx, &store.RecoverNodeParams{NodeID: "gone", Now: now})
+		require.NoError(t, err, "the reaper waited on a live job's lock")
+		require.Len(t, append(res.Retried, res.Recovered...), 1)
+		require.Equal(t, models.JobPending, testdb.GetJob(t, st, dead.ID).Status)
+	})
 }

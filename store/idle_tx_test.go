@@ -17,7 +17,7 @@ import (
 // IdleTxTimeout and the writer waiting on its rows goes on.
 func TestIdleTransactionIsRolledBack(t *testing.T) {
 	t.Parallel()
-	for _, d := range []store.Dialect{store.MySQL, store.Postgres} {
+	for _, d := range testdb.ServerDialects {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			cfg := testdb.Config(t, d)

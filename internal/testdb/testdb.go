@@ -49,6 +49,22 @@ func ForEach(t *testing.T, fn func(t *testing.T, st *store.Store)) {
 	}
 }
 
+// ServerDialects are the databases with row locks and sessions of their
+// own: what SQLite's single writer cannot show is tested on these.
+var ServerDialects = []store.Dialect{store.MySQL, store.Postgres}
+
+// ForEachServer runs fn as a parallel subtest once per server dialect,
+// each with its own fresh database.
+func ForEachServer(t *testing.T, fn func(t *testing.T, st *store.Store)) {
+	t.Helper()
+	for _, d := range ServerDialects {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			fn(t, Open(t, d))
+		})
+	}
+}
+
 // Open returns a fresh migrated database of dialect d, closed at cleanup.
 func Open(t testing.TB, d store.Dialect) *store.Store {
 	t.Helper()
