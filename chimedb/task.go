@@ -85,6 +85,10 @@ type ClaimResult struct {
 	// Blocked lists schedules with concurrency = 'forbid' whose due jobs
 	// were left pending because an earlier job of theirs is active.
 	Blocked []int64
+	// Held lists forbid schedules whose row another transaction held (an
+	// admin's edit not committed yet, another node's claim): their due
+	// jobs were left pending for a later claim, which should come soon.
+	Held []int64
 	// Last is where the claim's scan ended: the last row it picked (claimed
 	// or not), from the scan below ClaimParams.After when the scan above it
 	// ran short. Nil when it picked none.

@@ -82,9 +82,9 @@ func (s *Store) claimTx(tx *gorm.DB, p *ClaimParams, res *ClaimResult, schedName
 	// Schedules that forbid overlap and have a job holding a worker.
 	// Looked up only when a picked row belongs to a forbid schedule: most
 	// claims pick none, and this saves them a statement.
-	var blocked []int64
+	var blocked, held []int64
 	if pickedForbid(rows, forbid) {
-		if rows, last, blocked, err = s.dropBusyForbid(tx, p, now, rows, last, schedNames, forbid); err != nil {
+		if rows, last, blocked, held, err = s.dropBusyForbid(tx, p, now, rows, last, schedNames, forbid); err != nil {
 			return err
 		}
 	}
@@ -93,6 +93,9 @@ func (s *Store) claimTx(tx *gorm.DB, p *ClaimParams, res *ClaimResult, schedName
 	ids := make([]int64, 0, len(rows))
 	for _, r := range rows {
 		if r.ScheduleID != nil && forbid[*r.ScheduleID] {
+			if slices.Contains(held, *r.ScheduleID) {
+				continue // left pending: see ClaimResult.Held
+			}
 			if taken[*r.ScheduleID] || slices.Contains(blocked, *r.ScheduleID) {
 				blocked = append(blocked, *r.ScheduleID)
 				continue
@@ -103,7 +106,7 @@ func (s *Store) claimTx(tx *gorm.DB, p *ClaimParams, res *ClaimResult, schedName
 		res.Jobs = append(res.Jobs, ClaimedJob{Job: r})
 		ids = append(ids, r.ID)
 	}
-	res.Blocked = blocked
+	res.Blocked, res.Held = blocked, held
 	if len(ids) == 0 {
 		return nil
 	}
@@ -166,36 +169,40 @@ func (s *Store) startClaimed(tx *gorm.DB, p *ClaimParams, res *ClaimResult, sche
 
 // dropBusyForbid finds the forbid schedules that have a job holding a
 // worker and, when rows holds one of theirs, picks again without them. It
-// returns the rows to claim and the busy schedules. The range on
-// idx_jobs_claim_order covers only active rows, which are few. The pick again
-// starts from the same floor (p.After) as the first, so last is its end.
+// returns the rows to claim, the busy schedules, and the held ones (see
+// lockForbid), whose rows the claim must leave. The range on
+// idx_jobs_claim_order covers only active rows, which are few. The pick
+// again starts from the same floor (p.After) as the first, so last is its
+// end.
 func (s *Store) dropBusyForbid(tx *gorm.DB, p *ClaimParams, now time.Time, rows []models.Job, last *ClaimCursor,
-	schedNames map[int64]string, forbid map[int64]bool) ([]models.Job, *ClaimCursor, []int64, error) {
-	if err := s.lockForbid(tx, rows, forbid); err != nil {
-		return nil, nil, nil, err
+	schedNames map[int64]string, forbid map[int64]bool) ([]models.Job, *ClaimCursor, []int64, []int64, error) {
+	held, err := s.lockForbid(tx, rows, forbid)
+	if err != nil {
+		return nil, nil, nil, nil, err
 	}
 	var blocked []int64
 	if err := tx.Raw(`SELECT DISTINCT a.schedule_id FROM jobs a JOIN schedules s ON s.id = a.schedule_id
 		WHERE a.status IN ? AND s.concurrency = ?`, activeStatuses, models.ConcurrencyForbid).
 		Scan(&blocked).Error; err != nil {
-		return nil, nil, nil, fmt.Errorf("find busy forbid schedules: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("find busy forbid schedules: %w", err)
 	}
-	if !pickedAny(rows, blocked) {
-		return rows, last, blocked, nil
+	if !pickedAny(rows, blocked) && !pickedAny(rows, held) {
+		return rows, last, blocked, held, nil
 	}
-	// Rows of busy schedules took places that eligible rows may have:
-	// pick again without them.
-	rows, last, err := s.selectDue(tx, p.Limit, now, p.After, blocked)
+	// Rows of busy or held schedules took places that eligible rows may
+	// have: pick again without them.
+	rows, last, err = s.selectDue(tx, p.Limit, now, p.After, append(slices.Clone(blocked), held...))
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	if err := readSchedules(tx, rows, schedNames, forbid); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	if err := s.lockForbid(tx, rows, forbid); err != nil {
-		return nil, nil, nil, err
+	more, err := s.lockForbid(tx, rows, forbid)
+	if err != nil {
+		return nil, nil, nil, nil, err
 	}
-	return rows, last, blocked, nil
+	return rows, last, blocked, append(held, more...), nil
 }
 
 // loadClaimed attaches definitions and schedule names to the claimed jobs
@@ -396,15 +403,21 @@ func readSchedules(tx *gorm.DB, rows []models.Job, names map[int64]string, forbi
 	return nil
 }
 
-// lockForbid locks the schedules rows of the forbid schedules among rows, in
-// id order. Without it two nodes claiming at the same instant could each
+// lockForbid locks the schedules rows of the forbid schedules among rows,
+// in id order. Without it two nodes claiming at the same instant could each
 // see no active job of a forbid schedule and each start one of its two due
-// jobs (SKIP LOCKED hands them different rows). With it the second claimer
-// waits for the first to commit and then, at READ COMMITTED, sees the job
-// it queued. SQLite's single writer serializes claims already.
-func (s *Store) lockForbid(tx *gorm.DB, rows []models.Job, forbid map[int64]bool) error {
+// jobs (SKIP LOCKED hands them different rows). It passes over a row
+// another transaction holds and returns those schedules (held): the claim
+// leaves their jobs for a later one. Waiting instead would hold the claim,
+// and every row it picked, for as long as the holder: a fire's commit, or
+// an admin's session left in a transaction, up to the server's lock wait
+// timeout and again on each retry. Of two claims at one instant, the
+// second so leaves the schedule's jobs to a claim after the first one's
+// commit, which sees the job that one took. SQLite's single writer
+// serializes claims already.
+func (s *Store) lockForbid(tx *gorm.DB, rows []models.Job, forbid map[int64]bool) (held []int64, err error) {
 	if !s.rowLocks() {
-		return nil
+		return nil, nil
 	}
 	var ids []int64
 	for _, r := range rows {
@@ -413,14 +426,19 @@ func (s *Store) lockForbid(tx *gorm.DB, rows []models.Job, forbid map[int64]bool
 		}
 	}
 	if len(ids) == 0 {
-		return nil
+		return nil, nil
 	}
 	slices.Sort(ids)
 	var locked []int64
-	if err := tx.Raw(`SELECT id FROM schedules WHERE id IN ? ORDER BY id FOR UPDATE`, ids).Scan(&locked).Error; err != nil {
-		return fmt.Errorf("lock forbid schedules: %w", err)
+	if err := tx.Raw(`SELECT id FROM schedules WHERE id IN ? ORDER BY id FOR UPDATE SKIP LOCKED`, ids).Scan(&locked).Error; err != nil {
+		return nil, fmt.Errorf("lock forbid schedules: %w", err)
 	}
-	return nil
+	for _, id := range ids {
+		if !slices.Contains(locked, id) {
+			held = append(held, id)
+		}
+	}
+	return held, nil
 }
 
 func pickedForbid(rows []models.Job, forbid map[int64]bool) bool {

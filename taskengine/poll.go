@@ -28,6 +28,13 @@ const maxClaims = 2
 // each worker alone as it frees up would cost a transaction per job.
 const claimCooldown = 5 * time.Millisecond
 
+// heldRetry is how soon the engine claims again after a claim left the
+// due jobs of forbid schedules whose rows another transaction held
+// (chimedb.ClaimResult.Held): another claim or a fire lets go within
+// milliseconds, an admin's session left open may take longer and is asked
+// again at this pace rather than at the next poll.
+const heldRetry = 250 * time.Millisecond
+
 // floorMaxAge bounds how long the poll loop's claim floor stands, by the
 // engine's clock from the start of the claim that last scanned from the
 // start. Claims under a backlog start after the floor (see
@@ -57,6 +64,7 @@ func (f *claimFloor) drop() {
 type claimResult struct {
 	asked, selected int
 	blocked         []int64
+	held            bool // it left jobs of held forbid schedules
 	err             error
 	// The floor the claim started after, the loop's epoch then, its start
 	// (engine clock) and where its scan ended.
@@ -81,6 +89,9 @@ func (e *Engine) pollLoop(ctx context.Context) {
 	cooldown := time.NewTimer(claimCooldown)
 	cooldown.Stop()
 	defer cooldown.Stop()
+	retryHeld := e.cfg.Clock.NewTimer(heldRetry)
+	retryHeld.Stop()
+	defer retryHeld.Stop()
 	var (
 		gen, seen  uint64 = 1, 0 // looks asked for (start, ticks, wakes) and served
 		backlog    bool          // the last claim came back full
@@ -144,10 +155,17 @@ func (e *Engine) pollLoop(ctx context.Context) {
 				backlog = r.selected >= r.asked
 				floor.note(r, backlog)
 				e.noteWaiting(ctx, r.blocked)
+				if r.held {
+					// Their jobs may lie below where this claim ended.
+					floor.drop()
+					retryHeld.Reset(heldRetry)
+				}
 			}
 		case <-e.slotFreed:
 		case <-cooldown.C:
 			cooling, cooledDown = false, true
+		case <-retryHeld.Chan():
+			gen++
 		case <-timer.Chan():
 			timer.Reset(jitter(e.PollInterval()))
 			gen++
@@ -207,7 +225,7 @@ func (e *Engine) claim(ctx context.Context, asked int, after *chimedb.ClaimCurso
 		go e.enqueue(cj, e.newJob(cj))
 	}
 	metrics.PoolBusy.Set(float64(e.inflight.Load()))
-	return claimResult{asked: asked, selected: res.Selected, blocked: res.Blocked,
+	return claimResult{asked: asked, selected: res.Selected, blocked: res.Blocked, held: len(res.Held) > 0,
 		after: after, epoch: epoch, began: now, last: res.Last}
 }
 

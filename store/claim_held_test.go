@@ -1,0 +1,58 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+)
+
+// A forbid schedule whose row another session holds (an admin's edit not
+// committed, a client left in a transaction) must not hold up a claim:
+// the claim takes the other due jobs, leaves that schedule's for later and
+// says so (Held), rather than wait for the server's lock timeout with the
+// rows it picked locked.
+func TestClaimPassesOverHeldForbidSchedule(t *testing.T) {
+	t.Parallel()
+	testdb.ForEachServer(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		db := st.DB()
+		def := testdb.Definition(t, st, nil)
+		require.NoError(t, db.Exec(`INSERT INTO schedules (name, job_definition_id, schedule_type, interval_seconds, concurrency)
+			VALUES ('excl', ?, 'interval', 1, 'forbid')`, def.ID).Error)
+		var excl int64
+		require.NoError(t, db.Raw("SELECT id FROM schedules WHERE name = 'excl'").Scan(&excl).Error)
+		now := store.DBTime(time.Now())
+		held := models.Job{ScheduleID: &excl, JobDefinitionID: def.ID, ScheduledAt: now.Add(-time.Minute), RunAt: now.Add(-time.Minute), Status: models.JobPending}
+		require.NoError(t, db.Create(&held).Error)
+		free := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, RunAt: now.Add(-time.Second)})
+
+		admin, err := st.SQL().BeginTx(ctx, nil)
+		require.NoError(t, err)
+		defer func() { _ = admin.Rollback() }()
+		_, err = admin.ExecContext(ctx, "UPDATE schedules SET name = 'excl, being renamed' WHERE id = ?", excl)
+		require.NoError(t, err)
+
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		res, err := st.ClaimJobs(cctx, &store.ClaimParams{NodeID: "n", Now: time.Now(), Limit: 5})
+		require.NoError(t, err, "the claim waited on the held schedule")
+		require.Len(t, res.Jobs, 1)
+		require.Equal(t, free.ID, res.Jobs[0].ID)
+		require.Equal(t, []int64{excl}, res.Held)
+		require.Empty(t, res.Blocked, "the schedule is not busy: no forbid wait to report")
+		require.Equal(t, models.JobPending, testdb.GetJob(t, st, held.ID).Status)
+
+		require.NoError(t, admin.Commit())
+		res, err = st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "n", Now: time.Now(), Limit: 5})
+		require.NoError(t, err)
+		require.Len(t, res.Jobs, 1)
+		require.Equal(t, held.ID, res.Jobs[0].ID)
+		require.Empty(t, res.Held)
+	})
+}

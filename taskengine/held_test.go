@@ -1,0 +1,54 @@
+package taskengine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
+)
+
+// A claim that left the jobs of a forbid schedule whose row another
+// session held (chimedb.ClaimResult.Held) is followed by another within
+// heldRetry, not at the next poll: once the row is free the job starts.
+func TestHeldForbidScheduleIsClaimedSoon(t *testing.T) {
+	t.Parallel()
+	testdb.ForEachServer(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		def := createDef(t, db, "exclusive", defOpts{Params: `{"duration":"0s"}`})
+		require.NoError(t, db.Exec(`INSERT INTO schedules (name, job_definition_id, schedule_type, interval_seconds, concurrency)
+			VALUES ('excl', ?, 'interval', 1, 'forbid')`, def).Error)
+		var sid int64
+		require.NoError(t, db.Raw(`SELECT id FROM schedules WHERE name = 'excl'`).Scan(&sid).Error)
+		now := time.Now()
+		at := store.DBTime(now.Add(-time.Minute))
+		j := models.Job{ScheduleID: &sid, JobDefinitionID: def, ScheduledAt: at, RunAt: at, Status: models.JobPending}
+		require.NoError(t, db.Create(&j).Error)
+
+		ctx := context.Background()
+		admin, err := st.SQL().BeginTx(ctx, nil)
+		require.NoError(t, err)
+		defer func() { _ = admin.Rollback() }()
+		_, err = admin.ExecContext(ctx, "UPDATE schedules SET name = 'excl, being renamed' WHERE id = ?", sid)
+		require.NoError(t, err)
+
+		clock := clockwork.NewFakeClockAt(now)
+		cfg := testConfig(t, nodeName(t))
+		cfg.Clock, cfg.PollInterval = clock, time.Hour // no poll comes to the rescue
+		w := watchClaims(st)
+		startEngine(t, w, cfg)
+		w.waitClaimAfter(t, 0)
+		require.Equal(t, models.JobPending, getJob(t, db, j.ID).Status, "the claim took a job of a held forbid schedule")
+
+		require.NoError(t, admin.Commit())
+		require.Eventually(t, func() bool {
+			clock.Advance(heldRetry)
+			return getJob(t, db, j.ID).Status == models.JobSucceeded
+		}, 20*time.Second, 20*time.Millisecond, "the held schedule's job was not claimed again")
+	})
+}
