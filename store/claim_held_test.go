@@ -23,10 +23,7 @@ func TestClaimPassesOverHeldForbidSchedule(t *testing.T) {
 		ctx := context.Background()
 		db := st.DB()
 		def := testdb.Definition(t, st, nil)
-		require.NoError(t, db.Exec(`INSERT INTO schedules (name, job_definition_id, schedule_type, interval_seconds, concurrency)
-			VALUES ('excl', ?, 'interval', 1, 'forbid')`, def.ID).Error)
-		var excl int64
-		require.NoError(t, db.Raw("SELECT id FROM schedules WHERE name = 'excl'").Scan(&excl).Error)
+		excl := insertForbidSchedule(t, db, def.ID)
 		now := store.DBTime(time.Now())
 		held := models.Job{ScheduleID: &excl, JobDefinitionID: def.ID, ScheduledAt: now.Add(-time.Minute), RunAt: now.Add(-time.Minute), Status: models.JobPending}
 		require.NoError(t, db.Create(&held).Error)

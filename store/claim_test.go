@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
@@ -217,10 +218,7 @@ func TestConcurrentClaimsRespectForbid(t *testing.T) {
 		ctx := context.Background()
 		db := st.DB()
 		def := testdb.Definition(t, st, nil)
-		require.NoError(t, db.Exec(`INSERT INTO schedules (name, job_definition_id, schedule_type, interval_seconds, concurrency)
-			VALUES ('excl', ?, 'interval', 1, 'forbid')`, def.ID).Error)
-		var excl int64
-		require.NoError(t, db.Raw("SELECT id FROM schedules WHERE name = 'excl'").Scan(&excl).Error)
+		excl := insertForbidSchedule(t, db, def.ID)
 		for round := range 10 {
 			require.NoError(t, db.Exec("DELETE FROM jobs").Error)
 			now := store.DBTime(time.Now())
@@ -243,4 +241,15 @@ func TestConcurrentClaimsRespectForbid(t *testing.T) {
 			require.Equal(t, 1, claimed[0]+claimed[1], "round %d: one job of a forbid schedule at a time", round)
 		}
 	})
+}
+
+// insertForbidSchedule adds the schedule "excl", concurrency = forbid, of
+// definition def, as an admin's SQL would, and returns its id.
+func insertForbidSchedule(t *testing.T, db *gorm.DB, def int64) int64 {
+	t.Helper()
+	require.NoError(t, db.Exec(`INSERT INTO schedules (name, job_definition_id, schedule_type, interval_seconds, concurrency)
+		VALUES ('excl', ?, 'interval', 1, 'forbid')`, def).Error)
+	var id int64
+	require.NoError(t, db.Raw("SELECT id FROM schedules WHERE name = 'excl'").Scan(&id).Error)
+	return id
 }

@@ -283,10 +283,7 @@ func TestForbidConcurrency(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
 		def := createDef(t, db, "exclusive", defOpts{Params: `{"duration":"600ms"}`})
-		require.NoError(t, db.Exec(`INSERT INTO schedules (name, job_definition_id, schedule_type, interval_seconds, concurrency)
-			VALUES ('excl', ?, 'interval', 1, 'forbid')`, def).Error)
-		var sid int64
-		require.NoError(t, db.Raw(`SELECT id FROM schedules WHERE name = 'excl'`).Scan(&sid).Error)
+		sid := insertForbidSchedule(t, db, def)
 		now := time.Now()
 		var ids []int64
 		for i := 3; i >= 1; i-- {

@@ -21,10 +21,7 @@ func TestHeldForbidScheduleIsClaimedSoon(t *testing.T) {
 	testdb.ForEachServer(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
 		def := createDef(t, db, "exclusive", defOpts{Params: `{"duration":"0s"}`})
-		require.NoError(t, db.Exec(`INSERT INTO schedules (name, job_definition_id, schedule_type, interval_seconds, concurrency)
-			VALUES ('excl', ?, 'interval', 1, 'forbid')`, def).Error)
-		var sid int64
-		require.NoError(t, db.Raw(`SELECT id FROM schedules WHERE name = 'excl'`).Scan(&sid).Error)
+		sid := insertForbidSchedule(t, db, def)
 		now := time.Now()
 		at := store.DBTime(now.Add(-time.Minute))
 		j := models.Job{ScheduleID: &sid, JobDefinitionID: def, ScheduledAt: at, RunAt: at, Status: models.JobPending}

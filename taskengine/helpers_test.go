@@ -310,3 +310,14 @@ func deref(s *string) string {
 func nodeName(t testing.TB) string {
 	return fmt.Sprintf("node-%s", strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()))
 }
+
+// insertForbidSchedule adds the schedule "excl", concurrency = forbid, of
+// definition def, as an admin's SQL would, and returns its id.
+func insertForbidSchedule(t testing.TB, db *gorm.DB, def int64) int64 {
+	t.Helper()
+	require.NoError(t, db.Exec(`INSERT INTO schedules (name, job_definition_id, schedule_type, interval_seconds, concurrency)
+		VALUES ('excl', ?, 'interval', 1, 'forbid')`, def).Error)
+	var id int64
+	require.NoError(t, db.Raw(`SELECT id FROM schedules WHERE name = 'excl'`).Scan(&id).Error)
+	return id
+}
