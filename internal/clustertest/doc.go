@@ -1,7 +1,9 @@
 // Package clustertest holds process-level cluster tests: they build the
 // chime binary, run several `chime serve` processes on one MariaDB (and, for
 // TestKillLeader, also one PostgreSQL) database,
-// kill the leader with SIGKILL or take the database away, and check from
+// kill the leader with SIGKILL, freeze it with SIGSTOP (TestFreezeLeader, in
+// the fire-ahead window, which takes the idle-transaction bound: about 40 s
+// a database) or take the database away, and check from
 // the tables that nothing was fired twice, lost, or left stuck.
 //
 // The tests need a MariaDB/MySQL server (CHIME_TEST_MYSQL_DSN) and a

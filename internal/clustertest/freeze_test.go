@@ -1,0 +1,108 @@
+package clustertest
+
+import (
+	"context"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/store"
+)
+
+// The leader frozen (SIGSTOP: a paused VM, a stalled process) 100 ms before
+// a second's fires commit, when fire-ahead has that batch prepared and
+// holding its schedules' rows. A survivor must take the lease and every
+// schedule must fire again while the old leader is still frozen: its new
+// leader passes over the held rows and tries them again, and the server
+// rolls the frozen transaction back after store.DefaultIdleTxTimeout.
+// Thawed, the old leader must write no fire twice, and each schedule has
+// exactly one catch-up job for its gap.
+func TestFreezeLeader(t *testing.T) {
+	t.Run("mysql", func(t *testing.T) { freezeLeader(t, testdb.CreateMySQLDatabase(t)) })
+	t.Run("postgres", func(t *testing.T) { freezeLeader(t, testdb.CreatePostgresDatabase(t)) })
+}
+
+func freezeLeader(t *testing.T, dsn string) {
+	bin := chimeBinary(t)
+	migrate(t, bin, dsn)
+	st := openStore(t, dsn)
+	ctx := context.Background()
+	ids := seedSchedules(t, st, schedules, "100ms")
+	nodes := map[string]*nodeProc{}
+	for _, id := range []string{"n1", "n2", "n3"} {
+		nodes[id] = startNode(t, bin, dsn, id)
+	}
+	var lease *store.LeaseState
+	waitFor(t, 20*time.Second, "a scheduler lease holder and fires", func() bool {
+		l, err := st.GetLease(ctx, "scheduler")
+		if err != nil || !l.Live {
+			return false
+		}
+		lease = l
+		return count(t, st, "SELECT COUNT(*) FROM jobs") > int64(2*len(ids))
+	})
+	leader := nodes[lease.Holder]
+	require.NotNil(t, leader, "lease held by %q, not one of our nodes", lease.Holder)
+
+	next := time.Now().Truncate(time.Second).Add(time.Second)
+	if time.Until(next) < 300*time.Millisecond {
+		next = next.Add(time.Second)
+	}
+	time.Sleep(time.Until(next.Add(-100 * time.Millisecond))) // inside the fire-ahead window of next
+	require.NoError(t, leader.cmd.Process.Signal(syscall.SIGSTOP))
+	thaw := func() { _ = leader.cmd.Process.Signal(syscall.SIGCONT) }
+	t.Cleanup(thaw) // before the kill of startNode's cleanup, which runs later
+	frozenAt, err := st.DBNow(ctx)
+	require.NoError(t, err)
+	t.Logf("froze leader %s; a transaction of it open and idle: %v", leader.id, idleTransaction(t, st, dsn))
+
+	var newLeader string
+	took := waitFor(t, failover+heartbeat+3*time.Second, "a survivor to take the scheduler lease", func() bool {
+		l, err := st.GetLease(ctx, "scheduler")
+		if err == nil && l.Live && l.Holder != leader.id {
+			newLeader = l.Holder
+			return true
+		}
+		return false
+	})
+	t.Logf("%s took the lease %s after the freeze", newLeader, took.Round(10*time.Millisecond))
+
+	all := int64(len(ids))
+	again := waitForOr(t, store.DefaultIdleTxTimeout+15*time.Second, "every schedule to fire again while the old leader is frozen", func() bool {
+		return count(t, st, "SELECT COUNT(DISTINCT schedule_id) FROM jobs WHERE scheduled_at > ?", next) == all
+	}, func() string {
+		return "idle transaction still open: " + idleTransaction(t, st, dsn)
+	})
+	t.Logf("every schedule fired again %s after the freeze", again.Round(100*time.Millisecond))
+
+	thaw()
+	time.Sleep(3 * time.Second) // the thawed node finds it no longer leads; its batch, if any, is gone
+	for _, p := range nodes {
+		p.stop(t, 10*time.Second)
+	}
+	checkFires(t, st, ids, frozenAt.Add(-time.Second), 1)
+	for id, p := range nodes {
+		if strings.Contains(p.out.String(), `"level":"fatal"`) {
+			t.Errorf("node %s logged a fatal error", id)
+		}
+	}
+}
+
+// idleTransaction reports whether a session sits in an open transaction,
+// as the frozen leader's prepared batch does.
+func idleTransaction(t *testing.T, st *store.Store, dsn string) string {
+	var n int64
+	if driverOf(dsn) == store.Postgres {
+		n = count(t, st, "SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'idle in transaction' AND datname = current_database()")
+	} else {
+		n = count(t, st, "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_rows_locked > 0 AND trx_query IS NULL")
+	}
+	if n > 0 {
+		return "yes"
+	}
+	return "no"
+}
