@@ -81,49 +81,59 @@ func (e *Engine) runOnce(ctx context.Context, now time.Time) error {
 		if len(group) > 0 && group[0].next.After(now) {
 			at = group[0].next
 		}
-		// Spread a herd over the writers (1,000 is two batches of 500
-		// written side by side), but not so thin that a handful costs
-		// several commits.
-		size := min(e.cfg.BatchSize, max((len(group)+len(pending)+writers-1)/writers, minSplit))
-		var items []planned
-		weight := 0 // fires in items, a completion counting as one
-		for i := 0; i < len(group) || len(pending) > 0; {
-			for len(pending) > 0 && (len(items) == 0 || weight < size) {
-				items, pending = append(items, pending[0]), pending[1:]
-				weight++
+		// Completions come only when nothing is due: one group, nil.
+		if rest, full := e.queueBatches(group, pending, busy, at, now); full {
+			e.requeue(rest...) // unplanned, until a writer finishes
+			for _, g := range groups[gi+1:] {
+				e.requeue(g...)
 			}
-			for len(pending) == 0 && i < len(group) {
-				// A schedule with several fires (fire_all) may end a
-				// batch early, the first one never.
-				p := computePlan(e.planInput(group[i], busy[group[i].sched.ID]), at)
-				w := max(len(p.fires), 1)
-				if len(items) > 0 && weight+w > size {
-					break
-				}
-				weight += w
-				items = append(items, planned{en: group[i], p: p})
-				i++
-			}
-			r := e.batchOf(items)
-			if at.After(now) {
-				r.at = at
-			}
-			items, weight = nil, 0
-			for _, it := range r.items {
-				e.inflight[it.en.sched.ID] = true
-			}
-			e.queued++
-			e.work <- r // never blocks: cap(work) is maxQueued
-			if e.queued >= maxQueued {
-				e.requeue(group[i:]...) // unplanned, until a writer finishes
-				for _, g := range groups[gi+1:] {
-					e.requeue(g...)
-				}
-				return nil
-			}
+			return nil
 		}
 	}
 	return nil
+}
+
+// queueBatches plans the schedules of group for at, and the completions
+// pending, and hands them to the writers in batches. It stops when the
+// writers' queue is full and returns the schedules it did not plan.
+func (e *Engine) queueBatches(group []*entry, pending []planned, busy map[int64]bool, at, now time.Time) (rest []*entry, full bool) {
+	// Spread a herd over the writers (1,000 is two batches of 500 written
+	// side by side), but not so thin that a handful costs several commits.
+	size := min(e.cfg.BatchSize, max((len(group)+len(pending)+writers-1)/writers, minSplit))
+	var items []planned
+	weight := 0 // fires in items, a completion counting as one
+	for i := 0; i < len(group) || len(pending) > 0; {
+		for len(pending) > 0 && (len(items) == 0 || weight < size) {
+			items, pending = append(items, pending[0]), pending[1:]
+			weight++
+		}
+		for len(pending) == 0 && i < len(group) {
+			// A schedule with several fires (fire_all) may end a batch
+			// early, the first one never.
+			p := computePlan(e.planInput(group[i], busy[group[i].sched.ID]), at)
+			w := max(len(p.fires), 1)
+			if len(items) > 0 && weight+w > size {
+				break
+			}
+			weight += w
+			items = append(items, planned{en: group[i], p: p})
+			i++
+		}
+		r := e.batchOf(items)
+		if at.After(now) {
+			r.at = at
+		}
+		items, weight = nil, 0
+		for _, it := range r.items {
+			e.inflight[it.en.sched.ID] = true
+		}
+		e.queued++
+		e.work <- r // never blocks: cap(work) is maxQueued
+		if e.queued >= maxQueued {
+			return group[i:], true
+		}
+	}
+	return nil, false
 }
 
 // byInstant splits due (in id order) into the schedules due by now and
