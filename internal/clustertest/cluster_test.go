@@ -24,27 +24,8 @@ func TestKillLeader(t *testing.T) {
 }
 
 func killLeader(t *testing.T, dsn string) {
-	bin := chimeBinary(t)
-	migrate(t, bin, dsn)
-	st := openStore(t, dsn)
+	st, ids, nodes, leader := startCluster(t, dsn, "300ms")
 	ctx := context.Background()
-	ids := seedSchedules(t, st, schedules, "300ms")
-
-	nodes := map[string]*nodeProc{}
-	for _, id := range []string{"n1", "n2", "n3"} {
-		nodes[id] = startNode(t, bin, dsn, id)
-	}
-	var lease *store.LeaseState
-	waitFor(t, 20*time.Second, "a scheduler lease holder and fires", func() bool {
-		l, err := st.GetLease(ctx, "scheduler")
-		if err != nil || !l.Live {
-			return false
-		}
-		lease = l
-		return count(t, st, "SELECT COUNT(*) FROM jobs WHERE status = ?", models.JobSucceeded) > 0
-	})
-	leader := nodes[lease.Holder]
-	require.NotNil(t, leader, "lease held by %q, not one of our nodes", lease.Holder)
 
 	// Steady state: three seconds of the full cluster, for the throughput figure.
 	steadyFrom, _ := st.DBNow(ctx)
@@ -119,6 +100,33 @@ func killLeader(t *testing.T, dsn string) {
 		}
 	}
 	t.Logf("test ran %s after the kill", time.Since(killedWall).Round(time.Second))
+}
+
+// startCluster seeds the harness's every-second schedules (their jobs sleep
+// for sleep) on a fresh schema at dsn, starts nodes n1, n2 and n3, and
+// returns once one of them leads and jobs have succeeded.
+func startCluster(t *testing.T, dsn, sleep string) (*store.Store, []int64, map[string]*nodeProc, *nodeProc) {
+	t.Helper()
+	bin := chimeBinary(t)
+	migrate(t, bin, dsn)
+	st := openStore(t, dsn)
+	ids := seedSchedules(t, st, schedules, sleep)
+	nodes := map[string]*nodeProc{}
+	for _, id := range []string{"n1", "n2", "n3"} {
+		nodes[id] = startNode(t, bin, dsn, id)
+	}
+	var lease *store.LeaseState
+	waitFor(t, 20*time.Second, "a scheduler lease holder and fires", func() bool {
+		l, err := st.GetLease(context.Background(), "scheduler")
+		if err != nil || !l.Live {
+			return false
+		}
+		lease = l
+		return count(t, st, "SELECT COUNT(*) FROM jobs WHERE status = ?", models.JobSucceeded) > 0
+	})
+	leader := nodes[lease.Holder]
+	require.NotNil(t, leader, "lease held by %q, not one of our nodes", lease.Holder)
+	return st, ids, nodes, leader
 }
 
 // The same load on one node, for the figures the cluster is compared with.

@@ -27,32 +27,16 @@ func TestFreezeLeader(t *testing.T) {
 }
 
 func freezeLeader(t *testing.T, dsn string) {
-	bin := chimeBinary(t)
-	migrate(t, bin, dsn)
-	st := openStore(t, dsn)
+	st, ids, nodes, leader := startCluster(t, dsn, "100ms")
 	ctx := context.Background()
-	ids := seedSchedules(t, st, schedules, "100ms")
-	nodes := map[string]*nodeProc{}
-	for _, id := range []string{"n1", "n2", "n3"} {
-		nodes[id] = startNode(t, bin, dsn, id)
-	}
-	var lease *store.LeaseState
-	waitFor(t, 20*time.Second, "a scheduler lease holder and fires", func() bool {
-		l, err := st.GetLease(ctx, "scheduler")
-		if err != nil || !l.Live {
-			return false
-		}
-		lease = l
-		return count(t, st, "SELECT COUNT(*) FROM jobs") > int64(2*len(ids))
-	})
-	leader := nodes[lease.Holder]
-	require.NotNil(t, leader, "lease held by %q, not one of our nodes", lease.Holder)
 
 	next := time.Now().Truncate(time.Second).Add(time.Second)
 	if time.Until(next) < 300*time.Millisecond {
 		next = next.Add(time.Second)
 	}
-	time.Sleep(time.Until(next.Add(-100 * time.Millisecond))) // inside the fire-ahead window of next
+	// A wall-clock instant, not an event: 100 ms before next's commit, its
+	// batch prepared 200 ms ahead is open and waiting.
+	time.Sleep(time.Until(next.Add(-100 * time.Millisecond)))
 	require.NoError(t, leader.cmd.Process.Signal(syscall.SIGSTOP))
 	thaw := func() { _ = leader.cmd.Process.Signal(syscall.SIGCONT) }
 	t.Cleanup(thaw) // before the kill of startNode's cleanup, which runs later
@@ -80,7 +64,9 @@ func freezeLeader(t *testing.T, dsn string) {
 	t.Logf("every schedule fired again %s after the freeze", again.Round(100*time.Millisecond))
 
 	thaw()
-	time.Sleep(3 * time.Second) // the thawed node finds it no longer leads; its batch, if any, is gone
+	waitFor(t, 10*time.Second, "the thawed node to find it no longer leads", func() bool {
+		return strings.Contains(leader.out.String(), "no longer leading")
+	})
 	for _, p := range nodes {
 		p.stop(t, 10*time.Second)
 	}
