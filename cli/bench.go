@@ -100,7 +100,10 @@ measured from a high-water mark started over before each start, once the
 memory of the bench's own insert has been returned (peak_reset=false where
 the system does not allow it: the peak then covers the insert too):
 first_peak_rss_mb for the first start, peak_rss_mb for the restart and the
-firing after it. Then it watches that schedule for --duration.`,
+firing after it. Then it watches that schedule for --duration: probe_missed,
+probe_fire_p99_ms (jobs.created_at, the instant itself for a fire prepared
+ahead), probe_commit_p99_ms (its commit, as the schedule engine saw it) and
+probe_start_p99_ms (jobs.started_at).`,
 		schedules: 1_000_000, duration: 10 * time.Second, timeout: true},
 }
 

@@ -554,6 +554,9 @@ func restart(ctx context.Context, cfg *configs.Config, log *logrus.Logger, o Opt
 	l.add("probe_seconds", int(until.Sub(from)/time.Second)+1)
 	l.add("probe_missed", int(until.Sub(from)/time.Second)+1-len(seen))
 	l.add("probe_fire_p99_ms", w.P99)
+	// created_at of a fire prepared ahead is its instant: the commit says
+	// how late the fire really became visible.
+	l.add("probe_commit_p99_ms", percentiles(e.commits.between(from, until)).P99)
 	l.add("probe_start_p99_ms", s.P99)
 	return l, nil
 }
