@@ -16,9 +16,12 @@ import (
 
 // WriteFires is the schedule engine's hot path: every statement is raw SQL
 // on the transaction's connection (no GORM statement building), and the
-// transaction is at most four statements whatever the batch size: the status
-// and trigger check, the jobs INSERT (two when the batch mixes on-time and
-// catch-up fires), the trigger advance and the completion UPDATE. A batch
+// number of statements does not grow with the batch: the check (the
+// schedules, a plain read of those another transaction held when there
+// are any, the trigger rows; see lockFireRows), the jobs INSERT (two when
+// the batch mixes on-time and catch-up fires), the trigger advance (see
+// advanceTriggers: at most groupedTriggerMax UPDATEs and one upsert) and
+// the completion UPDATE. A batch
 // that hands jobs off to this node's task engine (p.HandoffSlots) adds
 // three: the definitions' read, the INSERT of the handed-off jobs and
 // their read back; the claim each of those jobs no longer needs costs more
