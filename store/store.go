@@ -87,6 +87,12 @@ func Open(ctx context.Context, cfg Config) (st *Store, err error) {
 		SkipDefaultTransaction: true,
 		TranslateError:         true,
 	}
+	switch cfg.Driver {
+	case SQLite, MySQL, Postgres:
+		if err := checkDSNForm(cfg.Driver, cfg.DSN); err != nil {
+			return nil, err
+		}
+	}
 	var dialector gorm.Dialector
 	var pgCfg *pgx.ConnConfig
 	switch cfg.Driver {
@@ -125,6 +131,11 @@ func Open(ctx context.Context, cfg Config) (st *Store, err error) {
 	case SQLite:
 		if file := sqliteFile(cfg.DSN); file != "" {
 			if err := checkSQLiteDir(file); err != nil {
+				// user@host:3306/db, a MySQL DSN without tcp(...), is
+				// a path only when its directory exists.
+				if missingNetwork(cfg.DSN) {
+					return nil, mismatch(SQLite, MySQL)
+				}
 				return nil, err
 			}
 			if cfg.Exclusive {
