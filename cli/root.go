@@ -108,6 +108,12 @@ func (g *globals) load(stderr io.Writer) (*configs.Config, *logrus.Logger, error
 	if err != nil {
 		return nil, nil, err
 	}
+	// A misspelt variable would otherwise leave its key at the default
+	// without a word. A warning, not an error: the environment may hold
+	// CHIME_* variables of other tools or other chime versions.
+	for _, w := range configs.UnknownEnv(os.Environ()) {
+		log.Warn(w.String())
+	}
 	return cfg, log, nil
 }
 
