@@ -36,7 +36,8 @@ type Config struct {
 	// DSN is a file path for SQLite (default "chime.db"), a go-sql-driver
 	// DSN for MySQL, or a libpq DSN for PostgreSQL
 	// (postgres://user@host:5432/db?sslmode=disable); UTC and READ
-	// COMMITTED are added to the server ones.
+	// COMMITTED are added to the server ones. A DSN in another driver's
+	// form is refused, naming the driver it looks like.
 	DSN string
 	// MaxOpenConns bounds the pool (default 32 on MySQL and PostgreSQL, 8 on SQLite).
 	MaxOpenConns int
