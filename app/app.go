@@ -66,18 +66,37 @@ func OpenStore(ctx context.Context, cfg *configs.Config, log logrus.FieldLogger)
 	return store.Open(ctx, sc)
 }
 
-// Migrate applies the embedded migrations and returns the schema version.
-func Migrate(ctx context.Context, cfg *configs.Config, log logrus.FieldLogger) (int64, error) {
+// Migrate applies the embedded migrations and says which it applied.
+func Migrate(ctx context.Context, cfg *configs.Config, log logrus.FieldLogger) (store.MigrateResult, error) {
 	st, err := OpenStore(ctx, cfg, log)
 	if err != nil {
-		return 0, err
+		return store.MigrateResult{}, err
 	}
 	defer st.Close()
-	v, err := st.Migrate(ctx)
+	res, err := st.ApplyMigrations(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("migrate: %w", err)
+		return res, fmt.Errorf("migrate: %w", err)
 	}
-	return v, nil
+	return res, nil
+}
+
+// migrateAtStart applies the migrations serve starts with and logs which,
+// or that none were needed: an upgrade is seen in the log.
+func migrateAtStart(ctx context.Context, st *store.Store, log logrus.FieldLogger) error {
+	res, err := st.ApplyMigrations(ctx)
+	for _, m := range res.Applied {
+		log.WithFields(logrus.Fields{"migration": m.String(), "version": m.Version}).Info("applied migration")
+	}
+	if err != nil {
+		return err
+	}
+	if len(res.Applied) == 0 {
+		log.WithField("schema_version", res.Version).Info("schema is up to date: no migration needed")
+		return nil
+	}
+	log.WithFields(logrus.Fields{"schema_version": res.Version, "applied": len(res.Applied)}).
+		Info("applied migrations: the schema is up to date")
+	return nil
 }
 
 // Serve runs a chime node until ctx ends, then stops it gracefully: the
@@ -97,11 +116,9 @@ func Serve(ctx context.Context, cfg *configs.Config, opts Options) error {
 	}
 	defer st.Close()
 	if !opts.NoMigrate {
-		v, err := st.Migrate(ctx)
-		if err != nil {
+		if err := migrateAtStart(ctx, st, log); err != nil {
 			return err
 		}
-		log.WithField("schema_version", v).Info("schema is up to date")
 	}
 	base := *cfg
 	n := &node{cfg: cfg, base: &base, log: log, st: st}

@@ -63,10 +63,13 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 
 // client talks to the chime API.
 type client struct {
-	base   string
-	token  string
-	output string
-	http   *http.Client
+	base  string
+	token string
+	// tokenSource says where token came from, or why there is none, for
+	// the message of a 401.
+	tokenSource string
+	output      string
+	http        *http.Client
 }
 
 func (f *clientFlags) client() (*client, error) { return f.clientWith(os.Getenv) }
@@ -88,7 +91,7 @@ func (f *clientFlags) clientWith(getenv func(string) string) (*client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("--api-url %q: want a URL such as %s", base, DefaultAPIURL)
 	}
-	token, err := f.resolveToken(u, getenv)
+	token, source, err := f.resolveToken(u, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +118,7 @@ func (f *clientFlags) clientWith(getenv func(string) string) (*client, error) {
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 		hc.Transport = tr
 	}
-	return &client{base: strings.TrimRight(base, "/"), token: token, output: f.output, http: hc}, nil
+	return &client{base: strings.TrimRight(base, "/"), token: token, tokenSource: source, output: f.output, http: hc}, nil
 }
 
 // urlFromAddr is the URL of a server listening on addr (api.addr): https
@@ -145,33 +148,37 @@ func urlFromAddr(addr string, tls bool) (string, error) {
 // resolveToken picks the token: --token, $CHIME_API_TOKEN, --token-file,
 // $CHIME_API_TOKEN_FILE, then the file `chime serve` generates. That last
 // one is this machine's server's key, so it is sent only to a loopback URL;
-// a file named explicitly is sent wherever the URL points.
-func (f *clientFlags) resolveToken(u *url.URL, getenv func(string) string) (string, error) {
+// a file named explicitly is sent wherever the URL points. source says
+// where the token came from, or why there is none.
+func (f *clientFlags) resolveToken(u *url.URL, getenv func(string) string) (token, source string, err error) {
 	if f.token != "" {
-		return f.token, nil
+		return f.token, "--token", nil
 	}
 	if t := getenv(EnvAPIToken); t != "" {
-		return t, nil
+		return t, EnvAPIToken, nil
 	}
-	file := f.tokenFile
-	if file == "" {
-		file = getenv(EnvAPITokenFile)
+	switch {
+	case f.tokenFile != "":
+		tok, err := app.ReadTokenFile(f.tokenFile)
+		return tok, "--token-file " + f.tokenFile, err
+	case getenv(EnvAPITokenFile) != "":
+		file := getenv(EnvAPITokenFile)
+		tok, err := app.ReadTokenFile(file)
+		return tok, EnvAPITokenFile + "=" + file, err
 	}
-	if file != "" {
-		return app.ReadTokenFile(file)
-	}
-	if !loopback.Host(u.Hostname()) {
-		return "", nil
-	}
+	unset := "no token: --token, " + EnvAPIToken + " and " + EnvAPITokenFile + " are unset"
 	def, err := app.DefaultTokenFile()
 	if err != nil {
-		return "", nil
+		return "", unset + ", and there is no user configuration directory for the file chime serve writes", nil
+	}
+	if !loopback.Host(u.Hostname()) {
+		return "", unset + ", and the file chime serve writes (" + def + ") is sent only to a loopback --api-url", nil
 	}
 	tok, err := app.ReadTokenFile(def)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
+		return "", unset + ", and " + def + " does not exist (chime serve writes it when api.token is empty)", nil
 	}
-	return tok, err
+	return tok, def + ", the file chime serve writes", err
 }
 
 // apiError is an error answer of the API, shown as the API worded it.
@@ -234,8 +241,12 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 		if json.Unmarshal(data, &e.body) != nil || e.body.Error == "" {
 			e.body.Error = fmt.Sprintf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, strings.TrimSpace(string(data)))
 		}
-		if resp.StatusCode == http.StatusUnauthorized && c.token == "" {
-			e.body.Error += " (set --token, " + EnvAPIToken + " or " + EnvAPITokenFile + ")"
+		if resp.StatusCode == http.StatusUnauthorized {
+			if c.token == "" {
+				e.body.Error += " (" + c.tokenSource + "; set --token, " + EnvAPIToken + " or " + EnvAPITokenFile + ")"
+			} else {
+				e.body.Error += " (the token came from " + c.tokenSource + ")"
+			}
 		}
 		return e
 	}

@@ -108,6 +108,12 @@ func (g *globals) load(stderr io.Writer) (*configs.Config, *logrus.Logger, error
 	if err != nil {
 		return nil, nil, err
 	}
+	// A misspelt variable would otherwise leave its key at the default
+	// without a word. A warning, not an error: the environment may hold
+	// CHIME_* variables of other tools or other chime versions.
+	for _, w := range configs.UnknownEnv(os.Environ()) {
+		log.Warn(w.String())
+	}
 	return cfg, log, nil
 }
 
@@ -151,16 +157,34 @@ func newMigrateCommand(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply the embedded schema migrations (idempotent)",
+		Long: `Apply the embedded schema migrations that the database has not had yet
+(goose_db_version records them). Prints each one it applies, such as
+"applied 00012_priorities", then the schema version; "up to date, no
+migration needed" when there was none. chime serve applies them too at
+start, unless --no-migrate, and logs the same.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, log, err := g.load(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			v, err := app.Migrate(cmd.Context(), cfg, log)
+			res, err := app.Migrate(cmd.Context(), cfg, log)
+			out := cmd.OutOrStdout()
+			// Those applied before a failure are applied: say so too.
+			for _, m := range res.Applied {
+				fmt.Fprintf(out, "applied %s\n", m)
+			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "schema version %d (%s)\n", v, cfg.Database.Driver)
+			if len(res.Applied) == 0 {
+				fmt.Fprintf(out, "schema version %d (%s): up to date, no migration needed\n", res.Version, cfg.Database.Driver)
+				return nil
+			}
+			plural := "s"
+			if len(res.Applied) == 1 {
+				plural = ""
+			}
+			fmt.Fprintf(out, "schema version %d (%s): applied %d migration%s\n", res.Version, cfg.Database.Driver, len(res.Applied), plural)
 			return nil
 		},
 	}

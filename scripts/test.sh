@@ -15,12 +15,19 @@ if [[ -z "${CHIME_TEST_MYSQL_DSN:-}" ]]; then
       sleep 1
     done
   fi
-  # A TCP user of our own: root may authenticate only through the socket.
+  # A TCP user of our own (root may authenticate only through the socket),
+  # with rights on the test databases only: chime_test and the chime_t_*
+  # ones internal/testdb and the tests create, which `chime\_t%` matches
+  # (\_ is a literal underscore). GRANT OPTION and CREATE USER let store's
+  # tests create a user without rights and run the GRANT chime suggests to
+  # it; PROCESS lets clustertest read information_schema.innodb_trx. Earlier
+  # versions of this script granted ALL ON *.*: the REVOKE takes that back.
   mariadb -uroot <<'SQL'
 CREATE USER IF NOT EXISTS 'chime_test'@'127.0.0.1' IDENTIFIED BY 'chime_test';
 CREATE USER IF NOT EXISTS 'chime_test'@'localhost' IDENTIFIED BY 'chime_test';
-GRANT ALL PRIVILEGES ON *.* TO 'chime_test'@'127.0.0.1';
-GRANT ALL PRIVILEGES ON *.* TO 'chime_test'@'localhost';
+REVOKE ALL PRIVILEGES, GRANT OPTION FROM 'chime_test'@'127.0.0.1', 'chime_test'@'localhost';
+GRANT ALL PRIVILEGES ON `chime\_t%`.* TO 'chime_test'@'127.0.0.1', 'chime_test'@'localhost' WITH GRANT OPTION;
+GRANT PROCESS, CREATE USER ON *.* TO 'chime_test'@'127.0.0.1', 'chime_test'@'localhost';
 CREATE DATABASE IF NOT EXISTS chime_test;
 SQL
   export CHIME_TEST_MYSQL_DSN='chime_test:chime_test@tcp(127.0.0.1:3306)/chime_test'

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
@@ -42,15 +43,53 @@ func mysqlFirstRun(ctx context.Context, dsn string, log logrus.FieldLogger, err 
 	case mysqlErrUnknownDB:
 		if cerr := createMySQLDatabase(ctx, c); cerr != nil {
 			return "", fmt.Errorf("database.dsn: database %q does not exist, and creating it failed (%v): %s",
-				c.DBName, cerr, grantHelp(c))
+				c.DBName, cerr, grantHelp(c, mysqlAccount(ctx, c, cerr)))
 		}
 		log.WithField("database", c.DBName).Info("created the MySQL database the DSN names: it did not exist")
 		return open(ctx, dsn)
 	case mysqlErrDBAccessDenied:
 		return "", fmt.Errorf("database.dsn: user %q may not use database %q, which may also not exist: %s (%w)",
-			c.User, c.DBName, grantHelp(c), err)
+			c.User, c.DBName, grantHelp(c, mysqlAccount(ctx, c, err)), err)
 	}
 	return "", err
+}
+
+// mysqlAccount returns the account, quoted ('chime'@'127.0.0.1'), that the
+// server matched c's user to: a GRANT must name it exactly, since a GRANT
+// to the same user at another host names an account that does not exist
+// (ERROR 1133). The server says it in CURRENT_USER(), through a connection
+// without a database, which a user without rights may still open. When
+// that fails, the host of the access-denied message err (the client's
+// address, which is the account's host unless the account has a pattern
+// such as '%'), and at last '%'.
+func mysqlAccount(ctx context.Context, c *mysqldrv.Config, err error) string {
+	bare := c.Clone()
+	bare.DBName = ""
+	if conn, cerr := mysqldrv.NewConnector(bare); cerr == nil {
+		db := sql.OpenDB(conn)
+		defer db.Close()
+		var current string
+		if db.QueryRowContext(ctx, "SELECT CURRENT_USER()").Scan(&current) == nil {
+			if i := strings.LastIndexByte(current, '@'); i >= 0 {
+				return quoteString(current[:i]) + "@" + quoteString(current[i+1:])
+			}
+		}
+	}
+	if m := deniedAccount.FindStringSubmatch(errorText(err)); m != nil && m[1] == c.User {
+		return quoteString(m[1]) + "@" + quoteString(m[2])
+	}
+	return quoteString(c.User) + "@'%'"
+}
+
+// deniedAccount finds the account in MySQL's access-denied messages:
+// "Access denied for user 'chime'@'127.0.0.1' to database 'chime'".
+var deniedAccount = regexp.MustCompile(`for user '([^']*)'@'([^']*)'`)
+
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // missingNetwork reports whether dsn names its server as user@host:port/db
@@ -84,10 +123,13 @@ func createMySQLDatabase(ctx context.Context, c *mysqldrv.Config) error {
 	return err
 }
 
-// grantHelp is what an admin runs so that c's user can use c's database.
-func grantHelp(c *mysqldrv.Config) string {
+// grantHelp is what an admin runs so that account (as mysqlAccount quotes
+// it) can use c's database. The GRANT escapes _ and %, which are wildcards
+// in a GRANT's database name: `chime_db` would also grant chimeXdb.
+func grantHelp(c *mysqldrv.Config, account string) string {
+	pattern := strings.NewReplacer(`\`, `\\`, "_", `\_`, "%", `\%`).Replace(c.DBName)
 	return fmt.Sprintf("as a MySQL admin run CREATE DATABASE %s CHARACTER SET utf8mb4 COLLATE utf8mb4_bin; "+
-		"GRANT ALL ON %s.* TO %s@'%%'; then start chime again", quoteIdent(c.DBName), quoteIdent(c.DBName), quoteString(c.User))
+		"GRANT ALL ON %s.* TO %s; then start chime again", quoteIdent(c.DBName), quoteIdent(pattern), account)
 }
 
 func quoteIdent(s string) string  { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }

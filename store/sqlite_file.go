@@ -68,7 +68,7 @@ func lockSQLite(file, holder string) (release func(), err error) {
 			who = "another process"
 		}
 		return nil, fmt.Errorf("%w: %s is held by %s (lock %s); stop that process, "+
-			"or give this one its own file with CHIME_DATABASE_DSN; several nodes need MySQL/MariaDB",
+			"or give this one its own file with CHIME_DATABASE_DSN; several nodes need PostgreSQL or MySQL/MariaDB",
 			ErrSQLiteInUse, file, who, lockPath)
 	}
 	_ = f.Truncate(0)

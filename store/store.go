@@ -36,7 +36,8 @@ type Config struct {
 	// DSN is a file path for SQLite (default "chime.db"), a go-sql-driver
 	// DSN for MySQL, or a libpq DSN for PostgreSQL
 	// (postgres://user@host:5432/db?sslmode=disable); UTC and READ
-	// COMMITTED are added to the server ones.
+	// COMMITTED are added to the server ones. A DSN in another driver's
+	// form is refused, naming the driver it looks like.
 	DSN string
 	// MaxOpenConns bounds the pool (default 32 on MySQL and PostgreSQL, 8 on SQLite).
 	MaxOpenConns int
@@ -87,6 +88,12 @@ func Open(ctx context.Context, cfg Config) (st *Store, err error) {
 		SkipDefaultTransaction: true,
 		TranslateError:         true,
 	}
+	switch cfg.Driver {
+	case SQLite, MySQL, Postgres:
+		if err := checkDSNForm(cfg.Driver, cfg.DSN); err != nil {
+			return nil, err
+		}
+	}
 	var dialector gorm.Dialector
 	var pgCfg *pgx.ConnConfig
 	switch cfg.Driver {
@@ -125,6 +132,11 @@ func Open(ctx context.Context, cfg Config) (st *Store, err error) {
 	case SQLite:
 		if file := sqliteFile(cfg.DSN); file != "" {
 			if err := checkSQLiteDir(file); err != nil {
+				// user@host:3306/db, a MySQL DSN without tcp(...), is
+				// a path only when its directory exists.
+				if missingNetwork(cfg.DSN) {
+					return nil, mismatch(SQLite, MySQL)
+				}
 				return nil, err
 			}
 			if cfg.Exclusive {
