@@ -26,15 +26,16 @@ func TestScheduleFormQuartzUnderStandardSyntax(t *testing.T) {
 			"cron_expr": {"0 0 12 ? * 1"}, "cron_syntax": {"standard"}, "dst_policy": {"once"},
 			"timezone": {"UTC"}, "misfire_policy": {"fire_once"}, "concurrency": {"allow"}, "status": {"active"}}
 
+		type answer struct {
+			Fires []string `json:"fires"`
+			Error string   `json:"error"`
+			Field string   `json:"field"`
+		}
 		for expr, what := range map[string]string{"0 0 12 ? * 1": `"?" in day-of-month is Quartz syntax`, "0 15 10 * * 6L": `"6L" in day-of-week is Quartz syntax`} {
 			form.Set("cron_expr", expr)
 			resp, body := s.post(c, "/schedules/preview", form)
 			require.Equal(t, http.StatusOK, resp.StatusCode)
-			var preview struct {
-				Fires []string `json:"fires"`
-				Error string   `json:"error"`
-				Field string   `json:"field"`
-			}
+			var preview answer
 			require.NoError(t, json.Unmarshal([]byte(body), &preview), body)
 			require.Empty(t, preview.Fires, expr)
 			require.Equal(t, "cron_expr", preview.Field, expr)
@@ -51,9 +52,7 @@ func TestScheduleFormQuartzUnderStandardSyntax(t *testing.T) {
 		form.Set("cron_expr", "0 0 12 ? * 1")
 		form.Set("cron_syntax", "quartz")
 		_, body := s.post(c, "/schedules/preview", form)
-		var preview struct {
-			Fires []string `json:"fires"`
-		}
+		var preview answer
 		require.NoError(t, json.Unmarshal([]byte(body), &preview), body)
 		require.NotEmpty(t, preview.Fires, body)
 		for _, f := range preview.Fires {
