@@ -242,7 +242,7 @@ func newScheduleCommand() *cobra.Command {
 	}
 	fl := addCmd.Flags()
 	fl.StringVar(&def, "definition", "", "job definition to run, by id or name")
-	fl.StringVar(&cron, "cron", "", `cron expression: 5 fields, 6 with seconds, or "@daily", "@every 5m"`)
+	fl.StringVar(&cron, "cron", "", `cron expression: 5 fields, 6 with seconds, or "@daily", "@every 5m" (a Quartz one needs --cron-syntax quartz)`)
 	fl.StringVar(&every, "every", "", "fixed interval, such as 30s, 5m, 1h")
 	fl.StringVar(&at, "at", "", "run once at this RFC 3339 time")
 	fl.StringVar(&tz, "timezone", "", "IANA time zone of the cron expression (default UTC)")

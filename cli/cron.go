@@ -70,7 +70,8 @@ the --timezone zone. No server is needed.
 
 --syntax standard (the default) reads EXPR as a schedule's cron_expr does:
 5 fields, 6 with seconds first, descriptors such as @daily and @every 5m;
-day-of-week 0-6 counts from Sunday. --syntax quartz reads it as Quartz 2.3.2
+day-of-week 0-6 counts from Sunday. It refuses ?, L, W, # and a seventh
+field, which only Quartz has, and says so. --syntax quartz reads it as Quartz 2.3.2
 does: 6 or 7 fields (seconds first, an optional year last), ?, L, W, #, and
 day-of-week 1-7 counting from Sunday (so 1 is Sunday here, Monday in
 standard). See docs/quartz.md.
@@ -81,7 +82,9 @@ repeated one fires once). --calendar-file skips the times a calendar
 excludes; the file is a calendar as "chime calendar show NAME -o json"
 prints it, or {"kind": ..., "definition": ..., "timezone": ...}.
 
-An invalid expression, zone or flag exits with code 2.`,
+An invalid expression, zone or flag exits with code 2. When the expression
+fires no more after --from, nothing is printed on standard output and
+"no fire time after TIME" on standard error, with code 0.`,
 		Example: `  chime cron next '0 15 10 ? * 6L' --syntax quartz --timezone Europe/Berlin
   chime cron next '*/10 * * * *' --from 2030-01-01T00:00:00Z --count 3`,
 		Args: cobra.ExactArgs(1),
@@ -110,6 +113,9 @@ An invalid expression, zone or flag exits with code 2.`,
 				s := &models.Schedule{ScheduleType: models.ScheduleCron, CronExpr: &expr, Timezone: zone, CreatedAt: start,
 					DSTPolicy: models.DSTPolicy(dst)}
 				if trig, err = trigger.New(s, nil); err != nil {
+					if q, ok := errors.AsType[*trigger.QuartzSyntaxError](err); ok {
+						return usagef("invalid standard cron expression %q: %s", expr, q.Explain("add --syntax quartz"))
+					}
 					return usagef("invalid standard cron expression: %v", err)
 				}
 			case syntaxQuartz:

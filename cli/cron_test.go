@@ -48,11 +48,16 @@ func TestCronNext(t *testing.T) {
 	out, _, _ = cronNext(t, "0 0 9 LW * ? 2027", "--syntax", "quartz", "--from", "2026-01-01T00:00:00Z", "--count", "1")
 	require.Equal(t, []string{"2027-01-29T09:00:00Z"}, lines(out))
 
-	// No more fires: nothing on stdout, a note on stderr, success.
+	// No more fires: nothing on stdout, this line on stderr, success
+	// (docs/quartz.md says so).
 	out, errOut, code := cronNext(t, "0 0 0 1 1 ? 2020", "--syntax", "quartz", "--from", "2026-01-01T00:00:00Z")
 	require.Equal(t, 0, code)
 	require.Empty(t, out)
-	require.Contains(t, errOut, "no fire time after 2026-01-01T00:00:00Z")
+	require.Equal(t, "no fire time after 2026-01-01T00:00:00Z\n", errOut)
+	out, errOut, code = cronNext(t, "0 0 30 2 *", "--timezone", "Europe/Berlin", "--from", "2026-01-01T00:00:00Z")
+	require.Equal(t, 0, code)
+	require.Empty(t, out)
+	require.Equal(t, "no fire time after 2026-01-01T01:00:00+01:00\n", errOut)
 
 	// Refusals exit with 2 and say why.
 	for _, c := range []struct {
@@ -61,7 +66,10 @@ func TestCronNext(t *testing.T) {
 	}{
 		{[]string{"0 0 0 * * *", "--syntax", "quartz"}, "Support for specifying both a day-of-week AND a day-of-month parameter is not implemented."},
 		{[]string{"0 0 0 ? * 8", "--syntax", "quartz"}, "Day-of-Week values must be between 1 and 7"},
-		{[]string{"0 15 10 ? * 6L"}, "invalid standard cron expression"},
+		{[]string{"0 15 10 ? * 6L"}, `invalid standard cron expression "0 15 10 ? * 6L": "6L" in day-of-week is Quartz syntax, not standard: if the expression is Quartz's, add --syntax quartz`},
+		{[]string{"0 0 12 ? * 1"}, `"?" in day-of-month is Quartz syntax, not standard: if the expression is Quartz's, add --syntax quartz; mind the days`},
+		{[]string{"0 0 12 ? * 1 2026"}, "7 fields (a year last) is Quartz syntax"},
+		{[]string{"x * * * *"}, `invalid standard cron expression: bad cron_expr "x * * * *": minute field "x": "x" is not a number`},
 		{[]string{"* * * * *", "--timezone", "Mars/Olympus"}, `unknown time zone "Mars/Olympus"`},
 		{[]string{"* * * * *", "--from", "yesterday"}, "not an RFC3339 time"},
 		{[]string{"* * * * *", "--syntax", "unix"}, `unknown --syntax "unix"`},
@@ -71,5 +79,7 @@ func TestCronNext(t *testing.T) {
 		require.Equal(t, 2, code, c.args)
 		require.Empty(t, out, c.args)
 		require.Contains(t, errOut, c.msg, c.args)
+		require.NotContains(t, errOut, "strconv", c.args)
+		require.NotContains(t, errOut, "--cron-syntax", "cron next's switch is --syntax: %v", c.args)
 	}
 }

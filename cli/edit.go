@@ -218,7 +218,7 @@ change at once.`,
 	fl := cmd.Flags()
 	fl.StringVar(&name, "name", "", "new name")
 	fl.StringVar(&def, "definition", "", "job definition to run, by id or name")
-	fl.StringVar(&cron, "cron", "", `make it a cron schedule: 5 fields, 6 with seconds, or "@daily", "@every 5m"`)
+	fl.StringVar(&cron, "cron", "", `make it a cron schedule: 5 fields, 6 with seconds, or "@daily", "@every 5m" (a Quartz one needs --cron-syntax quartz)`)
 	fl.StringVar(&every, "every", "", "make it an interval schedule: 30s, 5m, 1h")
 	fl.StringVar(&at, "at", "", "make it a once schedule at this RFC 3339 time")
 	fl.StringVar(&tz, "timezone", "", "IANA time zone of the cron expression")

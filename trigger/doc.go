@@ -6,7 +6,8 @@
 // and every node of a cluster agrees on them.
 //
 // A cron schedule reads cron_expr in its cron_syntax: standard (robfig's
-// 5 or 6 fields and descriptors) with the schedule's dst_policy for wall
+// 5 or 6 fields and descriptors, refusing as Quartz's what only Quartz
+// syntax has: ?, L, W, # and 7 fields) with the schedule's dst_policy for wall
 // times that a daylight-saving change skips or repeats, or quartz
 // (quartzcron: exactly Quartz 2.3.2's CronExpression, its daylight-saving
 // behaviour included). A calendar's excluded times are skipped: such a

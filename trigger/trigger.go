@@ -145,9 +145,9 @@ func cronOf(s *models.Schedule, loc *time.Location) (Trigger, error) {
 	if strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=") {
 		return nil, fmt.Errorf("bad cron_expr %q: set the timezone column instead of a TZ= prefix", expr)
 	}
-	sched, err := cronParser.Parse(expr)
+	sched, err := parseStandard(expr)
 	if err != nil {
-		return nil, fmt.Errorf("bad cron_expr %q: %v", expr, err)
+		return nil, fmt.Errorf("bad cron_expr %q: %w", expr, err)
 	}
 	policy := s.DSTPolicy
 	if policy == "" {
