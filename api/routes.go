@@ -78,14 +78,14 @@ func (s *Server) routes() http.Handler {
 				e = h(s, w, r)
 			}
 			if e != nil {
-				writeError(w, e)
+				s.writeError(w, r, e)
 			}
 		})))
 	}
 	// Anything else under the prefix is a JSON 404 (after auth, so the
 	// route list is not probed anonymously), not the mux's text one.
 	mux.Handle(Prefix+"/", s.authorize(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, notFound("no route %s %s; see %s/openapi.json", r.Method, r.URL.Path, Prefix))
+		s.writeError(w, r, notFound("no route %s %s; see %s/openapi.json", r.Method, r.URL.Path, Prefix))
 	})))
 	if s.cfg.Console != nil {
 		mux.Handle("/", s.cfg.Console(mux))
