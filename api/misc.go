@@ -69,6 +69,9 @@ func configName(r *http.Request) (string, *apiError) {
 	switch {
 	case strings.TrimSpace(name) == "":
 		return "", badRequest("name", "configuration name is required")
+	case !utf8.ValidString(name):
+		// PostgreSQL refuses it in a comparison: a 500 there.
+		return "", badRequest("name", "configuration name is not valid UTF-8")
 	case utf8.RuneCountInString(name) > maxName:
 		return "", badRequest("name", "configuration name is longer than %d characters", maxName)
 	case strings.IndexFunc(name, unicode.IsSpace) >= 0 || strings.IndexFunc(name, unicode.IsControl) >= 0:

@@ -153,7 +153,7 @@ func decodeJSON(body []byte, v any) *apiError {
 	if err := strictjson.Decode(data, v); err != nil {
 		return decodeError(data, v, err)
 	}
-	return nil
+	return checkText(v)
 }
 
 func syntaxError(data []byte) error {

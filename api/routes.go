@@ -75,6 +75,9 @@ func (s *Server) routes() http.Handler {
 		mux.Handle(rt.method+" "+rt.path, s.authorize(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			e := needsJSON(r)
 			if e == nil {
+				e = checkQuery(r)
+			}
+			if e == nil {
 				e = h(s, w, r)
 			}
 			if e != nil {
