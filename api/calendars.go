@@ -92,7 +92,7 @@ func (s *Server) listCalendars(w http.ResponseWriter, r *http.Request) *apiError
 	if items == nil {
 		items = []models.Calendar{}
 	}
-	writeJSON(w, http.StatusOK, List[models.Calendar]{Items: items})
+	s.writeJSON(w, r, http.StatusOK, viewPage(r, List[models.Calendar]{Items: items}, s.calendarView))
 	return nil
 }
 
@@ -105,7 +105,7 @@ func (s *Server) getCalendar(w http.ResponseWriter, r *http.Request) *apiError {
 	if err != nil {
 		return s.fromStore(r, err, "a calendar")
 	}
-	writeJSON(w, http.StatusOK, c)
+	s.writeJSON(w, r, http.StatusOK, s.calendarView(r, c))
 	return nil
 }
 
@@ -122,7 +122,7 @@ func (s *Server) createCalendar(w http.ResponseWriter, r *http.Request) *apiErro
 		return s.fromStore(r, err, "a calendar")
 	}
 	w.Header().Set("Location", Prefix+"/calendars/"+itoa(c.ID))
-	writeJSON(w, http.StatusCreated, c)
+	s.writeJSON(w, r, http.StatusCreated, s.calendarView(r, c))
 	return nil
 }
 
@@ -153,7 +153,7 @@ func (s *Server) updateCalendar(w http.ResponseWriter, r *http.Request) *apiErro
 		return s.fromStore(r, err, "a calendar")
 	}
 	s.schedulesChanged(0)
-	writeJSON(w, http.StatusOK, c)
+	s.writeJSON(w, r, http.StatusOK, s.calendarView(r, c))
 	return nil
 }
 

@@ -15,7 +15,7 @@ func (s *Server) listDefinitions(w http.ResponseWriter, r *http.Request) *apiErr
 	if err != nil {
 		return s.fromStore(r, err, "job definition")
 	}
-	writeJSON(w, http.StatusOK, pageOf(items, p, func(d *models.JobDefinition) int64 { return d.ID }))
+	s.writeJSON(w, r, http.StatusOK, viewPage(r, pageOf(items, p, func(d *models.JobDefinition) int64 { return d.ID }), s.definitionView))
 	return nil
 }
 
@@ -28,7 +28,7 @@ func (s *Server) getDefinition(w http.ResponseWriter, r *http.Request) *apiError
 	if err != nil {
 		return s.fromStore(r, err, "a job definition")
 	}
-	writeJSON(w, http.StatusOK, d)
+	s.writeJSON(w, r, http.StatusOK, s.definitionView(r, d))
 	return nil
 }
 
@@ -45,7 +45,7 @@ func (s *Server) createDefinition(w http.ResponseWriter, r *http.Request) *apiEr
 		return s.fromStore(r, err, "a job definition")
 	}
 	w.Header().Set("Location", Prefix+"/definitions/"+itoa(d.ID))
-	writeJSON(w, http.StatusCreated, d)
+	s.writeJSON(w, r, http.StatusCreated, s.definitionView(r, d))
 	return nil
 }
 
@@ -76,7 +76,7 @@ func (s *Server) updateDefinition(w http.ResponseWriter, r *http.Request) *apiEr
 	}
 	// Schedules of this definition fire its new defaults and policy.
 	s.schedulesChanged(0)
-	writeJSON(w, http.StatusOK, d)
+	s.writeJSON(w, r, http.StatusOK, s.definitionView(r, d))
 	return nil
 }
 

@@ -6,7 +6,10 @@
 // Everything an engine would reject is rejected here first, with 400 and
 // {"error": "...", "field": "..."}: nothing invalid reaches the tables
 // through the API. JSON field names are the column names of the SQL
-// contract (see models). Changes take effect at once on the serving node
+// contract (see models). Rows written by SQL are shown as they are, except
+// a JSON column that is not valid JSON: that row is shown with the column
+// null and invalid/invalid_reason set (Validity), and every answer is
+// encoded before it is sent, so nothing a row holds empties a list. Changes take effect at once on the serving node
 // through Config.OnSchedulesChanged and Config.OnJobsAdded.
 //
 // Lifecycle: New validates the configuration (it refuses a non-loopback

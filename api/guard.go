@@ -19,7 +19,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.log.WithFields(map[string]any{"method": r.Method, "path": r.URL.Path, "origin": r.Header.Get("Origin")}).
 			Warn("api: cross-origin request refused")
-		writeJSON(w, http.StatusForbidden, Error{Error: "cross-origin request refused: the API takes state-changing " +
+		s.writeJSON(w, r, http.StatusForbidden, Error{Error: "cross-origin request refused: the API takes state-changing " +
 			"requests only from non-browser clients or pages of its own origin"})
 	}))
 	protected := cop.Handler(next)
@@ -30,7 +30,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		// Host; without one, only the Host tells a rebinding page apart.
 		if checkHost && (r.Host == "" || !loopback.Host(r.Host)) {
 			s.log.WithField("host", r.Host).Warn("api: request for a Host that is not loopback refused")
-			writeJSON(w, http.StatusMisdirectedRequest, Error{Error: "Host " + quoteHost(r.Host) + " refused: without api.token " +
+			s.writeJSON(w, r, http.StatusMisdirectedRequest, Error{Error: "Host " + quoteHost(r.Host) + " refused: without api.token " +
 				"this API answers only requests for localhost or a loopback address"})
 			return
 		}

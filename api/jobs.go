@@ -28,7 +28,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) *apiError {
 	if err != nil {
 		return s.fromStore(r, err, "a job")
 	}
-	writeJSON(w, http.StatusOK, pageOf(items, p, func(j *models.Job) int64 { return j.ID }))
+	s.writeJSON(w, r, http.StatusOK, viewPage(r, pageOf(items, p, func(j *models.Job) int64 { return j.ID }), s.jobView))
 	return nil
 }
 
@@ -45,7 +45,7 @@ func (s *Server) writeJob(w http.ResponseWriter, r *http.Request, status int, id
 	if err != nil {
 		return s.fromStore(r, err, "a job")
 	}
-	writeJSON(w, status, j)
+	s.writeJSON(w, r, status, s.jobView(r, j))
 	return nil
 }
 
@@ -79,7 +79,7 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request) *apiError {
 	} else if p.BeforeID > 0 {
 		out.NextCursor = encodeCursor(p.BeforeID)
 	}
-	writeJSON(w, http.StatusOK, out)
+	s.writeJSON(w, r, http.StatusOK, out)
 	return nil
 }
 
@@ -138,7 +138,7 @@ func (s *Server) resetJob(w http.ResponseWriter, r *http.Request) *apiError {
 	if j.Status == models.JobPending {
 		s.jobsAdded()
 	}
-	writeJSON(w, http.StatusOK, j)
+	s.writeJSON(w, r, http.StatusOK, s.jobView(r, j))
 	return nil
 }
 
@@ -202,7 +202,7 @@ func (s *Server) controlJob(w http.ResponseWriter, r *http.Request, c models.Job
 		entry = entry.WithField("schedule_id", *j.ScheduleID)
 	}
 	entry.Info("api: job control requested")
-	writeJSON(w, http.StatusAccepted, j)
+	s.writeJSON(w, r, http.StatusAccepted, s.jobView(r, j))
 	return nil
 }
 

@@ -36,7 +36,7 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) *apiError {
 	if nodes == nil {
 		nodes = []models.Node{}
 	}
-	writeJSON(w, http.StatusOK, List[models.Node]{Items: nodes})
+	s.writeJSON(w, r, http.StatusOK, List[models.Node]{Items: nodes})
 	return nil
 }
 
@@ -56,7 +56,7 @@ func (s *Server) listConfigurations(w http.ResponseWriter, r *http.Request) *api
 	for i := range items {
 		redact(&items[i])
 	}
-	writeJSON(w, http.StatusOK, List[models.Configuration]{Items: items})
+	s.writeJSON(w, r, http.StatusOK, List[models.Configuration]{Items: items})
 	return nil
 }
 
@@ -69,6 +69,9 @@ func configName(r *http.Request) (string, *apiError) {
 	switch {
 	case strings.TrimSpace(name) == "":
 		return "", badRequest("name", "configuration name is required")
+	case !utf8.ValidString(name):
+		// PostgreSQL refuses it in a comparison: a 500 there.
+		return "", badRequest("name", "configuration name is not valid UTF-8")
 	case utf8.RuneCountInString(name) > maxName:
 		return "", badRequest("name", "configuration name is longer than %d characters", maxName)
 	case strings.IndexFunc(name, unicode.IsSpace) >= 0 || strings.IndexFunc(name, unicode.IsControl) >= 0:
@@ -87,7 +90,7 @@ func (s *Server) getConfiguration(w http.ResponseWriter, r *http.Request) *apiEr
 		return s.fromStore(r, err, "a configuration")
 	}
 	redact(c)
-	writeJSON(w, http.StatusOK, c)
+	s.writeJSON(w, r, http.StatusOK, c)
 	return nil
 }
 
@@ -129,7 +132,7 @@ func (s *Server) setConfiguration(w http.ResponseWriter, r *http.Request) *apiEr
 		return s.fromStore(r, err, "a configuration")
 	}
 	redact(c)
-	writeJSON(w, http.StatusOK, c)
+	s.writeJSON(w, r, http.StatusOK, c)
 	return nil
 }
 

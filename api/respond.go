@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/strictjson"
 )
@@ -74,16 +76,28 @@ func trimSentinel(err error) string {
 	return msg
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// writeJSON is the one way an answer is written. It encodes v before
+// anything goes out, so a value that cannot be encoded is a 500 whose cause
+// is logged, never a 200 cut short; nothing a row holds can still do that
+// (see shown), so such a 500 is a bug to report.
+func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		s.log.WithError(err).WithFields(logrus.Fields{"method": r.Method, "path": r.URL.Path, "status": status}).
+			Error("api: cannot encode the answer; answering 500 instead")
+		b.Reset()
+		status = http.StatusInternalServerError
+		_ = enc.Encode(Error{Error: "internal error: the answer could not be encoded; see the server log"})
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+	_, _ = w.Write(b.Bytes())
 }
 
-func writeError(w http.ResponseWriter, e *apiError) {
-	writeJSON(w, e.status, e.Error)
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, e *apiError) {
+	s.writeJSON(w, r, e.status, e.Error)
 }
 
 // decodeBody decodes a JSON object strictly into v: unknown fields, wrong
@@ -139,7 +153,7 @@ func decodeJSON(body []byte, v any) *apiError {
 	if err := strictjson.Decode(data, v); err != nil {
 		return decodeError(data, v, err)
 	}
-	return nil
+	return checkText(v)
 }
 
 func syntaxError(data []byte) error {

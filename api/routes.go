@@ -75,17 +75,20 @@ func (s *Server) routes() http.Handler {
 		mux.Handle(rt.method+" "+rt.path, s.authorize(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			e := needsJSON(r)
 			if e == nil {
+				e = checkQuery(r)
+			}
+			if e == nil {
 				e = h(s, w, r)
 			}
 			if e != nil {
-				writeError(w, e)
+				s.writeError(w, r, e)
 			}
 		})))
 	}
 	// Anything else under the prefix is a JSON 404 (after auth, so the
 	// route list is not probed anonymously), not the mux's text one.
 	mux.Handle(Prefix+"/", s.authorize(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, notFound("no route %s %s; see %s/openapi.json", r.Method, r.URL.Path, Prefix))
+		s.writeError(w, r, notFound("no route %s %s; see %s/openapi.json", r.Method, r.URL.Path, Prefix))
 	})))
 	if s.cfg.Console != nil {
 		mux.Handle("/", s.cfg.Console(mux))

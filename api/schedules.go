@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,11 +21,13 @@ type ScheduleView struct {
 	// NextFires are the next fire times after now, in UTC; empty when the
 	// schedule will not fire (completed, invalid, past its end, no runs left).
 	NextFires []time.Time `json:"next_fires"`
+	Validity
 }
 
 var scheduleStatuses = []string{string(models.ScheduleActive), string(models.SchedulePaused), string(models.ScheduleCompleted), string(models.ScheduleInvalid)}
 
-func (s *Server) views(ctx context.Context, rows []models.Schedule) ([]ScheduleView, error) {
+func (s *Server) views(r *http.Request, rows []models.Schedule) ([]ScheduleView, error) {
+	ctx := r.Context()
 	ids := make([]int64, len(rows))
 	for i := range rows {
 		ids[i] = rows[i].ID
@@ -50,6 +51,7 @@ func (s *Server) views(ctx context.Context, rows []models.Schedule) ([]ScheduleV
 	for i := range rows {
 		out[i] = ScheduleView{Schedule: rows[i], NextFires: []time.Time{}}
 		row := &out[i].Schedule
+		out[i].Validity = s.shown(r, "schedules", row.ID, "params", &row.Params)
 		if row.Status != models.ScheduleActive && row.Status != models.SchedulePaused {
 			continue
 		}
@@ -72,8 +74,8 @@ func (s *Server) views(ctx context.Context, rows []models.Schedule) ([]ScheduleV
 	return out, nil
 }
 
-func (s *Server) view(ctx context.Context, row *models.Schedule) (*ScheduleView, error) {
-	v, err := s.views(ctx, []models.Schedule{*row})
+func (s *Server) view(r *http.Request, row *models.Schedule) (*ScheduleView, error) {
+	v, err := s.views(r, []models.Schedule{*row})
 	if err != nil {
 		return nil, err
 	}
@@ -90,11 +92,11 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) *apiError
 		return s.fromStore(r, err, "a schedule")
 	}
 	page := pageOf(rows, p, func(s *models.Schedule) int64 { return s.ID })
-	items, err := s.views(r.Context(), page.Items)
+	items, err := s.views(r, page.Items)
 	if err != nil {
 		return s.fromStore(r, err, "a schedule")
 	}
-	writeJSON(w, http.StatusOK, List[ScheduleView]{Items: items, NextCursor: page.NextCursor})
+	s.writeJSON(w, r, http.StatusOK, List[ScheduleView]{Items: items, NextCursor: page.NextCursor})
 	return nil
 }
 
@@ -111,11 +113,11 @@ func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) *apiError {
 }
 
 func (s *Server) writeSchedule(w http.ResponseWriter, r *http.Request, status int, row *models.Schedule) *apiError {
-	v, err := s.view(r.Context(), row)
+	v, err := s.view(r, row)
 	if err != nil {
 		return s.fromStore(r, err, "a schedule")
 	}
-	writeJSON(w, status, v)
+	s.writeJSON(w, r, status, v)
 	return nil
 }
 

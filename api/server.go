@@ -96,6 +96,7 @@ type Server struct {
 	log     logrus.FieldLogger
 	handler http.Handler
 	now     func() time.Time
+	badRows onceSet // rows logged as invalid (see shown)
 
 	tls *tls.Config
 
@@ -287,7 +288,7 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 			if ok {
 				msg = "invalid bearer token"
 			}
-			writeJSON(w, http.StatusUnauthorized, Error{Error: msg})
+			s.writeJSON(w, r, http.StatusUnauthorized, Error{Error: msg})
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -323,8 +324,8 @@ func (r *statusRecorder) WriteHeader(code int) {
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -334,10 +335,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		s.log.WithError(err).Warn("api: readiness check: database unreachable")
 		// The driver's error can carry the DSN's host, user or file path:
 		// it goes to the log, and /readyz is public.
-		writeJSON(w, http.StatusServiceUnavailable, Error{Error: "database unreachable; see the server log"})
+		s.writeJSON(w, r, http.StatusServiceUnavailable, Error{Error: "database unreachable; see the server log"})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 var metricsHandler = promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{})

@@ -144,6 +144,11 @@ func TestConfigurationSecretsAndKeys(t *testing.T) {
 			b.fails(400, "name", "only in the configuration file or by "+configs.EnvName(k), "PUT", path+"/"+k, `{"value":"x"}`)
 		}
 		b.fails(400, "value", "between 0 and 36500", "PUT", path+"/retention_days", `{"value":"200000"}`)
+		// Each of these at 1ns made every node spin.
+		for _, k := range []string{"cluster.heartbeat", "taskengine.poll_interval", "taskengine.control_interval", "scheduleengine.sync_interval",
+			"scheduleengine.batch_wait", "scheduleengine.fire_ahead", "shutdown_grace"} {
+			b.fails(400, "value", k+` = "1ns": must be`, "PUT", path+"/"+k, `{"value":"1ns"}`)
+		}
 		rec := b.call("PUT", path+"/smtp.password", `{"value":"bad
 secret-with-newline"}`)
 		require.Equal(t, 400, rec.Code)

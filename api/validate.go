@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"net/http"
 	"net/mail"
+	"reflect"
 	"strings"
 	"time"
 	"unicode"
@@ -131,6 +134,96 @@ func intp(v *int64) *int {
 	}
 	n := int(*v)
 	return &n
+}
+
+// checkText refuses a NUL in any text field of a decoded request, whatever
+// the field: PostgreSQL cannot store one in text (SQLSTATE 22021, a 500)
+// where SQLite and MySQL do, and no field has a use for it. v is what a
+// body was decoded into (or a row as a request would carry it); the field
+// named is its JSON key. JSON documents (params) are raw bytes, where a
+// NUL stays the escape \u0000, which every database stores.
+func checkText(v any) *apiError {
+	if f, ok := nulField(reflect.ValueOf(v), ""); ok {
+		return badRequest(f, "%s must not contain the NUL character (\\u0000)", f)
+	}
+	return nil
+}
+
+func nulField(v reflect.Value, path string) (string, bool) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return nulField(v.Elem(), path)
+		}
+	case reflect.String:
+		return path, strings.IndexByte(v.String(), 0) >= 0
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			// encoding/json promotes the fields of an embedded struct
+			// even when its type is unexported.
+			promoted := f.Anonymous && f.Type.Kind() == reflect.Struct
+			if (!f.IsExported() && !promoted) || name == "-" {
+				continue
+			}
+			sub := path
+			if !f.Anonymous || name != "" {
+				if name == "" {
+					name = f.Name
+				}
+				sub = joinPath(path, name)
+			}
+			if p, ok := nulField(v.Field(i), sub); ok {
+				return p, true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return "", false // json.RawMessage, []byte
+		}
+		for i := range v.Len() {
+			if p, ok := nulField(v.Index(i), fmt.Sprintf("%s[%d]", path, i)); ok {
+				return p, true
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			k := fmt.Sprint(it.Key())
+			if strings.IndexByte(k, 0) >= 0 {
+				return path, true
+			}
+			if p, ok := nulField(it.Value(), joinPath(path, k)); ok {
+				return p, true
+			}
+		}
+	}
+	return "", false
+}
+
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// checkQuery refuses a query parameter with a NUL or bytes that are not
+// UTF-8, on every route: PostgreSQL refuses both in a text comparison
+// (?name=), which would be a 500 there and a plain miss elsewhere.
+func checkQuery(r *http.Request) *apiError {
+	for name, vals := range r.URL.Query() {
+		for _, s := range append([]string{name}, vals...) {
+			switch {
+			case strings.IndexByte(s, 0) >= 0:
+				return badRequest(name, "query parameter %q must not contain the NUL character (%%00)", name)
+			case !utf8.ValidString(s):
+				return badRequest(name, "query parameter %q is not valid UTF-8", name)
+			}
+		}
+	}
+	return nil
 }
 
 // checkName applies the rules shared by definition and schedule names.

@@ -9,7 +9,8 @@ import (
 )
 
 // Writers other than the HTTP handlers (chime import quartz) check rows with
-// these, so that what they write passes exactly the checks a POST would:
+// these, so that what they write passes exactly the checks a POST would
+// (checkText included, which a POST gets from decodeJSON):
 // one set of rules for every door into the tables. Each takes a row as a
 // create request would carry it and returns the row the API would store.
 
@@ -31,7 +32,12 @@ func ValidateDefinition(reg *tasks.Registry, d *models.JobDefinition) (*models.J
 	if reg == nil {
 		return nil, errors.New("api: ValidateDefinition needs a registry")
 	}
-	row, e := validateDefinition(reg, definitionRequestOf(d))
+	req := definitionRequestOf(d)
+	e := checkText(req)
+	var row *models.JobDefinition
+	if e == nil {
+		row, e = validateDefinition(reg, req)
+	}
 	if e != nil {
 		return nil, rowError(e)
 	}
@@ -48,7 +54,12 @@ func ValidateSchedule(reg *tasks.Registry, s *models.Schedule, def *models.JobDe
 	if reg == nil {
 		return nil, errors.New("api: ValidateSchedule needs a registry")
 	}
-	row, _, e := validateSchedule(reg, scheduleRequestOf(s), def, cal, createdAt)
+	req := scheduleRequestOf(s)
+	e := checkText(req)
+	var row *models.Schedule
+	if e == nil {
+		row, _, e = validateSchedule(reg, req, def, cal, createdAt)
+	}
 	if e != nil {
 		return nil, rowError(e)
 	}
@@ -57,7 +68,12 @@ func ValidateSchedule(reg *tasks.Registry, s *models.Schedule, def *models.JobDe
 
 // ValidateCalendar checks c as POST /calendars checks its body.
 func ValidateCalendar(c *models.Calendar) (*models.Calendar, error) {
-	row, e := validateCalendar(calendarRequestOf(c))
+	req := calendarRequestOf(c)
+	e := checkText(req)
+	var row *models.Calendar
+	if e == nil {
+		row, e = validateCalendar(req)
+	}
 	if e != nil {
 		return nil, rowError(e)
 	}

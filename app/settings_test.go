@@ -114,16 +114,20 @@ func TestLiveSettingsOnTwoNodes(t *testing.T) {
 		}
 		require.Equal(t, "n1", n1.cfg.Node.ID)
 
-		// A bad value for a live key: logged, and the previous value stays.
+		// Bad values for live keys (a poll interval below its bound made
+		// every node spin): logged, and the previous values stay.
 		require.NoError(t, admin.SetConfiguration(ctx, &models.Configuration{Name: "taskengine.pool_size", Value: "0"}))
+		require.NoError(t, admin.SetConfiguration(ctx, &models.Configuration{Name: "taskengine.poll_interval", Value: "1ns"}))
 		require.Eventually(t, func() bool {
 			clock.Advance(interval)
 			for _, h := range []*test.Hook{hook1, hook2} {
-				found := false
+				found := map[any]bool{}
 				for _, e := range h.AllEntries() {
-					found = found || (e.Data["key"] == "taskengine.pool_size" && e.Level == logrus.WarnLevel)
+					if e.Level == logrus.WarnLevel && strings.Contains(e.Message, "refused") {
+						found[e.Data["key"]] = true
+					}
 				}
-				if !found {
+				if !found["taskengine.pool_size"] || !found["taskengine.poll_interval"] {
 					return false
 				}
 			}
@@ -131,6 +135,7 @@ func TestLiveSettingsOnTwoNodes(t *testing.T) {
 		}, 20*time.Second, 20*time.Millisecond)
 		for _, n := range nodes {
 			require.Equal(t, 3, n.tasks.PoolSize())
+			require.Equal(t, 750*time.Millisecond, n.tasks.PollInterval())
 		}
 	})
 }
@@ -146,6 +151,10 @@ func TestStartWithBadRows(t *testing.T) {
 		{Name: "taskengine.pool_size", Value: "lots"}, {Name: "retention_days", Value: "200000"},
 		{Name: "taskengine.poll_interval", Value: "1s"}, {Name: "smtp.password", Value: "hunter2"},
 		{Name: "smtp.host", Value: "mail.example.com"},
+		// Below their bounds: each alone made a node spin.
+		{Name: "cluster.heartbeat", Value: "1ns"}, {Name: "taskengine.control_interval", Value: "1ns"},
+		{Name: "scheduleengine.sync_interval", Value: "1ns"}, {Name: "scheduleengine.batch_wait", Value: "1ns"},
+		{Name: "shutdown_grace", Value: "1ns"},
 	} {
 		require.NoError(t, admin.SetConfiguration(ctx, &c))
 	}
@@ -154,6 +163,20 @@ func TestStartWithBadRows(t *testing.T) {
 	require.Equal(t, time.Second, n.tasks.PollInterval())
 	require.Equal(t, 30, n.cluster.RetentionDays())
 	require.Empty(t, n.cfg.SMTP.Host, "smtp.host without smtp.from is refused")
+	require.Equal(t, 5*time.Second, n.cfg.Cluster.Heartbeat.D())
+	require.Equal(t, time.Second, n.cfg.TaskEngine.ControlInterval.D())
+	require.Equal(t, 2*time.Second, n.cfg.ScheduleEngine.SyncInterval.D())
+	require.Equal(t, 2*time.Millisecond, n.cfg.ScheduleEngine.BatchWait.D())
+	require.Equal(t, 30*time.Second, n.cfg.ShutdownGrace.D())
+	warned := map[any]bool{}
+	for _, e := range hook.AllEntries() {
+		if e.Level == logrus.WarnLevel {
+			warned[e.Data["key"]] = true
+		}
+	}
+	for _, k := range []string{"cluster.heartbeat", "taskengine.control_interval", "scheduleengine.sync_interval", "scheduleengine.batch_wait", "shutdown_grace"} {
+		require.True(t, warned[k], "the refused row %s is logged", k)
+	}
 	for _, e := range hook.AllEntries() {
 		s, _ := e.String()
 		require.NotContains(t, s, "hunter2")

@@ -81,12 +81,26 @@ func list[T any](ctx context.Context, c *client, out io.Writer, path string, q u
 	if err := json.Unmarshal(raw, &page); err != nil {
 		return fmt.Errorf("decode list: %w", err)
 	}
+	// Rows the API shows as invalid (a JSON column plain SQL filled with
+	// something else) are marked in their first cell and explained below.
+	var marks api.List[api.Validity]
+	if err := json.Unmarshal(raw, &marks); err != nil || len(marks.Items) != len(page.Items) {
+		marks.Items = make([]api.Validity, len(page.Items))
+	}
 	rows := make([][]string, len(page.Items))
+	var notes []string
 	for i := range page.Items {
 		rows[i] = row(&page.Items[i])
+		if m := marks.Items[i]; m.Invalid && len(rows[i]) > 0 {
+			notes = append(notes, fmt.Sprintf("invalid row %s: %s", rows[i][0], m.InvalidReason))
+			rows[i][0] += " (invalid)"
+		}
 	}
 	if err := table(out, header, rows); err != nil {
 		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintln(out, inertCell(n))
 	}
 	if page.NextCursor != "" {
 		fmt.Fprintf(out, "(more: add --cursor %s)\n", inertCell(page.NextCursor))

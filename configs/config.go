@@ -260,15 +260,51 @@ func (c *Config) validate() error {
 	return errors.Join(errs...)
 }
 
-// maxDuration bounds every duration: a day is far beyond any sensible
-// interval, and the engines derive longer windows from some of them (three
-// failover windows), which must not overflow.
-const maxDuration = Duration(24 * time.Hour)
+// durationBound is the range one duration setting may take.
+type durationBound struct {
+	key      string
+	min, max time.Duration
+	// zeroOff also allows 0, which turns the feature off.
+	zeroOff bool
+}
 
-// maxFireAhead bounds scheduleengine.fire_ahead: a batch prepared ahead
-// holds its schedules' rows until its instant, and a pause of one of them
-// waits as long (scheduleengine.Config.FireAhead says the same).
-const maxFireAhead = Duration(2 * time.Second)
+// durationBounds lists every duration setting with its range, checked
+// alike for the file, the environment and configurations rows (a row out
+// of range is refused when written through the API, and logged and
+// ignored when a node reads one written by SQL). The minimums keep a node
+// from spinning: at 1ns, the heartbeat, poll, control and sync loops each
+// burned a core and flooded the log with slow queries. The maximums keep
+// the longer windows the engines derive (three failover windows) from
+// overflowing, and the waits a fire may be held for short. README's
+// configuration table repeats them.
+var durationBounds = []durationBound{
+	{"scheduleengine.sync_interval", 100 * time.Millisecond, 24 * time.Hour, false},
+	// Shorter, and a fire late by a batch's write is a misfire.
+	{"scheduleengine.misfire_threshold", time.Second, 24 * time.Hour, false},
+	// Every fire of a burst may wait this long for the next.
+	{"scheduleengine.batch_wait", time.Millisecond, time.Second, false},
+	// A prepared batch holds its schedules' rows that long, and a pause
+	// waits as long (scheduleengine.Config.FireAhead says the same).
+	{"scheduleengine.fire_ahead", 10 * time.Millisecond, 2 * time.Second, true},
+	{"taskengine.poll_interval", 100 * time.Millisecond, 24 * time.Hour, false},
+	{"taskengine.control_interval", 100 * time.Millisecond, 24 * time.Hour, false},
+	{"cluster.heartbeat", 100 * time.Millisecond, 24 * time.Hour, false},
+	{"cluster.failover_after", time.Second, 24 * time.Hour, false},
+	// A task's Stop needs time to act.
+	{"shutdown_grace", time.Second, 24 * time.Hour, false},
+}
+
+// formatDuration writes d as a bound reads best: "24h", "1m", "100ms".
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "h0m0s") {
+		return strings.TrimSuffix(s, "0m0s")
+	}
+	if strings.HasSuffix(s, "m0s") {
+		return strings.TrimSuffix(s, "0s")
+	}
+	return s
+}
 
 // problems checks everything a node checks at start, including what the
 // engines and the mailer would refuse later, so that a value accepted in a
@@ -299,29 +335,21 @@ func (c *Config) problems() []problem {
 	default:
 		bad("log.level", "unknown level %q, want trace, debug, info, warn or error", c.Log.Level)
 	}
-	positive := func(key string, d Duration) {
-		switch {
-		case d <= 0:
-			bad(key, "must be a positive duration, got %s", d.D())
-		case d > maxDuration:
-			bad(key, "must be at most %s, got %s", maxDuration.D(), d.D())
+	for _, b := range durationBounds {
+		fv, _ := field(reflect.ValueOf(c).Elem(), strings.Split(b.key, "."))
+		d := time.Duration(fv.Int())
+		if (d == 0 && b.zeroOff) || (d >= b.min && d <= b.max) {
+			continue
 		}
+		off := ""
+		if b.zeroOff {
+			off = "0 (off) or "
+		}
+		bad(b.key, "must be %sbetween %s and %s, got %s", off, formatDuration(b.min), formatDuration(b.max), formatDuration(d))
 	}
-	positive("scheduleengine.sync_interval", c.ScheduleEngine.SyncInterval)
-	positive("scheduleengine.misfire_threshold", c.ScheduleEngine.MisfireThreshold)
-	positive("taskengine.poll_interval", c.TaskEngine.PollInterval)
-	positive("taskengine.control_interval", c.TaskEngine.ControlInterval)
-	positive("cluster.heartbeat", c.Cluster.Heartbeat)
-	positive("cluster.failover_after", c.Cluster.FailoverAfter)
-	if c.ScheduleEngine.BatchWait < 0 || c.ScheduleEngine.BatchWait > maxDuration {
-		bad("scheduleengine.batch_wait", "must be between 0 and %s, got %s", maxDuration.D(), c.ScheduleEngine.BatchWait.D())
-	}
-	if fa := c.ScheduleEngine.FireAhead; fa < 0 || fa > maxFireAhead || (fa > 0 && fa >= c.ScheduleEngine.MisfireThreshold) {
-		bad("scheduleengine.fire_ahead", "must be between 0 and %s and below scheduleengine.misfire_threshold (%s), got %s",
-			maxFireAhead.D(), c.ScheduleEngine.MisfireThreshold.D(), fa.D())
-	}
-	if c.ShutdownGrace < 0 || c.ShutdownGrace > maxDuration {
-		bad("shutdown_grace", "must be between 0 and %s, got %s", maxDuration.D(), c.ShutdownGrace.D())
+	if fa := c.ScheduleEngine.FireAhead; fa > 0 && fa >= c.ScheduleEngine.MisfireThreshold {
+		bad("scheduleengine.fire_ahead", "must be below scheduleengine.misfire_threshold (%s), got %s",
+			c.ScheduleEngine.MisfireThreshold.D(), fa.D())
 	}
 	if c.Cluster.FailoverAfter > 0 && c.Cluster.FailoverAfter <= c.Cluster.Heartbeat {
 		bad("cluster.failover_after", "must be longer than cluster.heartbeat (%s)", c.Cluster.Heartbeat.D())

@@ -204,7 +204,7 @@ func TestCheckSetting(t *testing.T) {
 	require.Nil(t, c.CheckSetting("taskengine.pool_size", "8"), "a key pinned here may still be set for other nodes")
 	require.ErrorContains(t, c.CheckSetting("taskengine.pool_size", "0"), "between 1 and 10000")
 	require.ErrorContains(t, c.CheckSetting("taskengine.pool_size", "100000000"), "between 1 and 10000")
-	require.ErrorContains(t, c.CheckSetting("taskengine.poll_interval", "1000h"), "at most 24h")
+	require.ErrorContains(t, c.CheckSetting("taskengine.poll_interval", "1000h"), "between 100ms and 24h, got 1000h")
 	e := c.CheckSetting("pool_size", "8")
 	require.True(t, e.Unknown)
 	require.Contains(t, e.Suggestions, "taskengine.pool_size")

@@ -1,0 +1,82 @@
+package api
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/store"
+)
+
+// TestNULInText: a NUL in any text field of a body, or in a query
+// parameter, is a 400 naming the field on every database. PostgreSQL
+// refuses NUL in text (SQLSTATE 22021), which was a 500; SQLite and
+// MariaDB stored it.
+func TestNULInText(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		b := setup(t, st)
+		def := itoa(b.definition("report"))
+		cal := itoa(id(b.ok(201, "POST", "/api/v1/calendars", `{"name":"weekends","kind":"weekly","definition":{"days":["sun"]}}`)))
+		for _, c := range []struct{ field, method, path, body string }{
+			{"description", "POST", "/api/v1/definitions", `{"name":"x","task_type":"sleep","description":"a\u0000b"}`},
+			{"description", "PATCH", "/api/v1/definitions/" + def, `{"description":"a\u0000b"}`},
+			{"task_type", "POST", "/api/v1/definitions", `{"name":"x","task_type":"sleep\u0000"}`},
+			{"description", "POST", "/api/v1/calendars", `{"name":"x","kind":"weekly","definition":{"days":["sun"]},"description":"a\u0000b"}`},
+			{"description", "PATCH", "/api/v1/calendars/" + cal, `{"description":"\u0000"}`},
+			{"timezone", "POST", "/api/v1/schedules", `{"name":"x","job_definition_id":` + def + `,"schedule_type":"interval","interval_seconds":60,"timezone":"UTC\u0000"}`},
+			{"cron_expr", "POST", "/api/v1/schedules", `{"name":"x","job_definition_id":` + def + `,"schedule_type":"cron","cron_expr":"* * * * *\u0000"}`},
+			{"description", "PUT", "/api/v1/configurations/log.level", `{"value":"info","description":"a\u0000b"}`},
+			{"value", "PUT", "/api/v1/configurations/log.level", `{"value":"info\u0000"}`},
+			{"name", "GET", "/api/v1/definitions?name=a%00b", ``},
+			{"name", "GET", "/api/v1/schedules?name=a%00b", ``},
+			{"name", "GET", "/api/v1/calendars?name=a%00b", ``},
+		} {
+			b.fails(400, c.field, "NUL", c.method, c.path, c.body)
+		}
+		b.fails(400, "name", "not valid UTF-8", "GET", "/api/v1/definitions?name=%ff", "")
+		b.fails(400, "name", "control characters", "GET", "/api/v1/configurations/a%00b", "")
+		b.fails(400, "name", "UTF-8", "GET", "/api/v1/configurations/a%ffb", "")
+		require.Equal(t, "", b.ok(200, "GET", "/api/v1/definitions/"+def, "")["description"], "nothing was written")
+	})
+}
+
+// TestCheckTextWalk: checkText finds a NUL at any depth of a request and
+// names it by its JSON path; JSON documents are left to their own checks.
+func TestCheckTextWalk(t *testing.T) {
+	t.Parallel()
+	type inner struct {
+		Tags []string          `json:"tags"`
+		Meta map[string]string `json:"meta"`
+	}
+	type embedded struct {
+		Note string `json:"note"`
+	}
+	type req struct {
+		embedded
+		Name   *string         `json:"name"`
+		Inner  *inner          `json:"inner"`
+		Params json.RawMessage `json:"params"`
+		Skip   string          `json:"-"`
+	}
+	s := func(v string) *string { return &v }
+	for want, v := range map[string]req{
+		"":              {Name: s("ok"), Params: json.RawMessage(`{"a":"\u0000"}`), Skip: "\x00", Inner: &inner{Tags: []string{"a"}}},
+		"name":          {Name: s("a\x00")},
+		"note":          {embedded: embedded{Note: "\x00"}},
+		"inner.tags[1]": {Inner: &inner{Tags: []string{"a", "b\x00"}}},
+		"inner.meta.k":  {Inner: &inner{Meta: map[string]string{"k": "\x00"}}},
+		"inner.meta":    {Inner: &inner{Meta: map[string]string{"\x00": "v"}}},
+	} {
+		e := checkText(&v)
+		if want == "" {
+			require.Nil(t, e)
+			continue
+		}
+		require.NotNil(t, e, want)
+		require.Equal(t, want, e.Field)
+		require.Contains(t, e.Error.Error, "NUL")
+	}
+}
