@@ -2,6 +2,7 @@ package quartzimport
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -465,14 +466,18 @@ func javaDate(v any) (int64, error) {
 // java.sql dates a UTC time.Time; an enum constant its name; a UUID its text; lists, sets and
 // arrays []any (byte[] stays []byte); maps map[string]any. Any other class
 // is an error naming it: the importer cannot know what the job made of it.
+//
+// What a conversion builds is bounded by jobDataBudget: a blob that says
+// more (shared references repeat what they point at, so a few kilobytes
+// can name gigabytes) is an error, as is a value that contains itself.
 func DecodeJobDataMap(blob []byte) (map[string]any, error) {
 	if len(blob) >= 2 && blob[0] == 0xAC && blob[1] == 0xED {
 		v, err := javaser.Decode(blob)
 		if err != nil {
 			return nil, fmt.Errorf("quartz job data: %w", err)
 		}
-		cv := &converter{limit: maxConverted, budget: maxConverted}
-		m, err := cv.toMap(v, "")
+		cv := &converter{limit: jobDataBudget(len(blob)), blob: len(blob)}
+		m, err := cv.toMap(v)
 		if err != nil {
 			return nil, fmt.Errorf("quartz job data: %w", err)
 		}
@@ -489,49 +494,153 @@ func DecodeJobDataMap(blob []byte) (map[string]any, error) {
 	return m, nil
 }
 
-// maxConverted bounds the values a conversion builds: shared references
-// would otherwise let a small blob expand to an exponential tree.
-const maxConverted = 1_000_000
+// A conversion's budget is counted in bytes of an estimate of what it
+// builds: every value (scalar, container or map entry) costs valueCost,
+// which covers the longest scalar's JSON text (a time) and a Go interface
+// holding it; a string, key, byte array or big number costs its length on
+// top. Shared references count each time they are converted, as they are
+// copied each time; arrays count like lists.
+//
+// A blob may make budgetPerByte times its own length, at least minBudget
+// and at most maxBudget. Real job data maps stay far below it: the densest
+// a writer can be honestly is a boolean[] (one byte a value, 32 in the
+// budget); chime's API takes no request body over 1 MiB anyway.
+const (
+	valueCost     = 32
+	budgetPerByte = 64
+	minBudget     = 1 << 20
+	maxBudget     = 16 << 20
+	// maxNesting bounds nested lists, arrays and maps, which
+	// back-references can chain deeper than the stream itself nests.
+	maxNesting = 64
+)
 
-type converter struct {
-	limit  int
-	budget int
-	path   []*javaser.Object // objects being converted, to refuse cycles
+// jobDataBudget is what converting a blob of n bytes may build.
+func jobDataBudget(n int) int {
+	return min(max(budgetPerByte*n, minBudget), maxBudget)
 }
 
-func (cv *converter) enter(o *javaser.Object, where string) error {
-	cv.budget--
-	if cv.budget < 0 {
-		return fmt.Errorf("%s: more than %d values", where, cv.limit)
-	}
-	if o != nil {
-		if slices.Contains(cv.path, o) {
-			return fmt.Errorf("%s: a %s that contains itself", where, o.ClassName())
-		}
-		if len(cv.path) >= 64 {
-			return fmt.Errorf("%s: nested deeper than 64", where)
-		}
-		cv.path = append(cv.path, o)
+type converter struct {
+	limit int // bytes, jobDataBudget of the blob
+	used  int
+	blob  int // the blob's length, for the budget's error
+	// open are the containers being converted (an *Object, or an array's
+	// first element), to refuse cycles and bound nesting.
+	open []any
+	// path is where the conversion is, from the map's root, rendered
+	// only for an error.
+	path []step
+}
+
+// step is one step of a path: a map's key, a list's index, or (index
+// keyStep) a map's non-string key being converted.
+type step struct {
+	key   string
+	index int
+}
+
+const (
+	entryStep = -1
+	keyStep   = -2
+)
+
+// charge counts n bytes against the budget.
+func (cv *converter) charge(n int) error {
+	cv.used += n
+	if cv.used > cv.limit {
+		return cv.errf("the values converted exceed %d bytes, the budget of a blob of %d bytes (%d times its size, at least %d MiB, at most %d MiB; a value referred to many times counts each time)",
+			cv.limit, cv.blob, budgetPerByte, minBudget>>20, maxBudget>>20)
 	}
 	return nil
 }
 
-func (cv *converter) leave(o *javaser.Object) {
-	if o != nil {
-		cv.path = cv.path[:len(cv.path)-1]
+// afford checks, before a container's slots are allocated, that n more
+// bytes fit the budget; its elements charge them as they are converted.
+func (cv *converter) afford(n int) error {
+	if err := cv.charge(n); err != nil {
+		return err
 	}
+	cv.used -= n
+	return nil
 }
 
-func (cv *converter) toMap(v any, where string) (map[string]any, error) {
+// errf is an error at the current path.
+func (cv *converter) errf(format string, args ...any) error {
+	if len(cv.path) == 0 {
+		return fmt.Errorf(format, args...)
+	}
+	return fmt.Errorf("key %s: "+format, append([]any{cv.where()}, args...)...)
+}
+
+// where renders the path for an error: long keys cut, and a deep path's
+// middle left out, so that an error stays a line.
+func (cv *converter) where() string {
+	var b strings.Builder
+	for i, s := range cv.path {
+		if len(cv.path) > 12 && i == 4 {
+			fmt.Fprintf(&b, "…(%d more)…", len(cv.path)-12)
+		}
+		if len(cv.path) > 12 && i >= 4 && i < len(cv.path)-8 {
+			continue
+		}
+		switch s.index {
+		case entryStep:
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			k := s.key
+			if len(k) > 40 {
+				k = strings.ToValidUTF8(k[:40], "") + "…"
+			}
+			b.WriteString(strconv.Quote(k))
+		case keyStep:
+			b.WriteString("[key]")
+		default:
+			fmt.Fprintf(&b, "[%d]", s.index)
+		}
+	}
+	return b.String()
+}
+
+// enter opens a container: id is its *Object, or its first element's
+// address for an array (an empty one holds nothing, itself included).
+func (cv *converter) enter(id any, what string) error {
+	if id != nil && slices.Contains(cv.open, id) {
+		return cv.errf("%s that contains itself", what)
+	}
+	if len(cv.open) >= maxNesting {
+		return cv.errf("nested deeper than %d", maxNesting)
+	}
+	cv.open = append(cv.open, id)
+	return nil
+}
+
+func (cv *converter) leave() { cv.open = cv.open[:len(cv.open)-1] }
+
+// at converts v as the element s of the current container.
+func (cv *converter) at(s step, v any) (any, error) {
+	cv.path = append(cv.path, s)
+	defer func() { cv.path = cv.path[:len(cv.path)-1] }()
+	return cv.value(v)
+}
+
+func (cv *converter) toMap(v any) (map[string]any, error) {
 	o, _ := v.(*javaser.Object)
 	pairs, err := javaMap(v)
 	if err != nil {
-		return nil, fmt.Errorf("%s%w", prefix(where), err)
+		return nil, cv.errf("%w", err)
 	}
-	if err := cv.enter(o, nameOr(where, "the map")); err != nil {
+	var id any
+	if o != nil {
+		id = o
+	}
+	if err := cv.enter(id, "a "+describe(v)); err != nil {
 		return nil, err
 	}
-	defer cv.leave(o)
+	defer cv.leave()
+	if err := cv.afford(len(pairs) * valueCost); err != nil {
+		return nil, err
+	}
 	m := make(map[string]any, len(pairs))
 	for _, p := range pairs {
 		var k string
@@ -539,7 +648,7 @@ func (cv *converter) toMap(v any, where string) (map[string]any, error) {
 		case string:
 			k = key
 		default:
-			kv, err := cv.value(key, where+"[key]")
+			kv, err := cv.at(step{index: keyStep}, key)
 			if err != nil {
 				return nil, err
 			}
@@ -549,10 +658,13 @@ func (cv *converter) toMap(v any, where string) (map[string]any, error) {
 			case int64, bool, json.Number:
 				k = fmt.Sprint(kv)
 			default:
-				return nil, fmt.Errorf("%sa map key is a %s", prefix(where), describe(key))
+				return nil, cv.errf("a map key is a %s", describe(key))
 			}
 		}
-		val, err := cv.value(p[1], join(where, k))
+		if err := cv.charge(valueCost + len(k)); err != nil {
+			return nil, err
+		}
+		val, err := cv.at(step{key: k, index: entryStep}, p[1])
 		if err != nil {
 			return nil, err
 		}
@@ -561,75 +673,72 @@ func (cv *converter) toMap(v any, where string) (map[string]any, error) {
 	return m, nil
 }
 
-func prefix(where string) string {
-	if where == "" {
-		return ""
+func (cv *converter) value(v any) (any, error) {
+	if err := cv.charge(valueCost); err != nil {
+		return nil, err
 	}
-	return "key " + where + ": "
-}
-
-func nameOr(where, def string) string {
-	if where == "" {
-		return def
-	}
-	return "key " + where
-}
-
-func join(where, k string) string {
-	if where == "" {
-		return strconv.Quote(k)
-	}
-	return where + "." + strconv.Quote(k)
-}
-
-func (cv *converter) value(v any, where string) (any, error) {
 	switch v := v.(type) {
-	case nil, string:
-		return v, nil
+	case nil:
+		return nil, nil
+	case string:
+		return v, cv.charge(len(v))
 	case *javaser.Enum:
-		return v.Name, nil
+		return v.Name, cv.charge(len(v.Name))
 	case []int8:
+		if err := cv.charge(base64.StdEncoding.EncodedLen(len(v))); err != nil {
+			return nil, err
+		}
 		b := make([]byte, len(v))
 		for i, x := range v {
 			b[i] = byte(x)
 		}
 		return b, nil
 	case []uint16:
+		if err := cv.charge(3 * len(v)); err != nil { // UTF-8's most per UTF-16 unit
+			return nil, err
+		}
 		return string(utf16.Decode(v)), nil
 	case []bool:
-		return toAny(v, func(x bool) any { return x }), nil
+		return toAny(cv, v, func(x bool) any { return x })
 	case []int16:
-		return toAny(v, func(x int16) any { return int64(x) }), nil
+		return toAny(cv, v, func(x int16) any { return int64(x) })
 	case []int32:
-		return toAny(v, func(x int32) any { return int64(x) }), nil
+		return toAny(cv, v, func(x int32) any { return int64(x) })
 	case []int64:
-		return toAny(v, func(x int64) any { return x }), nil
+		return toAny(cv, v, func(x int64) any { return x })
 	case []float32:
-		return cv.floats(len(v), func(i int) float64 { return float32To64(v[i]) }, where)
+		return cv.floats(len(v), func(i int) float64 { return float32To64(v[i]) })
 	case []float64:
-		return cv.floats(len(v), func(i int) float64 { return v[i] }, where)
+		return cv.floats(len(v), func(i int) float64 { return v[i] })
 	case []any:
-		return cv.list(v, nil, where)
+		return cv.list(v, nil)
 	case *javaser.Object:
-		return cv.object(v, where)
+		return cv.object(v)
 	}
-	return nil, fmt.Errorf("key %s: a %s, which chime cannot read", where, describe(v))
+	return nil, cv.errf("a %s, which chime cannot read", describe(v))
 }
 
-func toAny[T any](s []T, f func(T) any) []any {
+// toAny converts a primitive array, charged before it is allocated.
+func toAny[T any](cv *converter, s []T, f func(T) any) (any, error) {
+	if err := cv.charge(len(s) * valueCost); err != nil {
+		return nil, err
+	}
 	out := make([]any, len(s))
 	for i, x := range s {
 		out[i] = f(x)
 	}
-	return out
+	return out, nil
 }
 
-func (cv *converter) floats(n int, at func(int) float64, where string) (any, error) {
+func (cv *converter) floats(n int, at func(int) float64) (any, error) {
+	if err := cv.charge(n * valueCost); err != nil {
+		return nil, err
+	}
 	out := make([]any, n)
 	for i := range out {
 		f := at(i)
 		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("key %s: %v is no JSON number", where, f)
+			return nil, cv.errf("%v is no JSON number", f)
 		}
 		out[i] = f
 	}
@@ -643,22 +752,35 @@ func float32To64(f float32) float64 {
 	return g
 }
 
-func (cv *converter) list(items []any, o *javaser.Object, where string) ([]any, error) {
-	if err := cv.enter(o, "key "+where); err != nil {
+// list converts the elements of o (a collection), or of an array when o
+// is nil.
+func (cv *converter) list(items []any, o *javaser.Object) ([]any, error) {
+	var id any
+	what := "an array"
+	switch {
+	case o != nil:
+		id, what = o, "a "+o.ClassName()
+	case len(items) > 0:
+		id = &items[0]
+	}
+	if err := cv.enter(id, what); err != nil {
 		return nil, err
 	}
-	defer cv.leave(o)
+	defer cv.leave()
+	if err := cv.afford(len(items) * valueCost); err != nil {
+		return nil, err
+	}
 	out := make([]any, len(items))
 	for i, it := range items {
 		var err error
-		if out[i], err = cv.value(it, fmt.Sprintf("%s[%d]", where, i)); err != nil {
+		if out[i], err = cv.at(step{index: i}, it); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-func (cv *converter) object(o *javaser.Object, where string) (any, error) {
+func (cv *converter) object(o *javaser.Object) (any, error) {
 	name := o.ClassName()
 	switch name {
 	case "java.lang.Integer", "java.lang.Long", "java.lang.Short", "java.lang.Byte":
@@ -673,7 +795,7 @@ func (cv *converter) object(o *javaser.Object, where string) (any, error) {
 		case int8:
 			return int64(n), nil
 		}
-		return nil, fmt.Errorf("key %s: %s without its value", where, name)
+		return nil, cv.errf("%s without its value", name)
 	case "java.lang.Double", "java.lang.Float":
 		v, _ := o.Field("value")
 		var f float64
@@ -683,58 +805,64 @@ func (cv *converter) object(o *javaser.Object, where string) (any, error) {
 		case float32:
 			f = float32To64(n)
 		default:
-			return nil, fmt.Errorf("key %s: %s without its value", where, name)
+			return nil, cv.errf("%s without its value", name)
 		}
 		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("key %s: %v is no JSON number", where, f)
+			return nil, cv.errf("%v is no JSON number", f)
 		}
 		return f, nil
 	case "java.lang.Boolean":
-		return fieldOr[bool](o, "value", where)
+		return fieldOr[bool](cv, o, "value")
 	case "java.lang.Character":
 		c, err := javaser.FieldAs[uint16](o, "value")
 		if err != nil {
-			return nil, fmt.Errorf("key %s: %w", where, err)
+			return nil, cv.errf("%w", err)
 		}
 		return string(utf16.Decode([]uint16{c})), nil
 	case "java.math.BigInteger":
+		if err := cv.charge(bigDigits(o)); err != nil {
+			return nil, err
+		}
 		b, err := bigInt(o)
 		if err != nil {
-			return nil, fmt.Errorf("key %s: %w", where, err)
+			return nil, cv.errf("%w", err)
 		}
 		return json.Number(b.String()), nil
 	case "java.math.BigDecimal":
+		if err := cv.charge(bigDigits(o)); err != nil {
+			return nil, err
+		}
 		n, err := bigDecimal(o)
 		if err != nil {
-			return nil, fmt.Errorf("key %s: %w", where, err)
+			return nil, cv.errf("%w", err)
 		}
 		return n, nil
 	case "java.util.UUID":
 		hi, err1 := javaser.FieldAs[int64](o, "mostSigBits")
 		lo, err2 := javaser.FieldAs[int64](o, "leastSigBits")
 		if err := errors.Join(err1, err2); err != nil {
-			return nil, fmt.Errorf("key %s: %w", where, err)
+			return nil, cv.errf("%w", err)
 		}
 		h := fmt.Sprintf("%016x%016x", uint64(hi), uint64(lo))
 		return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
 	case "java.util.Date", "java.sql.Date", "java.sql.Time":
 		ms, err := javaDate(o)
 		if err != nil {
-			return nil, fmt.Errorf("key %s: %w", where, err)
+			return nil, cv.errf("%w", err)
 		}
 		return time.UnixMilli(ms).UTC(), nil
 	case "java.sql.Timestamp":
 		// Whole seconds in the Date, the fraction in nanos.
 		ms, err := javaDate(o)
 		if err != nil {
-			return nil, fmt.Errorf("key %s: %w", where, err)
+			return nil, cv.errf("%w", err)
 		}
 		nanos, err := javaser.FieldAs[int32](o, "nanos")
 		if err != nil {
-			return nil, fmt.Errorf("key %s: %w", where, err)
+			return nil, cv.errf("%w", err)
 		}
 		if nanos < 0 || nanos > 999_999_999 {
-			return nil, fmt.Errorf("key %s: java.sql.Timestamp with %d nanoseconds", where, nanos)
+			return nil, cv.errf("java.sql.Timestamp with %d nanoseconds", nanos)
 		}
 		sec := ms / 1000
 		if ms%1000 < 0 {
@@ -743,31 +871,56 @@ func (cv *converter) object(o *javaser.Object, where string) (any, error) {
 		return time.Unix(sec, int64(nanos)).UTC(), nil
 	}
 	if isMap(o) {
-		return cv.toMap(o, where)
+		return cv.toMap(o)
 	}
 	if isList(o) {
 		items, err := javaList(o)
 		if err != nil {
-			return nil, fmt.Errorf("key %s: %w", where, err)
+			return nil, cv.errf("%w", err)
 		}
-		return cv.list(items, o, where)
+		return cv.list(items, o)
 	}
-	return nil, fmt.Errorf("key %s: a %s, which chime cannot read (it reads strings, numbers, booleans, characters, dates, enums, UUIDs, and lists, sets, maps and arrays of them)", where, name)
+	return nil, cv.errf("a %s, which chime cannot read (it reads strings, numbers, booleans, characters, dates, enums, UUIDs, and lists, sets, maps and arrays of them)", name)
 }
 
-func fieldOr[T any](o *javaser.Object, field, where string) (any, error) {
+// bigDigits bounds the text of a BigInteger or BigDecimal, charged
+// before it is computed: about 2.41 digits a byte of magnitude, a
+// BigDecimal's up to 1000 zeros of scale, sign, point and exponent.
+func bigDigits(o *javaser.Object) int {
+	n := 16
+	if scale, err := javaser.FieldAs[int32](o, "scale"); err == nil {
+		n += int(min(max(scale, 0), 1000))
+	}
+	if iv, err := javaser.FieldAs[*javaser.Object](o, "intVal"); err == nil && iv != nil {
+		o = iv
+	}
+	if mag, err := javaser.FieldAs[[]int8](o, "magnitude"); err == nil {
+		n += len(mag) * 5 / 2
+	}
+	return n
+}
+
+func fieldOr[T any](cv *converter, o *javaser.Object, field string) (any, error) {
 	v, err := javaser.FieldAs[T](o, field)
 	if err != nil {
-		return nil, fmt.Errorf("key %s: %w", where, err)
+		return nil, cv.errf("%w", err)
 	}
 	return v, nil
 }
+
+// maxBigMagnitude bounds a BigInteger's (or a BigDecimal's unscaled
+// value's) bytes, about 39,000 digits: their decimal text costs
+// superlinear time (a megabyte's takes seconds).
+const maxBigMagnitude = 16 << 10
 
 func bigInt(o *javaser.Object) (*big.Int, error) {
 	sig, err1 := javaser.FieldAs[int32](o, "signum")
 	mag, err2 := javaser.FieldAs[[]int8](o, "magnitude")
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, err
+	}
+	if len(mag) > maxBigMagnitude {
+		return nil, fmt.Errorf("a number of %d bytes, more than the %d chime reads", len(mag), maxBigMagnitude)
 	}
 	b := make([]byte, len(mag))
 	for i, x := range mag {

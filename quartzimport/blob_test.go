@@ -441,14 +441,14 @@ func TestSharedReferencesCannotExplode(t *testing.T) {
 		v = &javaser.Object{Class: class, Data: []javaser.ClassData{{Class: class, Values: []any{int32(2)},
 			Annotations: []any{javaser.BlockData{0, 0, 0, 2}, v, v}}}}
 	}
-	cv := &converter{limit: 20_000, budget: 20_000} // maxConverted's mechanism, at a test's size
-	if _, err := cv.value(v, `"x"`); err == nil || !strings.Contains(err.Error(), "more than 20000 values") {
+	cv := &converter{limit: 20_000} // jobDataBudget's mechanism, at a test's size
+	if _, err := cv.value(v); err == nil || !strings.Contains(err.Error(), "exceed 20000 bytes") {
 		t.Errorf("got %v, want the conversion budget's error", err)
 	}
 	// A list that holds itself.
 	self := &javaser.Object{Class: class}
 	self.Data = []javaser.ClassData{{Class: class, Values: []any{int32(1)}, Annotations: []any{javaser.BlockData{0, 0, 0, 1}, self}}}
-	if _, err := (&converter{limit: 10, budget: 10}).value(self, `"x"`); err == nil || !strings.Contains(err.Error(), "contains itself") {
+	if _, err := (&converter{limit: 1000}).value(self); err == nil || !strings.Contains(err.Error(), "contains itself") {
 		t.Errorf("got %v, want a cycle error", err)
 	}
 }
@@ -462,7 +462,7 @@ func TestWrapperCycle(t *testing.T) {
 	a := &javaser.Object{Class: class}
 	b := &javaser.Object{Class: class, Data: []javaser.ClassData{{Class: class, Values: []any{a}}}}
 	a.Data = []javaser.ClassData{{Class: class, Values: []any{b}}}
-	if _, err := (&converter{limit: 10, budget: 10}).value(a, `"x"`); err == nil || !strings.Contains(err.Error(), "more than 8 deep") {
+	if _, err := (&converter{limit: 1000}).value(a); err == nil || !strings.Contains(err.Error(), "more than 8 deep") {
 		t.Errorf("got %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -411,7 +412,13 @@ func TestImportDryRun(t *testing.T) {
 func TestImportBadStore(t *testing.T) {
 	ctx := context.Background()
 	st := testdb.Open(t, store.SQLite)
+	hostile := quartzimport.HostileJobData()
 	src, _ := loadStore(t,
+		// Job data that would take gigabytes to convert (issue 22): an
+		// array that holds itself, and shared arrays saying 6.5×10^10
+		// values.
+		"UPDATE QRTZ_JOB_DETAILS SET JOB_DATA = 0x"+hex.EncodeToString(hostile["self-array"])+" WHERE JOB_NAME = 'legacy-report'",
+		"UPDATE QRTZ_TRIGGERS SET JOB_DATA = 0x"+hex.EncodeToString(hostile["shared-arrays"])+" WHERE TRIGGER_NAME = 'overdue'",
 		// A corrupted calendar, job data that is no Java stream, and a
 		// trigger row without its CRON_TRIGGERS row.
 		"UPDATE QRTZ_CALENDARS SET CALENDAR = 0xACED0005DEADBEEF WHERE CALENDAR_NAME = 'holidays'",
@@ -447,6 +454,10 @@ func TestImportBadStore(t *testing.T) {
 	require.Equal(t, quartzimport.NotMapped, got["definition ops.audit"])
 	require.Contains(t, line(t, rep, "definition ops.audit").Detail, "cannot read its JobDataMap")
 	require.Equal(t, quartzimport.NotMapped, got["schedule ops.once"]) // audit's
+	require.Equal(t, quartzimport.NotMapped, got["definition reports.legacy-report"])
+	require.Contains(t, line(t, rep, "definition reports.legacy-report").Detail, `cannot read its JobDataMap: quartz job data: key "a"[0]: an array that contains itself`)
+	require.Equal(t, quartzimport.NotMapped, got["schedule ops.overdue"])
+	require.Contains(t, line(t, rep, "schedule ops.overdue").Detail, "the budget of a blob of 56533 bytes")
 	require.Contains(t, line(t, rep, "schedule reports.month-end").Detail, "CRON_TRIGGERS row is missing")
 	require.Contains(t, line(t, rep, "schedule ops.new-year").Detail, "unknown misfire instruction 9")
 	require.Equal(t, quartzimport.Created, got["schedule ops.every-90s"]) // the rest goes on

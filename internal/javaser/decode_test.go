@@ -2,7 +2,6 @@ package javaser
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"math"
 	"os"
@@ -10,50 +9,15 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/chimesched/chime/internal/javaser/javasertest"
 )
 
-// w builds streams by hand, byte by byte as ObjectOutputStream would, for
-// what Java never writes (hostile input) and for each grammar rule.
-type w struct{ bytes.Buffer }
+// Streams are written by hand (javasertest), for what Java never writes
+// (hostile input) and for each grammar rule.
+type fd = javasertest.Field
 
-func newStream() *w {
-	b := &w{}
-	b.Write([]byte{0xAC, 0xED, 0x00, 0x05})
-	return b
-}
-
-func (b *w) u8(v ...byte) *w { b.Write(v); return b }
-func (b *w) u16(v uint16) *w { _ = binary.Write(b, binary.BigEndian, v); return b }
-func (b *w) u32(v uint32) *w { _ = binary.Write(b, binary.BigEndian, v); return b }
-func (b *w) u64(v uint64) *w { _ = binary.Write(b, binary.BigEndian, v); return b }
-func (b *w) utf(s string) *w { b.u16(uint16(len(s))); b.WriteString(s); return b }
-func (b *w) str(s string) *w { b.u8(tcString); return b.utf(s) }
-func (b *w) ref(h int) *w    { b.u8(tcReference); return b.u32(uint32(baseWireHandle + h)) }
-
-type fd struct {
-	typ  byte
-	name string
-	sig  string
-}
-
-// desc writes a TC_CLASSDESC with no annotations; super writes the
-// superclass descriptor (nil: TC_NULL).
-func (b *w) desc(name string, flags byte, fields []fd, super func()) *w {
-	b.u8(tcClassDesc).utf(name).u64(42).u8(flags).u16(uint16(len(fields)))
-	for _, f := range fields {
-		b.u8(f.typ).utf(f.name)
-		if f.sig != "" {
-			b.str(f.sig)
-		}
-	}
-	b.u8(tcEndBlockData)
-	if super == nil {
-		b.u8(tcNull)
-	} else {
-		super()
-	}
-	return b
-}
+var newStream = javasertest.New
 
 func decodeOK(t *testing.T, data []byte) any {
 	t.Helper()
@@ -80,15 +44,15 @@ func decodeErr(t *testing.T, data []byte, want string) {
 }
 
 func TestPrimitiveFieldsAndHierarchy(t *testing.T) {
-	b := newStream().u8(tcObject)
-	b.desc("Child", FlagSerializable, []fd{{'B', "b", ""}, {'C', "c", ""}, {'D', "d", ""}, {'F', "f", ""}, {'I', "i", ""},
-		{'J', "j", ""}, {'S', "s", ""}, {'Z', "z", ""}, {'L', "name", "Ljava/lang/String;"}}, func() {
-		b.desc("Parent", FlagSerializable, []fd{{'I', "i", ""}}, nil)
+	b := newStream().U8(tcObject)
+	b.Desc("Child", FlagSerializable, []fd{javasertest.F('B', "b", ""), javasertest.F('C', "c", ""), javasertest.F('D', "d", ""), javasertest.F('F', "f", ""), javasertest.F('I', "i", ""),
+		javasertest.F('J', "j", ""), javasertest.F('S', "s", ""), javasertest.F('Z', "z", ""), javasertest.F('L', "name", "Ljava/lang/String;")}, func() {
+		b.Desc("Parent", FlagSerializable, []fd{javasertest.F('I', "i", "")}, nil)
 	})
 	// Parent's data first, then Child's.
-	b.u32(7)
-	b.u8(0xFF).u16('é').u64(math.Float64bits(2.5)).u32(math.Float32bits(-1.5)).u32(0xFFFFFFFE).u64(1 << 40).u16(0x8000).u8(1)
-	b.str("x")
+	b.U32(7)
+	b.U8(0xFF).U16('é').U64(math.Float64bits(2.5)).U32(math.Float32bits(-1.5)).U32(0xFFFFFFFE).U64(1 << 40).U16(0x8000).U8(1)
+	b.Str("x")
 	o := decodeOK(t, b.Bytes()).(*Object)
 	if o.ClassName() != "Child" || !o.InstanceOf("Parent") || o.InstanceOf("Other") {
 		t.Fatalf("class %s, hierarchy %v", o.ClassName(), o.Data)
@@ -115,20 +79,20 @@ func TestPrimitiveFieldsAndHierarchy(t *testing.T) {
 func TestStringsAndModifiedUTF8(t *testing.T) {
 	// NUL as C0 80, é as two bytes, an emoji as two 3-byte surrogates.
 	s := string([]byte{'a', 0xC0, 0x80, 0xC3, 0xA9, 0xED, 0xA0, 0xBD, 0xED, 0xB8, 0x80})
-	b := newStream().u8(tcString).utf(s)
+	b := newStream().U8(tcString).UTF(s)
 	if got := decodeOK(t, b.Bytes()); got != "a\x00é😀" {
 		t.Errorf("got %q", got)
 	}
 	long := strings.Repeat("z", 70000)
-	b = newStream().u8(tcLongString).u64(uint64(len(long)))
+	b = newStream().U8(tcLongString).U64(uint64(len(long)))
 	b.WriteString(long)
 	if got := decodeOK(t, b.Bytes()); got != long {
 		t.Errorf("long string of %d bytes", len(got.(string)))
 	}
-	decodeErr(t, newStream().u8(tcString).utf(string([]byte{0xC3})).Bytes(), "not modified UTF-8")
-	decodeErr(t, newStream().u8(tcString).utf(string([]byte{0x00})).Bytes(), "not modified UTF-8")
+	decodeErr(t, newStream().U8(tcString).UTF(string([]byte{0xC3})).Bytes(), "not modified UTF-8")
+	decodeErr(t, newStream().U8(tcString).UTF(string([]byte{0x00})).Bytes(), "not modified UTF-8")
 	// An unpaired surrogate is kept as U+FFFD.
-	if got := decodeOK(t, newStream().u8(tcString).utf(string([]byte{0xED, 0xA0, 0xBD})).Bytes()); got != "\uFFFD" {
+	if got := decodeOK(t, newStream().U8(tcString).UTF(string([]byte{0xED, 0xA0, 0xBD})).Bytes()); got != "\uFFFD" {
 		t.Errorf("unpaired surrogate: %q", got)
 	}
 }
@@ -151,15 +115,15 @@ func TestArrays(t *testing.T) {
 		{"[I", nil, 0, []int32{}},
 	}
 	for _, c := range cases {
-		b := newStream().u8(tcArray).desc(c.class, FlagSerializable, nil, nil).u32(c.n).u8(c.elems...)
+		b := newStream().U8(tcArray).Desc(c.class, FlagSerializable, nil, nil).U32(c.n).U8(c.elems...)
 		if got := decodeOK(t, b.Bytes()); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: got %#v, want %#v", c.class, got, c.want)
 		}
 	}
 	// An object array that holds itself and a string twice (a back-reference).
-	b := newStream().u8(tcArray).desc("[Ljava.lang.Object;", FlagSerializable, nil, nil).u32(3)
+	b := newStream().U8(tcArray).Desc("[Ljava.lang.Object;", FlagSerializable, nil, nil).U32(3)
 	// handles: 0 class desc, 1 array, 2 "s"
-	b.ref(1).str("s").ref(2)
+	b.Ref(1).Str("s").Ref(2)
 	a := decodeOK(t, b.Bytes()).([]any)
 	if len(a) != 3 || a[1] != "s" || a[2] != "s" {
 		t.Fatalf("got %#v", a)
@@ -167,21 +131,21 @@ func TestArrays(t *testing.T) {
 	if inner, ok := a[0].([]any); !ok || &inner[0] != &a[0] {
 		t.Errorf("element 0 is not the array itself: %T", a[0])
 	}
-	decodeErr(t, newStream().u8(tcArray).desc("Foo", FlagSerializable, nil, nil).u32(0).Bytes(), "no array class")
-	decodeErr(t, newStream().u8(tcArray).desc("[I", FlagSerializable, nil, nil).u32(0xFFFFFFFF).Bytes(), "negative length")
+	decodeErr(t, newStream().U8(tcArray).Desc("Foo", FlagSerializable, nil, nil).U32(0).Bytes(), "no array class")
+	decodeErr(t, newStream().U8(tcArray).Desc("[I", FlagSerializable, nil, nil).U32(0xFFFFFFFF).Bytes(), "negative length")
 }
 
 func TestHugeArrayLengthFailsFast(t *testing.T) {
-	b := newStream().u8(tcArray).desc("[J", FlagSerializable, nil, nil).u32(0x7FFFFFFF).u64(1)
+	b := newStream().U8(tcArray).Desc("[J", FlagSerializable, nil, nil).U32(0x7FFFFFFF).U64(1)
 	decodeErr(t, b.Bytes(), "array claims 2147483647 elements")
-	b = newStream().u8(tcArray).desc("[Ljava.lang.Object;", FlagSerializable, nil, nil).u32(1 << 30)
+	b = newStream().U8(tcArray).Desc("[Ljava.lang.Object;", FlagSerializable, nil, nil).U32(1 << 30)
 	decodeErr(t, b.Bytes(), "array claims")
-	b = newStream().u8(tcLongString).u64(1 << 62)
+	b = newStream().U8(tcLongString).U64(1 << 62)
 	decodeErr(t, b.Bytes(), "string of")
-	b = newStream().u8(tcLongString).u64(math.MaxUint64)
+	b = newStream().U8(tcLongString).U64(math.MaxUint64)
 	decodeErr(t, b.Bytes(), "string of")
 	// Within the input but over the limit on elements.
-	b = newStream().u8(tcArray).desc("[Z", FlagSerializable, nil, nil).u32(1000).u8(make([]byte, 1000)...)
+	b = newStream().U8(tcArray).Desc("[Z", FlagSerializable, nil, nil).U32(1000).U8(make([]byte, 1000)...)
 	if _, err := DecodeWith(b.Bytes(), Limits{MaxInput: 1 << 20, MaxDepth: 10, MaxObjects: 10, MaxArrayElems: 999}); err == nil ||
 		!strings.Contains(err.Error(), "more than 999 array elements") {
 		t.Errorf("array element limit: %v", err)
@@ -190,26 +154,26 @@ func TestHugeArrayLengthFailsFast(t *testing.T) {
 
 func TestCyclesAndReferences(t *testing.T) {
 	// An object whose field is itself: handles 0 class desc, 1 "LNode;", 2 the object.
-	b := newStream().u8(tcObject).desc("Node", FlagSerializable, []fd{{'L', "next", "LNode;"}}, nil).ref(2)
+	b := newStream().U8(tcObject).Desc("Node", FlagSerializable, []fd{javasertest.F('L', "next", "LNode;")}, nil).Ref(2)
 	o := decodeOK(t, b.Bytes()).(*Object)
 	if next, _ := o.Field("next"); next != o {
 		t.Errorf("next = %v, want the object itself", next)
 	}
-	decodeErr(t, newStream().ref(0).Bytes(), "does not exist")
-	decodeErr(t, newStream().u8(tcReference).u32(5).Bytes(), "does not exist")
-	b = newStream().u8(tcArray).desc("[Ljava.lang.Object;", FlagSerializable, nil, nil).u32(1)
-	b.u8(tcObject).ref(1) // handle 1 is the array, not a class descriptor
+	decodeErr(t, newStream().Ref(0).Bytes(), "does not exist")
+	decodeErr(t, newStream().U8(tcReference).U32(5).Bytes(), "does not exist")
+	b = newStream().U8(tcArray).Desc("[Ljava.lang.Object;", FlagSerializable, nil, nil).U32(1)
+	b.U8(tcObject).Ref(1) // handle 1 is the array, not a class descriptor
 	decodeErr(t, b.Bytes(), "where a class descriptor was expected")
 }
 
 func TestClassHierarchyCycleRefused(t *testing.T) {
 	// Class A whose superclass is A itself (handle 0, still being read).
-	b := newStream().u8(tcObject).desc("A", FlagSerializable, nil, func() {})
-	b.ref(0)
+	b := newStream().U8(tcObject).Desc("A", FlagSerializable, nil, func() {})
+	b.Ref(0)
 	decodeErr(t, b.Bytes(), "its own superclass")
 	// An object of class A inside A's own annotations.
-	b = newStream().u8(tcObject).u8(tcClassDesc).utf("A").u64(1).u8(FlagSerializable).u16(0)
-	b.u8(tcObject).ref(0)
+	b = newStream().U8(tcObject).U8(tcClassDesc).UTF("A").U64(1).U8(FlagSerializable).U16(0)
+	b.U8(tcObject).Ref(0)
 	decodeErr(t, b.Bytes(), "inside that class's own descriptor")
 }
 
@@ -217,9 +181,9 @@ func TestLongHierarchyRefused(t *testing.T) {
 	// Each class defined at top level with the previous as superclass, so
 	// no nesting: only the hierarchy limit stops it.
 	b := newStream()
-	b.desc("C0", FlagSerializable, nil, nil)
+	b.Desc("C0", FlagSerializable, nil, nil)
 	for i := 1; i < 150; i++ {
-		b.desc("C", FlagSerializable, nil, func() { b.ref(i - 1) })
+		b.Desc("C", FlagSerializable, nil, func() { b.Ref(i - 1) })
 	}
 	_, err := DecodeAll(b.Bytes(), DefaultLimits)
 	if err == nil || !strings.Contains(err.Error(), "superclasses") {
@@ -230,12 +194,12 @@ func TestLongHierarchyRefused(t *testing.T) {
 func TestWriteObjectDataAndStream(t *testing.T) {
 	// A class with writeObject: a default field, then an int split over
 	// two block-data records, a string, and a long.
-	b := newStream().u8(tcObject).desc("W", FlagSerializable|FlagWriteMethod, []fd{{'I', "size", ""}}, nil)
-	b.u32(3)
-	b.u8(tcBlockData, 2, 0, 0).u8(tcBlockDataLong).u32(2).u8(0, 9)
-	b.str("obj")
-	b.u8(tcBlockData, 8).u64(1234)
-	b.u8(tcEndBlockData)
+	b := newStream().U8(tcObject).Desc("W", FlagSerializable|FlagWriteMethod, []fd{javasertest.F('I', "size", "")}, nil)
+	b.U32(3)
+	b.U8(tcBlockData, 2, 0, 0).U8(tcBlockDataLong).U32(2).U8(0, 9)
+	b.Str("obj")
+	b.U8(tcBlockData, 8).U64(1234)
+	b.U8(tcEndBlockData)
 	o := decodeOK(t, b.Bytes()).(*Object)
 	cd := o.ClassData("W")
 	if len(cd.Annotations) != 3 {
@@ -264,12 +228,12 @@ func TestWriteObjectDataAndStream(t *testing.T) {
 // 200,000 one-byte blocks must not copy the growing join each time (it
 // did, and took 34 s; now a tenth of a second), nor write into the input.
 func TestManyTinyBlocks(t *testing.T) {
-	b := newStream().u8(tcObject).desc("W", FlagSerializable|FlagWriteMethod, nil, nil)
-	b.u8(tcBlockData, 2, 1, 2).u8(tcBlockData, 1, 3).str("s").u8(tcBlockData, 1, 4)
+	b := newStream().U8(tcObject).Desc("W", FlagSerializable|FlagWriteMethod, nil, nil)
+	b.U8(tcBlockData, 2, 1, 2).U8(tcBlockData, 1, 3).Str("s").U8(tcBlockData, 1, 4)
 	for range 200_000 {
-		b.u8(tcBlockData, 1, 7)
+		b.U8(tcBlockData, 1, 7)
 	}
-	b.u8(tcEndBlockData)
+	b.U8(tcEndBlockData)
 	in := bytes.Clone(b.Bytes())
 	o := decodeOK(t, b.Bytes()).(*Object)
 	ann := o.Data[0].Annotations
@@ -285,8 +249,8 @@ func TestManyTinyBlocks(t *testing.T) {
 }
 
 func TestExternalizable(t *testing.T) {
-	b := newStream().u8(tcObject).desc("E", FlagExternalizable|FlagBlockData, nil, nil)
-	b.u8(tcBlockData, 4).u32(77).str("ext").u8(tcEndBlockData)
+	b := newStream().U8(tcObject).Desc("E", FlagExternalizable|FlagBlockData, nil, nil)
+	b.U8(tcBlockData, 4).U32(77).Str("ext").U8(tcEndBlockData)
 	o := decodeOK(t, b.Bytes()).(*Object)
 	s := o.Stream("E")
 	if n, _ := s.ReadInt32(); n != 77 {
@@ -295,45 +259,45 @@ func TestExternalizable(t *testing.T) {
 	if v, _ := s.ReadObject(); v != "ext" {
 		t.Errorf("got %v", v)
 	}
-	decodeErr(t, newStream().u8(tcObject).desc("E", FlagExternalizable, nil, nil).Bytes(), "protocol version 1")
-	decodeErr(t, newStream().u8(tcObject).desc("E", FlagExternalizable|FlagSerializable, nil, nil).Bytes(), "both serializable and externalizable")
-	decodeErr(t, newStream().u8(tcObject).desc("N", 0, nil, nil).Bytes(), "not serializable")
+	decodeErr(t, newStream().U8(tcObject).Desc("E", FlagExternalizable, nil, nil).Bytes(), "protocol version 1")
+	decodeErr(t, newStream().U8(tcObject).Desc("E", FlagExternalizable|FlagSerializable, nil, nil).Bytes(), "both serializable and externalizable")
+	decodeErr(t, newStream().U8(tcObject).Desc("N", 0, nil, nil).Bytes(), "not serializable")
 }
 
 func TestEnumClassProxyReset(t *testing.T) {
 	b := newStream()
-	b.u8(tcEnum).desc("Color", FlagSerializable|FlagEnum, nil, func() {
-		b.desc("java.lang.Enum", FlagSerializable|FlagEnum, nil, nil)
-	}).str("RED")
+	b.U8(tcEnum).Desc("Color", FlagSerializable|FlagEnum, nil, func() {
+		b.Desc("java.lang.Enum", FlagSerializable|FlagEnum, nil, nil)
+	}).Str("RED")
 	if e := decodeOK(t, b.Bytes()).(*Enum); e.Name != "RED" || e.Class.Name != "Color" || e.Class.Super.Name != "java.lang.Enum" {
 		t.Errorf("got %+v", e)
 	}
-	b = newStream().u8(tcEnum).desc("Color", FlagSerializable|FlagEnum, nil, nil).u8(tcNull)
+	b = newStream().U8(tcEnum).Desc("Color", FlagSerializable|FlagEnum, nil, nil).U8(tcNull)
 	decodeErr(t, b.Bytes(), "not a string")
 
-	b = newStream().u8(tcClass).desc("java.lang.String", FlagSerializable, nil, nil)
+	b = newStream().U8(tcClass).Desc("java.lang.String", FlagSerializable, nil, nil)
 	if c := decodeOK(t, b.Bytes()).(*Class); c.Name != "java.lang.String" {
 		t.Errorf("got %+v", c)
 	}
 
-	b = newStream().u8(tcObject).u8(tcProxyClassDesc).u32(2).utf("java.lang.Runnable").utf("java.io.Serializable").u8(tcEndBlockData)
-	b.desc("java.lang.reflect.Proxy", FlagSerializable, []fd{{'L', "h", "Ljava/lang/reflect/InvocationHandler;"}}, nil)
-	b.u8(tcNull)
+	b = newStream().U8(tcObject).U8(tcProxyClassDesc).U32(2).UTF("java.lang.Runnable").UTF("java.io.Serializable").U8(tcEndBlockData)
+	b.Desc("java.lang.reflect.Proxy", FlagSerializable, []fd{javasertest.F('L', "h", "Ljava/lang/reflect/InvocationHandler;")}, nil)
+	b.U8(tcNull)
 	o := decodeOK(t, b.Bytes()).(*Object)
 	if !o.Class.Proxy || len(o.Class.Interfaces) != 2 || !o.InstanceOf("java.lang.reflect.Proxy") {
 		t.Errorf("proxy: %+v", o.Class)
 	}
 
 	// A reset between two top-level objects forgets the handles.
-	b = newStream().str("a").u8(tcReset).ref(0)
+	b = newStream().Str("a").U8(tcReset).Ref(0)
 	if _, err := DecodeAll(b.Bytes(), DefaultLimits); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("reference after reset: %v", err)
 	}
-	b = newStream().str("a").u8(tcReset).str("b")
+	b = newStream().Str("a").U8(tcReset).Str("b")
 	if all, err := DecodeAll(b.Bytes(), DefaultLimits); err != nil || !reflect.DeepEqual(all, []any{"a", "b"}) {
 		t.Errorf("after reset: %v, %v", all, err)
 	}
-	b = newStream().u8(tcArray).desc("[Ljava.lang.Object;", FlagSerializable, nil, nil).u32(1).u8(tcReset).u8(tcNull)
+	b = newStream().U8(tcArray).Desc("[Ljava.lang.Object;", FlagSerializable, nil, nil).U32(1).U8(tcReset).U8(tcNull)
 	decodeErr(t, b.Bytes(), "reset inside an object")
 }
 
@@ -346,18 +310,18 @@ func TestBadStreams(t *testing.T) {
 		"no magic":       {[]byte("hello world"), "no stream magic"},
 		"version":        {[]byte{0xAC, 0xED, 0, 4, tcNull}, "version 4"},
 		"header only":    {newStream().Bytes(), "no object after the stream header"},
-		"unknown code":   {newStream().u8(0x42).Bytes(), "unknown type code"},
-		"exception":      {newStream().u8(tcException).Bytes(), "TC_EXCEPTION"},
-		"block at top":   {newStream().u8(tcBlockData, 1, 0).Bytes(), "block data where an object was expected"},
-		"end block":      {newStream().u8(tcEndBlockData).Bytes(), "end of block data"},
-		"bad field type": {newStream().u8(tcObject).desc("X", FlagSerializable, []fd{{'Q', "q", ""}}, nil).Bytes(), "unknown type code 'Q'"},
-		"field type not a string": {newStream().u8(tcObject).u8(tcClassDesc).utf("X").u64(1).u8(FlagSerializable).u16(1).
-			u8('L').utf("f").u8(tcNull).Bytes(), "not a string"},
-		"many fields":           {newStream().u8(tcObject).u8(tcClassDesc).utf("X").u64(1).u8(FlagSerializable).u16(60000).Bytes(), "claims 60000 fields"},
-		"many proxy interfaces": {newStream().u8(tcObject).u8(tcProxyClassDesc).u32(1 << 30).Bytes(), "interfaces"},
-		"object of enum":        {newStream().u8(tcObject).desc("E", FlagSerializable|FlagEnum, nil, nil).Bytes(), "enum class"},
-		"null class":            {newStream().u8(tcObject).u8(tcNull).Bytes(), "null class descriptor"},
-		"long block":            {newStream().u8(tcObject).desc("W", FlagSerializable|FlagWriteMethod, nil, nil).u8(tcBlockDataLong).u32(0x80000000).Bytes(), "negative block data length"},
+		"unknown code":   {newStream().U8(0x42).Bytes(), "unknown type code"},
+		"exception":      {newStream().U8(tcException).Bytes(), "TC_EXCEPTION"},
+		"block at top":   {newStream().U8(tcBlockData, 1, 0).Bytes(), "block data where an object was expected"},
+		"end block":      {newStream().U8(tcEndBlockData).Bytes(), "end of block data"},
+		"bad field type": {newStream().U8(tcObject).Desc("X", FlagSerializable, []fd{javasertest.F('Q', "q", "")}, nil).Bytes(), "unknown type code 'Q'"},
+		"field type not a string": {newStream().U8(tcObject).U8(tcClassDesc).UTF("X").U64(1).U8(FlagSerializable).U16(1).
+			U8('L').UTF("f").U8(tcNull).Bytes(), "not a string"},
+		"many fields":           {newStream().U8(tcObject).U8(tcClassDesc).UTF("X").U64(1).U8(FlagSerializable).U16(60000).Bytes(), "claims 60000 fields"},
+		"many proxy interfaces": {newStream().U8(tcObject).U8(tcProxyClassDesc).U32(1 << 30).Bytes(), "interfaces"},
+		"object of enum":        {newStream().U8(tcObject).Desc("E", FlagSerializable|FlagEnum, nil, nil).Bytes(), "enum class"},
+		"null class":            {newStream().U8(tcObject).U8(tcNull).Bytes(), "null class descriptor"},
+		"long block":            {newStream().U8(tcObject).Desc("W", FlagSerializable|FlagWriteMethod, nil, nil).U8(tcBlockDataLong).U32(0x80000000).Bytes(), "negative block data length"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) { decodeErr(t, c.data, c.want) })
@@ -369,24 +333,24 @@ func TestBadStreams(t *testing.T) {
 
 func TestNestingBomb(t *testing.T) {
 	// 100,000 arrays, each the only element of the one before.
-	b := newStream().u8(tcArray).desc("[Ljava.lang.Object;", FlagSerializable, nil, nil).u32(1)
+	b := newStream().U8(tcArray).Desc("[Ljava.lang.Object;", FlagSerializable, nil, nil).U32(1)
 	for range 100_000 {
-		b.u8(tcArray).ref(0).u32(1)
+		b.U8(tcArray).Ref(0).U32(1)
 	}
-	b.u8(tcNull)
+	b.U8(tcNull)
 	decodeErr(t, b.Bytes(), "nested deeper than 100")
 	// Superclass descriptors nested inside each other.
-	b = newStream().u8(tcObject)
+	b = newStream().U8(tcObject)
 	for range 10_000 {
-		b.u8(tcClassDesc).utf("X").u64(1).u8(FlagSerializable).u16(0).u8(tcEndBlockData)
+		b.U8(tcClassDesc).UTF("X").U64(1).U8(FlagSerializable).U16(0).U8(tcEndBlockData)
 	}
 	decodeErr(t, b.Bytes(), "nested deeper")
 }
 
 func TestObjectLimit(t *testing.T) {
-	b := newStream().u8(tcArray).desc("[Ljava.lang.Object;", FlagSerializable, nil, nil).u32(100)
+	b := newStream().U8(tcArray).Desc("[Ljava.lang.Object;", FlagSerializable, nil, nil).U32(100)
 	for range 100 {
-		b.str("s")
+		b.Str("s")
 	}
 	_, err := DecodeWith(b.Bytes(), Limits{MaxInput: 1 << 20, MaxDepth: 10, MaxObjects: 50, MaxArrayElems: 1000})
 	if err == nil || !strings.Contains(err.Error(), "more than 50 objects") {
@@ -399,13 +363,13 @@ func TestObjectLimit(t *testing.T) {
 // they count against MaxObjects.
 func TestDeepClassObjectsCounted(t *testing.T) {
 	b := newStream()
-	b.desc("C0", FlagSerializable, nil, nil)
+	b.Desc("C0", FlagSerializable, nil, nil)
 	for i := 1; i < 100; i++ {
-		b.desc("C", FlagSerializable, nil, func() { b.ref(i - 1) })
+		b.Desc("C", FlagSerializable, nil, func() { b.Ref(i - 1) })
 	}
-	b.u8(tcArray).desc("[Ljava.lang.Object;", FlagSerializable, nil, nil).u32(20_000)
+	b.U8(tcArray).Desc("[Ljava.lang.Object;", FlagSerializable, nil, nil).U32(20_000)
 	for range 20_000 {
-		b.u8(tcObject).ref(99)
+		b.U8(tcObject).Ref(99)
 	}
 	_, err := DecodeAll(b.Bytes(), DefaultLimits)
 	if err == nil || !strings.Contains(err.Error(), "more than 1048576 objects") {
@@ -472,8 +436,8 @@ func FuzzDecode(f *testing.F) {
 			f.Add(b)
 		}
 	}
-	b := newStream().u8(tcObject).desc("W", FlagSerializable|FlagWriteMethod, []fd{{'I', "size", ""}, {'L', "o", "Ljava/lang/Object;"}}, nil)
-	b.u32(3).ref(2).u8(tcBlockData, 2, 0, 0).str("x").u8(tcEndBlockData)
+	b := newStream().U8(tcObject).Desc("W", FlagSerializable|FlagWriteMethod, []fd{javasertest.F('I', "size", ""), javasertest.F('L', "o", "Ljava/lang/Object;")}, nil)
+	b.U32(3).Ref(2).U8(tcBlockData, 2, 0, 0).Str("x").U8(tcEndBlockData)
 	f.Add(b.Bytes())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, _ = DecodeAll(data, DefaultLimits)

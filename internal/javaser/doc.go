@@ -25,8 +25,10 @@
 //     *Class; null: nil.
 //
 // Back-references share the value: the same *Object (or slice) appears
-// wherever the stream refers to it, so a tree may have cycles; walk it
-// with that in mind.
+// wherever the stream refers to it, so a tree may have cycles (an object
+// or array is registered before its contents, as in Java, so it can hold
+// itself) and a small stream may refer to one large value many times;
+// walk it with both in mind, and bound what a walk copies out.
 //
 // The input is hostile (a BLOB someone else's program wrote): Decode
 // bounds the nesting depth, the number of objects, the total length of

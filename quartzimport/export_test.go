@@ -1,0 +1,4 @@
+package quartzimport
+
+// HostileJobData is for the import tests (package quartzimport_test).
+var HostileJobData = hostileJobData
