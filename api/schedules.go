@@ -20,14 +20,14 @@ const previewFires = 5
 // the next fire times, so an admin can check a cron expression and time zone.
 type ScheduleView struct {
 	models.Schedule
-	// NextFires are the next fire times after now, in UTC; empty when the
-	// schedule will not fire (completed, invalid, past its end, no runs left).
-	NextFires []time.Time `json:"next_fires"`
 	// CatchUpOnResume is, for a paused schedule that missed fires while
 	// paused, the catch-up that resuming it now writes at once, before
 	// NextFires. Only in the answers about one schedule (show, create,
 	// update, pause, resume); absent when resuming writes none.
 	CatchUpOnResume *CatchUpOnResume `json:"catch_up_on_resume,omitempty"`
+	// NextFires are the next fire times after now, in UTC; empty when the
+	// schedule will not fire (completed, invalid, past its end, no runs left).
+	NextFires []time.Time `json:"next_fires"`
 }
 
 // CatchUpOnResume is scheduleengine.PreviewResume's answer: the engine's
