@@ -245,11 +245,17 @@ func (c *Console) previewSchedule(w http.ResponseWriter, r *http.Request, s *ses
 		Fires []string `json:"fires"`
 		Error string   `json:"error,omitempty"`
 		Field string   `json:"field,omitempty"`
+		// Hint says what the form still needs before a preview; no error.
+		Hint string `json:"hint,omitempty"`
 	}{Fires: []string{}}
 	for k, msg := range f.Errors {
 		out.Field, out.Error = k, msg
 	}
-	if out.Error == "" {
+	if out.Error == "" && body["job_definition_id"] == 0 {
+		// Nothing chosen yet: the API's "job_definition_id is required"
+		// would greet an empty form as a mistake.
+		out.Hint = "Choose a job definition, then the next fire times show here."
+	} else if out.Error == "" {
 		// Name uniqueness is not part of the dry run, and an edit's own
 		// name would clash with itself: any valid name will do.
 		if body["name"] == "" {
@@ -426,6 +432,10 @@ func (c *Console) jobAction(w http.ResponseWriter, r *http.Request, s *session) 
 		j, err := c.cfg.Store.Admin().GetJob(ctx, id)
 		if err != nil {
 			c.notFoundOr(w, r, s, err, "job")
+			return
+		}
+		if !j.Status.Finished() {
+			c.fail(w, r, s, http.StatusConflict, fmt.Sprintf("Job %d is %s: run it again once it has finished.", id, j.Status))
 			return
 		}
 		body := map[string]any{"job_definition_id": j.JobDefinitionID, "params": json.RawMessage(j.Params)}
