@@ -270,6 +270,23 @@ func pathID(r *http.Request) (int64, bool) {
 	return id, err == nil && id > 0
 }
 
+// byID reads the row the path's id names with get; without one it
+// answers 404 (no such id) or 500 itself and returns false.
+func byID[T any](c *Console, w http.ResponseWriter, r *http.Request, s *session, what string,
+	get func(context.Context, int64) (*T, error)) (*T, bool) {
+	id, ok := pathID(r)
+	if !ok {
+		c.fail(w, r, s, http.StatusNotFound, "There is no "+what+" with this id.")
+		return nil, false
+	}
+	v, err := get(r.Context(), id)
+	if err != nil {
+		c.notFoundOr(w, r, s, err, what)
+		return nil, false
+	}
+	return v, true
+}
+
 func (c *Console) notFoundOr(w http.ResponseWriter, r *http.Request, s *session, err error, what string) {
 	if errors.Is(err, store.ErrNotFound) {
 		c.fail(w, r, s, http.StatusNotFound, "There is no "+what+" with this id.")
@@ -279,18 +296,13 @@ func (c *Console) notFoundOr(w http.ResponseWriter, r *http.Request, s *session,
 }
 
 func (c *Console) schedule(w http.ResponseWriter, r *http.Request, s *session) {
-	id, ok := pathID(r)
+	sch, ok := byID(c, w, r, s, "schedule", c.cfg.Store.Admin().GetSchedule)
 	if !ok {
-		c.fail(w, r, s, http.StatusNotFound, "There is no schedule with this id.")
 		return
 	}
+	id := sch.ID
 	ctx := r.Context()
 	admin := c.cfg.Store.Admin()
-	sch, err := admin.GetSchedule(ctx, id)
-	if err != nil {
-		c.notFoundOr(w, r, s, err, "schedule")
-		return
-	}
 	d := scheduleData{S: sch, Spec: specWords(sch), Done: doneWords[r.URL.Query().Get("done")]}
 	if def, err := admin.GetDefinition(ctx, sch.JobDefinitionID); err == nil {
 		d.Definition = def
@@ -472,18 +484,13 @@ type timelineEntry struct {
 const logPage = 500
 
 func (c *Console) job(w http.ResponseWriter, r *http.Request, s *session) {
-	id, ok := pathID(r)
+	j, ok := byID(c, w, r, s, "job", c.cfg.Store.Admin().GetJob)
 	if !ok {
-		c.fail(w, r, s, http.StatusNotFound, "There is no job with this id.")
 		return
 	}
+	id := j.ID
 	ctx := r.Context()
 	admin := c.cfg.Store.Admin()
-	j, err := admin.GetJob(ctx, id)
-	if err != nil {
-		c.notFoundOr(w, r, s, err, "job")
-		return
-	}
 	rows, err := c.jobRows(r, []models.Job{*j})
 	if err != nil {
 		c.dbFail(w, r, s, err)
@@ -575,16 +582,7 @@ func (c *Console) silent(r *http.Request, j *models.Job) (bool, error) {
 	if i < 0 || nodes[i].Status != store.NodeAlive || now.Sub(nodes[i].HeartbeatAt) > c.cfg.FailoverAfter {
 		return true, nil
 	}
-	last := j.UpdatedAt
-	for _, t := range []*time.Time{j.HeartbeatAt, j.StartedAt, j.QueuedAt} {
-		if t != nil {
-			if t.After(last) {
-				last = *t
-			}
-			break
-		}
-	}
-	return now.Sub(last) > c.cfg.FailoverAfter, nil
+	return now.Sub(store.JobLastHeard(j)) > c.cfg.FailoverAfter, nil
 }
 
 // jobLog is the live follow: the lines after ?after=, and the job's status
@@ -672,18 +670,13 @@ const definitionShown = 50
 // definition is a job definition's page: its fields, its schedules and
 // its recent jobs.
 func (c *Console) definition(w http.ResponseWriter, r *http.Request, s *session) {
-	id, ok := pathID(r)
+	def, ok := byID(c, w, r, s, "job definition", c.cfg.Store.Admin().GetDefinition)
 	if !ok {
-		c.fail(w, r, s, http.StatusNotFound, "There is no job definition with this id.")
 		return
 	}
+	id := def.ID
 	ctx := r.Context()
 	admin := c.cfg.Store.Admin()
-	def, err := admin.GetDefinition(ctx, id)
-	if err != nil {
-		c.notFoundOr(w, r, s, err, "job definition")
-		return
-	}
 	d := definitionData{D: def}
 	scheds, err := admin.ListSchedules(ctx, &store.AdminListParams{JobDefinitionID: id, Limit: definitionShown + 1})
 	if err != nil {
