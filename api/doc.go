@@ -24,7 +24,8 @@
 //
 // api may import chimedb (the database, through chimedb.AdminStore),
 // models, tasks, configs (to check settings),
-// trigger (for next_fires and validation), internal/metrics and internal/strictjson;
-// it never imports store (and so no driver),
+// trigger (for next_fires and validation), scheduleengine (only its pure
+// PreviewResume, for a paused schedule's catch_up_on_resume), internal/metrics
+// and internal/strictjson; it never imports store (and so no driver),
 // app, cli or the task engine.
 package api

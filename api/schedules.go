@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/scheduleengine"
 	"github.com/chimesched/chime/trigger"
 )
 
@@ -18,15 +20,36 @@ const previewFires = 5
 // the next fire times, so an admin can check a cron expression and time zone.
 type ScheduleView struct {
 	models.Schedule
+	// CatchUpOnResume is, for a paused schedule that missed fires while
+	// paused, the catch-up that resuming it now writes at once, before
+	// NextFires. Only in the answers about one schedule (show, create,
+	// update, pause, resume); absent when resuming writes none.
+	CatchUpOnResume *CatchUpOnResume `json:"catch_up_on_resume,omitempty"`
 	// NextFires are the next fire times after now, in UTC; empty when the
 	// schedule will not fire (completed, invalid, past its end, no runs left).
 	NextFires []time.Time `json:"next_fires"`
 	Validity
 }
 
+// CatchUpOnResume is scheduleengine.PreviewResume's answer: the engine's
+// own computation of what a resume writes.
+type CatchUpOnResume struct {
+	// ScheduledAt is the catch-up job's scheduled_at: the latest missed
+	// fire (under fire_all, that of the latest catch-up job).
+	ScheduledAt time.Time `json:"scheduled_at"`
+	// MissedFires is how many missed fires it collapses (its missed_fires;
+	// under fire_all, one per job).
+	MissedFires int `json:"missed_fires"`
+	// Jobs is how many catch-up jobs: 1 under fire_once, one per missed
+	// fire (up to scheduleengine.fire_all_cap) under fire_all.
+	Jobs int `json:"jobs"`
+}
+
 var scheduleStatuses = []string{string(models.ScheduleActive), string(models.SchedulePaused), string(models.ScheduleCompleted), string(models.ScheduleInvalid)}
 
-func (s *Server) views(r *http.Request, rows []models.Schedule) ([]ScheduleView, error) {
+// views adds the next fire times to rows; with one (the answer about a
+// single schedule), the catch-up a paused one's resume would write too.
+func (s *Server) views(r *http.Request, rows []models.Schedule, one bool) ([]ScheduleView, error) {
 	ctx := r.Context()
 	ids := make([]int64, len(rows))
 	for i := range rows {
@@ -63,19 +86,63 @@ func (s *Server) views(r *http.Request, rows []models.Schedule) ([]ScheduleView,
 		if err != nil {
 			continue
 		}
-		n := previewFires
-		if tt, ok := trig[row.ID]; ok && tt.RemainingCount != nil {
-			n = min(n, int(max(*tt.RemainingCount, 0)))
+		left := -1 // runs left; -1: no bound
+		tt, hasTrig := trig[row.ID]
+		if hasTrig && tt.RemainingCount != nil {
+			left = int(max(*tt.RemainingCount, 0))
 		} else if row.MaxRuns != nil {
-			n = min(n, max(*row.MaxRuns, 0))
+			left = max(*row.MaxRuns, 0)
+		}
+		if one && row.Status == models.SchedulePaused {
+			var ttp *models.TimeTrigger
+			if hasTrig {
+				ttp = &tt
+			}
+			c, err := s.catchUpOnResume(ctx, row, ttp, cal, now)
+			if err != nil {
+				return nil, err
+			}
+			if out[i].CatchUpOnResume = c; c != nil && left >= 0 {
+				left = max(left-c.Jobs, 0) // the catch-up uses runs up
+			}
+		}
+		n := previewFires
+		if left >= 0 {
+			n = min(n, left)
 		}
 		out[i].NextFires = nextFires(t, now, n)
 	}
 	return out, nil
 }
 
+// catchUpOnResume asks the schedule engine what resuming row at now
+// writes at once; nil when nothing.
+func (s *Server) catchUpOnResume(ctx context.Context, row *models.Schedule, tt *models.TimeTrigger, cal *models.Calendar, now time.Time) (*CatchUpOnResume, error) {
+	def, err := s.cfg.Store.Admin().GetDefinition(ctx, row.JobDefinitionID)
+	if errors.Is(err, chimedb.ErrNotFound) {
+		return nil, nil // the engine would mark it invalid
+	}
+	if err != nil {
+		return nil, err
+	}
+	se := s.cfg.Settings.ScheduleEngine
+	opts := scheduleengine.ResumeOptions{MisfireThreshold: se.MisfireThreshold.D(), FireAllCap: se.FireAllCap}
+	if row.Concurrency == models.ConcurrencyForbid {
+		busy, err := s.cfg.Store.UnfinishedSchedules(ctx, []int64{row.ID})
+		if err != nil {
+			return nil, err
+		}
+		opts.Busy = busy[row.ID]
+	}
+	c, ok := scheduleengine.PreviewResume(chimedb.ScheduleRow{Schedule: *row, Definition: def, Trigger: tt, Calendar: cal}, opts, now)
+	if !ok {
+		return nil, nil
+	}
+	return &CatchUpOnResume{ScheduledAt: c.ScheduledAt.UTC(), MissedFires: c.MissedFires, Jobs: c.Jobs}, nil
+}
+
 func (s *Server) view(r *http.Request, row *models.Schedule) (*ScheduleView, error) {
-	v, err := s.views(r, []models.Schedule{*row})
+	v, err := s.views(r, []models.Schedule{*row}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +159,7 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) *apiError
 		return s.fromStore(r, err, "a schedule")
 	}
 	page := pageOf(rows, p, func(s *models.Schedule) int64 { return s.ID })
-	items, err := s.views(r, page.Items)
+	items, err := s.views(r, page.Items, false)
 	if err != nil {
 		return s.fromStore(r, err, "a schedule")
 	}

@@ -169,3 +169,42 @@ func TestScheduleValidation(t *testing.T) {
 		}
 	})
 }
+
+// A paused schedule's show says the catch-up its resume writes at once:
+// for which instant and collapsing how many missed fires, as the engine
+// computes it; the list does not, and a schedule that missed nothing, a
+// skip policy or an active schedule shows none.
+func TestScheduleShowsCatchUpOnResume(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		b := setup(t, st)
+		now := time.Date(2030, 1, 15, 10, 0, 0, 0, time.UTC)
+		b.srv.now = func() time.Time { return now }
+		const path = "/api/v1/schedules"
+		def := itoa(b.definition("report"))
+		sid := itoa(id(b.ok(201, "POST", path, `{"name":"five","job_definition_id":`+def+`,"schedule_type":"cron","cron_expr":"*/5 * * * *","max_runs":100}`)))
+		skip := itoa(id(b.ok(201, "POST", path, `{"name":"skips","job_definition_id":`+def+`,"schedule_type":"cron","cron_expr":"*/5 * * * *","misfire_policy":"skip"}`)))
+		// What the engine wrote when it last fired them, at 10:00.
+		for _, s := range []string{sid, skip} {
+			require.NoError(t, st.DB().Exec(`INSERT INTO time_triggers (schedule_id, last_fire_at, next_fire_at, fired_count, remaining_count,
+				misfired_count, spec_hash, created_at, updated_at) VALUES (?, ?, ?, 1, ?, 0, '', ?, ?)`, s, store.DBTime(now),
+				store.DBTime(now.Add(5*time.Minute)), map[string]any{sid: 99, skip: nil}[s], store.DBTime(now), store.DBTime(now)).Error)
+		}
+		p := b.ok(200, "POST", path+"/"+sid+"/pause", "")
+		require.NotContains(t, p, "catch_up_on_resume", "nothing missed yet")
+
+		// An hour later, 12 fires were missed: 10:05 … 11:00.
+		now = now.Add(time.Hour + 30*time.Second)
+		got := b.ok(200, "GET", path+"/"+sid, "")
+		require.Equal(t, map[string]any{"scheduled_at": "2030-01-15T11:00:00Z", "missed_fires": float64(12), "jobs": float64(1)},
+			got["catch_up_on_resume"])
+		require.Equal(t, "2030-01-15T11:05:00Z", got["next_fires"].([]any)[0], "then the next fires")
+		require.Len(t, got["next_fires"], 5)
+		require.NotContains(t, items(b.ok(200, "GET", path+"?status=paused", ""))[0].(map[string]any), "catch_up_on_resume")
+
+		b.ok(200, "POST", path+"/"+skip+"/pause", "")
+		require.NotContains(t, b.ok(200, "GET", path+"/"+skip, ""), "catch_up_on_resume", "skip writes none")
+		// The resume answers with the schedule active: nothing more to say.
+		require.NotContains(t, b.ok(200, "POST", path+"/"+sid+"/resume", ""), "catch_up_on_resume")
+	})
+}

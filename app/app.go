@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -402,7 +403,7 @@ func (n *node) prepareAPI(reg *tasks.Registry) error {
 	}
 	n.apiLn = ln
 	con, err := console.New(console.Config{
-		Store: n.st, Registry: reg, Token: cfg.API.Token, Secure: cfg.API.TLSCert != "",
+		Store: n.st, Registry: reg, Token: cfg.API.Token, TokenFile: n.tokenFile(), Secure: cfg.API.TLSCert != "",
 		FailoverAfter: cfg.Cluster.FailoverAfter.D(), Logger: n.log, Version: Version,
 	})
 	if err != nil {
@@ -429,6 +430,22 @@ func (n *node) prepareAPI(reg *tasks.Registry) error {
 	}
 	n.api = srv
 	return nil
+}
+
+// tokenFile is the file EnsureToken read the API token from or wrote it
+// to, as an absolute path; empty when the configuration set the token.
+func (n *node) tokenFile() string {
+	if n.base.API.Token != "" {
+		return ""
+	}
+	p, err := TokenFile(n.base)
+	if err != nil {
+		return ""
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	return p
 }
 
 // senderTuning is the outbox sender's timing; zero fields take

@@ -101,3 +101,15 @@ func TestTokenFileRefused(t *testing.T) {
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "isdir"), 0o700))
 	require.ErrorContains(t, EnsureToken(tokenConfig(t, filepath.Join(dir, "isdir")), log), "not a regular file")
 }
+
+// The console's login page names the token file the node uses, as an
+// absolute path, and none when the configuration set the token.
+func TestNodeTokenFileForTheConsole(t *testing.T) {
+	cfg := tokenConfig(t, filepath.Join("conf", "api.token"))
+	n := &node{base: cfg}
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(wd, "conf", "api.token"), n.tokenFile())
+	cfg.API.Token = "set-in-the-configuration"
+	require.Empty(t, n.tokenFile())
+}

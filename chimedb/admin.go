@@ -72,5 +72,8 @@ type AdminStore interface {
 	ResetJob(ctx context.Context, id int64, reason string) (*models.Job, error)
 	ResetSilentJob(ctx context.Context, id int64, reason string, failoverAfter time.Duration) (*models.Job, error)
 	AskJobToStop(ctx context.Context, id int64, reason string) (*models.Job, error)
+	// UnfinishedSchedules is ScheduleStore's: a forbid schedule with an
+	// unfinished job writes no catch-up on resume.
+	UnfinishedSchedules(ctx context.Context, scheduleIDs []int64) (map[int64]bool, error)
 	Ping(ctx context.Context) error
 }

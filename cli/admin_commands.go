@@ -333,7 +333,7 @@ func newScheduleCommand() *cobra.Command {
 	})
 	triggerCmd.Flags().IntVar(&triggerPriority, "priority", 0, "this job's priority, 1 (lowest) to 10 (highest); 0 = the schedule's")
 	cmd.AddCommand(addCmd, newScheduleEditCommand(f), listCmd,
-		byID("show", "Show a schedule and its next fire times", func(ctx context.Context, c *client, out io.Writer, id string) error {
+		byID("show", "Show a schedule, its next fire times and, when paused, the catch-up a resume writes", func(ctx context.Context, c *client, out io.Writer, id string) error {
 			return c.show(ctx, out, schedulesPath+"/"+id)
 		}),
 		withLong(byID("pause", "Pause a schedule: no fires until resumed (see --help for what resuming writes)", action("pause")),
@@ -346,7 +346,9 @@ a catch-up, set --misfire-policy skip with chime schedule edit first.`),
 		withLong(byID("resume", "Resume a paused schedule (fires missed while paused follow misfire_policy)", action("resume")),
 			`Resume a paused schedule. The fires it missed while paused follow its
 misfire_policy: under the default fire_once, one catch-up job is written at
-once (catch_up = true, missed_fires = how many); skip writes none.`),
+once (catch_up = true, missed_fires = how many); skip writes none. chime
+schedule show says beforehand which catch-up a resume now would write
+(catch_up_on_resume).`),
 		triggerCmd,
 		byID("delete", "Delete a schedule (its jobs stay)", func(ctx context.Context, c *client, out io.Writer, id string) error {
 			if err := c.do(ctx, "DELETE", schedulesPath+"/"+id, nil, nil, nil); err != nil {

@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
+
+	"github.com/chimesched/chime/api"
 )
 
 // table prints rows aligned in columns under a header.
@@ -110,7 +112,9 @@ func printFields(w io.Writer, raw []byte) error {
 		// A multi-line string (a task's result or error) keeps its lines,
 		// each under the first, instead of one line of \n escapes.
 		var lines []string
-		if s, ok := multiline(v); ok {
+		if say, ok := fieldWords[fmt.Sprint(k)]; ok {
+			lines = []string{say(v)}
+		} else if s, ok := multiline(v); ok {
 			lines = strings.Split(s, "\n")
 		} else {
 			lines = []string{cell(v)}
@@ -121,6 +125,32 @@ func printFields(w io.Writer, raw []byte) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// fieldWords says in words the fields whose JSON a reader would have to
+// decode; -o json keeps the JSON.
+var fieldWords = map[string]func(json.RawMessage) string{
+	"catch_up_on_resume": catchUpWords,
+}
+
+// catchUpWords says what resuming a paused schedule writes at once.
+func catchUpWords(v json.RawMessage) string {
+	var c api.CatchUpOnResume
+	if json.Unmarshal(v, &c) != nil || c.Jobs <= 0 {
+		return cell(v)
+	}
+	at := c.ScheduledAt.UTC().Format(time.RFC3339)
+	if c.Jobs == 1 {
+		return fmt.Sprintf("resuming now writes one catch-up job at once, for %s, collapsing %s; then next_fires", at, plural(c.MissedFires, "missed fire"))
+	}
+	return fmt.Sprintf("resuming now writes %d catch-up jobs at once, one per missed fire, the latest for %s; then next_fires", c.Jobs, at)
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // multiline returns v's text when v is a JSON string of several lines.

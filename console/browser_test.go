@@ -262,12 +262,47 @@ func browserFlow(t *testing.T, ctx context.Context, base string, st *store.Store
 	do(t, ctx,
 		chromedp.Navigate(base+"/jobs/"+itoa(running)),
 		chromedp.WaitVisible(css(`#follow-note`)),
-		chromedp.Click(css(`form[action="/jobs/`+itoa(running)+`/stop"] button`)),
 	)
+	// A running job offers what a running job can do: pause or stop it.
+	acts := text(t, ctx, `#job-actions`)
+	require.Contains(t, acts, "Pause")
+	require.Contains(t, acts, "Stop")
+	for _, no := range []string{"Run again", "Reset", "force"} {
+		require.NotContains(t, acts, no)
+	}
+	require.Equal(t, "running", text(t, ctx, `#job-status`), "the API's word for it")
+	do(t, ctx, chromedp.Click(css(`form[action="/jobs/`+itoa(running)+`/stop"] button`)))
 	require.Eventually(t, func() bool { return jobStatus(t, st, running) == models.JobStopped }, 20*time.Second, 50*time.Millisecond)
-	// The page follows the job and shows its end without a reload by hand.
-	do(t, ctx, chromedp.WaitNotPresent(css(`#follow-note`)))
-	require.Equal(t, "Stopped", text(t, ctx, `#job-status`))
+	// The page follows the job and shows its end without a reload by hand,
+	// with what a finished job offers.
+	do(t, ctx, chromedp.WaitNotPresent(css(`#follow-note`)), chromedp.WaitVisible(css(`form[action="/jobs/`+itoa(running)+`/again"]`)))
+	require.Equal(t, "stopped", text(t, ctx, `#job-status`))
+	require.NotContains(t, text(t, ctx, `#job-actions`), "Stop")
+
+	// The definition page, from the list: its fields, masked secrets, its
+	// schedules, and links on to them.
+	secretDef := definition(t, st, "with-secret", `{"duration": "10ms", "env": {"DB_PASSWORD": "hunter2"}}`)
+	do(t, ctx,
+		chromedp.Navigate(base+"/definitions"),
+		chromedp.WaitVisible(css(`#definitions a[href="/definitions/`+itoa(defID)+`"]`)),
+		chromedp.Click(css(`#definitions a[href="/definitions/`+itoa(defID)+`"]`)),
+		chromedp.WaitVisible(css(`#definition-params`)),
+	)
+	require.Contains(t, text(t, ctx, `#definition`), "sleep")
+	got = text(t, ctx, `#definition-schedules`)
+	require.Contains(t, got, "nightly-report")
+	require.Contains(t, got, "browser-made")
+	do(t, ctx,
+		chromedp.Click(css(`#definition-schedules a[href="/schedules/`+itoa(schID)+`"]`)),
+		chromedp.WaitVisible(css(`#h-fires`)),
+		chromedp.Click(css(`a[href="/definitions/`+itoa(defID)+`"]`)),
+		chromedp.WaitVisible(css(`#definition-params`)),
+		chromedp.Navigate(base+"/definitions/"+itoa(secretDef)),
+		chromedp.WaitVisible(css(`#definition-params`)),
+	)
+	got = text(t, ctx, `#definition-params`)
+	require.Contains(t, got, `"DB_PASSWORD": "********"`)
+	require.NotContains(t, text(t, ctx, `body`), "hunter2")
 
 	// Log out and see no data.
 	do(t, ctx,
@@ -316,6 +351,15 @@ func screenshots(t *testing.T, ctx context.Context, base string, st *store.Store
 	shot("console-overview.png", "/", "#h-status")
 	shot("console-schedules.png", "/schedules", "#schedules")
 	shot("console-schedule.png", fmt.Sprintf("/schedules/%d", schID), "#h-fires")
+	var backup int64
+	require.NoError(t, st.DB().Raw(`SELECT id FROM job_definitions WHERE name = 'db-backup'`).Scan(&backup).Error)
+	paused := pausedHourly(t, st, backup, "backup-hourly-paused", time.Now().UTC().Truncate(time.Hour).Add(-7*time.Hour))
+	shot("console-schedule-paused.png", fmt.Sprintf("/schedules/%d", paused), "#resume-catch-up")
+	do(t, ctx, chromedp.Navigate(fmt.Sprintf("%s/definitions/%d", base, backup)), chromedp.WaitVisible(css("#definition-params")),
+		chromedp.Sleep(300*time.Millisecond)) // let app.js localize times; a picture, not an assertion
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "console-definition.png"), png, 0o644))
 	shot("console-jobs.png", "/jobs", "#jobs")
 	shot("console-job.png", fmt.Sprintf("/jobs/%d", failed), "#job-log")
 	shot("console-nodes.png", "/nodes", "#nodes")
@@ -325,7 +369,7 @@ func screenshots(t *testing.T, ctx context.Context, base string, st *store.Store
 		chromedp.Click(css(`#schedule-form button[type=submit]`)), chromedp.WaitVisible(css(`#e-job_definition_id`)))
 	do(t, ctx, setValue("f-job_definition_id", "2"), chromedp.WaitVisible(css(`#preview-fires time`)),
 		chromedp.Sleep(300*time.Millisecond)) // the preview's answer; a picture, not an assertion
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "console-schedule-form.png"), png, 0o644))
 	do(t, ctx, colorScheme("dark"))

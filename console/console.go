@@ -37,6 +37,10 @@ type Config struct {
 	// Token is the API token, the console's password. Empty: no login,
 	// which the API allows on a loopback address only.
 	Token string
+	// TokenFile is the file the server read its token from (or wrote it
+	// to); the login page names it. Empty when the configuration set the
+	// token (api.token, CHIME_API_TOKEN).
+	TokenFile string
 	// Secure marks the session cookie Secure: set it when the API serves TLS.
 	Secure bool
 	// SessionTTL bounds a session's life (default 12h).
@@ -142,6 +146,7 @@ func (c *Console) Handler(api http.Handler) http.Handler {
 
 	mux.Handle("GET /definitions", c.authed(c.definitions))
 	mux.Handle("GET /definitions/new", c.authed(c.newDefinition))
+	mux.Handle("GET /definitions/{id}", c.authed(c.definition))
 	mux.Handle("POST /definitions/new", c.authed(c.createDefinition))
 	mux.Handle("GET /definitions/{id}/edit", c.authed(c.editDefinition))
 	mux.Handle("POST /definitions/{id}/edit", c.authed(c.updateDefinition))

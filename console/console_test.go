@@ -35,11 +35,17 @@ type site struct {
 
 func newSite(t testing.TB, st *store.Store, token string) *site {
 	t.Helper()
+	return newSiteWith(t, st, token, "")
+}
+
+// newSiteWith is newSite whose server read its token from tokenFile.
+func newSiteWith(t testing.TB, st *store.Store, token, tokenFile string) *site {
+	t.Helper()
 	reg := tasks.NewRegistry()
 	require.NoError(t, builtin.Register(reg))
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
-	con, err := console.New(console.Config{Store: st, Registry: reg, Token: token, Logger: log,
+	con, err := console.New(console.Config{Store: st, Registry: reg, Token: token, TokenFile: tokenFile, Logger: log,
 		FailedLoginDelay: 10 * time.Millisecond, Version: "test"})
 	require.NoError(t, err)
 	a, err := api.New(api.Config{Store: st, Registry: reg, Token: token, Logger: log, Console: con.Handler})

@@ -22,6 +22,7 @@
 // results and logs are plugin output. Without a token (loopback only, as
 // for the API) the console opens a session without a login.
 //
-// console may import api, store, models, trigger, scheduleengine and tasks; api
-// never imports it (app wires the two).
+// console may import api, store, models, trigger, scheduleengine, configs
+// (to mask secrets as settings are masked) and tasks; api never imports it
+// (app wires the two).
 package console

@@ -245,11 +245,17 @@ func (c *Console) previewSchedule(w http.ResponseWriter, r *http.Request, s *ses
 		Fires []string `json:"fires"`
 		Error string   `json:"error,omitempty"`
 		Field string   `json:"field,omitempty"`
+		// Hint says what the form still needs before a preview; no error.
+		Hint string `json:"hint,omitempty"`
 	}{Fires: []string{}}
 	for k, msg := range f.Errors {
 		out.Field, out.Error = k, msg
 	}
-	if out.Error == "" {
+	if out.Error == "" && body["job_definition_id"] == 0 {
+		// Nothing chosen yet: the API's "job_definition_id is required"
+		// would greet an empty form as a mistake.
+		out.Hint = "Choose a job definition, then the next fire times show here."
+	} else if out.Error == "" {
 		// Name uniqueness is not part of the dry run, and an edit's own
 		// name would clash with itself: any valid name will do.
 		if body["name"] == "" {
@@ -316,17 +322,11 @@ func scheduleValues(sch *models.Schedule) url.Values {
 }
 
 func (c *Console) editSchedule(w http.ResponseWriter, r *http.Request, s *session) {
-	id, ok := pathID(r)
+	sch, ok := byID(c, w, r, s, "schedule", c.cfg.Store.Admin().GetSchedule)
 	if !ok {
-		c.fail(w, r, s, http.StatusNotFound, "There is no schedule with this id.")
 		return
 	}
-	sch, err := c.cfg.Store.Admin().GetSchedule(r.Context(), id)
-	if err != nil {
-		c.notFoundOr(w, r, s, err, "schedule")
-		return
-	}
-	c.scheduleForm(w, r, s, http.StatusOK, id, &form{Values: scheduleValues(sch), Errors: map[string]string{}})
+	c.scheduleForm(w, r, s, http.StatusOK, sch.ID, &form{Values: scheduleValues(sch), Errors: map[string]string{}})
 }
 
 func (c *Console) updateSchedule(w http.ResponseWriter, r *http.Request, s *session) {
@@ -355,16 +355,11 @@ type confirmData struct {
 }
 
 func (c *Console) confirmDeleteSchedule(w http.ResponseWriter, r *http.Request, s *session) {
-	id, ok := pathID(r)
+	sch, ok := byID(c, w, r, s, "schedule", c.cfg.Store.Admin().GetSchedule)
 	if !ok {
-		c.fail(w, r, s, http.StatusNotFound, "There is no schedule with this id.")
 		return
 	}
-	sch, err := c.cfg.Store.Admin().GetSchedule(r.Context(), id)
-	if err != nil {
-		c.notFoundOr(w, r, s, err, "schedule")
-		return
-	}
+	id := sch.ID
 	c.render(w, http.StatusOK, "confirm", &page{Title: "Delete " + sch.Name, Nav: "schedules", Session: s, Data: confirmData{
 		What: "schedule", Name: sch.Name, Action: fmt.Sprintf("/schedules/%d/delete", id), Back: fmt.Sprintf("/schedules/%d", id)}})
 }
@@ -426,6 +421,10 @@ func (c *Console) jobAction(w http.ResponseWriter, r *http.Request, s *session) 
 		j, err := c.cfg.Store.Admin().GetJob(ctx, id)
 		if err != nil {
 			c.notFoundOr(w, r, s, err, "job")
+			return
+		}
+		if !j.Status.Finished() {
+			c.fail(w, r, s, http.StatusConflict, fmt.Sprintf("Job %d is %s: run it again once it has finished.", id, j.Status))
 			return
 		}
 		body := map[string]any{"job_definition_id": j.JobDefinitionID, "params": json.RawMessage(j.Params)}
@@ -510,17 +509,11 @@ func definitionValues(d *models.JobDefinition) url.Values {
 }
 
 func (c *Console) editDefinition(w http.ResponseWriter, r *http.Request, s *session) {
-	id, ok := pathID(r)
+	d, ok := byID(c, w, r, s, "job definition", c.cfg.Store.Admin().GetDefinition)
 	if !ok {
-		c.fail(w, r, s, http.StatusNotFound, "There is no job definition with this id.")
 		return
 	}
-	d, err := c.cfg.Store.Admin().GetDefinition(r.Context(), id)
-	if err != nil {
-		c.notFoundOr(w, r, s, err, "job definition")
-		return
-	}
-	c.definitionForm(w, s, http.StatusOK, id, &form{Values: definitionValues(d), Errors: map[string]string{}})
+	c.definitionForm(w, s, http.StatusOK, d.ID, &form{Values: definitionValues(d), Errors: map[string]string{}})
 }
 
 func (c *Console) updateDefinition(w http.ResponseWriter, r *http.Request, s *session) {
@@ -545,18 +538,12 @@ func (c *Console) updateDefinition(w http.ResponseWriter, r *http.Request, s *se
 }
 
 func (c *Console) confirmDeleteDefinition(w http.ResponseWriter, r *http.Request, s *session) {
-	id, ok := pathID(r)
+	d, ok := byID(c, w, r, s, "job definition", c.cfg.Store.Admin().GetDefinition)
 	if !ok {
-		c.fail(w, r, s, http.StatusNotFound, "There is no job definition with this id.")
-		return
-	}
-	d, err := c.cfg.Store.Admin().GetDefinition(r.Context(), id)
-	if err != nil {
-		c.notFoundOr(w, r, s, err, "job definition")
 		return
 	}
 	c.render(w, http.StatusOK, "confirm", &page{Title: "Delete " + d.Name, Nav: "definitions", Session: s, Data: confirmData{
-		What: "job definition", Name: d.Name, Action: fmt.Sprintf("/definitions/%d/delete", id), Back: "/definitions"}})
+		What: "job definition", Name: d.Name, Action: fmt.Sprintf("/definitions/%d/delete", d.ID), Back: "/definitions"}})
 }
 
 func (c *Console) deleteDefinition(w http.ResponseWriter, r *http.Request, s *session) {

@@ -1,7 +1,9 @@
 package console
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -220,7 +222,7 @@ func (c *Console) scheduleRows(r *http.Request, rows []models.Schedule) ([]sched
 			out[i].Last = &j
 		}
 		if rows[i].Status == models.ScheduleActive {
-			if f := fires(&rows[i], trig, cals, now, 1); len(f) > 0 {
+			if f := fires(&rows[i], trig, cals, now, 1, 0); len(f) > 0 {
 				out[i].Next = &f[0]
 			}
 		}
@@ -229,8 +231,9 @@ func (c *Console) scheduleRows(r *http.Request, rows []models.Schedule) ([]sched
 }
 
 // fires is the API's next fire times of a schedule, up to n, honouring the
-// runs it has left and its calendar (cals by id).
-func fires(s *models.Schedule, trig map[int64]models.TimeTrigger, cals map[int64]*models.Calendar, now time.Time, n int) []time.Time {
+// runs it has left, less used (a resume's catch-up uses runs up), and its
+// calendar (cals by id).
+func fires(s *models.Schedule, trig map[int64]models.TimeTrigger, cals map[int64]*models.Calendar, now time.Time, n, used int) []time.Time {
 	if s.Status != models.ScheduleActive && s.Status != models.SchedulePaused {
 		return nil
 	}
@@ -243,9 +246,9 @@ func fires(s *models.Schedule, trig map[int64]models.TimeTrigger, cals map[int64
 		return nil
 	}
 	if tt, ok := trig[s.ID]; ok && tt.RemainingCount != nil {
-		n = min(n, int(max(*tt.RemainingCount, 0)))
+		n = min(n, max(int(max(*tt.RemainingCount, 0))-used, 0))
 	} else if s.MaxRuns != nil {
-		n = min(n, max(*s.MaxRuns, 0))
+		n = min(n, max(*s.MaxRuns-used, 0))
 	}
 	return api.NextFires(t, now, n)
 }
@@ -253,15 +256,35 @@ func fires(s *models.Schedule, trig map[int64]models.TimeTrigger, cals map[int64
 type scheduleData struct {
 	S          *models.Schedule
 	Definition *models.JobDefinition
-	Fires      []time.Time
-	Jobs       []jobRow
-	Spec       string
-	Done       string
+	// CatchUp is what resuming a paused schedule now writes at once; nil
+	// when nothing.
+	CatchUp *api.CatchUpOnResume
+	Fires   []time.Time
+	Jobs    []jobRow
+	Spec    string
+	Done    string
 }
 
 func pathID(r *http.Request) (int64, bool) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	return id, err == nil && id > 0
+}
+
+// byID reads the row the path's id names with get; without one it
+// answers 404 (no such id) or 500 itself and returns false.
+func byID[T any](c *Console, w http.ResponseWriter, r *http.Request, s *session, what string,
+	get func(context.Context, int64) (*T, error)) (*T, bool) {
+	id, ok := pathID(r)
+	if !ok {
+		c.fail(w, r, s, http.StatusNotFound, "There is no "+what+" with this id.")
+		return nil, false
+	}
+	v, err := get(r.Context(), id)
+	if err != nil {
+		c.notFoundOr(w, r, s, err, what)
+		return nil, false
+	}
+	return v, true
 }
 
 func (c *Console) notFoundOr(w http.ResponseWriter, r *http.Request, s *session, err error, what string) {
@@ -273,18 +296,13 @@ func (c *Console) notFoundOr(w http.ResponseWriter, r *http.Request, s *session,
 }
 
 func (c *Console) schedule(w http.ResponseWriter, r *http.Request, s *session) {
-	id, ok := pathID(r)
+	sch, ok := byID(c, w, r, s, "schedule", c.cfg.Store.Admin().GetSchedule)
 	if !ok {
-		c.fail(w, r, s, http.StatusNotFound, "There is no schedule with this id.")
 		return
 	}
+	id := sch.ID
 	ctx := r.Context()
 	admin := c.cfg.Store.Admin()
-	sch, err := admin.GetSchedule(ctx, id)
-	if err != nil {
-		c.notFoundOr(w, r, s, err, "schedule")
-		return
-	}
 	d := scheduleData{S: sch, Spec: specWords(sch), Done: doneWords[r.URL.Query().Get("done")]}
 	if def, err := admin.GetDefinition(ctx, sch.JobDefinitionID); err == nil {
 		d.Definition = def
@@ -302,7 +320,17 @@ func (c *Console) schedule(w http.ResponseWriter, r *http.Request, s *session) {
 		c.dbFail(w, r, s, err)
 		return
 	}
-	d.Fires = fires(sch, trig, cals, c.cfg.Now(), 10)
+	used := 0
+	if sch.Status == models.SchedulePaused {
+		if d.CatchUp, err = c.catchUpOnResume(ctx, id); err != nil {
+			c.dbFail(w, r, s, err)
+			return
+		}
+		if d.CatchUp != nil {
+			used = d.CatchUp.Jobs
+		}
+	}
+	d.Fires = fires(sch, trig, cals, c.cfg.Now(), 10, used)
 	jobs, err := scheduleJobs(ctx, c.cfg.Store, id, 20)
 	if err != nil {
 		c.dbFail(w, r, s, err)
@@ -313,6 +341,24 @@ func (c *Console) schedule(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	c.render(w, http.StatusOK, "schedule", &page{Title: sch.Name, Nav: "schedules", Session: s, Flash: d.Done, Data: d})
+}
+
+// catchUpOnResume asks the API's show of a schedule what resuming it now
+// writes at once: the schedule engine's own answer, with the engine
+// settings the API has.
+func (c *Console) catchUpOnResume(ctx context.Context, id int64) (*api.CatchUpOnResume, error) {
+	res := c.callAPI(ctx, http.MethodGet, fmt.Sprintf("%s/schedules/%d", api.Prefix, id), nil)
+	if res.Status == http.StatusNotFound {
+		return nil, nil // deleted meanwhile
+	}
+	if !res.ok() {
+		return nil, fmt.Errorf("show schedule %d: %d %s", id, res.Status, res.Err)
+	}
+	var v api.ScheduleView
+	if err := res.decode(&v); err != nil {
+		return nil, fmt.Errorf("show schedule %d: %w", id, err)
+	}
+	return v.CatchUpOnResume, nil
 }
 
 // doneWords are the fixed messages a redirect after an action may show;
@@ -422,6 +468,7 @@ func (c *Console) jobs(w http.ResponseWriter, r *http.Request, s *session) {
 
 type jobData struct {
 	J        jobRow
+	Can      jobActions
 	Timeline []timelineEntry
 	Logs     []models.JobLog
 	LastLog  int64
@@ -437,24 +484,23 @@ type timelineEntry struct {
 const logPage = 500
 
 func (c *Console) job(w http.ResponseWriter, r *http.Request, s *session) {
-	id, ok := pathID(r)
+	j, ok := byID(c, w, r, s, "job", c.cfg.Store.Admin().GetJob)
 	if !ok {
-		c.fail(w, r, s, http.StatusNotFound, "There is no job with this id.")
 		return
 	}
+	id := j.ID
 	ctx := r.Context()
 	admin := c.cfg.Store.Admin()
-	j, err := admin.GetJob(ctx, id)
-	if err != nil {
-		c.notFoundOr(w, r, s, err, "job")
-		return
-	}
 	rows, err := c.jobRows(r, []models.Job{*j})
 	if err != nil {
 		c.dbFail(w, r, s, err)
 		return
 	}
 	d := jobData{J: rows[0], Done: doneWords[r.URL.Query().Get("done")]}
+	if d.Can, err = c.jobActions(r, j); err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
 	logs, err := admin.ListJobLogs(ctx, id, 0, logPage+1)
 	if err != nil {
 		c.dbFail(w, r, s, err)
@@ -483,6 +529,60 @@ func (c *Console) job(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	slices.SortStableFunc(d.Timeline, func(a, b timelineEntry) int { return a.At.Compare(*b.At) })
 	c.render(w, http.StatusOK, "job", &page{Title: "Job " + strconv.FormatInt(id, 10), Nav: "jobs", Session: s, Flash: d.Done, Data: d})
+}
+
+// jobActions are the actions a job's page offers: those its state allows.
+// The API (and, for Run again, jobAction) still refuses the others.
+type jobActions struct {
+	Pause, Resume, Stop, Again, Reset, ForceReset bool
+}
+
+func (c *Console) jobActions(r *http.Request, j *models.Job) (jobActions, error) {
+	var a jobActions
+	live := j.Status == models.JobQueued || j.Status == models.JobRunning || j.Status == models.JobPaused
+	if j.Status.Finished() {
+		a.Again = true
+		return a, nil
+	}
+	silent := false
+	if live {
+		var err error
+		if silent, err = c.silent(r, j); err != nil {
+			return a, err
+		}
+	}
+	if live && j.Control == models.ControlStop {
+		// Asked to stop and still not stopped: what is left is a reset,
+		// forced while its node still looks after it.
+		a.Reset, a.ForceReset = silent, !silent
+		return a, nil
+	}
+	a.Pause = (j.Status == models.JobQueued || j.Status == models.JobRunning) && j.Control != models.ControlPause
+	a.Resume = (j.Status == models.JobPaused && j.Control != models.ControlResume) || j.Control == models.ControlPause
+	a.Stop = true
+	a.Reset = live && silent
+	return a, nil
+}
+
+// silent tells whether a queued, running or paused job has lost its node:
+// the node is gone, not alive or silent past the failover window, or the
+// job itself was not heard from within it. It is the rule the API's reset
+// applies (store's refuseLive) on the console's clock; the API judges
+// again on the database's.
+func (c *Console) silent(r *http.Request, j *models.Job) (bool, error) {
+	if j.NodeID == "" {
+		return true, nil
+	}
+	nodes, err := c.cfg.Store.Admin().ListNodes(r.Context())
+	if err != nil {
+		return false, err
+	}
+	now := c.cfg.Now()
+	i := slices.IndexFunc(nodes, func(n models.Node) bool { return n.ID == j.NodeID })
+	if i < 0 || nodes[i].Status != store.NodeAlive || now.Sub(nodes[i].HeartbeatAt) > c.cfg.FailoverAfter {
+		return true, nil
+	}
+	return now.Sub(store.JobLastHeard(j)) > c.cfg.FailoverAfter, nil
 }
 
 // jobLog is the live follow: the lines after ?after=, and the job's status
@@ -555,4 +655,50 @@ func calendarIDs(rows []models.Schedule) []int64 {
 		}
 	}
 	return ids
+}
+
+type definitionData struct {
+	D         *models.JobDefinition
+	Schedules []scheduleRow
+	More      bool // more schedules than shown
+	Jobs      []jobRow
+}
+
+// definitionShown is how many of a definition's schedules its page lists.
+const definitionShown = 50
+
+// definition is a job definition's page: its fields, its schedules and
+// its recent jobs.
+func (c *Console) definition(w http.ResponseWriter, r *http.Request, s *session) {
+	def, ok := byID(c, w, r, s, "job definition", c.cfg.Store.Admin().GetDefinition)
+	if !ok {
+		return
+	}
+	id := def.ID
+	ctx := r.Context()
+	admin := c.cfg.Store.Admin()
+	d := definitionData{D: def}
+	scheds, err := admin.ListSchedules(ctx, &store.AdminListParams{JobDefinitionID: id, Limit: definitionShown + 1})
+	if err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	if len(scheds) > definitionShown {
+		scheds, d.More = scheds[:definitionShown], true
+	}
+	if d.Schedules, err = c.scheduleRows(r, scheds); err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	jobs, err := admin.ListJobs(ctx, &store.AdminListParams{JobDefinitionID: id, Limit: 20})
+	if err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	if d.Jobs, err = c.jobRows(r, jobs); err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	c.render(w, http.StatusOK, "definition", &page{Title: def.Name, Nav: "definitions", Session: s,
+		Flash: doneWords[r.URL.Query().Get("done")], Data: d})
 }

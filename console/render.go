@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chimesched/chime/configs"
 	"github.com/chimesched/chime/models"
 )
 
@@ -25,30 +26,27 @@ type page struct {
 	// Flash is a message about the last action; Error one about a failure.
 	Flash, Error string
 	Version      string
-	Data         any
+	// TokenFile is Config.TokenFile, for the login page's hint.
+	TokenFile string
+	Data      any
 }
 
 var funcs = template.FuncMap{
-	"time":      timeTag,
-	"ago":       ago,
-	"status":    statusWords,
-	"jobStatus": jobStatusWords,
-	"json":      prettyJSON,
-	"deref":     func(s *string) string { return derefStr(s) },
-	"derefInt":  func(p *int) string { return derefInt(p) },
-	"add":       func(a, b int) int { return a + b },
-	"query":     queryWith,
-	"specWords": specWords,
-	"barHeight": barHeight,
-	"mul":       func(a, b int) int { return a * b },
-	"canPause":  func(j models.Job) bool { return j.Status == models.JobQueued || j.Status == models.JobRunning },
-	"canResume": func(j models.Job) bool {
-		return j.Status == models.JobPaused || (j.Control == models.ControlPause && !j.Status.Finished())
-	},
-	"canStop": func(j models.Job) bool { return !j.Status.Finished() },
-	"canReset": func(j models.Job) bool {
-		return j.Status == models.JobQueued || j.Status == models.JobRunning || j.Status == models.JobPaused
-	},
+	"time":        timeTag,
+	"ago":         ago,
+	"status":      statusWords,
+	"jobStatus":   jobStatusWords,
+	"json":        prettyJSON,
+	"deref":       func(s *string) string { return derefStr(s) },
+	"derefInt":    func(p *int) string { return derefInt(p) },
+	"add":         func(a, b int) int { return a + b },
+	"query":       queryWith,
+	"specWords":   specWords,
+	"barHeight":   barHeight,
+	"mul":         func(a, b int) int { return a * b },
+	"stateHelp":   stateHelp,
+	"params":      maskedJSON,
+	"plural":      plural,
 	"finished":    func(j models.Job) bool { return j.Status.Finished() },
 	"fieldError":  func(errs map[string]string, f string) string { return errs[f] },
 	"hasPrefix":   strings.HasPrefix,
@@ -92,7 +90,7 @@ func parseTemplates() (map[string]*template.Template, error) {
 // render executes a page into a buffer first, so a template error is a
 // clean 500 instead of half a page.
 func (c *Console) render(w http.ResponseWriter, status int, name string, p *page) {
-	p.Version = c.cfg.Version
+	p.Version, p.TokenFile = c.cfg.Version, c.cfg.TokenFile
 	var buf bytes.Buffer
 	t := c.pages[name]
 	if t == nil {
@@ -161,48 +159,6 @@ func ago(now, t time.Time) string {
 	return fmt.Sprintf("%dd %dh", int(d.Hours())/24, int(d.Hours())%24)
 }
 
-var jobWords = map[models.JobStatus]string{
-	models.JobPending: "Waiting", models.JobQueued: "Queued on a node", models.JobRunning: "Running",
-	models.JobPaused: "Paused", models.JobSucceeded: "Succeeded", models.JobFailed: "Failed",
-	models.JobStopped: "Stopped", models.JobCanceled: "Canceled",
-}
-
-// jobStatusWords says a job's state in words, with a pending control
-// request, since the status alone hides it.
-func jobStatusWords(j models.Job) string {
-	w := jobWords[j.Status]
-	if w == "" {
-		w = string(j.Status)
-	}
-	if j.Control != models.ControlNone && !j.Status.Finished() {
-		w += " (" + string(j.Control) + " requested)"
-	}
-	return w
-}
-
-func statusWords(s any) string {
-	switch v := s.(type) {
-	case models.JobStatus:
-		if w, ok := jobWords[v]; ok {
-			return w
-		}
-		return string(v)
-	case models.ScheduleStatus:
-		switch v {
-		case models.ScheduleActive:
-			return "Active"
-		case models.SchedulePaused:
-			return "Paused"
-		case models.ScheduleCompleted:
-			return "Completed"
-		case models.ScheduleInvalid:
-			return "Invalid"
-		}
-		return string(v)
-	}
-	return fmt.Sprint(s)
-}
-
 // prettyJSON indents a stored JSON document for reading; a value that is
 // not JSON is shown as it is (still escaped by the template).
 func prettyJSON(j models.JSON) string {
@@ -214,6 +170,63 @@ func prettyJSON(j models.JSON) string {
 		return string(j)
 	}
 	return b.String()
+}
+
+// maskedJSON is prettyJSON of params with secrets masked as the API masks
+// settings (configs.Redacted): the value of a key that names a credential
+// at any depth (a password, token or secret, as configs.IsSecret judges
+// names, an Authorization header, an API key), and the password of a URL.
+// Keys come out sorted. A value that is not JSON is shown as it is.
+func maskedJSON(j models.JSON) string {
+	if len(j) == 0 {
+		return ""
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return prettyJSON(j)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // the template escapes
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(mask(v)); err != nil {
+		return prettyJSON(j)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func mask(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if secretKey(k) && e != nil && e != "" {
+				x[k] = configs.Redacted
+			} else {
+				x[k] = mask(e)
+			}
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = mask(e)
+		}
+	case string:
+		if strings.Contains(x, "@") {
+			if u, err := url.Parse(x); err == nil && u.User != nil {
+				if _, ok := u.User.Password(); ok {
+					return u.Redacted()
+				}
+			}
+		}
+	}
+	return v
+}
+
+func secretKey(k string) bool {
+	l := strings.ToLower(k)
+	return configs.IsSecret(k) || strings.Contains(l, "authorization") || strings.Contains(l, "apikey") ||
+		strings.Contains(l, "api_key") || strings.Contains(l, "api-key")
 }
 
 func derefStr(s *string) string {

@@ -9,6 +9,63 @@ import (
 	"github.com/chimesched/chime/models"
 )
 
+// States are shown with the words the API and the CLI use (pending,
+// queued, ...), so what an admin reads here is what a filter, a script
+// or plain SQL takes; stateHelp says each in a few words on hover.
+var stateHelps = map[any]string{
+	models.JobPending:   "waits to be claimed: due at run_at, or later",
+	models.JobQueued:    "claimed by a node; waits for a worker there",
+	models.JobRunning:   "its task runs on a node",
+	models.JobPaused:    "its task is paused on its node; resume continues it",
+	models.JobSucceeded: "finished: the task succeeded",
+	models.JobFailed:    "finished: its last attempt failed",
+	models.JobStopped:   "finished: stopped on request while it ran",
+	models.JobCanceled:  "finished without a run to its end: stopped before a node took it, or canceled by its task",
+
+	models.ScheduleActive:    "fires at its times",
+	models.SchedulePaused:    "fires nothing until resumed",
+	models.ScheduleCompleted: "has nothing left to fire",
+	models.ScheduleInvalid:   "cannot be scheduled: see its reason",
+}
+
+func stateHelp(s any) string { return stateHelps[s] }
+
+// statusWords is a job's or a schedule's status as the API says it.
+func statusWords(s any) string {
+	switch v := s.(type) {
+	case models.JobStatus:
+		return string(v)
+	case models.ScheduleStatus:
+		return string(v)
+	}
+	return fmt.Sprint(s)
+}
+
+// jobStatusWords is a job's status as the CLI's job list shows it (with
+// the typed outcome its task chose), and a control request not acted on
+// yet, since the status alone hides it.
+func jobStatusWords(j models.Job) string {
+	w := string(j.Status)
+	switch j.Outcome {
+	case models.OutcomeNone:
+	case models.OutcomeCanceled:
+		w += " (by task)"
+	default:
+		w += " (" + string(j.Outcome) + ")"
+	}
+	if j.Control != models.ControlNone && !j.Status.Finished() {
+		w += " (" + string(j.Control) + " requested)"
+	}
+	return w
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
 // specWords says when a schedule fires, in words. It covers the common
 // shapes; anything else shows the expression itself, and the page's list
 // of next fire times, computed by the engine's own code, is the proof.

@@ -247,3 +247,78 @@ func TestFutureSpecChangedAtIsClamped(t *testing.T) {
 		require.True(t, start.Add(3*time.Second).Equal(jobs[len(jobs)-1].ScheduledAt), "fires go on, got %v", scheduledAts(jobs))
 	})
 }
+
+// PreviewResume, asked while the schedules are paused, says what the
+// resume then writes: one catch-up under fire_once, one per missed fire
+// under fire_all, none under skip, none after a timing edit made while
+// paused, and only the window's fires with catchup_window_seconds.
+func TestPreviewResumeIsWhatResumeWrites(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		b := setup(t, st, "n1")
+		start := b.clock.Now()
+		every := func(name string, policy models.MisfirePolicy, window *int) models.Schedule {
+			return b.schedule(t, models.Schedule{Name: name, ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *"),
+				MisfirePolicy: policy, CatchupWindowSeconds: window}, start)
+		}
+		scheds := []models.Schedule{
+			every("once", models.MisfireFireOnce, nil), every("all", models.MisfireFireAll, nil),
+			every("skip", models.MisfireSkip, nil), every("edited", models.MisfireFireOnce, nil),
+			every("window", models.MisfireFireOnce, ptr(5)),
+		}
+		b.at(t, start)
+		b.at(t, start.Add(2*time.Second))
+		require.NoError(t, st.DB().Exec("UPDATE schedules SET status = 'paused'").Error)
+		b.e.Refresh()
+		b.at(t, start.Add(3*time.Second))
+		require.NoError(t, st.DB().Exec("UPDATE schedules SET cron_expr = '*/2 * * * * *' WHERE name = 'edited'").Error)
+
+		resumeAt := start.Add(14 * time.Second) // the sync at +14 s sees the resume
+		previews := map[string]ResumeCatchUp{}
+		for _, s := range scheds {
+			s = reload(t, st, s)
+			tt := triggerOf(t, st, s.ID)
+			if p, ok := PreviewResume(ScheduleRow{Schedule: s, Definition: &b.def, Trigger: &tt}, ResumeOptions{}, resumeAt); ok {
+				previews[s.Name] = p
+			}
+		}
+		require.NoError(t, st.DB().Exec("UPDATE schedules SET status = 'active'").Error)
+		b.at(t, resumeAt)
+
+		for _, s := range scheds {
+			ups := catchUpsOf(t, st, s.ID)
+			p, ok := previews[s.Name]
+			require.Equal(t, len(ups) > 0, ok, s.Name)
+			if !ok {
+				continue
+			}
+			missed := 0
+			for _, j := range ups {
+				missed += j.MissedFires
+			}
+			require.Equal(t, len(ups), p.Jobs, s.Name)
+			require.Equal(t, missed, p.MissedFires, s.Name)
+			require.True(t, ups[len(ups)-1].ScheduledAt.Equal(p.ScheduledAt), "%s: %v, previewed %v", s.Name, ups[len(ups)-1].ScheduledAt, p.ScheduledAt)
+		}
+		require.Equal(t, ResumeCatchUp{ScheduledAt: start.Add(13 * time.Second), MissedFires: 11, Jobs: 1}, previews["once"], "+3 … +13")
+		require.Equal(t, 11, previews["all"].Jobs)
+		require.Equal(t, 5, previews["window"].MissedFires, "+9 … +13: the window's")
+		require.NotContains(t, previews, "skip")
+		require.NotContains(t, previews, "edited")
+
+		// A forbid schedule with a job still unfinished writes none. (Between
+		// two ticks: a fire due at the very instant would be written on time
+		// instead of the catch-up, the latest fire being the one wanted.)
+		later := resumeAt.Add(time.Hour + time.Second/2)
+		s := reload(t, st, scheds[0])
+		s.Status, s.Concurrency = models.SchedulePaused, models.ConcurrencyForbid
+		tt := triggerOf(t, st, s.ID)
+		_, ok := PreviewResume(ScheduleRow{Schedule: s, Definition: &b.def, Trigger: &tt}, ResumeOptions{Busy: true}, later)
+		require.False(t, ok)
+		_, ok = PreviewResume(ScheduleRow{Schedule: s, Definition: &b.def, Trigger: &tt}, ResumeOptions{}, later)
+		require.True(t, ok)
+		// No definition: the engine would mark it invalid.
+		_, ok = PreviewResume(ScheduleRow{Schedule: s, Trigger: &tt}, ResumeOptions{}, later)
+		require.False(t, ok)
+	})
+}

@@ -139,12 +139,19 @@ func (e *Engine) reset(cron gocron.Scheduler) {
 	e.cron, e.alarm, e.alarmAt = cron, uuid.Nil, time.Time{}
 	e.work, e.done, e.synced = make(chan *writeReq, maxQueued), make(chan *writeReq, maxQueued), make(chan syncResult, 1)
 	e.turns = make(chan struct{}, writers)
-	e.entries, e.heap, e.due, e.complete, e.inflight = map[int64]*entry{}, nil, map[int64]*entry{}, map[int64]bool{}, map[int64]bool{}
-	e.invalid, e.missing, e.respec = map[int64]string{}, map[int64]TriggerRow{}, map[int64]TriggerSpec{}
-	e.cache, e.specs, e.defaults, e.syncCancel = trigger.NewCache(), map[specKey]string{}, map[*models.JobDefinition]error{}, nil
+	e.clearSchedules()
+	e.syncCancel = nil
 	e.watermark, e.syncDue, e.fullDue, e.fireRetry, e.gatherUntil = time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	e.queued, e.holding, e.syncing, e.stale = 0, false, false, false
 	e.setLeader(false)
+}
+
+// clearSchedules empties what the engine knows of the schedules: their
+// entries and the work pending on them.
+func (e *Engine) clearSchedules() {
+	e.entries, e.heap, e.due, e.complete, e.inflight = map[int64]*entry{}, nil, map[int64]*entry{}, map[int64]bool{}, map[int64]bool{}
+	e.invalid, e.missing, e.respec = map[int64]string{}, map[int64]TriggerRow{}, map[int64]TriggerSpec{}
+	e.cache, e.specs, e.defaults = trigger.NewCache(), map[specKey]string{}, map[*models.JobDefinition]error{}
 }
 
 // IsLeader reports whether this engine fires schedules now.

@@ -93,6 +93,12 @@
     }
     var list = document.getElementById("preview-fires"), err = document.getElementById("preview-error");
     var timer = null, seq = 0;
+    // A form nobody has touched yet is not wrong: its first preview shows
+    // fire times or a hint, never an error.
+    var touched = false;
+    function note(text) {
+      var li = document.createElement("li"); li.className = "muted"; li.textContent = text; list.appendChild(li);
+    }
     function preview() {
       var mine = ++seq;
       fetch("/schedules/preview", { method: "POST", credentials: "same-origin", body: new URLSearchParams(new FormData(form)) })
@@ -100,15 +106,18 @@
         .then(function (data) {
           if (!data || mine !== seq) { return; }
           list.replaceChildren();
-          err.hidden = !data.error;
-          err.textContent = data.error || "";
+          var msg = touched ? (data.error || "") : "";
+          err.hidden = !msg;
+          err.textContent = msg;
+          if (data.hint) { note(data.hint); }
           data.fires.forEach(function (t) {
             var li = document.createElement("li"); li.appendChild(timeEl(t)); list.appendChild(li);
           });
+          if (!list.firstChild && !msg) { note("Fill in the form to see when it fires."); }
           localize(list);
         }).catch(function () {});
     }
-    function later() { clearTimeout(timer); timer = setTimeout(preview, 300); }
+    function later() { touched = true; clearTimeout(timer); timer = setTimeout(preview, 300); }
     type.addEventListener("change", showSpec);
     form.addEventListener("input", later);
     form.addEventListener("change", later);
