@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 const (
@@ -159,7 +160,7 @@ type loginData struct {
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 	if c.readSession(r) != nil || c.cfg.Token == "" {
-		http.Redirect(w, r, localPath(r.URL.Query().Get("next")), http.StatusSeeOther)
+		redirectAfterLogin(w, r, r.URL.Query().Get("next"))
 		return
 	}
 	c.renderLogin(w, r, http.StatusOK, "")
@@ -203,7 +204,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	c.setCookie(w, loginCSRFCookie, "", -1)
 	c.setCookie(w, sessionCookie, value, int(c.cfg.SessionTTL.Seconds()))
 	c.log.WithField("remote", r.RemoteAddr).Info("console: login")
-	http.Redirect(w, r, localPath(r.PostFormValue("next")), http.StatusSeeOther)
+	redirectAfterLogin(w, r, r.PostFormValue("next"))
 }
 
 // slowDown answers failed logins one at a time, each after the delay.
@@ -237,10 +238,35 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) {
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-// localPath keeps a redirect target on this site: a path, not "//host".
+// redirectAfterLogin sends the browser to next, the page it asked for
+// before logging in, when that is a page of this site; else to "/". Every
+// redirect to a target the request chose goes through here.
+func redirectAfterLogin(w http.ResponseWriter, r *http.Request, next string) {
+	http.Redirect(w, r, localPath(next), http.StatusSeeOther)
+}
+
+// localPath returns p as a browser reads it in a Location header when that
+// is a path of this site, else "/". A browser parses a URL after dropping
+// leading and trailing C0 controls and spaces, and tab, CR and LF
+// anywhere, and takes a backslash in the path for a slash: "/\t/evil"
+// and "/\\evil" are "//evil", another host. So p is checked, and
+// returned, in the form the browser will read, not the form it was sent in.
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") || strings.ContainsAny(p, "\r\n") {
+	p = strings.TrimFunc(p, func(r rune) bool { return r <= ' ' })
+	p = tabsAndNewlines.Replace(p)
+	end := strings.IndexAny(p, "?#")
+	if end < 0 {
+		end = len(p)
+	}
+	p = strings.ReplaceAll(p[:end], `\`, "/") + p[end:]
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || !utf8.ValidString(p) ||
+		strings.IndexFunc(p, func(r rune) bool { return r < ' ' || r == 0x7f }) >= 0 {
+		return "/"
+	}
+	if u, err := url.Parse(p); err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
 		return "/"
 	}
 	return p
 }
+
+var tabsAndNewlines = strings.NewReplacer("\t", "", "\n", "", "\r", "")
