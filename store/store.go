@@ -127,6 +127,9 @@ func Open(ctx context.Context, cfg Config) (st *Store, err error) {
 			if err := checkSQLiteDir(file); err != nil {
 				return nil, err
 			}
+			if err := createSQLiteFile(cfg.DSN, file, cfg.Logger); err != nil {
+				return nil, err
+			}
 			if cfg.Exclusive {
 				release, err := lockSQLite(file, lockHolder(cfg.Holder))
 				if err != nil {
