@@ -6,7 +6,6 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -65,9 +64,6 @@ type Console struct {
 	api   http.Handler
 
 	failed chan struct{} // one failed login answered at a time
-
-	mu      sync.Mutex
-	revoked map[string]time.Time // logged-out session nonces, until they expire
 }
 
 // New checks cfg and parses the templates.
@@ -103,7 +99,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	return &Console{
 		cfg: cfg, log: cfg.Logger.WithField("component", "console"), pages: pages, key: key,
-		failed: make(chan struct{}, 1), revoked: map[string]time.Time{},
+		failed: make(chan struct{}, 1),
 	}, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"net/http"
 	"net/url"
 	"strings"
@@ -23,7 +24,8 @@ const (
 
 // session is a logged-in browser.
 type session struct {
-	nonce string
+	nonce   string
+	expires time.Time // the cookie's
 	// CSRF is the token every form of this session posts back.
 	CSRF string
 }
@@ -64,47 +66,51 @@ func (c *Console) newSession() (string, *session, error) {
 	if _, err := rand.Read(nonce); err != nil {
 		return "", nil, err
 	}
+	expires := time.Unix(c.cfg.Now().Add(c.cfg.SessionTTL).Unix(), 0)
 	var exp [8]byte
-	binary.BigEndian.PutUint64(exp[:], uint64(c.cfg.Now().Add(c.cfg.SessionTTL).Unix()))
+	binary.BigEndian.PutUint64(exp[:], uint64(expires.Unix()))
 	payload := append(nonce, exp[:]...)
 	value := b64.EncodeToString(payload) + "." + b64.EncodeToString(c.mac([]byte("session"), payload))
-	return value, c.sessionOf(nonce), nil
+	return value, c.sessionOf(nonce, expires), nil
 }
 
-func (c *Console) sessionOf(nonce []byte) *session {
-	return &session{nonce: string(nonce), CSRF: b64.EncodeToString(c.mac([]byte("csrf"), nonce))}
+func (c *Console) sessionOf(nonce []byte, expires time.Time) *session {
+	return &session{nonce: string(nonce), expires: expires, CSRF: b64.EncodeToString(c.mac([]byte("csrf"), nonce))}
 }
 
-// readSession checks the session cookie: signature, expiry, logout.
-func (c *Console) readSession(r *http.Request) *session {
+// readSession checks the session cookie: signature, expiry, logout. The
+// error is the database's, when it cannot say whether the session was
+// logged out.
+func (c *Console) readSession(r *http.Request) (*session, error) {
 	ck, err := r.Cookie(sessionCookie)
 	if err != nil || len(ck.Value) > 200 {
-		return nil
+		return nil, nil
 	}
 	p, sig, ok := strings.Cut(ck.Value, ".")
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	payload, err1 := b64.DecodeString(p)
 	mac, err2 := b64.DecodeString(sig)
 	if err1 != nil || err2 != nil || len(payload) != sessionNonceSize+8 {
-		return nil
+		return nil, nil
 	}
 	if !hmac.Equal(mac, c.mac([]byte("session"), payload)) {
-		return nil
+		return nil, nil
 	}
 	exp := time.Unix(int64(binary.BigEndian.Uint64(payload[sessionNonceSize:])), 0)
 	if !c.cfg.Now().Before(exp) {
-		return nil
+		return nil, nil
 	}
 	nonce := payload[:sessionNonceSize]
-	c.mu.Lock()
-	_, gone := c.revoked[string(nonce)]
-	c.mu.Unlock()
-	if gone {
-		return nil
+	gone, err := c.cfg.Store.SessionRevoked(r.Context(), hex.EncodeToString(nonce))
+	if err != nil {
+		return nil, err
 	}
-	return c.sessionOf(nonce)
+	if gone {
+		return nil, nil
+	}
+	return c.sessionOf(nonce, exp), nil
 }
 
 func (c *Console) setCookie(w http.ResponseWriter, name, value string, maxAge int) {
@@ -121,7 +127,11 @@ type authedHandler func(w http.ResponseWriter, r *http.Request, s *session)
 // else is refused: before login nothing but the login page is shown.
 func (c *Console) authed(h authedHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s := c.readSession(r)
+		s, err := c.readSession(r)
+		if err != nil {
+			c.dbFail(w, r, nil, err)
+			return
+		}
 		if s == nil && c.cfg.Token == "" && r.Method == http.MethodGet {
 			// No token: the API is open on loopback, so is the console;
 			// the session only carries the CSRF token.
@@ -159,7 +169,12 @@ type loginData struct {
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
-	if c.readSession(r) != nil || c.cfg.Token == "" {
+	s, err := c.readSession(r)
+	if err != nil {
+		c.dbFail(w, r, nil, err)
+		return
+	}
+	if s != nil || c.cfg.Token == "" {
 		redirectAfterLogin(w, r, r.URL.Query().Get("next"))
 		return
 	}
@@ -224,16 +239,13 @@ func (c *Console) slowDown(r *http.Request) {
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) {
-	now := c.cfg.Now()
-	c.mu.Lock()
-	for n, until := range c.revoked {
-		if now.After(until) {
-			delete(c.revoked, n)
-		}
+	// The cookie dies in this browser, and a copy of it on every node of
+	// the cluster, restarted or not, until it would have expired anyway.
+	if err := c.cfg.Store.RevokeSession(r.Context(), hex.EncodeToString([]byte(s.nonce)), s.expires, c.cfg.Now()); err != nil {
+		// Not logged out: the browser keeps its cookie and can try again.
+		c.dbFail(w, r, s, err)
+		return
 	}
-	// The cookie dies in this browser; a copy of it dies on this node.
-	c.revoked[s.nonce] = now.Add(c.cfg.SessionTTL)
-	c.mu.Unlock()
 	c.setCookie(w, sessionCookie, "", -1)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }

@@ -1,0 +1,132 @@
+package console_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/api"
+	"github.com/chimesched/chime/console"
+	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/tasks"
+	"github.com/chimesched/chime/tasks/builtin"
+)
+
+// clock is a console's clock in these tests.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// node is one console process on the database cfg names: its own store,
+// console and API, as a node of the cluster has them.
+func node(t *testing.T, cfg store.Config, now func() time.Time) (*site, func()) {
+	t.Helper()
+	st, err := store.Open(context.Background(), cfg)
+	require.NoError(t, err)
+	reg := tasks.NewRegistry()
+	require.NoError(t, builtin.Register(reg))
+	log := logrus.New()
+	log.SetLevel(logrus.WarnLevel)
+	con, err := console.New(console.Config{Store: st, Registry: reg, Token: testToken, Logger: log,
+		FailedLoginDelay: 10 * time.Millisecond, Now: now})
+	require.NoError(t, err)
+	a, err := api.New(api.Config{Store: st, Registry: reg, Token: testToken, Logger: log, Console: con.Handler})
+	require.NoError(t, err)
+	s := &site{t: t, st: st}
+	s.srv, s.h = httptest.NewServer(a.Handler()), a.Handler()
+	stop := func() { s.srv.Close(); _ = st.Close() }
+	t.Cleanup(stop)
+	return s, stop
+}
+
+// withSession is a fresh browser that carries only the cookie value.
+func (s *site) withSession(value string) *http.Client {
+	c := s.client()
+	c.Jar.SetCookies(mustURL(s.srv.URL), []*http.Cookie{{Name: "chime_session", Value: value}})
+	return c
+}
+
+func sessionCookie(t *testing.T, s *site, c *http.Client) string {
+	t.Helper()
+	for _, ck := range c.Jar.Cookies(mustURL(s.srv.URL)) {
+		if ck.Name == "chime_session" {
+			return ck.Value
+		}
+	}
+	t.Fatal("no session cookie")
+	return ""
+}
+
+// forEachDatabase runs fn once per dialect with a fresh, migrated
+// database that fn's nodes open themselves.
+func forEachDatabase(t *testing.T, fn func(t *testing.T, cfg store.Config)) {
+	for _, d := range testdb.Dialects {
+		t.Run(string(d), func(t *testing.T) { fn(t, testdb.Config(t, d)) })
+	}
+}
+
+// TestLogoutSurvivesRestartAndReachesEveryNode is finding 8 of issue 22:
+// a logged-out cookie was refused only by the node that logged it out,
+// and by that node only until it restarted.
+func TestLogoutSurvivesRestartAndReachesEveryNode(t *testing.T) {
+	forEachDatabase(t, func(t *testing.T, cfg store.Config) {
+		mig, err := store.Open(context.Background(), cfg)
+		require.NoError(t, err)
+		_, err = mig.Migrate(context.Background())
+		require.NoError(t, err)
+		require.NoError(t, mig.Close())
+
+		clk := &clock{t: time.Now()}
+		a, stopA := node(t, cfg, clk.now)
+		b, _ := node(t, cfg, clk.now)
+		c := a.client()
+		csrf := a.login(c)
+		value := sessionCookie(t, a, c)
+		resp, _ := b.get(b.withSession(value), "/schedules")
+		require.Equal(t, http.StatusOK, resp.StatusCode, "the other node accepts the session")
+		other := a.client()
+		a.login(other) // a session that stays logged in
+		otherValue := sessionCookie(t, a, other)
+
+		resp, _ = a.post(c, "/logout", url.Values{"csrf": {csrf}})
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		resp, _ = b.get(b.withSession(value), "/schedules")
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, "the other node still accepts the logged-out cookie")
+
+		// A restart of the node that logged it out forgets nothing.
+		stopA()
+		a, _ = node(t, cfg, clk.now)
+		resp, _ = a.get(a.withSession(value), "/schedules")
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, "the restarted node accepts the logged-out cookie")
+		require.Equal(t, "/login?next=%2Fschedules", resp.Header.Get("Location"))
+		resp, _ = a.get(a.withSession(otherValue), "/schedules")
+		require.Equal(t, http.StatusOK, resp.StatusCode, "a session not logged out survives the restart")
+
+		// Revocations go once their cookies have expired.
+		var n int64
+		require.NoError(t, a.st.DB().Raw(`SELECT COUNT(*) FROM console_revocations`).Scan(&n).Error)
+		require.EqualValues(t, 1, n)
+		clk.add(console.DefaultSessionTTL + time.Minute)
+		c = a.client()
+		csrf = a.login(c)
+		resp, _ = a.post(c, "/logout", url.Values{"csrf": {csrf}})
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		require.NoError(t, a.st.DB().Raw(`SELECT COUNT(*) FROM console_revocations`).Scan(&n).Error)
+		require.EqualValues(t, 1, n, "one revocation, the new one")
+		require.NoError(t, a.st.DB().Raw(`SELECT COUNT(*) FROM console_revocations WHERE expires_at < ?`, clk.now().Unix()).Scan(&n).Error)
+		require.Zero(t, n, "the expired revocation is still there")
+	})
+}
