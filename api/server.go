@@ -53,6 +53,11 @@ type Config struct {
 	// TLSCert and TLSKey are PEM files; set both to serve HTTPS, so a token
 	// never crosses a network in clear. Neither: plain HTTP.
 	TLSCert, TLSKey string
+	// HSTS sends Strict-Transport-Security on every answer, so a browser
+	// that reached the API over HTTPS never uses plain HTTP for its host
+	// again: set it when browsers reach it only over HTTPS (it serves TLS,
+	// or a proxy that terminates TLS is in front).
+	HSTS bool
 	// FailoverAfter is the cluster's failover window: a job whose node and
 	// heartbeat were heard from within it counts as live, and is not reset
 	// without force (default 20s, the cluster's default).

@@ -121,3 +121,29 @@ func mustParse(t *testing.T, s string) *url.URL {
 	require.NoError(t, err)
 	return u
 }
+
+// CHIME_API_TLS_PROXY reaches the console and the API: behind a proxy
+// that terminates TLS, the cookies are Secure __Host- ones and answers
+// carry HSTS (issue 22, finding 11).
+func TestTLSProxySecuresTheConsole(t *testing.T) {
+	t.Parallel()
+	for _, proxy := range []bool{false, true} {
+		e := newNodeEnv(t, store.SQLite, 0)
+		e.cfg.API.Token = consoleTestToken
+		e.cfg.TaskEngine.Enabled, e.cfg.API.TLSProxy = false, proxy
+		stop := e.serve()
+		resp, _ := fetch(t, browser(t), "GET", e.apiURL(0)+"/login", nil)
+		stop()
+		require.Len(t, resp.Cookies(), 1)
+		ck := resp.Cookies()[0]
+		if proxy {
+			require.Equal(t, "max-age=31536000", resp.Header.Get("Strict-Transport-Security"))
+			require.Equal(t, "__Host-chime_login_csrf", ck.Name)
+			require.True(t, ck.Secure)
+		} else {
+			require.Empty(t, resp.Header.Get("Strict-Transport-Security"))
+			require.Equal(t, "chime_login_csrf", ck.Name)
+			require.False(t, ck.Secure)
+		}
+	}
+}

@@ -36,7 +36,10 @@ type Config struct {
 	// Token is the API token, the console's password. Empty: no login,
 	// which the API allows on a loopback address only.
 	Token string
-	// Secure marks the session cookie Secure: set it when the API serves TLS.
+	// Secure marks the console's cookies Secure and names them with the
+	// __Host- prefix: set it when browsers reach the console only over
+	// HTTPS (the API serves TLS, or a proxy that terminates TLS is in
+	// front). A browser then never sends the session over plain HTTP.
 	Secure bool
 	// SessionTTL bounds a session's life (default 12h).
 	SessionTTL time.Duration

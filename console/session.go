@@ -82,7 +82,7 @@ func (c *Console) sessionOf(nonce []byte, expires time.Time) *session {
 // error is the database's, when it cannot say whether the session was
 // logged out.
 func (c *Console) readSession(r *http.Request) (*session, error) {
-	ck, err := r.Cookie(sessionCookie)
+	ck, err := r.Cookie(c.cookieName(sessionCookie))
 	if err != nil || len(ck.Value) > 200 {
 		return nil, nil
 	}
@@ -113,9 +113,20 @@ func (c *Console) readSession(r *http.Request) (*session, error) {
 	return c.sessionOf(nonce, exp), nil
 }
 
+// cookieName is name, with the __Host- prefix when cookies are Secure:
+// a browser then takes the cookie only from an HTTPS answer of this very
+// host, with Path=/ and no Domain, so neither a page on plain HTTP nor a
+// sibling subdomain can plant or overwrite it.
+func (c *Console) cookieName(name string) string {
+	if c.cfg.Secure {
+		return "__Host-" + name
+	}
+	return name
+}
+
 func (c *Console) setCookie(w http.ResponseWriter, name, value string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{
-		Name: name, Value: value, Path: "/", MaxAge: maxAge,
+		Name: c.cookieName(name), Value: value, Path: "/", MaxAge: maxAge,
 		HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode,
 	})
 }
@@ -193,7 +204,7 @@ func (c *Console) renderLogin(w http.ResponseWriter, r *http.Request, status int
 
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	ck, err := r.Cookie(loginCSRFCookie)
+	ck, err := r.Cookie(c.cookieName(loginCSRFCookie))
 	if err != nil || ck.Value == "" || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(r.PostFormValue(csrfField))) != 1 {
 		c.renderLogin(w, r, http.StatusForbidden, "The login form expired. Try again.")
 		return

@@ -130,3 +130,66 @@ func TestLogoutSurvivesRestartAndReachesEveryNode(t *testing.T) {
 		require.Zero(t, n, "the expired revocation is still there")
 	})
 }
+
+// TestSecureCookiesBehindTLSProxy is finding 11 of issue 22: behind a
+// proxy that terminates TLS the session cookie had no Secure flag, and
+// there was no way to ask for it.
+func TestSecureCookiesBehindTLSProxy(t *testing.T) {
+	st := testdb.Open(t, store.SQLite)
+	reg := tasks.NewRegistry()
+	require.NoError(t, builtin.Register(reg))
+	log := logrus.New()
+	log.SetLevel(logrus.WarnLevel)
+	con, err := console.New(console.Config{Store: st, Registry: reg, Token: testToken, Logger: log, Secure: true})
+	require.NoError(t, err)
+	a, err := api.New(api.Config{Store: st, Registry: reg, Token: testToken, Logger: log, Console: con.Handler, HSTS: true})
+	require.NoError(t, err)
+	// The proxy's side: HTTPS to the browser.
+	srv := httptest.NewTLSServer(a.Handler())
+	t.Cleanup(srv.Close)
+	s := &site{t: t, st: st, srv: srv, h: a.Handler()}
+	c := srv.Client()
+	c.Jar = s.client().Jar
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+	resp, body := s.get(c, "/login")
+	require.Equal(t, "max-age=31536000", resp.Header.Get("Strict-Transport-Security"))
+	for _, ck := range resp.Cookies() {
+		require.Equal(t, "__Host-chime_login_csrf", ck.Name)
+		require.True(t, ck.Secure)
+	}
+	resp, _ = s.post(c, "/login", url.Values{"csrf": {csrfOf(t, body)}, "token": {testToken}, "next": {"/"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	var names []string
+	for _, ck := range resp.Cookies() {
+		names = append(names, ck.Name)
+		if ck.Name == "__Host-chime_session" {
+			// What the __Host- prefix demands, or browsers drop the cookie.
+			require.True(t, ck.Secure)
+			require.Equal(t, "/", ck.Path)
+			require.Empty(t, ck.Domain)
+			require.True(t, ck.HttpOnly)
+		}
+	}
+	require.Contains(t, names, "__Host-chime_session")
+	resp, body = s.get(c, "/schedules")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "max-age=31536000", resp.Header.Get("Strict-Transport-Security"))
+	resp, _ = s.post(c, "/logout", url.Values{"csrf": {csrfOf(t, body)}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	resp, _ = s.get(c, "/schedules")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	// The API's answers carry HSTS too.
+	resp, _ = s.get(c, "/healthz")
+	require.Equal(t, "max-age=31536000", resp.Header.Get("Strict-Transport-Security"))
+
+	// Off (plain HTTP, the default): no prefix, no Secure, no HSTS.
+	plain := newSite(t, st, testToken)
+	pc := plain.client()
+	resp, _ = plain.get(pc, "/login")
+	require.Empty(t, resp.Header.Get("Strict-Transport-Security"))
+	for _, ck := range resp.Cookies() {
+		require.Equal(t, "chime_login_csrf", ck.Name)
+		require.False(t, ck.Secure)
+	}
+}
