@@ -269,6 +269,13 @@ func browserFlow(t *testing.T, ctx context.Context, base string, st *store.Store
 	do(t, ctx, chromedp.WaitNotPresent(css(`#follow-note`)))
 	require.Equal(t, "Stopped", text(t, ctx, `#job-status`))
 
+	// Logged in, a next that Chromium reads as another host stays here
+	// (issue 22, finding 5: it landed on http://evil.example/typed).
+	do(t, ctx, chromedp.Navigate(base+"/login?next=/%09/evil.example/typed"), chromedp.WaitVisible(css(`form.logout`)))
+	loc, err = chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	require.Equal(t, base+"/", loc)
+
 	// Log out and see no data.
 	do(t, ctx,
 		chromedp.Click(css(`form.logout button`)),
