@@ -14,7 +14,8 @@
 //
 // Security: a login page takes the API token; the session is a signed
 // cookie (HMAC keyed by the token, a fresh nonce per login, HttpOnly,
-// SameSite=Strict, Secure under TLS), so every node that shares the token
+// SameSite=Strict; Secure with the __Host- prefix when browsers come over
+// HTTPS, see Config.Secure), so every node that shares the token
 // accepts it and changing the token ends every session. Logout writes the
 // nonce to the console_revocations table until the cookie's expiry, which
 // every node checks, so a logged-out cookie stays dead across the cluster
