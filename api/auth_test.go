@@ -5,10 +5,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
 	"github.com/stretchr/testify/require"
@@ -17,25 +17,15 @@ import (
 	"github.com/chimesched/chime/store"
 )
 
-// fakeClock is the limiter's clock in these tests.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *fakeClock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
 // authServer is a server with testToken whose log lines land in the hook.
-func authServer(t *testing.T, st *store.Store) (*Server, *test.Hook, *fakeClock) {
+func authServer(t *testing.T, st *store.Store) (*Server, *test.Hook, *clockwork.FakeClock) {
 	t.Helper()
 	log, hook := test.NewNullLogger()
 	log.SetLevel(logrus.InfoLevel)
 	srv, err := New(Config{Store: st, Registry: testRegistry(), Token: testToken, Addr: "127.0.0.1:0", Logger: log})
 	require.NoError(t, err)
-	clock := &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	srv.now = clock.now
+	clock := clockwork.NewFakeClockAt(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	srv.now = clock.Now
 	return srv, hook, clock
 }
 
@@ -95,10 +85,10 @@ func TestFailedAuthLoggedAndLimited(t *testing.T) {
 	require.Equal(t, http.StatusTooManyRequests, authCall(h, attacker, "Bearer "+testToken).Code)
 	require.Equal(t, http.StatusOK, authCall(h, "198.51.100.2:1234", "Bearer "+testToken).Code)
 	// One more try a second later, and no more.
-	clock.add(authFailEvery)
+	clock.Advance(authFailEvery)
 	require.Equal(t, http.StatusUnauthorized, authCall(h, attacker, "Bearer guess-again").Code)
 	require.Equal(t, http.StatusTooManyRequests, authCall(h, attacker, "Bearer guess-again").Code)
-	clock.add(authFailEvery)
+	clock.Advance(authFailEvery)
 	require.Equal(t, http.StatusOK, authCall(h, attacker, "Bearer "+testToken).Code)
 
 	// An IPv6 attacker does not get a bucket per address of its /64.
@@ -121,7 +111,7 @@ func TestFailedAuthLogLimitedAcrossAddresses(t *testing.T) {
 	}
 	require.LessOrEqual(t, len(authLines(hook)), authLogBurst)
 	hook.Reset()
-	clock.add(time.Minute)
+	clock.Advance(time.Minute)
 	require.Equal(t, http.StatusUnauthorized, authCall(h, "10.9.9.9:1", "").Code)
 	lines := authLines(hook)
 	require.Len(t, lines, 1)

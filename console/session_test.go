@@ -5,10 +5,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/require"
 
@@ -19,16 +19,6 @@ import (
 	"github.com/chimesched/chime/tasks"
 	"github.com/chimesched/chime/tasks/builtin"
 )
-
-// clock is a console's clock in these tests.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 // node is one console process on the database cfg names: its own store,
 // console and API, as a node of the cluster has them.
@@ -89,9 +79,9 @@ func TestLogoutSurvivesRestartAndReachesEveryNode(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, mig.Close())
 
-		clk := &clock{t: time.Now()}
-		a, stopA := node(t, cfg, clk.now)
-		b, _ := node(t, cfg, clk.now)
+		clk := clockwork.NewFakeClock()
+		a, stopA := node(t, cfg, clk.Now)
+		b, _ := node(t, cfg, clk.Now)
 		c := a.client()
 		csrf := a.login(c)
 		value := sessionCookie(t, a, c)
@@ -108,7 +98,7 @@ func TestLogoutSurvivesRestartAndReachesEveryNode(t *testing.T) {
 
 		// A restart of the node that logged it out forgets nothing.
 		stopA()
-		a, _ = node(t, cfg, clk.now)
+		a, _ = node(t, cfg, clk.Now)
 		resp, _ = a.get(a.withSession(value), "/schedules")
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode, "the restarted node accepts the logged-out cookie")
 		require.Equal(t, "/login?next=%2Fschedules", resp.Header.Get("Location"))
@@ -119,14 +109,14 @@ func TestLogoutSurvivesRestartAndReachesEveryNode(t *testing.T) {
 		var n int64
 		require.NoError(t, a.st.DB().Raw(`SELECT COUNT(*) FROM console_revocations`).Scan(&n).Error)
 		require.EqualValues(t, 1, n)
-		clk.add(console.DefaultSessionTTL + time.Minute)
+		clk.Advance(console.DefaultSessionTTL + time.Minute)
 		c = a.client()
 		csrf = a.login(c)
 		resp, _ = a.post(c, "/logout", url.Values{"csrf": {csrf}})
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		require.NoError(t, a.st.DB().Raw(`SELECT COUNT(*) FROM console_revocations`).Scan(&n).Error)
 		require.EqualValues(t, 1, n, "one revocation, the new one")
-		require.NoError(t, a.st.DB().Raw(`SELECT COUNT(*) FROM console_revocations WHERE expires_at < ?`, clk.now().Unix()).Scan(&n).Error)
+		require.NoError(t, a.st.DB().Raw(`SELECT COUNT(*) FROM console_revocations WHERE expires_at < ?`, clk.Now().Unix()).Scan(&n).Error)
 		require.Zero(t, n, "the expired revocation is still there")
 	})
 }
