@@ -13,7 +13,8 @@
 // through Config.OnSchedulesChanged and Config.OnJobsAdded.
 //
 // Lifecycle: New validates the configuration (it refuses a non-loopback
-// address without a token, or with one shorter than MinTokenLength), Start
+// address without a token, or with one shorter than MinTokenLength, and
+// warns about a short one on loopback), Start
 // listens and serves (HTTPS with Config.TLSCert/TLSKey) in the background,
 // Stop shuts down gracefully. Handler serves tests without a listener.
 //
@@ -21,6 +22,8 @@
 // sits behind http.CrossOriginProtection, bodies must be application/json,
 // a tokenless server answers only loopback Host headers (DNS rebinding),
 // and answers carry X-Content-Type-Options: nosniff (see guard.go).
+// Failed bearer-token checks are logged at info and limited per client
+// address; an address past the limit gets 429 (see auth.go).
 //
 // api may import chimedb (the database, through chimedb.AdminStore),
 // models, tasks, configs (to check settings),

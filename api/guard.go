@@ -26,6 +26,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	checkHost := s.cfg.Token == ""
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if s.cfg.HSTS {
+			// A year, this host only: its neighbours' TLS is not chime's to promise.
+			w.Header().Set("Strict-Transport-Security", "max-age=31536000")
+		}
 		// With a token, the token is the defence and a proxy may send any
 		// Host; without one, only the Host tells a rebinding page apart.
 		if checkHost && (r.Host == "" || !loopback.Host(r.Host)) {

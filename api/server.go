@@ -2,13 +2,11 @@ package api
 
 import (
 	"context"
-	"crypto/subtle"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -55,6 +53,11 @@ type Config struct {
 	// TLSCert and TLSKey are PEM files; set both to serve HTTPS, so a token
 	// never crosses a network in clear. Neither: plain HTTP.
 	TLSCert, TLSKey string
+	// HSTS sends Strict-Transport-Security on every answer, so a browser
+	// that reached the API over HTTPS never uses plain HTTP for its host
+	// again: set it when browsers reach it only over HTTPS (it serves TLS,
+	// or a proxy that terminates TLS is in front).
+	HSTS bool
 	// FailoverAfter is the cluster's failover window: a job whose node and
 	// heartbeat were heard from within it counts as live, and is not reset
 	// without force (default 20s, the cluster's default).
@@ -98,7 +101,8 @@ type Server struct {
 	now     func() time.Time
 	badRows onceSet // rows logged as invalid (see shown)
 
-	tls *tls.Config
+	tls  *tls.Config
+	auth *authLimiter
 
 	startstop.Base
 	mu       sync.Mutex
@@ -159,6 +163,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("api.token is %d characters long: a token that guards a non-loopback address (%s) "+
 			"must have at least %d characters", len(cfg.Token), cfg.Addr, MinTokenLength)
 	}
+	if cfg.Token != "" && len(cfg.Token) < MinTokenLength {
+		log.Warnf("api.token is %d characters long: use at least %d (a generated one has 43); "+
+			"only this host can reach the API, but every local user can guess at it", len(cfg.Token), MinTokenLength)
+	}
 	if cfg.Token == "" {
 		if !loopback {
 			return nil, fmt.Errorf("api.addr %q is not a loopback address and api.token is empty: "+
@@ -170,7 +178,7 @@ func New(cfg Config) (*Server, error) {
 		log.Warn("the API serves plain HTTP on a non-loopback address: the token crosses the network in clear; " +
 			"set api.tls_cert and api.tls_key, or put a TLS proxy in front")
 	}
-	s := &Server{cfg: cfg, log: log, now: time.Now, tls: tlsCfg}
+	s := &Server{cfg: cfg, log: log, now: time.Now, tls: tlsCfg, auth: newAuthLimiter(time.Now())}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -272,27 +280,6 @@ func (s *Server) Stop(ctx context.Context) error {
 	serveErr := s.serveErr
 	s.mu.Unlock()
 	return errors.Join(err, serveErr)
-}
-
-// authorize wraps the /api/v1 routes with the bearer token check.
-func (s *Server) authorize(next http.Handler) http.Handler {
-	if s.cfg.Token == "" {
-		return next
-	}
-	want := []byte(s.cfg.Token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="chime"`)
-			msg := "missing bearer token: send Authorization: Bearer <CHIME_API_TOKEN>"
-			if ok {
-				msg = "invalid bearer token"
-			}
-			s.writeJSON(w, r, http.StatusUnauthorized, Error{Error: msg})
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // logRequests logs every request at debug level, and 5xx answers as warnings.

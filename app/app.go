@@ -402,8 +402,11 @@ func (n *node) prepareAPI(reg *tasks.Registry) error {
 		return fmt.Errorf("api.addr %s (CHIME_API_ADDR): cannot listen: %w", cfg.API.Addr, err)
 	}
 	n.apiLn = ln
+	// Browsers reach the node only over HTTPS when it serves TLS itself or
+	// sits behind a proxy that terminates it.
+	httpsOnly := cfg.API.TLSCert != "" || cfg.API.TLSProxy
 	con, err := console.New(console.Config{
-		Store: n.st, Registry: reg, Token: cfg.API.Token, TokenFile: n.tokenFile(), Secure: cfg.API.TLSCert != "",
+		Store: n.st, Registry: reg, Token: cfg.API.Token, TokenFile: n.tokenFile(), Secure: httpsOnly,
 		FailoverAfter: cfg.Cluster.FailoverAfter.D(), Logger: n.log, Version: Version,
 	})
 	if err != nil {
@@ -411,7 +414,7 @@ func (n *node) prepareAPI(reg *tasks.Registry) error {
 	}
 	srv, err := api.New(api.Config{
 		Store: n.st, Registry: reg, Token: cfg.API.Token, Addr: cfg.API.Addr, Listener: ln,
-		TLSCert: cfg.API.TLSCert, TLSKey: cfg.API.TLSKey, FailoverAfter: cfg.Cluster.FailoverAfter.D(),
+		TLSCert: cfg.API.TLSCert, TLSKey: cfg.API.TLSKey, HSTS: httpsOnly, FailoverAfter: cfg.Cluster.FailoverAfter.D(),
 		Logger: n.log, NodeID: cfg.Node.ID, Settings: n.base,
 		OnSchedulesChanged: func(int64) {
 			if n.sched != nil {

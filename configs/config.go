@@ -111,6 +111,11 @@ type API struct {
 	TokenFile string `yaml:"token_file"`
 	TLSCert   string `yaml:"tls_cert"`
 	TLSKey    string `yaml:"tls_key"`
+	// TLSProxy says that browsers reach this node only through a proxy
+	// that terminates TLS: the console's cookies are then Secure with the
+	// __Host- prefix and every answer carries HSTS, as when the node serves
+	// TLS itself.
+	TLSProxy bool `yaml:"tls_proxy"`
 }
 
 // SMTP configures outgoing email.

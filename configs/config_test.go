@@ -252,3 +252,19 @@ func TestValue(t *testing.T) {
 	_, ok := c.Value("taskengine")
 	require.False(t, ok)
 }
+
+// api.tls_proxy (issue 22, finding 11) asks for Secure __Host- cookies and
+// HSTS behind a proxy that terminates TLS; off by default, and only from
+// the file or the environment.
+func TestTLSProxyKey(t *testing.T) {
+	t.Parallel()
+	c, err := Load("", env(nil))
+	require.NoError(t, err)
+	require.False(t, c.API.TLSProxy)
+	c, err = Load("", env(map[string]string{"CHIME_API_TLS_PROXY": "true"}))
+	require.NoError(t, err)
+	require.True(t, c.API.TLSProxy)
+	require.True(t, IsFileOnly("api.tls_proxy"))
+	_, err = Load("", env(map[string]string{"CHIME_API_TLS_PROXY": "yes please"}))
+	require.ErrorContains(t, err, "api.tls_proxy (CHIME_API_TLS_PROXY")
+}

@@ -6,7 +6,6 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -41,7 +40,10 @@ type Config struct {
 	// to); the login page names it. Empty when the configuration set the
 	// token (api.token, CHIME_API_TOKEN).
 	TokenFile string
-	// Secure marks the session cookie Secure: set it when the API serves TLS.
+	// Secure marks the console's cookies Secure and names them with the
+	// __Host- prefix: set it when browsers reach the console only over
+	// HTTPS (the API serves TLS, or a proxy that terminates TLS is in
+	// front). A browser then never sends the session over plain HTTP.
 	Secure bool
 	// SessionTTL bounds a session's life (default 12h).
 	SessionTTL time.Duration
@@ -69,9 +71,6 @@ type Console struct {
 	api   http.Handler
 
 	failed chan struct{} // one failed login answered at a time
-
-	mu      sync.Mutex
-	revoked map[string]time.Time // logged-out session nonces, until they expire
 }
 
 // New checks cfg and parses the templates.
@@ -107,7 +106,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	return &Console{
 		cfg: cfg, log: cfg.Logger.WithField("component", "console"), pages: pages, key: key,
-		failed: make(chan struct{}, 1), revoked: map[string]time.Time{},
+		failed: make(chan struct{}, 1),
 	}, nil
 }
 

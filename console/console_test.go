@@ -329,3 +329,29 @@ func TestNoTokenOpensOnLoopbackOnly(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusMisdirectedRequest, resp.StatusCode)
 }
+
+// TestLoginRedirectStaysOnSite is finding 5 of issue 22: logged in,
+// /login?next=/%09/evil.example/typed answered Location "/\t/evil.example/typed",
+// which a browser reads as //evil.example/typed.
+func TestLoginRedirectStaysOnSite(t *testing.T) {
+	st := testdb.Open(t, store.SQLite)
+	s := newSite(t, st, testToken)
+	c := s.client()
+	s.login(c)
+	for next, want := range map[string]string{
+		"/%09/evil.example/typed": "/",
+		"/%5C/evil.example":       "/",
+		"%0D%0A//evil.example":    "/",
+		"/jobs%3Fstatus%3Dfailed": "/jobs?status=failed",
+	} {
+		resp, _ := s.get(c, "/login?next="+next)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, next)
+		require.Equal(t, want, resp.Header.Get("Location"), next)
+	}
+	// The login form's next goes through the same check.
+	c = s.client()
+	_, body := s.get(c, "/login")
+	resp, _ := s.post(c, "/login", url.Values{"csrf": {csrfOf(t, body)}, "token": {testToken}, "next": {"/\t/evil.example/typed"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "/", resp.Header.Get("Location"))
+}

@@ -14,11 +14,14 @@
 //
 // Security: a login page takes the API token; the session is a signed
 // cookie (HMAC keyed by the token, a fresh nonce per login, HttpOnly,
-// SameSite=Strict, Secure under TLS), so every node that shares the token
-// accepts it and changing the token ends every session. Every POST carries
-// a per-session CSRF token and passes the API's cross-origin protection;
-// pages carry a strict Content-Security-Policy (no inline script) and
-// refuse framing. html/template escapes everything shown, since job
+// SameSite=Strict; Secure with the __Host- prefix when browsers come over
+// HTTPS, see Config.Secure), so every node that shares the token
+// accepts it and changing the token ends every session. Logout writes the
+// nonce to the console_revocations table until the cookie's expiry, which
+// every node checks, so a logged-out cookie stays dead across the cluster
+// and across restarts. Every POST carries a per-session CSRF token and
+// passes the API's cross-origin protection; pages carry a strict
+// Content-Security-Policy (no inline script) and refuse framing. html/template escapes everything shown, since job
 // results and logs are plugin output. Without a token (loopback only, as
 // for the API) the console opens a session without a login.
 //

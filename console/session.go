@@ -7,10 +7,12 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 const (
@@ -22,7 +24,8 @@ const (
 
 // session is a logged-in browser.
 type session struct {
-	nonce string
+	nonce   string
+	expires time.Time // the cookie's
 	// CSRF is the token every form of this session posts back.
 	CSRF string
 }
@@ -63,52 +66,67 @@ func (c *Console) newSession() (string, *session, error) {
 	if _, err := rand.Read(nonce); err != nil {
 		return "", nil, err
 	}
+	expires := time.Unix(c.cfg.Now().Add(c.cfg.SessionTTL).Unix(), 0)
 	var exp [8]byte
-	binary.BigEndian.PutUint64(exp[:], uint64(c.cfg.Now().Add(c.cfg.SessionTTL).Unix()))
+	binary.BigEndian.PutUint64(exp[:], uint64(expires.Unix()))
 	payload := append(nonce, exp[:]...)
 	value := b64.EncodeToString(payload) + "." + b64.EncodeToString(c.mac([]byte("session"), payload))
-	return value, c.sessionOf(nonce), nil
+	return value, c.sessionOf(nonce, expires), nil
 }
 
-func (c *Console) sessionOf(nonce []byte) *session {
-	return &session{nonce: string(nonce), CSRF: b64.EncodeToString(c.mac([]byte("csrf"), nonce))}
+func (c *Console) sessionOf(nonce []byte, expires time.Time) *session {
+	return &session{nonce: string(nonce), expires: expires, CSRF: b64.EncodeToString(c.mac([]byte("csrf"), nonce))}
 }
 
-// readSession checks the session cookie: signature, expiry, logout.
-func (c *Console) readSession(r *http.Request) *session {
-	ck, err := r.Cookie(sessionCookie)
+// readSession checks the session cookie: signature, expiry, logout. The
+// error is the database's, when it cannot say whether the session was
+// logged out.
+func (c *Console) readSession(r *http.Request) (*session, error) {
+	ck, err := r.Cookie(c.cookieName(sessionCookie))
 	if err != nil || len(ck.Value) > 200 {
-		return nil
+		return nil, nil
 	}
 	p, sig, ok := strings.Cut(ck.Value, ".")
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	payload, err1 := b64.DecodeString(p)
 	mac, err2 := b64.DecodeString(sig)
 	if err1 != nil || err2 != nil || len(payload) != sessionNonceSize+8 {
-		return nil
+		return nil, nil
 	}
 	if !hmac.Equal(mac, c.mac([]byte("session"), payload)) {
-		return nil
+		return nil, nil
 	}
 	exp := time.Unix(int64(binary.BigEndian.Uint64(payload[sessionNonceSize:])), 0)
 	if !c.cfg.Now().Before(exp) {
-		return nil
+		return nil, nil
 	}
 	nonce := payload[:sessionNonceSize]
-	c.mu.Lock()
-	_, gone := c.revoked[string(nonce)]
-	c.mu.Unlock()
-	if gone {
-		return nil
+	gone, err := c.cfg.Store.SessionRevoked(r.Context(), hex.EncodeToString(nonce))
+	if err != nil {
+		return nil, err
 	}
-	return c.sessionOf(nonce)
+	if gone {
+		return nil, nil
+	}
+	return c.sessionOf(nonce, exp), nil
+}
+
+// cookieName is name, with the __Host- prefix when cookies are Secure:
+// a browser then takes the cookie only from an HTTPS answer of this very
+// host, with Path=/ and no Domain, so neither a page on plain HTTP nor a
+// sibling subdomain can plant or overwrite it.
+func (c *Console) cookieName(name string) string {
+	if c.cfg.Secure {
+		return "__Host-" + name
+	}
+	return name
 }
 
 func (c *Console) setCookie(w http.ResponseWriter, name, value string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{
-		Name: name, Value: value, Path: "/", MaxAge: maxAge,
+		Name: c.cookieName(name), Value: value, Path: "/", MaxAge: maxAge,
 		HttpOnly: true, Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode,
 	})
 }
@@ -120,7 +138,11 @@ type authedHandler func(w http.ResponseWriter, r *http.Request, s *session)
 // else is refused: before login nothing but the login page is shown.
 func (c *Console) authed(h authedHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s := c.readSession(r)
+		s, err := c.readSession(r)
+		if err != nil {
+			c.dbFail(w, r, nil, err)
+			return
+		}
 		if s == nil && c.cfg.Token == "" && r.Method == http.MethodGet {
 			// No token: the API is open on loopback, so is the console;
 			// the session only carries the CSRF token.
@@ -158,8 +180,13 @@ type loginData struct {
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
-	if c.readSession(r) != nil || c.cfg.Token == "" {
-		http.Redirect(w, r, localPath(r.URL.Query().Get("next")), http.StatusSeeOther)
+	s, err := c.readSession(r)
+	if err != nil {
+		c.dbFail(w, r, nil, err)
+		return
+	}
+	if s != nil || c.cfg.Token == "" {
+		redirectAfterLogin(w, r, r.URL.Query().Get("next"))
 		return
 	}
 	c.renderLogin(w, r, http.StatusOK, "")
@@ -177,7 +204,7 @@ func (c *Console) renderLogin(w http.ResponseWriter, r *http.Request, status int
 
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	ck, err := r.Cookie(loginCSRFCookie)
+	ck, err := r.Cookie(c.cookieName(loginCSRFCookie))
 	if err != nil || ck.Value == "" || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(r.PostFormValue(csrfField))) != 1 {
 		c.renderLogin(w, r, http.StatusForbidden, "The login form expired. Try again.")
 		return
@@ -203,7 +230,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	c.setCookie(w, loginCSRFCookie, "", -1)
 	c.setCookie(w, sessionCookie, value, int(c.cfg.SessionTTL.Seconds()))
 	c.log.WithField("remote", r.RemoteAddr).Info("console: login")
-	http.Redirect(w, r, localPath(r.PostFormValue("next")), http.StatusSeeOther)
+	redirectAfterLogin(w, r, r.PostFormValue("next"))
 }
 
 // slowDown answers failed logins one at a time, each after the delay.
@@ -223,24 +250,46 @@ func (c *Console) slowDown(r *http.Request) {
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) {
-	now := c.cfg.Now()
-	c.mu.Lock()
-	for n, until := range c.revoked {
-		if now.After(until) {
-			delete(c.revoked, n)
-		}
+	// The cookie dies in this browser, and a copy of it on every node of
+	// the cluster, restarted or not, until it would have expired anyway.
+	if err := c.cfg.Store.RevokeSession(r.Context(), hex.EncodeToString([]byte(s.nonce)), s.expires, c.cfg.Now()); err != nil {
+		// Not logged out: the browser keeps its cookie and can try again.
+		c.dbFail(w, r, s, err)
+		return
 	}
-	// The cookie dies in this browser; a copy of it dies on this node.
-	c.revoked[s.nonce] = now.Add(c.cfg.SessionTTL)
-	c.mu.Unlock()
 	c.setCookie(w, sessionCookie, "", -1)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-// localPath keeps a redirect target on this site: a path, not "//host".
+// redirectAfterLogin sends the browser to next, the page it asked for
+// before logging in, when that is a page of this site; else to "/". Every
+// redirect to a target the request chose goes through here.
+func redirectAfterLogin(w http.ResponseWriter, r *http.Request, next string) {
+	http.Redirect(w, r, localPath(next), http.StatusSeeOther)
+}
+
+// localPath returns p as a browser reads it in a Location header when that
+// is a path of this site, else "/". A browser parses a URL after dropping
+// leading and trailing C0 controls and spaces, and tab, CR and LF
+// anywhere, and takes a backslash in the path for a slash: "/\t/evil"
+// and "/\\evil" are "//evil", another host. So p is checked, and
+// returned, in the form the browser will read, not the form it was sent in.
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") || strings.ContainsAny(p, "\r\n") {
+	p = strings.TrimFunc(p, func(r rune) bool { return r <= ' ' })
+	p = tabsAndNewlines.Replace(p)
+	end := strings.IndexAny(p, "?#")
+	if end < 0 {
+		end = len(p)
+	}
+	p = strings.ReplaceAll(p[:end], `\`, "/") + p[end:]
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || !utf8.ValidString(p) ||
+		strings.IndexFunc(p, func(r rune) bool { return r < ' ' || r == 0x7f }) >= 0 {
+		return "/"
+	}
+	if u, err := url.Parse(p); err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
 		return "/"
 	}
 	return p
 }
+
+var tabsAndNewlines = strings.NewReplacer("\t", "", "\n", "", "\r", "")

@@ -3,10 +3,14 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/sirupsen/logrus"
 )
 
 // sqliteFile returns the file a SQLite DSN names, or "" for an in-memory
@@ -40,6 +44,31 @@ func checkSQLiteDir(file string) error {
 		return fmt.Errorf("database.dsn %q: %w", file, err)
 	case !st.IsDir():
 		return fmt.Errorf("database.dsn %q: %s is not a directory", file, dir)
+	}
+	return nil
+}
+
+// createSQLiteFile creates a missing database file empty (an empty file is
+// an empty SQLite database) with mode 0600 before the driver opens it: the
+// driver would create it 0644 less the umask, readable by every local user,
+// and SQLite gives the -wal and -shm files the main file's mode. An
+// existing file keeps its mode, which is its owner's choice; one that
+// others may read gets a warning.
+func createSQLiteFile(dsn, file string, log logrus.FieldLogger) error {
+	if _, query, ok := strings.Cut(dsn, "?"); ok && strings.Contains(query, "mode=ro") {
+		return nil // read-only: the driver refuses a missing file, as it should
+	}
+	f, err := os.OpenFile(file, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		return f.Close()
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("database.dsn %q: %w", file, err)
+	}
+	if st, err := os.Stat(file); err == nil && runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
+		log.WithFields(logrus.Fields{"file": file, "mode": fmt.Sprintf("%#o", st.Mode().Perm())}).Warn(
+			"the SQLite database file is open to group or others, who can read every definition and setting in it: " +
+				"chmod 600 it (and its -wal and -shm files) unless that is meant")
 	}
 	return nil
 }

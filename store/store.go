@@ -139,6 +139,9 @@ func Open(ctx context.Context, cfg Config) (st *Store, err error) {
 				}
 				return nil, err
 			}
+			if err := createSQLiteFile(cfg.DSN, file, cfg.Logger); err != nil {
+				return nil, err
+			}
 			if cfg.Exclusive {
 				release, err := lockSQLite(file, lockHolder(cfg.Holder))
 				if err != nil {

@@ -238,7 +238,7 @@ func (t *Task) Execute(ctx context.Context, job *tasks.Job) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("httpcall: %s %s: %w", p.Method, redact(req.URL), tasks.ContextError(ctx))
 		}
-		return fmt.Errorf("httpcall: %s %s: %w", p.Method, redact(req.URL), err)
+		return fmt.Errorf("httpcall: %s %s: %w", p.Method, redact(req.URL), transportError(err))
 	}
 	defer func() { _ = resp.Body.Close() }()
 	excerpt, readErr := io.ReadAll(io.LimitReader(resp.Body, ExcerptBytes+1))
@@ -274,5 +274,33 @@ func result(resp *http.Response, excerpt []byte) string {
 	return b.String()
 }
 
-// redact keeps credentials in a URL out of logs and errors.
-func redact(u *url.URL) string { return u.Redacted() }
+// redact keeps credentials in a URL out of logs and errors: the
+// userinfo's password, every query value (webhooks and APIs take tokens as
+// ?token=...; the keys stay, to tell calls apart) and the fragment. A
+// secret in the path itself is not recognised.
+func redact(u *url.URL) string {
+	c := *u
+	if c.RawQuery != "" {
+		parts := strings.Split(c.RawQuery, "&")
+		for i, p := range parts {
+			if k, _, ok := strings.Cut(p, "="); ok {
+				parts[i] = k + "=REDACTED"
+			}
+		}
+		c.RawQuery = strings.Join(parts, "&")
+	}
+	if c.Fragment != "" {
+		c.Fragment, c.RawFragment = "REDACTED", ""
+	}
+	return c.Redacted()
+}
+
+// transportError is err without the *url.Error around it, whose text
+// repeats the URL with its query.
+func transportError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -238,6 +239,48 @@ func TestHTTPCallDefaultTimeout(t *testing.T) {
 				t.Logf("the hung request ended with: %v", err)
 			}
 			t.Fatalf("params %v: the request hung past the default timeout", params)
+		}
+	}
+}
+
+// TestHTTPCallQueryRedacted is finding 12 of issue 22: a URL's userinfo
+// was redacted from the log line, its query (?token=...) was not.
+func TestHTTPCallQueryRedacted(t *testing.T) {
+	t.Parallel()
+	const secret = "s3cr3t-value"
+	var status atomic.Int32
+	srv := server(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(int(status.Load())) })
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	for _, c := range []struct {
+		name, url string
+		status    int
+	}{
+		{"logged", srv.URL + "/hook?token=" + secret + "&page=2&flag#" + secret, http.StatusOK},
+		{"unexpected status", srv.URL + "/hook?token=" + secret + "&page=2&flag", http.StatusTeapot},
+		{"no answer", closed.URL + "/hook?token=" + secret + "&page=2&flag", 0},
+	} {
+		status.Store(int32(c.status))
+		raw, err := json.Marshal(map[string]any{"url": c.url})
+		require.NoError(t, err)
+		logger, hook := logtest.NewNullLogger()
+		task := httpcall.New()
+		job := &tasks.Job{ID: 3, TaskType: httpcall.Kind, Params: raw, Logger: logrus.NewEntry(logger)}
+		ctx, cancel := tasks.Prepare(context.Background(), task, job)
+		err = task.Execute(ctx, job)
+		cancel()
+		var said []string
+		for _, e := range hook.AllEntries() {
+			said = append(said, e.Message)
+		}
+		if err != nil {
+			said = append(said, err.Error())
+		}
+		require.Equal(t, c.status == http.StatusOK, err == nil, "%s: %v", c.name, err)
+		require.NotEmpty(t, said, c.name)
+		for _, line := range said {
+			require.NotContains(t, line, secret, c.name)
+			require.Contains(t, line, "/hook?token=REDACTED&page=REDACTED&flag", "%s: the keys stay", c.name)
 		}
 	}
 }
