@@ -10,12 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus/hooks/test"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chimesched/chime/internal/syncbuf"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/taskengine"
+	"github.com/chimesched/chime/tasks"
+	"github.com/chimesched/chime/tasks/shell"
 )
 
 // chimeSplit runs one command line against url with its own context and
@@ -165,4 +169,74 @@ func TestCLIJobLogsFollow(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("follow did not end on cancel")
 	}
+}
+
+// chattyShell is the real shell task with an OnComplete that logs: output
+// that comes after Execute, before the outcome.
+type chattyShell struct{ *shell.Task }
+
+func (c *chattyShell) OnComplete(ctx context.Context, job *tasks.Job, res tasks.Result) error {
+	job.Log().Infof("on_complete: %s", res.Status)
+	return c.Task.OnComplete(ctx, job, res)
+}
+
+// printedMessage matches a line of `job logs` as text: time, level, message.
+var printedMessage = regexp.MustCompile(`(?m)^\S+Z  \S+\s+(.*)$`)
+
+// `chime job logs N --follow` prints every line a real job wrote, in
+// order, through to its last: a shell job's output, its OnComplete's line
+// and the outcome, each run followed from before it starts. The
+// README's walk-through is this, once; here it runs 20 times a database.
+func TestCLIFollowPrintsEveryLineOfRealJobs(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		url := startAPIOn(t, st)
+		reg := tasks.NewRegistry()
+		reg.MustRegister("shell-chatty", func() tasks.Task { return &chattyShell{Task: shell.New().(*shell.Task)} })
+		log, _ := test.NewNullLogger()
+		eng, err := taskengine.New(st, taskengine.Config{NodeID: "follow-node", Registry: reg, Logger: log, PoolSize: 4})
+		require.NoError(t, err)
+		require.NoError(t, eng.Start(context.Background()))
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			require.NoError(t, eng.Stop(ctx))
+		})
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{TaskType: "shell-chatty"})
+		for run := range 20 {
+			cmd := "echo start; echo middle; echo the-end"
+			want := []string{"shell: started process", "start", "middle", "the-end", "on_complete: succeeded", "succeeded (attempt 1,"}
+			if run%4 == 3 {
+				cmd += "; exit 3"
+				want[4], want[5] = "on_complete: failed", "failed (attempt 1 of 1): shell: command failed: exit status 3"
+			}
+			job := models.Job{JobDefinitionID: def.ID, Params: models.JSON(`{"command":"` + cmd + `"}`), ScheduledAt: store.DBTime(time.Now()),
+				RunAt: store.DBTime(time.Now()), Status: models.JobPending}
+			require.NoError(t, st.DB().Create(&job).Error)
+			done := make(chan error, 1)
+			var out syncbuf.Buffer
+			go func() {
+				cmd := NewRootCommand()
+				cmd.SetOut(&out)
+				cmd.SetErr(&out)
+				cmd.SetArgs([]string{"job", "logs", fmt.Sprint(job.ID), "--follow", "--interval", "10ms", "--api-url", url, "--token", cliToken})
+				done <- cmd.ExecuteContext(context.Background())
+			}()
+			eng.Wake()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(30 * time.Second):
+				t.Fatalf("run %d: the follow did not end", run)
+			}
+			var got []string
+			for _, m := range printedMessage.FindAllStringSubmatch(out.String(), -1) {
+				got = append(got, m[1])
+			}
+			require.Len(t, got, len(want), "run %d printed:\n%s", run, out.String())
+			for i := range want {
+				require.True(t, strings.HasPrefix(got[i], want[i]), "run %d line %d: %q, want %q…\n%s", run, i, got[i], want[i], out.String())
+			}
+		}
+	})
 }
