@@ -185,7 +185,8 @@ var printedMessage = regexp.MustCompile(`(?m)^\S+Z  \S+\s+(.*)$`)
 
 // `chime job logs N --follow` prints every line a real job wrote, in
 // order, through to its last: a shell job's output, its OnComplete's line
-// and the outcome, each run followed from before it starts. The
+// and the outcome (a success or a failure), each run followed from before
+// it starts, some also while they run. The
 // README's walk-through is this, once; here it runs 20 times a database.
 func TestCLIFollowPrintsEveryLineOfRealJobs(t *testing.T) {
 	t.Parallel()
@@ -205,6 +206,9 @@ func TestCLIFollowPrintsEveryLineOfRealJobs(t *testing.T) {
 		def := testdb.Definition(t, st, &testdb.DefinitionOpts{TaskType: "shell-chatty"})
 		for run := range 20 {
 			cmd := "echo start; echo middle; echo the-end"
+			if run%5 == 0 { // followed while it runs: the cursor moves on mid-run
+				cmd = "echo start; sleep 0.2; echo middle; echo the-end"
+			}
 			want := []string{"shell: started process", "start", "middle", "the-end", "on_complete: succeeded", "succeeded (attempt 1,"}
 			if run%4 == 3 {
 				cmd += "; exit 3"
