@@ -67,8 +67,9 @@ func (w *logWriter) add(l models.JobLog) {
 }
 
 // take returns every line accepted so far and not yet written, for the
-// caller to write, and stops the writer until the caller calls written.
-// Without such lines (a success logs none) it costs an atomic read.
+// caller to write, and stops the writer until the caller calls written;
+// lines are the writer's again from then. Without such lines (a success
+// logs none) it costs an atomic read.
 func (w *logWriter) take() (lines []models.JobLog, written func()) {
 	if w.buffered.Load() == 0 {
 		return nil, func() {}
@@ -114,8 +115,8 @@ func (w *logWriter) run(ctx context.Context, stop <-chan struct{}) {
 			}
 			w.buffered.Add(-int64(len(batch)))
 			t.lines <- batch
-			batch = make([]models.JobLog, 0, logBatch)
 			<-t.written
+			batch = batch[:0] // the taker is done with it
 		case <-stop:
 			// Writers have finished (Stop waits for them first): drain.
 			for {
