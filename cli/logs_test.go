@@ -139,7 +139,8 @@ func TestCLIJobLogsFollow(t *testing.T) {
 	default:
 	}
 	require.NoError(t, st.DB().Model(&models.Job{}).Where("id = ?", job.ID).Update("status", models.JobSucceeded).Error)
-	// The engine logs the final line just after the transition.
+	// A line written just after the end (a notification's, say): the
+	// follow polls once more an interval after it saw the final state.
 	addLines(t, st, job.ID, 5, 6)
 	select {
 	case err := <-done:
