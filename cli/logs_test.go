@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -111,6 +112,20 @@ func TestCLIJobLogsPaging(t *testing.T) {
 	require.ErrorContains(t, err, "none of the others can be")
 }
 
+// startFollow runs `chime job logs id` with flags on a goroutine of its
+// own, printing to out; its error comes on the channel.
+func startFollow(ctx context.Context, url string, id int64, out io.Writer, flags ...string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		cmd := NewRootCommand()
+		cmd.SetOut(out)
+		cmd.SetErr(out)
+		cmd.SetArgs(append(append([]string{"job", "logs", fmt.Sprint(id)}, flags...), "--api-url", url, "--token", cliToken))
+		done <- cmd.ExecuteContext(ctx)
+	}()
+	return done
+}
+
 // --follow prints new lines as they come and returns once the job has
 // finished, with the lines written up to then; Ctrl-C ends it cleanly.
 func TestCLIJobLogsFollow(t *testing.T) {
@@ -118,18 +133,10 @@ func TestCLIJobLogsFollow(t *testing.T) {
 	url, st := startAPIStore(t)
 	def := testdb.Definition(t, st, nil)
 	job := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "n1", Attempt: 1})
-	id := fmt.Sprint(job.ID)
 	addLines(t, st, job.ID, 0, 3)
 
 	var out syncbuf.Buffer
-	done := make(chan error, 1)
-	go func() {
-		cmd := NewRootCommand()
-		cmd.SetOut(&out)
-		cmd.SetErr(&out)
-		cmd.SetArgs([]string{"job", "logs", id, "--follow", "--interval", "20ms", "--api-url", url, "--token", cliToken})
-		done <- cmd.ExecuteContext(context.Background())
-	}()
+	done := startFollow(context.Background(), url, job.ID, &out, "--follow", "--interval", "20ms")
 	require.Eventually(t, func() bool { return len(numbers(out.String())) == 3 }, 10*time.Second, 10*time.Millisecond)
 	addLines(t, st, job.ID, 3, 5)
 	require.Eventually(t, func() bool { return len(numbers(out.String())) == 5 }, 10*time.Second, 10*time.Millisecond)
@@ -155,13 +162,7 @@ func TestCLIJobLogsFollow(t *testing.T) {
 	addLines(t, st, running.ID, 0, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	var out2 syncbuf.Buffer
-	go func() {
-		cmd := NewRootCommand()
-		cmd.SetOut(&out2)
-		cmd.SetErr(&out2)
-		cmd.SetArgs([]string{"job", "logs", fmt.Sprint(running.ID), "-f", "--interval", "20ms", "--api-url", url, "--token", cliToken})
-		done <- cmd.ExecuteContext(ctx)
-	}()
+	done = startFollow(ctx, url, running.ID, &out2, "-f", "--interval", "20ms")
 	require.Eventually(t, func() bool { return len(numbers(out2.String())) == 1 }, 10*time.Second, 10*time.Millisecond)
 	cancel()
 	select {
@@ -218,15 +219,8 @@ func TestCLIFollowPrintsEveryLineOfRealJobs(t *testing.T) {
 			job := models.Job{JobDefinitionID: def.ID, Params: models.JSON(`{"command":"` + cmd + `"}`), ScheduledAt: store.DBTime(time.Now()),
 				RunAt: store.DBTime(time.Now()), Status: models.JobPending}
 			require.NoError(t, st.DB().Create(&job).Error)
-			done := make(chan error, 1)
 			var out syncbuf.Buffer
-			go func() {
-				cmd := NewRootCommand()
-				cmd.SetOut(&out)
-				cmd.SetErr(&out)
-				cmd.SetArgs([]string{"job", "logs", fmt.Sprint(job.ID), "--follow", "--interval", "10ms", "--api-url", url, "--token", cliToken})
-				done <- cmd.ExecuteContext(context.Background())
-			}()
+			done := startFollow(context.Background(), url, job.ID, &out, "--follow", "--interval", "10ms")
 			eng.Wake()
 			select {
 			case err := <-done:
