@@ -52,6 +52,9 @@ func (s *Server) writeJob(w http.ResponseWriter, r *http.Request, status int, id
 // jobLogs lists a job's log lines oldest first; next_cursor continues after
 // the last line shown, so a client can poll it to follow a running job.
 // Unlike the other lists, next_cursor is set whenever lines were returned.
+// After a succeeded job's derived last line it stands for the last stored
+// line before it (models.LogPositionPastOutcome): lines stored later are
+// listed still, and the derived one is not listed again.
 func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request) *apiError {
 	id, e := pathID(r, "job")
 	if e != nil {
@@ -75,12 +78,30 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request) *apiError {
 		out.Items = []models.JobLog{}
 	}
 	if n := len(lines); n > 0 {
-		out.NextCursor = encodeCursor(lines[n-1].ID)
+		out.NextCursor = encodeCursor(logPositionAfter(p.BeforeID, lines))
 	} else if p.BeforeID > 0 {
 		out.NextCursor = encodeCursor(p.BeforeID)
 	}
 	s.writeJSON(w, r, http.StatusOK, out)
 	return nil
+}
+
+// logPositionAfter is the position after lines, listed from position
+// after: the last line's id, marked past the derived line once that has
+// been listed, now or before (see models.SplitLogPosition).
+func logPositionAfter(after int64, lines []models.JobLog) int64 {
+	stored, outcomeSeen := models.SplitLogPosition(after)
+	for _, l := range lines {
+		if l.ID == models.OutcomeLogID {
+			outcomeSeen = true
+		} else {
+			stored = l.ID
+		}
+	}
+	if outcomeSeen && stored != models.OutcomeLogID {
+		return models.LogPositionPastOutcome(stored)
+	}
+	return stored
 }
 
 func (s *Server) pauseJob(w http.ResponseWriter, r *http.Request) *apiError {

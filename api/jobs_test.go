@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -257,5 +258,65 @@ func TestResetLiveJobRefused(t *testing.T) {
 		got = b.ok(200, "POST", reset+"?force=true", "")
 		require.NoError(t, <-engine)
 		require.Equal(t, "stopped", got["status"])
+	})
+}
+
+// The cursor after a succeeded job's derived last line still points after
+// the last stored line: a line written after the job finished (a
+// notification's, say) is listed to whoever follows, and the derived line
+// is not listed to them twice. Before, the cursor was the derived line's
+// id, 2^53−1, past every line ever to come.
+func TestJobLogsCursorAfterTheOutcome(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		b := setup(t, st)
+		ctx := context.Background()
+		def := testdb.Definition(t, st, nil)
+		j := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "n1", Attempt: 1})
+		now := store.DBTime(time.Now())
+		require.NoError(t, st.InsertJobLogs(ctx, []models.JobLog{{JobID: j.ID, Level: "info", Message: "task line", CreatedAt: now}}))
+		require.NoError(t, st.DB().Model(&models.Job{}).Where("id = ?", j.ID).
+			Updates(map[string]any{"status": models.JobSucceeded, "finished_at": now}).Error)
+		path := "/api/v1/jobs/" + itoa(j.ID) + "/logs"
+		messages := func(page map[string]any) []string {
+			var out []string
+			for _, l := range items(page) {
+				out = append(out, l.(map[string]any)["message"].(string))
+			}
+			return out
+		}
+
+		first := b.ok(200, "GET", path, "")
+		got := messages(first)
+		require.Len(t, got, 2)
+		require.Equal(t, "task line", got[0])
+		require.Contains(t, got[1], "succeeded (attempt 1")
+		require.Equal(t, float64(models.OutcomeLogID), items(first)[1].(map[string]any)["id"])
+
+		require.NoError(t, st.InsertJobLogs(ctx, []models.JobLog{{JobID: j.ID, Level: "info", Message: "written after the end", CreatedAt: now}}))
+		late := b.ok(200, "GET", path+"?cursor="+first["next_cursor"].(string), "")
+		require.Equal(t, []string{"written after the end"}, messages(late))
+		again := b.ok(200, "GET", path+"?cursor="+late["next_cursor"].(string), "")
+		require.Empty(t, items(again))
+		require.Equal(t, late["next_cursor"], again["next_cursor"], "an empty poll keeps the cursor")
+
+		// Page by page, one line a page: the same lines, each once.
+		var all []string
+		cursor := ""
+		for range 5 {
+			q := path + "?limit=1"
+			if cursor != "" {
+				q += "&cursor=" + cursor
+			}
+			page := b.ok(200, "GET", q, "")
+			if len(items(page)) == 0 {
+				break
+			}
+			all = append(all, messages(page)...)
+			cursor = page["next_cursor"].(string)
+		}
+		require.Len(t, all, 3)
+		require.Equal(t, []string{"task line", "written after the end"}, []string{all[0], all[1]})
+		require.Contains(t, all[2], "succeeded (attempt 1")
 	})
 }

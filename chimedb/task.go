@@ -174,12 +174,23 @@ type JobOutcome struct {
 	// Notice, when set on a final outcome, records a completion notice in
 	// the same transaction (see OutcomeNotice).
 	Notice *OutcomeNotice
+	// Log, when set, is the job_logs line that tells this outcome (its
+	// JobID is ID). It is written in the same transaction, and only if the
+	// outcome is, so the job's state and the line that tells it are seen
+	// together.
+	Log *models.JobLog
 }
 
 // CompleteJobsParams is one batch of outcomes from one node.
 type CompleteJobsParams struct {
 	NodeID   string
 	Outcomes []JobOutcome
+	// Logs are job_logs lines written in the same transaction, before the
+	// outcomes' own lines, whatever becomes of the outcomes: the node's
+	// buffered lines, among them every line the batch's jobs logged before
+	// they ended. So a job's final state is never visible before its
+	// lines (docs/api.md, job logs).
+	Logs []models.JobLog
 }
 
 // MaxNoticeAttachmentBytes bounds what a notice keeps of a task's

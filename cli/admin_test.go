@@ -34,6 +34,12 @@ func startAPI(t *testing.T) string {
 func startAPIStore(t *testing.T) (string, *store.Store) {
 	t.Helper()
 	st := testdb.Open(t, store.SQLite)
+	return startAPIOn(t, st), st
+}
+
+// startAPIOn runs a real API server over st and returns its base URL.
+func startAPIOn(t *testing.T, st *store.Store) string {
+	t.Helper()
 	reg := tasks.NewRegistry()
 	reg.MustRegister(sleep.Kind, sleep.New)
 	log, _ := test.NewNullLogger()
@@ -45,7 +51,7 @@ func startAPIStore(t *testing.T) (string, *store.Store) {
 		defer cancel()
 		require.NoError(t, srv.Stop(ctx))
 	})
-	return "http://" + srv.Addr(), st
+	return "http://" + srv.Addr()
 }
 
 // chime runs one command line against url and returns its stdout.

@@ -178,9 +178,12 @@ func (c *client) jobLogsUntilDone(ctx context.Context, out io.Writer, id string,
 }
 
 // followLogs polls for lines after cursor until the job has finished. The
-// engine logs a job's last line ("succeeded (attempt 1 …)") just after
-// the transition that finishes it, through its buffered log writer, so a
-// finished status is followed by one more poll an interval later.
+// status is read before the lines: the task engine writes a job's lines,
+// its last line included, in or before the transaction that finishes it,
+// so the lines read after a finished status are all of them up to the end
+// (docs/api.md, job logs). One more poll an interval later prints what
+// was written after the end (a notification's line, say); the cursor
+// after a succeeded job's derived last line still lets those through.
 func (c *client) followLogs(ctx context.Context, out io.Writer, id, cursor string, every time.Duration) error {
 	t := time.NewTicker(every)
 	defer t.Stop()

@@ -174,6 +174,28 @@ func (JobLog) TableName() string { return "job_logs" }
 // nothing more.
 const OutcomeLogID int64 = 1<<53 - 1
 
+// A log listing's position after the derived line. Lines may be stored
+// after a job has succeeded (a notification's, say) with ids below
+// OutcomeLogID, so a follower must not continue from OutcomeLogID itself:
+// it continues from the last stored line it saw, marked as having seen
+// the derived line. Such a position is OutcomeLogID + 1 + that line's id
+// (0 for none), above every real id and exact in an int64. OutcomeLogID
+// itself, the position an older listing gave, still means "after
+// everything".
+
+// LogPositionPastOutcome is the position after the derived line, when
+// lastStored is the id of the last stored line seen before it.
+func LogPositionPastOutcome(lastStored int64) int64 { return OutcomeLogID + 1 + lastStored }
+
+// SplitLogPosition returns the last stored line's id that position after
+// stands for, and whether the derived line has been seen.
+func SplitLogPosition(after int64) (lastStored int64, outcomeSeen bool) {
+	if after > OutcomeLogID {
+		return after - OutcomeLogID - 1, true
+	}
+	return after, after == OutcomeLogID
+}
+
 // SucceededMessage is the log line of a successful attempt.
 func SucceededMessage(attempt int, took time.Duration) string {
 	return fmt.Sprintf("succeeded (attempt %d, %v after scheduled_at)", attempt, took.Round(time.Millisecond))

@@ -2,9 +2,12 @@
 # The newcomer's walk-through: runs the README's quick start exactly as
 # written (the fenced blocks after <!-- walkthrough:install -->,
 # <!-- walkthrough:serve --> and <!-- walkthrough:client -->) in a temporary
-# directory with a temporary HOME, and checks that the first job succeeded
-# and that `chime job logs` shows its line. Any failure exits non-zero, so
-# the README cannot drift from what works.
+# directory with a temporary HOME, the client block one line a step, and
+# checks each step by what that step alone printed: the definition and the
+# schedule are created, the trigger writes job 1, the follow prints the
+# job's own "hello from chime" line and ends with its success, the list
+# shows it succeeded. Any failure exits non-zero, so the README cannot
+# drift from what works.
 #
 # The one liberty: CHIME_API_ADDR picks a free port instead of 8080, which
 # another process may hold; the CLI finds the server through it as well.
@@ -86,16 +89,64 @@ for _ in $(seq 1 150); do
 done
 [[ $ready -eq 1 ]] || fail "the API did not answer within 30 s"
 
-timeout 60 bash -euo pipefail -c "$client" >"$work/client.out" 2>&1 || {
-  cat "$work/client.out" >&2
-  fail "the client block failed"
-}
-cat "$work/client.out"
+# The client block runs one line a step, each step's output kept apart, so
+# that a check reads only what the step it checks printed: the definition's
+# echo of its params says "hello from chime" too, and a check over the
+# block's whole output could not tell whether the follow printed it.
+steps=()
+while IFS= read -r line; do
+  [[ "$line" =~ ^[[:space:]]*(#|$) ]] && continue
+  [[ "$line" == *\\ ]] && fail "the client block continues a line with a backslash; the walk-through runs it one line a step"
+  steps+=("$line")
+done <<<"$client"
 
+# step PATTERN prints the number of the one step whose command matches the
+# extended regular expression PATTERN; a block without it fails.
+step() {
+  local i found=""
+  for i in "${!steps[@]}"; do
+    if [[ "${steps[$i]}" =~ $1 ]]; then
+      [[ -z "$found" ]] || fail "the client block has more than one step matching '$1'"
+      found=$i
+    fi
+  done
+  [[ -n "$found" ]] || fail "the client block has no step matching '$1'"
+  echo "$found"
+}
+def=$(step '^chime definition add hello ')
+sched=$(step '^chime schedule add hello-10s ')
+trig=$(step '^chime schedule trigger hello-10s')
+follow=$(step '^chime job logs 1 (--follow|-f)')
+jobs=$(step '^chime job list')
+
+for i in "${!steps[@]}"; do
+  echo "\$ ${steps[$i]}"
+  timeout 60 bash -euo pipefail -c "${steps[$i]}" >"$work/step$i.out" 2>&1 || {
+    cat "$work/step$i.out" >&2
+    fail "the client block's step '${steps[$i]}' failed"
+  }
+  cat "$work/step$i.out"
+done
+
+# out N prints step N's output.
+out() { cat "$work/step$1.out"; }
+out "$def" | grep -Eq '^name: +hello$' || fail "'${steps[$def]}' did not print the definition hello"
+out "$sched" | grep -Eq '^name: +hello-10s$' || fail "'${steps[$sched]}' did not print the schedule hello-10s"
+out "$trig" | grep -Eq '^id: +1$' || fail "'${steps[$trig]}' did not print job 1"
+# The job's own output line, not the command that printed it: a line of
+# the log is "time  level  message".
+out "$follow" | grep -Eq '^[^ ]+Z  info   hello from chime( stream=stdout)?$' ||
+  fail "'${steps[$follow]}' did not print the job's line 'hello from chime'"
+out "$follow" | tail -n 1 | grep -Eq '^[^ ]+Z  info   succeeded \(attempt 1, ' ||
+  fail "'${steps[$follow]}' did not end with the job's success"
+out "$jobs" | grep -Eq '^1 +hello-10s +hello +succeeded ' || fail "'${steps[$jobs]}' does not list job 1 as succeeded"
+
+# And apart from the block: the job's row and its log as they stay.
 status="$(chime job show 1 -o json | sed -n 's/^  "status": "\(.*\)",$/\1/p')"
 [[ "$status" == succeeded ]] || fail "job 1 is '$status', not succeeded"
-chime job logs 1 | grep -q 'hello from chime' || fail "chime job logs 1 does not show the hello line"
-grep -q 'hello from chime' "$work/client.out" || fail "the README's chime job logs line did not print the hello line"
+chime job logs 1 >"$work/logs.out" 2>&1 || fail "chime job logs 1 failed: $(cat "$work/logs.out")"
+grep -Eq '^[^ ]+Z  info   hello from chime( stream=stdout)?$' "$work/logs.out" ||
+  fail "chime job logs 1 does not show the job's line 'hello from chime'"
 
 kill -TERM "$server_pid"
 wait "$server_pid" || fail "chime serve did not exit cleanly on SIGTERM"

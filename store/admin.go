@@ -85,26 +85,48 @@ func (a *Admin) ListJobs(ctx context.Context, p *AdminListParams) ([]models.Job,
 	return out, nil
 }
 
-// ListJobLogs returns up to limit lines of job jobID with id > afterID,
-// oldest first: a log reads as a story, and a follower polls with the last
-// id it saw. Served by idx_job_logs_job (job_id, id). A succeeded job's
-// last line is derived from its row (models.SucceededLine) and comes last,
-// with id models.OutcomeLogID, once the walk has reached the end.
+// ListJobLogs returns up to limit lines of job jobID after position
+// afterID, oldest first: a log reads as a story, and a follower polls with
+// the position of the last line it saw. Served by idx_job_logs_job
+// (job_id, id). A succeeded job's last line is derived from its row
+// (models.SucceededLine) and comes last, with id models.OutcomeLogID, once
+// the walk has reached the end; the position after it is
+// models.LogPositionPastOutcome of the last stored line before it, so
+// lines stored later are still listed after it, and it is not listed
+// twice (see models.SplitLogPosition).
+//
+// The row is read before the lines. The task engine writes a job's lines
+// in or before the transaction that finishes it, so a row read as
+// succeeded means every line up to the end is there for the read that
+// follows; read the other way round, a job finishing between the reads
+// would show its derived line without its lines, and the follower's
+// position would pass them.
 func (a *Admin) ListJobLogs(ctx context.Context, jobID, afterID int64, limit int) ([]models.JobLog, error) {
 	limit = max(limit, 1)
+	stored, outcomeSeen := models.SplitLogPosition(afterID)
+	var (
+		outcome    models.JobLog
+		hasOutcome bool
+		err        error
+	)
+	if !outcomeSeen {
+		if outcome, hasOutcome, err = a.s.succeededLine(ctx, jobID); err != nil {
+			return nil, fmt.Errorf("list logs of job %d: %w", jobID, err)
+		}
+	}
 	var out []models.JobLog
-	err := a.s.db.WithContext(ctx).Where("job_id = ? AND id > ?", jobID, afterID).
+	err = a.s.db.WithContext(ctx).Where("job_id = ? AND id > ?", jobID, stored).
 		Order("id ASC").Limit(limit).Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("list logs of job %d: %w", jobID, err)
 	}
-	if len(out) < limit && afterID < models.OutcomeLogID {
-		line, ok, err := a.s.outcomeLine(ctx, jobID)
+	if hasOutcome && len(out) < limit {
+		stale, err := a.s.succeededRowStored(ctx, jobID)
 		if err != nil {
 			return nil, fmt.Errorf("list logs of job %d: %w", jobID, err)
 		}
-		if ok {
-			out = append(out, line)
+		if !stale {
+			out = append(out, outcome)
 		}
 	}
 	return out, nil

@@ -30,7 +30,14 @@ const completeChunk = 250
 // some did not (one was canceled or recovered meanwhile), that transaction
 // is rolled back and the batch is written again behind a locking SELECT
 // that says exactly which rows are still ours: the job_logs line of an
-// outcome is written only if the outcome was, and so is its notice.
+// outcome (JobOutcome.Log) is written only if the outcome was, and so is
+// its notice.
+//
+// p.Logs, the node's buffered lines, are written in the same transaction
+// whatever becomes of the outcomes, after the outcomes' UPDATEs and before
+// their own lines: one more INSERT in a batch that has lines, none in one
+// that has none (a success writes no line). A line the database refuses
+// is handled as InsertJobLogs does.
 //
 // Results and errors are made storable first (see Storable). When the
 // database still refuses the batch for anything but a transient reason
@@ -74,12 +81,15 @@ func (s *Store) CompleteJobs(ctx context.Context, p *CompleteJobsParams) ([]int6
 				applied = append(applied, o.ID)
 			}
 		}
-		return nil
+		// Every outcome was written: all the lines go in, the node's
+		// first, last in the transaction (one INSERT where they fit).
+		return s.insertJobLogs(tx, withOutcomeLogs(p.Logs, outs, nil))
 	})
 	var refused []refusedOutcome
+	var refusedLogs []refusedLog
 	if err != nil && (errors.Is(err, errNotAllGuarded) || !transient(err)) {
 		err = s.InTx(ctx, func(tx *gorm.DB) error {
-			applied, refused = applied[:0], refused[:0]
+			applied, refused, refusedLogs = applied[:0], refused[:0], refusedLogs[:0]
 			for _, chunk := range chunks {
 				ids, err := s.completeLocked(tx, p.NodeID, chunk, &refused)
 				if err != nil {
@@ -87,12 +97,22 @@ func (s *Store) CompleteJobs(ctx context.Context, p *CompleteJobsParams) ([]int6
 				}
 				applied = append(applied, ids...)
 			}
+			written := make(map[int64]bool, len(applied))
+			for _, id := range applied {
+				written[id] = true
+			}
+			for _, c := range logChunks(s.storableLogs(withOutcomeLogs(p.Logs, outs, written))) {
+				if err := s.insertContained(tx, c, &refusedLogs); err != nil {
+					return err
+				}
+			}
 			return nil
 		})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("complete %d jobs on node %s: %w", len(p.Outcomes), p.NodeID, err)
 	}
+	s.reportRefusedLogs(refusedLogs)
 	for _, r := range refused {
 		l := s.log.WithField("job_id", r.id).WithError(r.err)
 		if r.placeholder {
@@ -102,6 +122,25 @@ func (s *Store) CompleteJobs(ctx context.Context, p *CompleteJobsParams) ([]int6
 		}
 	}
 	return applied, nil
+}
+
+// withOutcomeLogs is logs followed by the lines of the outcomes in outs
+// that were written (all of them when written is nil).
+func withOutcomeLogs(logs []models.JobLog, outs []JobOutcome, written map[int64]bool) []models.JobLog {
+	all := logs
+	for i := range outs {
+		o := &outs[i]
+		if o.Log == nil || (written != nil && !written[o.ID]) {
+			continue
+		}
+		if len(all) == len(logs) {
+			all = append(make([]models.JobLog, 0, len(logs)+len(outs)), logs...)
+		}
+		l := *o.Log
+		l.JobID = o.ID
+		all = append(all, l)
+	}
+	return all
 }
 
 // outcomeChunks splits outs into UPDATEs of at most completeChunk rows and

@@ -53,6 +53,12 @@ func (s *Store) InsertJobLogs(ctx context.Context, logs []models.JobLog) error {
 	if err != nil {
 		return fmt.Errorf("insert %d job logs: %w", len(logs), err)
 	}
+	s.reportRefusedLogs(refused)
+	return nil
+}
+
+// reportRefusedLogs says in the node's log which lines the database refused.
+func (s *Store) reportRefusedLogs(refused []refusedLog) {
 	for _, r := range refused {
 		l := s.log.WithField("job_id", r.line.JobID).WithError(r.err)
 		if r.placeholder {
@@ -61,7 +67,6 @@ func (s *Store) InsertJobLogs(ctx context.Context, logs []models.JobLog) error {
 			l.Errorf("the database refused a job_logs line and its placeholder; left it out: %s", r.line.Message)
 		}
 	}
-	return nil
 }
 
 // refusedLog is a line the database refused.
@@ -177,21 +182,27 @@ func logsFor(ids []int64, level, msg string, at time.Time) []models.JobLog {
 
 // TailLogs returns the last n lines of a job's log, oldest first, formatted
 // for a notification body ("15:04:05.000 info  message"). It makes *Store a
-// notify.LogTailer.
+// notify.LogTailer. The row is read first, as ListJobLogs does.
 func (s *Store) TailLogs(ctx context.Context, jobID int64, n int) ([]string, error) {
+	line, ok, err := s.succeededLine(ctx, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("tail logs of job %d: %w", jobID, err)
+	}
 	var logs []models.JobLog
 	if err := s.db.WithContext(ctx).Where("job_id = ?", jobID).Order("id DESC").Limit(n).Find(&logs).Error; err != nil {
 		return nil, fmt.Errorf("tail logs of job %d: %w", jobID, err)
 	}
-	line, ok, err := s.outcomeLine(ctx, jobID)
-	if err != nil {
-		return nil, fmt.Errorf("tail logs of job %d: %w", jobID, err)
-	}
 	if ok && n > 0 {
-		if len(logs) == n {
-			logs = logs[:n-1]
+		stale, err := s.succeededRowStored(ctx, jobID)
+		if err != nil {
+			return nil, fmt.Errorf("tail logs of job %d: %w", jobID, err)
 		}
-		logs = append([]models.JobLog{line}, logs...)
+		if !stale {
+			if len(logs) == n {
+				logs = logs[:n-1]
+			}
+			logs = append([]models.JobLog{line}, logs...)
+		}
 	}
 	out := make([]string, 0, len(logs))
 	for i := len(logs) - 1; i >= 0; i-- {
@@ -200,23 +211,24 @@ func (s *Store) TailLogs(ctx context.Context, jobID int64, n int) ([]string, err
 	return out, nil
 }
 
-// outcomeLine is a succeeded job's last log line, derived from its row
-// (see models.OutcomeLogID). A job that succeeded before the line stopped
-// being written has it as a row already, and gets no second one.
-func (s *Store) outcomeLine(ctx context.Context, jobID int64) (models.JobLog, bool, error) {
+// succeededLine is a succeeded job's last log line, derived from its row
+// (see models.OutcomeLogID).
+func (s *Store) succeededLine(ctx context.Context, jobID int64) (models.JobLog, bool, error) {
 	var j models.Job
 	err := s.db.WithContext(ctx).Select("id, status, attempt, scheduled_at, finished_at").Where("id = ?", jobID).Limit(1).Find(&j).Error
 	if err != nil || j.ID == 0 {
 		return models.JobLog{}, false, err
 	}
 	line, ok := models.SucceededLine(&j)
-	if !ok {
-		return models.JobLog{}, false, nil
-	}
+	return line, ok, nil
+}
+
+// succeededRowStored says whether a succeeded job has its last line as a
+// row already: it succeeded before the line stopped being written, and
+// gets no derived one.
+func (s *Store) succeededRowStored(ctx context.Context, jobID int64) (bool, error) {
 	var written []int64
-	if err := s.db.WithContext(ctx).Model(&models.JobLog{}).Where("job_id = ? AND message LIKE ?", jobID, "succeeded (%").
-		Limit(1).Pluck("id", &written).Error; err != nil {
-		return models.JobLog{}, false, err
-	}
-	return line, len(written) == 0, nil
+	err := s.db.WithContext(ctx).Model(&models.JobLog{}).Where("job_id = ? AND message LIKE ?", jobID, "succeeded (%").
+		Limit(1).Pluck("id", &written).Error
+	return len(written) > 0, err
 }

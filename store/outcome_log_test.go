@@ -3,10 +3,12 @@ package store_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
@@ -74,5 +76,49 @@ func TestSucceededLogLineIsDerived(t *testing.T) {
 		require.Len(t, tail, 2)
 		require.True(t, strings.HasSuffix(tail[0], "task line 2"), tail[0])
 		require.True(t, strings.HasSuffix(tail[1], "succeeded (attempt 1, 1.234s after scheduled_at)"), tail[1])
+	})
+}
+
+// The listing reads the job's row before its lines: a job that finishes
+// between the two reads (its lines and its final state committed
+// together, as the task engine writes them) is listed as still running,
+// without the derived line, and the next read has every line. Read the
+// other way round, the listing gave the derived line alone, and a
+// follower's cursor passed over the lines for good.
+func TestJobLogListingReadsTheRowFirst(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		id := runningJobs(t, st, "n", 1)[0]
+		var armed atomic.Bool
+		// Between the listing's two reads, the job's lines and its success
+		// commit in one transaction.
+		require.NoError(t, st.DB().Callback().Query().After("gorm:query").Register("test:finish_between", func(db *gorm.DB) {
+			if db.Statement.Table != "job_logs" || !armed.CompareAndSwap(true, false) {
+				return
+			}
+			now := store.DBTime(time.Now())
+			require.NoError(t, st.DB().Transaction(func(tx *gorm.DB) error {
+				if err := tx.Create(&[]models.JobLog{
+					{JobID: id, Level: "info", Message: "task line 1", CreatedAt: now},
+					{JobID: id, Level: "info", Message: "task line 2", CreatedAt: now},
+				}).Error; err != nil {
+					return err
+				}
+				return tx.Model(&models.Job{}).Where("id = ?", id).
+					Updates(map[string]any{"status": models.JobSucceeded, "finished_at": now}).Error
+			}))
+		}))
+		armed.Store(true)
+		first, err := st.Admin().ListJobLogs(ctx, id, 0, 10)
+		require.NoError(t, err)
+		require.False(t, armed.Load(), "the job finished during the listing")
+		require.Empty(t, first, "a job still running when its row was read has no derived line yet")
+
+		rest, err := st.Admin().ListJobLogs(ctx, id, 0, 10)
+		require.NoError(t, err)
+		require.Len(t, rest, 3)
+		require.Equal(t, "task line 1", rest[0].Message)
+		require.Equal(t, models.OutcomeLogID, rest[2].ID)
 	})
 }

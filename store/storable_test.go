@@ -337,3 +337,57 @@ func TestCompleteJobsUniformAndMixedColumns(t *testing.T) {
 		}
 	})
 }
+
+// CompleteJobs writes the node's lines and each written outcome's line in
+// its transaction, in that order: the node's lines whatever becomes of the
+// outcomes, an outcome's line only with its outcome; a line the database
+// refuses is contained as InsertJobLogs contains it, and costs no outcome.
+func TestCompleteJobsWritesLines(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		refuse(t, st, "job_logs", "INSERT", "message", "poison")
+		for _, poison := range []bool{false, true} {
+			ids := runningJobs(t, st, "n", 3)
+			// Canceled meanwhile: its outcome is not written, nor its line.
+			require.NoError(t, st.DB().Model(&models.Job{}).Where("id = ?", ids[2]).Update("status", models.JobCanceled).Error)
+			now := store.DBTime(time.Now())
+			logs := []models.JobLog{
+				{JobID: ids[0], Level: "info", Message: "task line", CreatedAt: now},
+				{JobID: ids[2], Level: "info", Message: "its task's last line", CreatedAt: now},
+			}
+			if poison {
+				logs = append(logs, models.JobLog{JobID: ids[1], Level: "info", Message: "poison", CreatedAt: now})
+			}
+			boom := "boom"
+			applied, err := st.CompleteJobs(ctx, &store.CompleteJobsParams{NodeID: "n", Logs: logs, Outcomes: []store.JobOutcome{
+				{ID: ids[0], Status: models.JobFailed, FinishedAt: now, Error: &boom,
+					Log: &models.JobLog{Level: "error", Message: "failed (attempt 1 of 1): boom", CreatedAt: now}},
+				{ID: ids[1], Status: models.JobSucceeded, FinishedAt: now},
+				{ID: ids[2], Status: models.JobFailed, FinishedAt: now, Error: &boom,
+					Log: &models.JobLog{Level: "error", Message: "not written", CreatedAt: now}},
+			}})
+			require.NoError(t, err)
+			require.ElementsMatch(t, ids[:2], applied)
+			stored := func(id int64) []string {
+				var rows []models.JobLog
+				require.NoError(t, st.DB().Where("job_id = ?", id).Order("id").Find(&rows).Error)
+				var out []string
+				for _, r := range rows {
+					out = append(out, r.Level+": "+r.Message)
+				}
+				return out
+			}
+			require.Equal(t, []string{"info: task line", "error: failed (attempt 1 of 1): boom"}, stored(ids[0]))
+			require.Equal(t, []string{"info: its task's last line"}, stored(ids[2]))
+			if poison {
+				got := stored(ids[1])
+				require.Len(t, got, 1)
+				require.Contains(t, got[0], "chime: log line could not be stored: ")
+			} else {
+				require.Empty(t, stored(ids[1]))
+			}
+			require.Equal(t, models.JobSucceeded, testdb.GetJob(t, st, ids[1]).Status)
+		}
+	})
+}

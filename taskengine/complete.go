@@ -80,20 +80,36 @@ type completion struct {
 // makes results and errors storable and writes around a row it refuses
 // (see store.CompleteJobs), so no one job's output can hold the batch, and
 // every later one, in this loop.
+//
+// The transaction also writes the lines the log writer holds, among them
+// every line the batch's jobs logged before they ended, and each
+// outcome's own line: a job's final state and all its lines up to it
+// become visible together (docs/api.md, job logs). The log writer waits
+// meanwhile, so no line is written beside the batch with a lower id than
+// the batch's lines.
 func (e *Engine) flushCompletions(ctx context.Context, batch []completion) {
+	lines, written := e.logs.take()
+	defer written()
+	now := time.Now()
 	outs := make([]chimedb.JobOutcome, len(batch))
 	for i := range batch {
-		outs[i] = batch[i].out
+		c := &batch[i]
+		outs[i] = c.out
+		if !c.appOnly {
+			outs[i].Log = &models.JobLog{JobID: c.out.ID, Level: c.level.String(),
+				Message: chimedb.Storable(c.msg, chimedb.MaxLogMessageBytes), CreatedAt: now}
+		}
 	}
 	var applied []int64
 	for attempt := 1; ; attempt++ {
 		var err error
-		applied, err = e.st.CompleteJobs(ctx, &chimedb.CompleteJobsParams{NodeID: e.cfg.NodeID, Outcomes: outs})
+		applied, err = e.st.CompleteJobs(ctx, &chimedb.CompleteJobsParams{NodeID: e.cfg.NodeID, Outcomes: outs, Logs: lines})
 		if err == nil {
 			break
 		}
 		if ctx.Err() != nil {
-			e.log.WithError(err).Errorf("dropping %d job outcomes at shutdown; restart recovery will retry those jobs", len(batch))
+			e.log.WithError(err).Errorf("dropping %d job outcomes and %d job log lines at shutdown; restart recovery will retry those jobs",
+				len(batch), len(lines))
 			return
 		}
 		e.log.WithError(err).WithField("jobs", len(batch)).Warn("writing job outcomes failed; retrying")
@@ -109,11 +125,8 @@ func (e *Engine) flushCompletions(ctx context.Context, batch []completion) {
 			e.log.WithField(fieldJobID, c.out.ID).Warnf("outcome %q not written: the job was changed meanwhile (canceled or recovered), or the database refused it", c.out.Status)
 			continue
 		}
-		if c.appOnly {
-			e.log.WithFields(c.log.Data).Log(c.level, c.msg)
-		} else {
-			c.log.Log(c.level, c.msg)
-		}
+		// Its job_logs line went with the outcome: this is the node's log.
+		e.log.WithFields(c.log.Data).Log(c.level, c.msg)
 		metrics.JobsFinished.WithLabelValues(string(c.status)).Inc()
 	}
 	e.finished.Add(int64(len(batch)))

@@ -43,8 +43,12 @@
 // commit: large batches under load; no added wait when idle, but for the
 // starter, which waits up to 0.8 ms for the rest of a claim; a job claimed
 // straight into running has no start to write), and job_logs
-// lines are buffered and written with multi-row INSERTs. Every buffer is
-// flushed before Stop returns. A start is one guarded UPDATE by primary key
+// lines are buffered and written with multi-row INSERTs. An outcome batch
+// takes the buffered lines into its own transaction, with each outcome's
+// line, and the log writer waits for it: a job's final state is never
+// visible before the lines it logged up to then, and a run's lines get
+// their ids in the order they were logged. Every buffer is flushed before
+// Stop returns. A start is one guarded UPDATE by primary key
 // and an outcome batch one guarded UPDATE and its commit; the guard sits in
 // the WHERE, and the rare batch where a row no longer matches is sorted out
 // on a slower exact path. A worker is free again as soon as its outcome is

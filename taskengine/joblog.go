@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -18,11 +19,28 @@ import (
 // so a job's transitions and its task's lines cost no round trip on the
 // job's path. Lines reach the table within logFlushEvery, and every line
 // accepted before stop is written before stop returns.
+//
+// The completer takes what is buffered (take) and writes it in the
+// transaction of its outcomes, so a job's final state is never visible
+// before the lines it logged up to then. While the completer writes, the
+// writer waits: a job's lines reach the table, and get their ids, in the
+// order they were logged, and a follower's cursor never passes a line
+// that is written later with a lower id.
 type logWriter struct {
-	st   jobStore
-	log  logrus.FieldLogger
-	in   chan models.JobLog
-	done chan struct{}
+	st    jobStore
+	log   logrus.FieldLogger
+	in    chan models.JobLog
+	takes chan logTake
+	done  chan struct{}
+	// buffered counts the lines accepted and neither written nor taken.
+	buffered atomic.Int64
+}
+
+// logTake is one take: the lines, and the completer's word that it has
+// written them (or given up).
+type logTake struct {
+	lines   chan []models.JobLog
+	written chan struct{}
 }
 
 const (
@@ -32,18 +50,37 @@ const (
 )
 
 func newLogWriter(st jobStore, log logrus.FieldLogger) *logWriter {
-	return &logWriter{st: st, log: log, in: make(chan models.JobLog, logBuffer), done: make(chan struct{})}
+	return &logWriter{st: st, log: log, in: make(chan models.JobLog, logBuffer), takes: make(chan logTake), done: make(chan struct{})}
 }
 
 // add queues one row. It blocks only when the buffer is full, which slows
 // the jobs that log rather than dropping their lines.
 func (w *logWriter) add(l models.JobLog) {
+	w.buffered.Add(1)
 	select {
 	case w.in <- l:
 	case <-w.done:
+		w.buffered.Add(-1)
 		// After stop nothing writes; keep the line in the app log at least.
 		w.log.WithField("job_id", l.JobID).Warnf("job log line after engine stop: %s", l.Message)
 	}
+}
+
+// take returns every line accepted so far and not yet written, for the
+// caller to write, and stops the writer until the caller calls written;
+// lines are the writer's again from then. Without such lines (a success
+// logs none) it costs an atomic read.
+func (w *logWriter) take() (lines []models.JobLog, written func()) {
+	if w.buffered.Load() == 0 {
+		return nil, func() {}
+	}
+	t := logTake{lines: make(chan []models.JobLog, 1), written: make(chan struct{})}
+	select {
+	case w.takes <- t:
+	case <-w.done:
+		return nil, func() {}
+	}
+	return <-t.lines, func() { close(t.written) }
 }
 
 // run writes until ctx ends, then writes what is left. Rows are flushed
@@ -58,6 +95,7 @@ func (w *logWriter) run(ctx context.Context, stop <-chan struct{}) {
 			return
 		}
 		w.write(ctx, batch)
+		w.buffered.Add(-int64(len(batch)))
 		batch = batch[:0]
 	}
 	for {
@@ -69,6 +107,16 @@ func (w *logWriter) run(ctx context.Context, stop <-chan struct{}) {
 			}
 		case <-ticker.C:
 			flush()
+		case t := <-w.takes:
+			// What the channel holds now includes every line logged
+			// before the take was asked for; later ones wait.
+			for n := len(w.in); n > 0; n-- {
+				batch = append(batch, <-w.in)
+			}
+			w.buffered.Add(-int64(len(batch)))
+			t.lines <- batch
+			<-t.written
+			batch = batch[:0] // the taker is done with it
 		case <-stop:
 			// Writers have finished (Stop waits for them first): drain.
 			for {
