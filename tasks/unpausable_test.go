@@ -24,6 +24,18 @@ func prepared(t *testing.T) (*nopTask, *tasks.Job, context.Context, *logtest.Hoo
 	return task, job, ctx, hook
 }
 
+// heldAtGate returns a prepared task whose BeginUnpausable is held by a
+// pause; done receives what it returns.
+func heldAtGate(t *testing.T) (*nopTask, *tasks.Job, <-chan error, *logtest.Hook) {
+	t.Helper()
+	task, job, ctx, hook := prepared(t)
+	require.True(t, task.Pause())
+	done := make(chan error, 1)
+	go func() { done <- task.BeginUnpausable(ctx, job, refusal) }()
+	requireBlocked(t, done)
+	return task, job, done, hook
+}
+
 func refusals(hook *logtest.Hook) int {
 	n := 0
 	for _, e := range hook.AllEntries() {
@@ -49,11 +61,7 @@ func TestBaseBeginUnpausable(t *testing.T) {
 
 	t.Run("HoldsAPauseBefore", func(t *testing.T) {
 		t.Parallel()
-		task, job, ctx, hook := prepared(t)
-		require.True(t, task.Pause())
-		done := make(chan error, 1)
-		go func() { done <- task.BeginUnpausable(ctx, job, refusal) }()
-		requireBlocked(t, done)
+		task, _, done, hook := heldAtGate(t)
 		require.True(t, task.Resume())
 		require.NoError(t, requireReturns(t, done))
 		require.False(t, task.Pause())
@@ -62,11 +70,7 @@ func TestBaseBeginUnpausable(t *testing.T) {
 
 	t.Run("StopWhileHeld", func(t *testing.T) {
 		t.Parallel()
-		task, job, ctx, _ := prepared(t)
-		require.True(t, task.Pause())
-		done := make(chan error, 1)
-		go func() { done <- task.BeginUnpausable(ctx, job, refusal) }()
-		requireBlocked(t, done)
+		task, job, done, _ := heldAtGate(t)
 		require.True(t, task.Stop())
 		require.ErrorIs(t, requireReturns(t, done), context.Canceled)
 		require.True(t, job.Paused(), "pauses left as they were")
