@@ -77,3 +77,19 @@ func TestTimesOutOfBounds(t *testing.T) {
 	require.Equal(t, *s.StartAt, trig.Next(t0))
 	require.True(t, trig.Next(*s.StartAt).IsZero(), "the next fire would be past year 9999")
 }
+
+// The Next memo tells apart instants that UnixNano cannot: two centuries
+// 2^64 ns (about 584 years) apart had one key, and the second asked got the
+// first's answer, a fire centuries before the instant asked.
+func TestCacheNextFarInstants(t *testing.T) {
+	t.Parallel()
+	c := NewCache()
+	trig, err := c.New(cronRow("0 9 * * *", "UTC"), nil)
+	require.NoError(t, err)
+	a := time.Date(1500, 6, 1, 12, 0, 0, 0, time.UTC)
+	b := a.Add(time.Duration(math.MaxInt64)).Add(time.Duration(math.MaxInt64)).Add(2 * time.Nanosecond) // a + 2^64 ns
+	require.Equal(t, a.UnixNano(), b.UnixNano(), "the two instants share a UnixNano")
+	require.Equal(t, trig.Next(a), c.Next(trig, a))
+	require.Equal(t, trig.Next(b), c.Next(trig, b))
+	require.True(t, c.Next(trig, b).After(b))
+}
