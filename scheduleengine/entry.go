@@ -18,7 +18,8 @@ type entry struct {
 	trig        trigger.Trigger
 	params      models.JSON // definition defaults merged with the schedule's params
 	maxAttempts int
-	last        *time.Time // last_fire_at
+	window      *time.Duration // catchup_window_seconds; nil when none
+	last        *time.Time     // last_fire_at
 	fired       int64
 	misfired    int64
 	next        time.Time     // first occurrence after last; zero when used up
@@ -118,9 +119,20 @@ func buildEntry(r *ScheduleRow, cache *trigger.Cache, specs map[specKey]string, 
 	if r.Definition == nil {
 		return nil, fmt.Errorf("job definition %d does not exist", s.JobDefinitionID)
 	}
+	if _, _, err := r.Definition.Durations(); err != nil {
+		return nil, fmt.Errorf("job definition %d: %w", s.JobDefinitionID, err)
+	}
 	trig, err := cache.New(&s, r.Calendar)
 	if err != nil {
 		return nil, err
+	}
+	var window *time.Duration
+	if w := s.CatchupWindowSeconds; w != nil {
+		d, err := models.CatchupWindowBound.Duration(int64(*w))
+		if err != nil {
+			return nil, err
+		}
+		window = &d
 	}
 	var params models.JSON
 	if noParams(s.Params) {
@@ -146,10 +158,20 @@ func buildEntry(r *ScheduleRow, cache *trigger.Cache, specs map[specKey]string, 
 		specs[k] = spec
 	}
 	e := &entry{sched: s, def: r.Definition, cal: r.Calendar, trig: trig, params: params, maxAttempts: max(r.Definition.MaxAttempts, 1), hidx: -1,
-		spec: spec}
+		spec: spec, window: window}
 	t := r.Trigger
 	if t == nil {
 		t = &models.TimeTrigger{}
+	}
+	for _, c := range []struct {
+		name string
+		t    *time.Time
+	}{{"last_fire_at", t.LastFireAt}, {"spec_changed_at", t.SpecChangedAt}} {
+		if c.t != nil {
+			if err := models.CheckTime("time_triggers."+c.name, *c.t); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if t.SpecChangedAt != nil && t.SpecHash == e.spec {
 		c := t.SpecChangedAt.UTC()

@@ -126,3 +126,33 @@ func TestComputePlanWalkIsBounded(t *testing.T) {
 	require.False(t, p.next.After(now), "the rest is due: the next turn plans it")
 	require.Equal(t, p.last.Add(time.Second), p.next)
 }
+
+// A schedule cannot be scheduled when its definition's seconds, or its
+// trigger row's times, are out of their bounds: the reason names the
+// column, and sync marks the schedule invalid with it.
+func TestNewEntryRefusesOutOfBounds(t *testing.T) {
+	t.Parallel()
+	row := func() ScheduleRow {
+		return ScheduleRow{
+			Schedule:   models.Schedule{ID: 1, JobDefinitionID: 7, ScheduleType: models.ScheduleCron, CronExpr: ptr("@hourly"), CreatedAt: t0},
+			Definition: &models.JobDefinition{ID: 7},
+		}
+	}
+	r := row()
+	r.Definition.TimeoutSeconds = 9223372037
+	_, err := newEntry(&r)
+	require.ErrorContains(t, err, "job definition 7: job_definitions.timeout_seconds is 9223372037")
+	r = row()
+	r.Definition.RetryBackoffSeconds = -1
+	_, err = newEntry(&r)
+	require.ErrorContains(t, err, "job_definitions.retry_backoff_seconds is -1")
+	r = row()
+	r.Trigger = &models.TimeTrigger{ScheduleID: 1, LastFireAt: ptr(models.MaxTime.Add(time.Second))}
+	_, err = newEntry(&r)
+	require.ErrorContains(t, err, "time_triggers.last_fire_at")
+	r = row()
+	r.Schedule.CatchupWindowSeconds = ptr(30)
+	en, err := newEntry(&r)
+	require.NoError(t, err)
+	require.Equal(t, 30*time.Second, *en.window)
+}
