@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -98,10 +99,13 @@ func (b Bound) Duration(v int64) (time.Duration, error) {
 }
 
 // Durations returns d's timeout and first retry backoff, or why d cannot
-// be run: a definition is checked when it is read, by the schedule engine
+// be run (Unreadable, or a value out of its Bound): a definition is checked when it is read, by the schedule engine
 // (its schedules become invalid) and by the task engine (its jobs fail
 // before they start).
 func (d *JobDefinition) Durations() (timeout, backoff time.Duration, err error) {
+	if d.Unreadable != "" {
+		return 0, 0, errors.New(d.Unreadable)
+	}
 	if timeout, err = TimeoutBound.Duration(int64(d.TimeoutSeconds)); err != nil {
 		return 0, 0, err
 	}

@@ -2,6 +2,7 @@ package scheduleengine
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -116,6 +117,9 @@ func (e *Engine) newEntry(r *ScheduleRow) (*entry, error) {
 // hashes and allocates per expression, not per schedule.
 func buildEntry(r *ScheduleRow, cache *trigger.Cache, specs map[specKey]string, defaults map[*models.JobDefinition]error) (*entry, error) {
 	s := r.Schedule
+	if s.Unreadable != "" {
+		return nil, errors.New(s.Unreadable)
+	}
 	if r.Definition == nil {
 		return nil, fmt.Errorf("job definition %d does not exist", s.JobDefinitionID)
 	}

@@ -33,3 +33,20 @@ func TestLoadColumnsCoverModels(t *testing.T) {
 		require.Equal(t, want, got, "LoadSchedules reads every column of %s", s.Table)
 	}
 }
+
+// definitionsByID reads every column of job_definitions, or the engines
+// would see one zero.
+func TestDefinitionColumnsCoverModel(t *testing.T) {
+	t.Parallel()
+	s, err := schema.Parse(&models.JobDefinition{}, &sync.Map{}, schema.NamingStrategy{})
+	require.NoError(t, err)
+	var want []string
+	for _, f := range s.Fields {
+		if f.DBName != "" {
+			want = append(want, f.DBName)
+		}
+	}
+	slices.Sort(want)
+	require.Equal(t, want, slices.Sorted(slices.Values(loadDefinitionColumns)))
+	require.Len(t, definitionDest(&models.JobDefinition{}), len(loadDefinitionColumns))
+}
