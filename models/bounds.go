@@ -134,3 +134,21 @@ func CheckTime(column string, t time.Time) error {
 	}
 	return nil
 }
+
+// TimeColumn is a nullable time and the column it was read from.
+type TimeColumn struct {
+	Column string
+	T      *time.Time
+}
+
+// CheckTimes is CheckTime of each column that is not NULL, in order.
+func CheckTimes(cols ...TimeColumn) error {
+	for _, c := range cols {
+		if c.T != nil {
+			if err := CheckTime(c.Column, *c.T); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -167,15 +167,9 @@ func buildEntry(r *ScheduleRow, cache *trigger.Cache, specs map[specKey]string, 
 	if t == nil {
 		t = &models.TimeTrigger{}
 	}
-	for _, c := range []struct {
-		name string
-		t    *time.Time
-	}{{"last_fire_at", t.LastFireAt}, {"spec_changed_at", t.SpecChangedAt}} {
-		if c.t != nil {
-			if err := models.CheckTime("time_triggers."+c.name, *c.t); err != nil {
-				return nil, err
-			}
-		}
+	if err := models.CheckTimes(models.TimeColumn{Column: "time_triggers.last_fire_at", T: t.LastFireAt},
+		models.TimeColumn{Column: "time_triggers.spec_changed_at", T: t.SpecChangedAt}); err != nil {
+		return nil, err
 	}
 	if t.SpecChangedAt != nil && t.SpecHash == e.spec {
 		c := t.SpecChangedAt.UTC()

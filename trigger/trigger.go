@@ -105,7 +105,9 @@ func checkRow(s *models.Schedule, c *Cache) (*time.Location, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unknown timezone %q", tz)
 	}
-	if err := checkTimes(s); err != nil {
+	// Fires are computed from these.
+	if err := models.CheckTimes(models.TimeColumn{Column: "schedules.start_at", T: s.StartAt}, models.TimeColumn{Column: "schedules.end_at", T: s.EndAt},
+		models.TimeColumn{Column: "schedules.run_at", T: s.RunAt}, models.TimeColumn{Column: "schedules.created_at", T: &s.CreatedAt}); err != nil {
 		return nil, err
 	}
 	if w := s.CatchupWindowSeconds; w != nil {
@@ -130,22 +132,6 @@ func checkRow(s *models.Schedule, c *Cache) (*time.Location, error) {
 		return nil, fmt.Errorf("cron_syntax quartz applies to cron schedules only, not %s", s.ScheduleType)
 	}
 	return loc, nil
-}
-
-// checkTimes refuses a row whose times lie outside models.MinTime and
-// MaxTime: fires are computed from them.
-func checkTimes(s *models.Schedule) error {
-	for _, c := range []struct {
-		name string
-		t    *time.Time
-	}{{"start_at", s.StartAt}, {"end_at", s.EndAt}, {"run_at", s.RunAt}, {"created_at", &s.CreatedAt}} {
-		if c.t != nil {
-			if err := models.CheckTime("schedules."+c.name, *c.t); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 func cronOf(s *models.Schedule, loc *time.Location) (Trigger, error) {
