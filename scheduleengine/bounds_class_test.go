@@ -1,7 +1,6 @@
 package scheduleengine
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"io"
@@ -123,15 +122,7 @@ func TestExtremeColumnValues(t *testing.T) {
 
 		reg := tasks.NewRegistry()
 		reg.MustRegister(sleep.Kind, sleep.New)
-		te, err := taskengine.New(st, taskengine.Config{NodeID: "n1", Logger: log, PollInterval: time.Hour, PoolSize: 4, Registry: reg,
-			Clock: clock, ControlInterval: 50 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond, ShutdownGrace: 5 * time.Second})
-		require.NoError(t, err)
-		require.NoError(t, te.Start(context.Background()))
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			require.NoError(t, te.Stop(ctx))
-		})
+		te := startTaskEngine(t, st, taskengine.Config{NodeID: "n1", Logger: log, PoolSize: 4, Registry: reg, Clock: clock})
 		b := setupWithClock(t, st, "n1", clock, func(c *Config) { c.Logger, c.Handoff, c.OnFire = log, te, te.Wake })
 		ok := models.JobDefinition{Name: "ok", TaskType: sleep.Kind, DefaultParams: models.JSON(`{"duration":"0s"}`), MaxAttempts: 1, NotifyOn: models.NotifyNever}
 		require.NoError(t, db.Create(&ok).Error)
