@@ -236,7 +236,7 @@ func readDefinitions(db *gorm.DB, jobs []ClaimedJob) ([]models.JobDefinition, er
 			defIDs = append(defIDs, j.JobDefinitionID)
 		}
 	}
-	defs, err := definitionsByID(db.Statement.Context, db.Statement.ConnPool, defIDs)
+	defs, err := definitionsByID(db, defIDs)
 	if err != nil {
 		return nil, fmt.Errorf("read definitions of claimed jobs: %w", err)
 	}

@@ -337,7 +337,7 @@ func (s *Store) pickHandoff(tx *gorm.DB, p *WriteFiresParams, normal []FireJob, 
 	if len(ids) == 0 {
 		return normal, nil, nil, nil
 	}
-	rows, err := definitionsByID(tx.Statement.Context, tx.Statement.ConnPool, ids)
+	rows, err := definitionsByID(tx, ids)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("read definitions of jobs to hand off: %w", err)
 	}

@@ -160,7 +160,7 @@ func definitionPolicies(tx *gorm.DB, jobs []models.Job) (map[int64]defPolicy, er
 	for _, j := range jobs {
 		ids = append(ids, j.JobDefinitionID)
 	}
-	defs, err := definitionsByID(tx.Statement.Context, tx.Statement.ConnPool, ids)
+	defs, err := definitionsByID(tx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read max_attempts and requests_recovery of definitions: %w", err)
 	}

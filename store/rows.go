@@ -1,13 +1,14 @@
 package store
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/chimesched/chime/models"
 )
@@ -127,22 +128,15 @@ func definitionDest(d *models.JobDefinition) []any {
 		&d.RetryBackoffSeconds, &d.NotifyOn, &d.NotifyEmails, &d.RequestsRecovery, &d.Priority, &d.CreatedAt, &d.UpdatedAt}
 }
 
-// querier runs a read on a connection pool or inside a transaction
-// (gorm's ConnPool is one).
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
 // definitionsByID reads the job definitions of ids, in chunks. A row with
 // a value its column's type cannot hold comes back with only its id and
 // name, and Unreadable saying which column: its schedules become invalid
 // and its jobs fail before starting, with that reason, and the others
 // are read as usual.
-func definitionsByID(ctx context.Context, q querier, ids []int64) ([]models.JobDefinition, error) {
+func definitionsByID(db *gorm.DB, ids []int64) ([]models.JobDefinition, error) {
 	var out []models.JobDefinition
-	sel := "SELECT " + strings.Join(loadDefinitionColumns, ", ") + " FROM job_definitions WHERE id IN ("
 	for chunk := range slices.Chunk(ids, scheduleInChunk) {
-		rows, err := q.QueryContext(ctx, sel+idList(chunk)+")")
+		rows, err := db.Table("job_definitions").Select(loadDefinitionColumns).Where("id IN ?", chunk).Rows()
 		if err != nil {
 			return nil, err
 		}

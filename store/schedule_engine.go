@@ -104,7 +104,7 @@ func (s *Store) LoadSchedules(ctx context.Context, p *LoadSchedulesParams) (*Loa
 	slices.Sort(defIDs)
 	defIDs = slices.Compact(defIDs)
 	defs := make(map[int64]*models.JobDefinition, len(defIDs))
-	rows2, err := definitionsByID(ctx, s.sqlDB, defIDs)
+	rows2, err := definitionsByID(db, defIDs)
 	if err != nil {
 		return nil, fmt.Errorf("load job definitions: %w", err)
 	}
