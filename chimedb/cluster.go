@@ -21,6 +21,33 @@ type DeadNode struct {
 	Silence time.Duration
 }
 
+// MaxLeaseTTLs bounds how far past the database's now a lease's
+// expires_at may lie, in TTLs of the node that looks: farther is absurd
+// (a row written by hand; a holder renews to now + its TTL), and the node
+// cuts it to now + its TTL, so the lease expires on the database's clock.
+// The nodes of a cluster must not set cluster.failover_after (the TTL)
+// more than this many times apart.
+const MaxLeaseTTLs = 10
+
+// LeaseTry is what one TryAcquireLease found and did, in database time.
+type LeaseTry struct {
+	// Held: the caller holds the lease now.
+	Held bool
+	// Holder and ExpiresAt are the row as the call left it; Holder is
+	// empty for a free lease.
+	Holder    string
+	ExpiresAt time.Time
+	// HolderLive: a nodes row names Holder and says it is alive. False
+	// for a holder no node row names (a hand-written one, a node since
+	// deleted) or one that is dead or stopped.
+	HolderLive bool
+	// Cut is the expires_at the call found more than MaxLeaseTTLs × ttl
+	// past the database's now (or not a time the database compares
+	// before it), as the database shows it, when it cut that to now + ttl;
+	// empty when it did not.
+	Cut string
+}
+
 // LeaseState is a lease row as the database sees it now.
 type LeaseState struct {
 	Name      string

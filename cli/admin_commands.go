@@ -337,7 +337,11 @@ func spec(s *models.Schedule) string {
 	case s.CronExpr != nil:
 		return *s.CronExpr
 	case s.IntervalSeconds != nil:
-		return "every " + (time.Duration(*s.IntervalSeconds) * time.Second).String()
+		d, err := models.IntervalBound.Duration(int64(*s.IntervalSeconds))
+		if err != nil {
+			return fmt.Sprintf("every %ds (out of range)", *s.IntervalSeconds)
+		}
+		return "every " + d.String()
 	case s.RunAt != nil:
 		return "at " + timeCell(s.RunAt)
 	}

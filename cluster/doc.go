@@ -13,7 +13,9 @@
 //   - elects: an Elector per lease (leases table, expires_at in database
 //     time). The scheduler Elector is the schedule engine's Leadership;
 //     a second lease, maintenance, picks the one node that
-//     runs the reconciler and retention, whatever its roles;
+//     runs the reconciler and retention, whatever its roles. A standby
+//     cuts an absurd expires_at (chimedb.MaxLeaseTTLs) to now + TTL and
+//     logs it, and logs a holder that is no live node;
 //   - reconciles (maintenance leader): running jobs without a heartbeat for
 //     FailoverAfter are retried or failed, jobs queued for QueuedAfter on a
 //     node that never started them go back to pending, active schedules

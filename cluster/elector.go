@@ -56,8 +56,9 @@ type Elector struct {
 	until    time.Time // on cfg.Clock: lead until then
 	leading  bool      // the state last published to onChange
 	onChange []func(bool)
-	failures int  // consecutive failed renewals, for the log
-	stopping bool // Stop gave the lease up: not a loss worth a warning
+	failures int    // consecutive failed renewals, for the log
+	stopping bool   // Stop gave the lease up: not a loss worth a warning
+	warned   string // the holder and expiry last reported as no live node's (the renewal loop's own)
 	cancel   context.CancelFunc
 	done     chan struct{}
 }
@@ -174,8 +175,9 @@ func (e *Elector) run(ctx context.Context, done chan struct{}) {
 func (e *Elector) renew(ctx context.Context) {
 	start := e.cfg.Clock.Now()
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
-	held, expires, err := e.st.TryAcquireLease(rctx, e.cfg.Name, e.cfg.Holder, e.cfg.TTL)
+	try, err := e.st.TryAcquireLease(rctx, e.cfg.Name, e.cfg.Holder, e.cfg.TTL)
 	cancel()
+	held := err == nil && try.Held
 	e.mu.Lock()
 	if err == nil {
 		e.failures = 0
@@ -195,10 +197,34 @@ func (e *Elector) renew(ctx context.Context) {
 		e.held = false
 	}
 	e.mu.Unlock()
-	if held && err == nil {
-		e.log.WithField("expires_at", expires).Trace("lease renewed")
+	switch {
+	case held:
+		e.log.WithField("expires_at", try.ExpiresAt).Trace("lease renewed")
+	case err == nil:
+		e.judge(try)
 	}
 	e.publish()
+}
+
+// judge logs what a standby found wrong with the lease row: an expiry it
+// cut (see chimedb.MaxLeaseTTLs), and a holder that is no live node.
+// Each is said once per holder and expiry, not at every renewal.
+func (e *Elector) judge(try *chimedb.LeaseTry) {
+	log := e.log.WithFields(logrus.Fields{"holder": try.Holder, "expires_at": try.ExpiresAt})
+	if try.Cut != "" {
+		log.WithField("was", try.Cut).Warnf("the lease's expires_at lay more than %d TTLs (%s each) past the database's clock; "+
+			"cut to the database's now + TTL: a node takes the lease over then, unless its holder renews it", chimedb.MaxLeaseTTLs, e.cfg.TTL)
+	}
+	key := try.Holder + "\x00" + try.ExpiresAt.String()
+	if try.Holder == "" || try.HolderLive || key == e.warned {
+		if try.HolderLive {
+			e.warned = ""
+		}
+		return
+	}
+	e.warned = key
+	log.Warn("the lease is held by no live node (none of that id in nodes, or it is dead or stopped); " +
+		"it expires at expires_at by the database's clock, and a node takes it over then")
 }
 
 // publish calls onChange if Leading differs from the last state published.

@@ -138,8 +138,10 @@ func (n *Node) retain(ctx context.Context, leading func() bool) (int, error) {
 	if days <= 0 {
 		return 0, nil
 	}
-	// days is at most MaxRetentionDays, so this cannot overflow.
-	age := time.Duration(days) * 24 * time.Hour
+	age, err := models.RetentionBound.Duration(int64(days))
+	if err != nil {
+		return 0, err
+	}
 	total := 0
 	for leading() {
 		got, err := n.st.DeleteFinishedJobs(ctx, age, n.cfg.RetentionBatch)

@@ -293,9 +293,11 @@ func recipients(s string) ([]string, error) {
 }
 
 // backoff is the wait after failed try number attempt: Backoff doubled
-// per earlier retry, within ±20%, capped.
+// per earlier retry, within ±20%, capped. attempt comes from
+// notifications.attempts, which SQL may set to anything: below 1 it counts
+// as the first (a negative shift panics).
 func (s *Sender) backoff(attempt int) time.Duration {
-	d := s.opts.Backoff << min(attempt-1, 20)
+	d := s.opts.Backoff << min(max(attempt-1, 0), 20)
 	if d <= 0 || d > s.opts.MaxBackoff {
 		d = s.opts.MaxBackoff
 	}

@@ -2,6 +2,7 @@ package scheduleengine
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -18,7 +19,8 @@ type entry struct {
 	trig        trigger.Trigger
 	params      models.JSON // definition defaults merged with the schedule's params
 	maxAttempts int
-	last        *time.Time // last_fire_at
+	window      *time.Duration // catchup_window_seconds; nil when none
+	last        *time.Time     // last_fire_at
 	fired       int64
 	misfired    int64
 	next        time.Time     // first occurrence after last; zero when used up
@@ -115,12 +117,26 @@ func (e *Engine) newEntry(r *ScheduleRow) (*entry, error) {
 // hashes and allocates per expression, not per schedule.
 func buildEntry(r *ScheduleRow, cache *trigger.Cache, specs map[specKey]string, defaults map[*models.JobDefinition]error) (*entry, error) {
 	s := r.Schedule
+	if s.Unreadable != "" {
+		return nil, errors.New(s.Unreadable)
+	}
 	if r.Definition == nil {
 		return nil, fmt.Errorf("job definition %d does not exist", s.JobDefinitionID)
+	}
+	if _, _, err := r.Definition.Durations(); err != nil {
+		return nil, fmt.Errorf("job definition %d: %w", s.JobDefinitionID, err)
 	}
 	trig, err := cache.New(&s, r.Calendar)
 	if err != nil {
 		return nil, err
+	}
+	var window *time.Duration
+	if w := s.CatchupWindowSeconds; w != nil {
+		d, err := models.CatchupWindowBound.Duration(int64(*w))
+		if err != nil {
+			return nil, err
+		}
+		window = &d
 	}
 	var params models.JSON
 	if noParams(s.Params) {
@@ -146,10 +162,14 @@ func buildEntry(r *ScheduleRow, cache *trigger.Cache, specs map[specKey]string, 
 		specs[k] = spec
 	}
 	e := &entry{sched: s, def: r.Definition, cal: r.Calendar, trig: trig, params: params, maxAttempts: max(r.Definition.MaxAttempts, 1), hidx: -1,
-		spec: spec}
+		spec: spec, window: window}
 	t := r.Trigger
 	if t == nil {
 		t = &models.TimeTrigger{}
+	}
+	if err := models.CheckTimes(models.TimeColumn{Column: "time_triggers.last_fire_at", T: t.LastFireAt},
+		models.TimeColumn{Column: "time_triggers.spec_changed_at", T: t.SpecChangedAt}); err != nil {
+		return nil, err
 	}
 	if t.SpecChangedAt != nil && t.SpecHash == e.spec {
 		c := t.SpecChangedAt.UTC()

@@ -335,10 +335,7 @@ func (e *Engine) planInput(en *entry, busy bool) planInput {
 	if e.leaderSince.After(in.restoreUpTo) {
 		in.restoreUpTo = e.leaderSince
 	}
-	if w := en.sched.CatchupWindowSeconds; w != nil {
-		d := time.Duration(*w) * time.Second
-		in.window = &d
-	}
+	in.window = en.window
 	return in
 }
 

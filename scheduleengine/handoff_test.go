@@ -121,17 +121,7 @@ func newHandoffNode(t *testing.T, st Store, pool int, gate <-chan struct{}, with
 	log.SetLevel(logrus.WarnLevel)
 	var opts []func(*Config)
 	if withTasks {
-		te, err := taskengine.New(n.claims, taskengine.Config{
-			NodeID: node, Logger: log, PollInterval: time.Hour, PoolSize: pool, Registry: reg, Clock: clock,
-			ControlInterval: 50 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond, ShutdownGrace: 5 * time.Second,
-		})
-		require.NoError(t, err)
-		require.NoError(t, te.Start(context.Background()))
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			require.NoError(t, te.Stop(ctx))
-		})
+		te := startTaskEngine(t, n.claims, taskengine.Config{NodeID: node, Logger: log, PoolSize: pool, Registry: reg, Clock: clock})
 		// The start's own claim, returned (it reserves the free workers
 		// while it runs): every claim after it is one a fire caused.
 		require.Eventually(t, func() bool { return n.claims.done.Load() == 1 }, 10*time.Second, time.Millisecond)
@@ -142,6 +132,23 @@ func newHandoffNode(t *testing.T, st Store, pool int, gate <-chan struct{}, with
 	// as in chime serve.
 	n.bundle = setupWithClock(t, st, node, clock, opts...)
 	return n
+}
+
+// startTaskEngine starts a task engine on st with cfg, whose poll never
+// ticks (fires wake it) and whose other loops are quick, and stops it at
+// cleanup, before the schedule engine set up after it.
+func startTaskEngine(t *testing.T, st chimedb.TaskStore, cfg taskengine.Config) *taskengine.Engine {
+	t.Helper()
+	cfg.PollInterval, cfg.ControlInterval, cfg.HeartbeatInterval, cfg.ShutdownGrace = time.Hour, 50*time.Millisecond, 100*time.Millisecond, 5*time.Second
+	te, err := taskengine.New(st, cfg)
+	require.NoError(t, err)
+	require.NoError(t, te.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, te.Stop(ctx))
+	})
+	return te
 }
 
 // schedule adds an every-minute interval schedule of kind's definition,

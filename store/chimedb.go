@@ -38,6 +38,7 @@ type (
 	RegisterNodeParams = chimedb.RegisterNodeParams
 	DeadNode           = chimedb.DeadNode
 	LeaseState         = chimedb.LeaseState
+	LeaseTry           = chimedb.LeaseTry
 	ScheduleAnomalies  = chimedb.ScheduleAnomalies
 	OverdueTrigger     = chimedb.OverdueTrigger
 

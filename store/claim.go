@@ -226,7 +226,9 @@ func (s *Store) loadClaimed(ctx context.Context, res *ClaimResult, schedNames ma
 	attach(res, defs, err, schedNames)
 }
 
-// readDefinitions reads the definitions of jobs.
+// readDefinitions reads the definitions of jobs; one that cannot be read
+// comes back Unreadable (see definitionsByID), and its job fails before
+// starting.
 func readDefinitions(db *gorm.DB, jobs []ClaimedJob) ([]models.JobDefinition, error) {
 	defIDs := make([]int64, 0, 4)
 	for _, j := range jobs {
@@ -234,8 +236,8 @@ func readDefinitions(db *gorm.DB, jobs []ClaimedJob) ([]models.JobDefinition, er
 			defIDs = append(defIDs, j.JobDefinitionID)
 		}
 	}
-	var defs []models.JobDefinition
-	if err := db.Where("id IN ?", defIDs).Find(&defs).Error; err != nil {
+	defs, err := definitionsByID(db, defIDs)
+	if err != nil {
 		return nil, fmt.Errorf("read definitions of claimed jobs: %w", err)
 	}
 	return defs, nil

@@ -20,7 +20,7 @@ import (
 // failure injected between the commit and the return.
 func onDefinitionRead(t *testing.T, st *store.Store, fn func(db *gorm.DB)) {
 	t.Helper()
-	require.NoError(t, st.DB().Callback().Query().Before("gorm:query").Register("test:definition_read", func(db *gorm.DB) {
+	require.NoError(t, st.DB().Callback().Row().Before("gorm:row").Register("test:definition_read", func(db *gorm.DB) {
 		if db.Statement.Table == "job_definitions" {
 			fn(db)
 		}
@@ -45,7 +45,7 @@ func TestClaimJobsReturnsCommittedRows(t *testing.T) {
 					cancel() // as Stop does to a claim in flight
 				}
 			})
-			defer func() { require.NoError(t, st.DB().Callback().Query().Remove("test:definition_read")) }()
+			defer func() { require.NoError(t, st.DB().Callback().Row().Remove("test:definition_read")) }()
 			res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "n1", Now: time.Now(), Limit: 5})
 			require.NoError(t, err)
 			require.Len(t, res.Jobs, 1)
@@ -59,7 +59,7 @@ func TestClaimJobsReturnsCommittedRows(t *testing.T) {
 
 		t.Run("DefinitionReadFails", func(t *testing.T) {
 			onDefinitionRead(t, st, func(db *gorm.DB) { _ = db.AddError(errors.New("injected: connection lost")) })
-			defer func() { require.NoError(t, st.DB().Callback().Query().Remove("test:definition_read")) }()
+			defer func() { require.NoError(t, st.DB().Callback().Row().Remove("test:definition_read")) }()
 			res, err := st.ClaimJobs(context.Background(), &store.ClaimParams{NodeID: "n1", Now: time.Now(), Limit: 5})
 			require.NoError(t, err)
 			require.Len(t, res.Jobs, 1)

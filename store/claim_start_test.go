@@ -92,13 +92,13 @@ func TestClaimJobsStartKindsDefinitionReadFails(t *testing.T) {
 		def := testdb.Definition(t, st, nil)
 		job := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID})
 		const name = "test:fail_definitions_in_claim"
-		require.NoError(t, st.DB().Callback().Query().Before("gorm:query").Register(name, func(db *gorm.DB) {
+		require.NoError(t, st.DB().Callback().Row().Before("gorm:row").Register(name, func(db *gorm.DB) {
 			if db.Statement.Table == "job_definitions" {
 				_ = db.AddError(errors.New("injected: connection lost"))
 			}
 		}))
 		_, err := st.ClaimJobs(context.Background(), &store.ClaimParams{NodeID: "n1", Now: time.Now(), Limit: 5, StartKinds: []string{"sleep"}})
-		require.NoError(t, st.DB().Callback().Query().Remove(name))
+		require.NoError(t, st.DB().Callback().Row().Remove(name))
 		require.ErrorContains(t, err, "injected: connection lost")
 		row := testdb.GetJob(t, st, job.ID)
 		require.Equal(t, models.JobPending, row.Status)

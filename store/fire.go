@@ -337,8 +337,8 @@ func (s *Store) pickHandoff(tx *gorm.DB, p *WriteFiresParams, normal []FireJob, 
 	if len(ids) == 0 {
 		return normal, nil, nil, nil
 	}
-	var rows []models.JobDefinition
-	if err := tx.Where("id IN ?", ids).Find(&rows).Error; err != nil {
+	rows, err := definitionsByID(tx, ids)
+	if err != nil {
 		return nil, nil, nil, fmt.Errorf("read definitions of jobs to hand off: %w", err)
 	}
 	defs = make(map[int64]*models.JobDefinition, len(rows))
@@ -348,7 +348,9 @@ func (s *Store) pickHandoff(tx *gorm.DB, p *WriteFiresParams, normal []FireJob, 
 	pending = make([]FireJob, 0, len(normal))
 	for _, j := range normal {
 		d := defs[j.JobDefinitionID]
-		if len(handoff) < p.HandoffSlots && d != nil && !seen[j.ScheduleID].forbid && slices.Contains(p.HandoffKinds, d.TaskType) {
+		// An unreadable definition's job is written pending: the claim
+		// fails it with the reason.
+		if len(handoff) < p.HandoffSlots && d != nil && d.Unreadable == "" && !seen[j.ScheduleID].forbid && slices.Contains(p.HandoffKinds, d.TaskType) {
 			handoff = append(handoff, j)
 			continue
 		}

@@ -160,13 +160,15 @@ func definitionPolicies(tx *gorm.DB, jobs []models.Job) (map[int64]defPolicy, er
 	for _, j := range jobs {
 		ids = append(ids, j.JobDefinitionID)
 	}
-	var defs []models.JobDefinition
-	if err := tx.Select("id, max_attempts, requests_recovery").Where("id IN ?", ids).Find(&defs).Error; err != nil {
+	defs, err := definitionsByID(tx, ids)
+	if err != nil {
 		return nil, fmt.Errorf("read max_attempts and requests_recovery of definitions: %w", err)
 	}
 	out := make(map[int64]defPolicy, len(defs))
 	for _, d := range defs {
-		out[d.ID] = defPolicy{maxAttempts: d.MaxAttempts, recovery: d.RequestsRecovery}
+		if d.Unreadable == "" { // else as if gone: the rerun fails at once, with the reason
+			out[d.ID] = defPolicy{maxAttempts: d.MaxAttempts, recovery: d.RequestsRecovery}
+		}
 	}
 	return out, nil
 }

@@ -104,16 +104,14 @@ func (s *Store) LoadSchedules(ctx context.Context, p *LoadSchedulesParams) (*Loa
 	slices.Sort(defIDs)
 	defIDs = slices.Compact(defIDs)
 	defs := make(map[int64]*models.JobDefinition, len(defIDs))
-	for chunk := range slices.Chunk(defIDs, scheduleInChunk) {
-		var rows []models.JobDefinition
-		if err := db.Where("id IN ?", chunk).Find(&rows).Error; err != nil {
-			return nil, fmt.Errorf("load job definitions: %w", err)
-		}
-		for i := range rows {
-			defs[rows[i].ID] = &rows[i]
-			if rows[i].UpdatedAt.After(res.MaxUpdatedAt) {
-				res.MaxUpdatedAt = rows[i].UpdatedAt
-			}
+	rows2, err := definitionsByID(db, defIDs)
+	if err != nil {
+		return nil, fmt.Errorf("load job definitions: %w", err)
+	}
+	for i := range rows2 {
+		defs[rows2[i].ID] = &rows2[i]
+		if rows2[i].UpdatedAt.After(res.MaxUpdatedAt) {
+			res.MaxUpdatedAt = rows2[i].UpdatedAt
 		}
 	}
 	cals, err := calendarsByID(db, calIDs)
@@ -148,11 +146,23 @@ type rowScan struct {
 
 func (r *rowScan) scan(rows *sql.Rows, in *interner) (ScheduleRow, error) {
 	*r = rowScan{}
-	err := rows.Scan(&r.id, &r.name, &r.def, &r.typ, &r.cron, &r.syntax, &r.dst, &r.cal, &r.interval, &r.runAt, &r.tz,
+	dest := []any{&r.id, &r.name, &r.def, &r.typ, &r.cron, &r.syntax, &r.dst, &r.cal, &r.interval, &r.runAt, &r.tz,
 		&r.startAt, &r.endAt, &r.maxRuns, &r.misfire, &r.window, &r.conc, &r.params, &r.status, &r.reason, &r.created, &r.updated, &r.priority,
-		&r.tid, &r.tsid, &r.tnext, &r.tlast, &r.tfired, &r.trem, &r.tmissed, &r.tcreated, &r.tupdated, &r.spec, &r.tchanged)
+		&r.tid, &r.tsid, &r.tnext, &r.tlast, &r.tfired, &r.trem, &r.tmissed, &r.tcreated, &r.tupdated, &r.spec, &r.tchanged}
+	bad, raw, err := scanChecked(rows, dest)
 	if err != nil {
 		return ScheduleRow{}, err
+	}
+	if bad >= 0 {
+		var col string
+		if bad < len(loadScheduleColumns) {
+			col = "schedules." + loadScheduleColumns[bad]
+		} else {
+			col = "time_triggers." + loadTriggerColumns[bad-len(loadScheduleColumns)]
+		}
+		return ScheduleRow{Schedule: models.Schedule{ID: rawInt64(raw[0]), Name: rawString(raw[1]), JobDefinitionID: rawInt64(raw[2]),
+			Status:     models.ScheduleStatus(rawString(raw[slices.Index(loadScheduleColumns, "status")])),
+			Unreadable: unreadable(col, dest[bad], raw[bad])}}, nil
 	}
 	out := ScheduleRow{Schedule: models.Schedule{
 		ID: r.id, Name: string(r.name), JobDefinitionID: r.def, ScheduleType: models.ScheduleType(in.str(r.typ)),

@@ -44,21 +44,28 @@ func (e *Engine) enqueue(cj *chimedb.ClaimedJob, job *tasks.Job) {
 		e.runDone()
 		return
 	}
-	task, err := e.cfg.Registry.New(def.TaskType)
+	// Seconds out of their models.Bound (a row an admin wrote by SQL), or
+	// a task type not registered: the registry's error names the type and
+	// the registered kinds.
+	timeout, backoff, err := def.Durations()
+	var task tasks.Task
+	if err == nil {
+		task, err = e.cfg.Registry.New(def.TaskType)
+	}
 	if err != nil {
-		// The registry's error names the type and the registered kinds.
 		e.finishUnstarted(job, fmt.Errorf("cannot run definition %q: %w", def.Name, err))
 		e.runDone()
 		return
 	}
-	runCtx, cancelRun := tasks.Prepare(e.workCtx, task, job)
+	r := &claimedRun{cj: cj, job: job, task: task, timeout: timeout, backoff: backoff}
+	r.ctx, r.cancel = tasks.Prepare(e.workCtx, task, job)
 	if cj.Started {
 		// A tasks.QueueFree task: its OnQueue does nothing, and the claim
 		// has already moved the job to running.
-		e.submitStarted(runCtx, cancelRun, cj, job, task)
+		e.submitStarted(r)
 		return
 	}
-	returned, err := e.onQueue(runCtx, task, job)
+	returned, err := e.onQueue(r.ctx, task, job)
 	// The worker stays reserved until OnQueue has returned, even when the
 	// engine gave up waiting for it: a plugin that hangs there keeps a
 	// worker's worth of claims away, as it would have on a worker, rather
@@ -75,12 +82,12 @@ func (e *Engine) enqueue(cj *chimedb.ClaimedJob, job *tasks.Job) {
 	switch {
 	case e.queueCtx.Err() != nil:
 		// As before Stop: a job that has not started goes back to pending.
-		cancelRun()
+		r.cancel()
 		e.release(job, "released to pending: node shutting down before the job started")
 		done()
 		return
 	case err != nil:
-		cancelRun()
+		r.cancel()
 		var pe *PanicError
 		if errors.As(err, &pe) {
 			job.Log().Errorf("%v\n%s", pe.Value, pe.Stack)
@@ -89,10 +96,10 @@ func (e *Engine) enqueue(cj *chimedb.ClaimedJob, job *tasks.Job) {
 		done()
 		return
 	}
-	if err := e.pool.Submit(func() { e.run(runCtx, cancelRun, cj, job, task) }); err != nil {
+	if err := e.pool.Submit(func() { e.run(r) }); err != nil {
 		// Only a released pool refuses, and Stop waits for this goroutine
 		// before it releases the pool.
-		cancelRun()
+		r.cancel()
 		e.log.WithError(err).WithField(fieldJobID, cj.ID).Error("pool refused a claimed job; releasing it")
 		e.release(job, "released to pending: the worker pool refused it")
 		e.runDone()
@@ -103,17 +110,17 @@ func (e *Engine) enqueue(cj *chimedb.ClaimedJob, job *tasks.Job) {
 // pool. Until a worker runs it, it has not begun: when Stop has begun or
 // the pool refuses it, it goes back to pending with its attempt given back,
 // as a queued job would.
-func (e *Engine) submitStarted(runCtx context.Context, cancelRun context.CancelFunc, cj *chimedb.ClaimedJob, job *tasks.Job, task tasks.Task) {
+func (e *Engine) submitStarted(r *claimedRun) {
 	if e.queueCtx.Err() != nil {
-		cancelRun()
-		e.releaseClaimed(job, cj, "released to pending: node shutting down before the job started")
+		r.cancel()
+		e.releaseClaimed(r.job, r.cj, "released to pending: node shutting down before the job started")
 		e.runDone()
 		return
 	}
-	if err := e.pool.Submit(func() { e.run(runCtx, cancelRun, cj, job, task) }); err != nil {
-		cancelRun()
-		e.log.WithError(err).WithField(fieldJobID, cj.ID).Error("pool refused a claimed job; releasing it")
-		e.releaseClaimed(job, cj, "released to pending: the worker pool refused it")
+	if err := e.pool.Submit(func() { e.run(r) }); err != nil {
+		r.cancel()
+		e.log.WithError(err).WithField(fieldJobID, r.cj.ID).Error("pool refused a claimed job; releasing it")
+		e.releaseClaimed(r.job, r.cj, "released to pending: the worker pool refused it")
 		e.runDone()
 	}
 }

@@ -95,15 +95,28 @@ func splitEmails(s string) []string {
 	return out
 }
 
+// claimedRun is a claimed job on its way to a worker, with what enqueue
+// checked of its definition.
+type claimedRun struct {
+	cj   *chimedb.ClaimedJob
+	job  *tasks.Job
+	task tasks.Task
+	// ctx is the run's context from tasks.Prepare; cancel ends it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// timeout and backoff are the definition's timeout_seconds and
+	// retry_backoff_seconds, through their models.Bound.
+	timeout, backoff time.Duration
+}
+
 // run drives one claimed job whose OnQueue has returned (see enqueue)
 // through the rest of its lifecycle on a pool worker: running → Execute
-// under the active timeout → OnComplete → outcome. runCtx is the run's
-// context from tasks.Prepare, cancelRun ends it.
-func (e *Engine) run(runCtx context.Context, cancelRun context.CancelFunc, cj *chimedb.ClaimedJob, job *tasks.Job, task tasks.Task) {
+// under the active timeout → OnComplete → outcome.
+func (e *Engine) run(r *claimedRun) {
 	defer e.runDone()
-	defer cancelRun()
+	defer r.cancel()
+	runCtx, cj, job, task, timeout := r.ctx, r.cj, r.job, r.task, r.timeout
 	log := job.Log()
-	def := cj.Definition
 
 	attempt := job.Attempt
 	var dbStartedAt time.Time
@@ -146,7 +159,6 @@ func (e *Engine) run(runCtx context.Context, cancelRun context.CancelFunc, cj *c
 		e.mu.Unlock()
 	}()
 
-	timeout := time.Duration(def.TimeoutSeconds) * time.Second
 	execCtx, cancelExec := tasks.WithActiveTimeout(runCtx, job, timeout)
 	// A timeout also calls Stop: a task that does not watch ctx (a child
 	// process, say) is told to stop the way an admin's stop would.
@@ -179,8 +191,7 @@ func (e *Engine) run(runCtx context.Context, cancelRun context.CancelFunc, cj *c
 	}
 	cancelC()
 
-	backoff := time.Duration(def.RetryBackoffSeconds) * time.Second
-	e.complete(job, v, res.Output, finishedAt, dbStartedAt, backoff, errors.Is(cause, errShutdown))
+	e.complete(job, v, res.Output, finishedAt, dbStartedAt, r.backoff, errors.Is(cause, errShutdown))
 }
 
 // verdict is how a run ended, as the engine records it.
