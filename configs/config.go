@@ -97,6 +97,7 @@ type ScheduleEngine struct {
 type TaskEngine struct {
 	Enabled         bool     `yaml:"enabled"`
 	PollInterval    Duration `yaml:"poll_interval"`
+	WakeInterval    Duration `yaml:"wake_interval"`
 	PoolSize        int      `yaml:"pool_size"`
 	ControlInterval Duration `yaml:"control_interval"`
 }
@@ -270,6 +271,14 @@ const maxDuration = Duration(24 * time.Hour)
 // waits as long (scheduleengine.Config.FireAhead says the same).
 const maxFireAhead = Duration(2 * time.Second)
 
+// Bounds of taskengine.wake_interval when not 0 (off): below the lower,
+// the reads would cost more than the milliseconds they save; above the
+// upper, the poll does as well.
+const (
+	minWakeInterval = Duration(10 * time.Millisecond)
+	maxWakeInterval = Duration(10 * time.Second)
+)
+
 // problems checks everything a node checks at start, including what the
 // engines and the mailer would refuse later, so that a value accepted in a
 // configurations row cannot stop the next start.
@@ -319,6 +328,9 @@ func (c *Config) problems() []problem {
 	if fa := c.ScheduleEngine.FireAhead; fa < 0 || fa > maxFireAhead || (fa > 0 && fa >= c.ScheduleEngine.MisfireThreshold) {
 		bad("scheduleengine.fire_ahead", "must be between 0 and %s and below scheduleengine.misfire_threshold (%s), got %s",
 			maxFireAhead.D(), c.ScheduleEngine.MisfireThreshold.D(), fa.D())
+	}
+	if w := c.TaskEngine.WakeInterval; w != 0 && (w < minWakeInterval || w > maxWakeInterval) {
+		bad("taskengine.wake_interval", "must be 0 (off) or between %s and %s, got %s", minWakeInterval.D(), maxWakeInterval.D(), w.D())
 	}
 	if c.ShutdownGrace < 0 || c.ShutdownGrace > maxDuration {
 		bad("shutdown_grace", "must be between 0 and %s, got %s", maxDuration.D(), c.ShutdownGrace.D())
