@@ -7,9 +7,9 @@ import (
 )
 
 // JobsWatch tells a task engine that rows were added to jobs, by anyone,
-// on databases without NOTIFY: MySQL and SQLite (and a PostgreSQL
-// without LISTEN). Each Changed is one statement that reads the primary
-// key above the highest id it has settled:
+// on databases without NOTIFY: MySQL and SQLite (it works on PostgreSQL
+// too, where LISTEN makes it unnecessary). Each Changed is one statement
+// that reads the primary key above the highest id it has settled:
 //
 //	SELECT COUNT(*), MAX(id) FROM jobs WHERE id > ?
 //
