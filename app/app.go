@@ -274,10 +274,16 @@ func (n *node) start(ctx context.Context, opts Options) error {
 	var wake func()
 	var handoff scheduleengine.Handoff
 	if cfg.TaskEngine.Enabled {
+		watch, err := n.watchJobs(ctx)
+		if err != nil {
+			return err
+		}
 		te, err := taskengine.New(n.st, taskengine.Config{
 			NodeID:          cfg.Node.ID,
 			Logger:          n.log,
 			PollInterval:    cfg.TaskEngine.PollInterval.D(),
+			Watch:           watch,
+			WakeInterval:    cfg.TaskEngine.WakeInterval.D(),
 			PoolSize:        cfg.TaskEngine.PoolSize,
 			ControlInterval: cfg.TaskEngine.ControlInterval.D(),
 			ShutdownGrace:   cfg.ShutdownGrace.D(),
@@ -391,6 +397,17 @@ func (n *node) listenJobs(wake func()) {
 			n.log.WithError(err).Warn("not listening for new jobs; they start at the next poll")
 		}
 	}()
+}
+
+// watchJobs returns what the task engine reads every
+// taskengine.wake_interval to learn of jobs other nodes and plain SQL add:
+// nothing on PostgreSQL, where NOTIFY wakes it (see listenJobs), or when
+// the interval is 0.
+func (n *node) watchJobs(ctx context.Context) (taskengine.JobsWatch, error) {
+	if n.st.Dialect() == store.Postgres || n.cfg.TaskEngine.WakeInterval == 0 {
+		return nil, nil
+	}
+	return n.st.WatchJobs(ctx)
 }
 
 // prepareAPI builds the API server and opens its listener. The callbacks

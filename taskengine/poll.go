@@ -74,11 +74,15 @@ type claimResult struct {
 	last  *chimedb.ClaimCursor
 }
 
-// pollLoop claims due jobs: at start, every PollInterval, on Wake, and again
-// at once while claims come back full (there is a backlog), as soon as
-// workers are free for it. It decides every claim; the claims themselves
-// run on their own goroutines, at most maxClaims at once.
+// pollLoop claims due jobs: at start, every PollInterval, on Wake (also
+// from the watch, see watchLoop), and again at once while claims come back
+// full (there is a backlog), as soon as workers are free for it. It
+// decides every claim; the claims themselves run on their own goroutines,
+// at most maxClaims at once.
 func (e *Engine) pollLoop(ctx context.Context) {
+	// Stop waits for this loop, so this loop waits for the watch that
+	// wakes it.
+	defer e.startWatch(ctx)()
 	timer := e.cfg.Clock.NewTimer(jitter(e.PollInterval()))
 	defer timer.Stop()
 	results := make(chan claimResult, maxClaims)
