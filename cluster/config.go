@@ -12,14 +12,6 @@ import (
 	"github.com/sirupsen/logrus"
 )
 
-// Lease names in the leases table.
-const (
-	// SchedulerLease elects the node whose schedule engine fires.
-	SchedulerLease = "scheduler"
-	// MaintenanceLease elects the node that reconciles and deletes old jobs.
-	MaintenanceLease = "maintenance"
-)
-
 // MaxRetentionDays bounds RetentionDays: a century is longer than anyone
 // keeps job history, and days × 24h overflows time.Duration past about
 // 106751 days into a negative age that would delete every finished job.

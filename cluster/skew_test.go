@@ -9,6 +9,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/store"
 )
@@ -54,7 +55,7 @@ func TestSkewedClockNeitherStealsNorKills(t *testing.T) {
 				a.beatOnce(ctx)
 				a.sched.renew(ctx)
 				require.True(t, a.sched.Leading(), "the skewed leader keeps its lease")
-				l, err := st.GetLease(ctx, SchedulerLease)
+				l, err := st.GetLease(ctx, chimedb.SchedulerLease)
 				require.NoError(t, err)
 				require.Equal(t, "a", l.Holder)
 				require.True(t, l.Live)
@@ -62,7 +63,7 @@ func TestSkewedClockNeitherStealsNorKills(t *testing.T) {
 				// Control: real silence and a real expiry, by the database's clock.
 				ageNode(t, st, "a", time.Minute)
 				require.NoError(t, st.DB().Exec("UPDATE leases SET expires_at = ? WHERE name = ?",
-					store.DBTime(time.Now().Add(-time.Minute)), SchedulerLease).Error)
+					store.DBTime(time.Now().Add(-time.Minute)), chimedb.SchedulerLease).Error)
 				bClock.Advance(testHeartbeat)
 				b.beatOnce(ctx)
 				b.sched.renew(ctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -38,6 +39,11 @@ func (a *Admin) page(ctx context.Context, p *AdminListParams, timeCol string, ou
 	}
 	if p.Name != "" {
 		q = q.Where("name = ?", p.Name)
+	}
+	if p.NameContains != "" {
+		// '!' escapes: a backslash means different things to MySQL and SQLite.
+		esc := strings.NewReplacer("!", "!!", "%", "!%", "_", "!_").Replace(p.NameContains)
+		q = q.Where(`name LIKE ? ESCAPE '!'`, "%"+esc+"%")
 	}
 	if p.Status != "" {
 		q = q.Where("status = ?", p.Status)

@@ -49,5 +49,6 @@ var (
 	_ chimedb.TaskStore     = (*Store)(nil)
 	_ chimedb.ClusterStore  = (*Store)(nil)
 	_ chimedb.AdminStore    = (*Store)(nil)
+	_ chimedb.ConsoleStore  = (*Store)(nil)
 	_ chimedb.AdminQueries  = (*Admin)(nil)
 )

@@ -42,19 +42,6 @@ func (s *Store) dbNowExpr(off time.Duration) (string, any) {
 	return "strftime('%Y-%m-%d %H:%M:%f+00:00', 'now', ?)", fmt.Sprintf("%+.3f seconds", off.Seconds())
 }
 
-// UnixMinuteSQL is an SQL expression for the Unix minute (seconds since
-// 1970 / 60, rounded down) of the timestamp column col, for grouping by
-// minute in the database.
-func (s *Store) UnixMinuteSQL(col string) string {
-	switch s.dialect {
-	case MySQL:
-		return "FLOOR(UNIX_TIMESTAMP(" + col + ") / 60)"
-	case Postgres:
-		return "CAST(FLOOR(EXTRACT(EPOCH FROM " + col + ") / 60) AS BIGINT)"
-	}
-	return "CAST(strftime('%s', " + col + ") AS INTEGER) / 60"
-}
-
 // DBNow returns the database's clock, UTC. Callers that must pass a time to
 // a query whose outcome other nodes rely on (recovering a dead node's jobs,
 // retention cut-offs) take it from here rather than from their own clock.

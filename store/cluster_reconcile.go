@@ -7,6 +7,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
@@ -206,25 +207,6 @@ func (s *Store) resetJob(ctx context.Context, id int64, reason string, liveWithi
 	return &job, nil
 }
 
-// JobLastHeard is when a queued, running or paused job was last heard
-// from: its latest sign of life (heartbeat, else start, else queueing) or
-// its row's last write, whichever is later. heartbeat_at is on the node's
-// clock, updated_at on the database's: the job is silent only when both
-// are old, as in RecoverStalledJobs. The console judges with it which jobs
-// to offer a reset.
-func JobLastHeard(job *models.Job) time.Time {
-	last := job.UpdatedAt
-	for _, t := range []*time.Time{job.HeartbeatAt, job.StartedAt, job.QueuedAt} {
-		if t != nil {
-			if t.After(last) {
-				last = *t
-			}
-			break
-		}
-	}
-	return last
-}
-
 // refuseLive returns ErrJobState when job's node is alive in nodes and beat
 // within window, and the job itself was written within window: the same
 // judgements the dead-node reaper and RecoverStalledJobs make, so a reset
@@ -246,7 +228,7 @@ func (s *Store) refuseLive(tx *gorm.DB, job *models.Job, now time.Time, window t
 	if res.RowsAffected == 0 || node.Status != NodeAlive || node.HeartbeatAt.Before(cutoff) {
 		return nil
 	}
-	last := JobLastHeard(job)
+	last := chimedb.JobLastHeard(job)
 	if last.Before(cutoff) {
 		return nil
 	}
