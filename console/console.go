@@ -30,8 +30,8 @@ const (
 
 // Config configures the console.
 type Config struct {
-	// Store is the database, read only: every write goes through the API.
-	// Required.
+	// Store is the database the pages are read from; every change an
+	// admin makes goes through the API. Required.
 	Store chimedb.ConsoleStore
 	// Registry lists the task types a definition may name (default tasks.Default()).
 	Registry *tasks.Registry
