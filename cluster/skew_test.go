@@ -50,7 +50,7 @@ func TestSkewedClockNeitherStealsNorKills(t *testing.T) {
 					require.False(t, b.sched.Leading(), "b must not take a live lease")
 				}
 				require.GreaterOrEqual(t, b.members.ContactFor(), testFailover, "b was in a position to judge")
-				require.Equal(t, store.NodeAlive, nodeStatus(t, st, "a"), "a live node must not be declared dead")
+				require.Equal(t, chimedb.NodeAlive, nodeStatus(t, st, "a"), "a live node must not be declared dead")
 				aClock.Advance(testHeartbeat)
 				a.beatOnce(ctx)
 				a.sched.renew(ctx)
@@ -67,7 +67,7 @@ func TestSkewedClockNeitherStealsNorKills(t *testing.T) {
 				bClock.Advance(testHeartbeat)
 				b.beatOnce(ctx)
 				b.sched.renew(ctx)
-				require.Equal(t, store.NodeDead, nodeStatus(t, st, "a"))
+				require.Equal(t, chimedb.NodeDead, nodeStatus(t, st, "a"))
 				require.True(t, b.sched.Leading())
 				a.sched.renew(ctx)
 				require.False(t, a.sched.Leading(), "a sees it lost the lease")

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/chimesched/chime/chimedb"
 )
 
 // TryAcquireLease takes or renews the lease called name for holder, with
@@ -68,9 +70,9 @@ func (s *Store) ReleaseLease(ctx context.Context, name, holder string) error {
 }
 
 // GetLease reads a lease; a missing row is a free lease.
-func (s *Store) GetLease(ctx context.Context, name string) (*LeaseState, error) {
+func (s *Store) GetLease(ctx context.Context, name string) (*chimedb.LeaseState, error) {
 	now, arg := s.dbNowExpr(0)
-	out := &LeaseState{Name: name}
+	out := &chimedb.LeaseState{Name: name}
 	rows, err := s.sqlDB.QueryContext(ctx,
 		"SELECT holder, expires_at, CASE WHEN holder <> '' AND expires_at > "+now+" THEN 1 ELSE 0 END FROM leases WHERE name = ?",
 		arg, name)
