@@ -1,68 +1,13 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/trigger"
+	"github.com/chimesched/chime/validate"
 )
-
-// maxCalendarDefinition bounds a calendar's definition document.
-const maxCalendarDefinition = 256 << 10
-
-// calendarRequest is the writable part of a calendars row.
-type calendarRequest struct {
-	Name        string              `json:"name"`
-	Kind        models.CalendarKind `json:"kind"`
-	Definition  json.RawMessage     `json:"definition"`
-	Timezone    string              `json:"timezone"`
-	Description string              `json:"description"`
-}
-
-func calendarRequestOf(c *models.Calendar) *calendarRequest {
-	return &calendarRequest{Name: c.Name, Kind: c.Kind, Definition: json.RawMessage(c.Definition), Timezone: c.Timezone, Description: c.Description}
-}
-
-// validateCalendar turns a request into a row with trigger.ParseCalendar
-// having the last word, the very code the engine runs.
-func validateCalendar(req *calendarRequest) (*models.Calendar, *apiError) {
-	if e := checkName(req.Name); e != nil {
-		return nil, e
-	}
-	if len(req.Description) > maxDescription {
-		return nil, badRequest("description", "description is longer than %d characters", maxDescription)
-	}
-	if len(req.Definition) > maxCalendarDefinition {
-		return nil, badRequest("definition", "definition is longer than %d bytes", maxCalendarDefinition)
-	}
-	if len(req.Timezone) > maxTimezone {
-		return nil, badRequest("timezone", "timezone is longer than %d characters", maxTimezone)
-	}
-	if req.Timezone == "" || req.Timezone == "Local" {
-		return nil, badRequest("timezone", `timezone must be "UTC" or an IANA name such as "Europe/Paris"`)
-	}
-	if _, err := time.LoadLocation(req.Timezone); err != nil {
-		return nil, badRequest("timezone", "unknown timezone %q: use an IANA name such as \"Europe/Paris\" or \"UTC\"", req.Timezone)
-	}
-	def, e := checkObject("definition", req.Definition)
-	if e != nil {
-		return nil, e
-	}
-	c := &models.Calendar{Name: req.Name, Kind: req.Kind, Definition: def, Timezone: req.Timezone, Description: req.Description}
-	if _, err := trigger.ParseCalendar(c); err != nil {
-		field := "definition"
-		if _, ok := map[models.CalendarKind]bool{models.CalendarHoliday: true, models.CalendarAnnual: true, models.CalendarMonthly: true,
-			models.CalendarWeekly: true, models.CalendarDaily: true, models.CalendarCron: true}[req.Kind]; !ok {
-			field = "kind"
-		}
-		return nil, badRequest(field, "%v", err)
-	}
-	return c, nil
-}
 
 // listCalendars lists every calendar (they are few), or the one named by
 // ?name=.
@@ -110,7 +55,7 @@ func (s *Server) getCalendar(w http.ResponseWriter, r *http.Request) *apiError {
 }
 
 func (s *Server) createCalendar(w http.ResponseWriter, r *http.Request) *apiError {
-	req := &calendarRequest{Timezone: "UTC"}
+	req := validate.NewCalendarRequest()
 	if e := decodeBody(w, r, req); e != nil {
 		return e
 	}
@@ -140,7 +85,7 @@ func (s *Server) updateCalendar(w http.ResponseWriter, r *http.Request) *apiErro
 	if err != nil {
 		return s.fromStore(r, err, "a calendar")
 	}
-	req := calendarRequestOf(cur)
+	req := validate.CalendarRequestOf(cur)
 	if e := decodeBody(w, r, req); e != nil {
 		return e
 	}
@@ -171,7 +116,7 @@ func (s *Server) deleteCalendar(w http.ResponseWriter, r *http.Request) *apiErro
 
 // calendarFor loads the calendar a schedule request names, by calendar (a
 // name) or calendar_id, and sets req.CalendarID to it.
-func (s *Server) calendarFor(r *http.Request, req *scheduleRequest) (*models.Calendar, *apiError) {
+func (s *Server) calendarFor(r *http.Request, req *validate.ScheduleRequest) (*models.Calendar, *apiError) {
 	admin := s.cfg.Store.Admin()
 	if req.Calendar != nil {
 		if *req.Calendar == "" {

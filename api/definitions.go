@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/validate"
 )
 
 func (s *Server) listDefinitions(w http.ResponseWriter, r *http.Request) *apiError {
@@ -33,7 +34,7 @@ func (s *Server) getDefinition(w http.ResponseWriter, r *http.Request) *apiError
 }
 
 func (s *Server) createDefinition(w http.ResponseWriter, r *http.Request) *apiError {
-	req := newDefinitionRequest()
+	req := validate.NewDefinitionRequest()
 	if e := decodeBody(w, r, req); e != nil {
 		return e
 	}
@@ -62,7 +63,7 @@ func (s *Server) updateDefinition(w http.ResponseWriter, r *http.Request) *apiEr
 	if err != nil {
 		return s.fromStore(r, err, "a job definition")
 	}
-	req := definitionRequestOf(cur)
+	req := validate.DefinitionRequestOf(cur)
 	if e := decodeBody(w, r, req); e != nil {
 		return e
 	}

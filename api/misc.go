@@ -9,6 +9,7 @@ import (
 
 	"github.com/chimesched/chime/configs"
 	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/validate"
 )
 
 //go:embed openapi.json
@@ -72,8 +73,8 @@ func configName(r *http.Request) (string, *apiError) {
 	case !utf8.ValidString(name):
 		// PostgreSQL refuses it in a comparison: a 500 there.
 		return "", badRequest("name", "configuration name is not valid UTF-8")
-	case utf8.RuneCountInString(name) > maxName:
-		return "", badRequest("name", "configuration name is longer than %d characters", maxName)
+	case utf8.RuneCountInString(name) > validate.MaxName:
+		return "", badRequest("name", "configuration name is longer than %d characters", validate.MaxName)
 	case strings.IndexFunc(name, unicode.IsSpace) >= 0 || strings.IndexFunc(name, unicode.IsControl) >= 0:
 		return "", badRequest("name", "configuration name must not contain white space or control characters")
 	}
@@ -108,11 +109,11 @@ func (s *Server) setConfiguration(w http.ResponseWriter, r *http.Request) *apiEr
 	if req.Value == nil {
 		return badRequest("value", "value is required")
 	}
-	if len(*req.Value) > maxConfigValue {
-		return badRequest("value", "value is longer than %d bytes", maxConfigValue)
+	if len(*req.Value) > validate.MaxConfigValue {
+		return badRequest("value", "value is longer than %d bytes", validate.MaxConfigValue)
 	}
-	if req.Description != nil && utf8.RuneCountInString(*req.Description) > maxDescription {
-		return badRequest("description", "description is longer than %d characters", maxDescription)
+	if req.Description != nil && utf8.RuneCountInString(*req.Description) > validate.MaxDescription {
+		return badRequest("description", "description is longer than %d characters", validate.MaxDescription)
 	}
 	admin := s.cfg.Store.Admin()
 	rows, err := admin.ListConfigurations(r.Context())

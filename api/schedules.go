@@ -11,6 +11,7 @@ import (
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/scheduleengine"
 	"github.com/chimesched/chime/trigger"
+	"github.com/chimesched/chime/validate"
 )
 
 // previewFires is how many fire times a schedule shows.
@@ -211,7 +212,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	if e != nil {
 		return e
 	}
-	req := newScheduleRequest()
+	req := validate.NewScheduleRequest()
 	if e := decodeBody(w, r, req); e != nil {
 		return e
 	}
@@ -276,7 +277,7 @@ func (s *Server) updateSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	if err != nil {
 		return s.fromStore(r, err, "a schedule")
 	}
-	req := scheduleRequestOf(cur)
+	req := validate.ScheduleRequestOf(cur)
 	if cur.Status == models.ScheduleInvalid || cur.Status == models.ScheduleCompleted {
 		req.Status = models.ScheduleActive
 	}

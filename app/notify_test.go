@@ -12,6 +12,7 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/configs"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
@@ -219,7 +220,7 @@ func TestNotifyFailover(t *testing.T) {
 		e := newNodeEnv(t, d, smtp.Port)
 		def := e.definition("orphan", "chatty", models.NotifyFailure)
 		old := store.DBTime(time.Now().Add(-time.Hour))
-		require.NoError(t, e.st.DB().Create(&models.Node{ID: "ghost", StartedAt: old, HeartbeatAt: old, Status: store.NodeDead}).Error)
+		require.NoError(t, e.st.DB().Create(&models.Node{ID: "ghost", StartedAt: old, HeartbeatAt: old, Status: chimedb.NodeDead}).Error)
 		j := testdb.Job(t, e.st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "ghost", Attempt: 1, Heartbeat: &old})
 		e.serve()
 		require.True(t, smtp.WaitAttempts(1, 30*time.Second), "no email")

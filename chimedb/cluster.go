@@ -2,6 +2,16 @@ package chimedb
 
 import (
 	"time"
+
+	"github.com/chimesched/chime/models"
+)
+
+// The leases of a cluster, rows of the leases table.
+const (
+	// SchedulerLease elects the node whose schedule engine fires.
+	SchedulerLease = "scheduler"
+	// MaintenanceLease elects the node that reconciles and deletes old jobs.
+	MaintenanceLease = "maintenance"
 )
 
 // RegisterNodeParams describes this process for the nodes table.
@@ -74,4 +84,23 @@ type OverdueTrigger struct {
 	ScheduleID int64
 	NextFireAt time.Time
 	Overdue    time.Duration
+}
+
+// JobLastHeard is when a queued, running or paused job was last heard
+// from: its latest sign of life (heartbeat, else start, else queueing) or
+// its row's last write, whichever is later. heartbeat_at is on the node's
+// clock, updated_at on the database's: the job is silent only when both
+// are old, as in a store's RecoverStalledJobs. store judges a reset with it, and the console which jobs to
+// offer one.
+func JobLastHeard(job *models.Job) time.Time {
+	last := job.UpdatedAt
+	for _, t := range []*time.Time{job.HeartbeatAt, job.StartedAt, job.QueuedAt} {
+		if t != nil {
+			if t.After(last) {
+				last = *t
+			}
+			break
+		}
+	}
+	return last
 }

@@ -14,14 +14,6 @@ import (
 	"github.com/chimesched/chime/models"
 )
 
-// Lease names in the leases table.
-const (
-	// SchedulerLease elects the node whose schedule engine fires.
-	SchedulerLease = "scheduler"
-	// MaintenanceLease elects the node that reconciles and deletes old jobs.
-	MaintenanceLease = "maintenance"
-)
-
 // MaxRetentionDays bounds RetentionDays: models.RetentionBound's, a
 // century.
 const MaxRetentionDays = models.MaxRetentionDays

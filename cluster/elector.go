@@ -18,7 +18,7 @@ type leaseStore = chimedb.LeaseStore
 
 // ElectorConfig configures an Elector.
 type ElectorConfig struct {
-	// Name is the lease row, e.g. SchedulerLease. Required.
+	// Name is the lease row, e.g. chimedb.SchedulerLease. Required.
 	Name string
 	// Holder is this node's id. Required.
 	Holder string

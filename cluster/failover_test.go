@@ -8,6 +8,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -23,7 +24,7 @@ func TestDeadNodeFailover(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		def := testdb.Definition(t, st, &testdb.DefinitionOpts{MaxAttempts: 2})
-		require.NoError(t, st.RegisterNode(ctx, &store.RegisterNodeParams{ID: "dead1", Roles: "worker"}))
+		require.NoError(t, st.RegisterNode(ctx, &chimedb.RegisterNodeParams{ID: "dead1", Roles: "worker"}))
 		hb := store.DBTime(time.Now())
 		queued := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobQueued, NodeID: "dead1"})
 		retry := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "dead1", Attempt: 1, Heartbeat: &hb})
@@ -37,11 +38,11 @@ func TestDeadNodeFailover(t *testing.T) {
 		b := newTestNode(t, st, "b", clock)
 		live := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "b", Attempt: 1, Heartbeat: &hb})
 		b.beatOnce(ctx)
-		require.Equal(t, store.NodeAlive, nodeStatus(t, st, "dead1"), "no judgement before a full window of contact")
+		require.Equal(t, chimedb.NodeAlive, nodeStatus(t, st, "dead1"), "no judgement before a full window of contact")
 
 		clock.Advance(testFailover)
 		b.beatOnce(ctx)
-		require.Equal(t, store.NodeDead, nodeStatus(t, st, "dead1"))
+		require.Equal(t, chimedb.NodeDead, nodeStatus(t, st, "dead1"))
 
 		j := testdb.GetJob(t, st, queued.ID)
 		require.Equal(t, models.JobPending, j.Status)
@@ -104,7 +105,7 @@ func TestCrashedLeaderIsReplaced(t *testing.T) {
 		killed := time.Now()
 		require.Eventually(t, n2.sched.Leading, failover+hb+2*time.Second, 5*time.Millisecond)
 		took := time.Since(killed)
-		require.Eventually(t, func() bool { return nodeStatus(t, st, "n1") == store.NodeDead }, 5*time.Second, 10*time.Millisecond)
+		require.Eventually(t, func() bool { return nodeStatus(t, st, "n1") == chimedb.NodeDead }, 5*time.Second, 10*time.Millisecond)
 		// Nobody heartbeats this job (there is no task engine here), so the
 		// reconciler may fail it before the reaper does; either way it ends
 		// failed with a reason.

@@ -65,8 +65,8 @@ func New(st chimedb.ClusterStore, cfg *Config) (*Node, error) {
 			Timeout: c.opTimeout(), Clock: c.Clock, Logger: c.Logger,
 		}
 	}
-	n.sched = NewElector(st, ec(SchedulerLease))
-	n.maint = NewElector(st, ec(MaintenanceLease))
+	n.sched = NewElector(st, ec(chimedb.SchedulerLease))
+	n.maint = NewElector(st, ec(chimedb.MaintenanceLease))
 	return n, nil
 }
 

@@ -77,7 +77,7 @@ func (n *Node) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 		n.log.WithFields(logrus.Fields{"schedule_id": o.ScheduleID, "next_fire_at": o.NextFireAt, "overdue": o.Overdue.Round(time.Second).String()}).
 			Warn("reconciler: active schedule's next fire is far in the past")
 	}
-	lease, err := n.st.GetLease(ctx, SchedulerLease)
+	lease, err := n.st.GetLease(ctx, chimedb.SchedulerLease)
 	if err != nil {
 		return rep, err
 	}

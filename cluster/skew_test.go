@@ -9,6 +9,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/store"
 )
@@ -49,12 +50,12 @@ func TestSkewedClockNeitherStealsNorKills(t *testing.T) {
 					require.False(t, b.sched.Leading(), "b must not take a live lease")
 				}
 				require.GreaterOrEqual(t, b.members.ContactFor(), testFailover, "b was in a position to judge")
-				require.Equal(t, store.NodeAlive, nodeStatus(t, st, "a"), "a live node must not be declared dead")
+				require.Equal(t, chimedb.NodeAlive, nodeStatus(t, st, "a"), "a live node must not be declared dead")
 				aClock.Advance(testHeartbeat)
 				a.beatOnce(ctx)
 				a.sched.renew(ctx)
 				require.True(t, a.sched.Leading(), "the skewed leader keeps its lease")
-				l, err := st.GetLease(ctx, SchedulerLease)
+				l, err := st.GetLease(ctx, chimedb.SchedulerLease)
 				require.NoError(t, err)
 				require.Equal(t, "a", l.Holder)
 				require.True(t, l.Live)
@@ -62,11 +63,11 @@ func TestSkewedClockNeitherStealsNorKills(t *testing.T) {
 				// Control: real silence and a real expiry, by the database's clock.
 				ageNode(t, st, "a", time.Minute)
 				require.NoError(t, st.DB().Exec("UPDATE leases SET expires_at = ? WHERE name = ?",
-					store.DBTime(time.Now().Add(-time.Minute)), SchedulerLease).Error)
+					store.DBTime(time.Now().Add(-time.Minute)), chimedb.SchedulerLease).Error)
 				bClock.Advance(testHeartbeat)
 				b.beatOnce(ctx)
 				b.sched.renew(ctx)
-				require.Equal(t, store.NodeDead, nodeStatus(t, st, "a"))
+				require.Equal(t, chimedb.NodeDead, nodeStatus(t, st, "a"))
 				require.True(t, b.sched.Leading())
 				a.sched.renew(ctx)
 				require.False(t, a.sched.Leading(), "a sees it lost the lease")

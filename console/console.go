@@ -10,7 +10,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/tasks"
 )
 
@@ -29,8 +29,9 @@ const (
 
 // Config configures the console.
 type Config struct {
-	// Store is the database. Required.
-	Store *store.Store
+	// Store is the database the pages are read from; every change an
+	// admin makes goes through the API. Required.
+	Store chimedb.ConsoleStore
 	// Registry lists the task types a definition may name (default tasks.Default()).
 	Registry *tasks.Registry
 	// Token is the API token, the console's password. Empty: no login,

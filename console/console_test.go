@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chimesched/chime/api"
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/console"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
@@ -284,7 +285,7 @@ func TestScheduleFormShowsTheAPIsFieldError(t *testing.T) {
 
 		resp, _ = s.post(c, "/schedules/new", form)
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-		rows, err := st.Admin().ListSchedules(context.Background(), &store.AdminListParams{Name: "hourly", Limit: 1})
+		rows, err := st.Admin().ListSchedules(context.Background(), &chimedb.AdminListParams{Name: "hourly", Limit: 1})
 		require.NoError(t, err)
 		require.Len(t, rows, 1)
 		require.Equal(t, "0 * * * *", *rows[0].CronExpr)

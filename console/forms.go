@@ -217,7 +217,7 @@ type scheduleFormData struct {
 }
 
 func (c *Console) scheduleForm(w http.ResponseWriter, r *http.Request, s *session, status int, id int64, f *form) {
-	defs, err := allDefinitions(r.Context(), c.cfg.Store)
+	defs, err := c.cfg.Store.Admin().DefinitionChoices(r.Context())
 	if err != nil {
 		c.dbFail(w, r, s, err)
 		return

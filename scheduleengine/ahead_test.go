@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -23,7 +24,7 @@ func newAheadStore(st *store.Store) *aheadStore {
 	return &aheadStore{Store: st, prepared: make(chan time.Time, 16)}
 }
 
-func (a *aheadStore) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFiresResult, error) {
+func (a *aheadStore) WriteFires(ctx context.Context, p *chimedb.WriteFiresParams) (*chimedb.WriteFiresResult, error) {
 	if wait := p.BeforeCommit; wait != nil {
 		at := p.Now
 		p.BeforeCommit = func(ctx context.Context) error {

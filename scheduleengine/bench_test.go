@@ -14,6 +14,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -45,7 +46,7 @@ func newRecordingStore(st *store.Store) *recordingStore {
 	return &recordingStore{Store: st, commits: map[fireKey]time.Time{}}
 }
 
-func (r *recordingStore) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFiresResult, error) {
+func (r *recordingStore) WriteFires(ctx context.Context, p *chimedb.WriteFiresParams) (*chimedb.WriteFiresResult, error) {
 	res, err := r.Store.WriteFires(ctx, p)
 	if err != nil {
 		return res, err

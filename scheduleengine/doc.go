@@ -44,7 +44,7 @@
 // With Config.FireAhead, the heap orders entries by their next fire less
 // that lead, so a herd is taken up early, planned for its instant, and
 // grouped by instant; the writer runs the batch's statements at once and
-// holds its COMMIT until the instant (WriteFiresParams.BeforeCommit), then
+// holds its COMMIT until the instant (chimedb.WriteFiresParams.BeforeCommit), then
 // asks for the lead once more; while it waits it gives its turn to run
 // statements up, so a fire due now is not held behind it. Forbid schedules
 // have no lead.

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/internal/startstop"
 	"github.com/chimesched/chime/models"
@@ -46,8 +47,8 @@ type Engine struct {
 	inflight map[int64]bool   // schedules in a batch a writer has not finished
 	queued   int              // batches handed to writers and not finished
 	invalid  map[int64]string
-	missing  map[int64]TriggerRow  // triggers to create
-	respec   map[int64]TriggerSpec // timing changes to record in the trigger rows
+	missing  map[int64]chimedb.TriggerRow  // triggers to create
+	respec   map[int64]chimedb.TriggerSpec // timing changes to record in the trigger rows
 
 	cache      *trigger.Cache                  // parsed expressions, calendars and zones shared by the entries
 	specs      map[specKey]string              // specHash by the timing columns: a few distinct among many rows
@@ -76,7 +77,7 @@ type syncResult struct {
 	gen   int  // leadGen when the read started
 	full  bool // the read is of every active schedule
 	final bool // the read's last page, or its error
-	res   *LoadSchedulesResult
+	res   *chimedb.LoadSchedulesResult
 	err   error
 }
 
@@ -150,7 +151,7 @@ func (e *Engine) reset(cron gocron.Scheduler) {
 // entries and the work pending on them.
 func (e *Engine) clearSchedules() {
 	e.entries, e.heap, e.due, e.complete, e.inflight = map[int64]*entry{}, nil, map[int64]*entry{}, map[int64]bool{}, map[int64]bool{}
-	e.invalid, e.missing, e.respec = map[int64]string{}, map[int64]TriggerRow{}, map[int64]TriggerSpec{}
+	e.invalid, e.missing, e.respec = map[int64]string{}, map[int64]chimedb.TriggerRow{}, map[int64]chimedb.TriggerSpec{}
 	e.cache, e.specs, e.defaults = trigger.NewCache(), map[specKey]string{}, map[*models.JobDefinition]error{}
 }
 

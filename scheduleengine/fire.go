@@ -42,9 +42,9 @@ type planned struct {
 
 // writeReq is one batch on its way through a writer.
 type writeReq struct {
-	batch     *WriteFiresParams
+	batch     *chimedb.WriteFiresParams
 	items     []planned
-	res       *WriteFiresResult
+	res       *chimedb.WriteFiresResult
 	err       error
 	committed time.Time
 	// at is the instant of a batch prepared ahead (Config.FireAhead): its
@@ -211,7 +211,7 @@ func (e *Engine) writable() bool {
 
 // batchOf turns planned schedules into one WriteFires call.
 func (e *Engine) batchOf(items []planned) *writeReq {
-	batch := &WriteFiresParams{}
+	batch := &chimedb.WriteFiresParams{}
 	for _, it := range items {
 		en, p := it.en, &it.p
 		if it.completeOnly {
@@ -222,7 +222,7 @@ func (e *Engine) batchOf(items []planned) *writeReq {
 			continue
 		}
 		for _, f := range p.fires {
-			batch.Jobs = append(batch.Jobs, FireJob{
+			batch.Jobs = append(batch.Jobs, chimedb.FireJob{
 				ScheduleID: en.sched.ID, JobDefinitionID: en.sched.JobDefinitionID, ScheduledAt: f.at,
 				MaxAttempts: en.maxAttempts, Params: en.params, CatchUp: f.catchUp, MissedFires: f.missedFires,
 			})
@@ -299,7 +299,7 @@ func (e *Engine) awaitInstant(ctx context.Context, at time.Time) error {
 // and after it delivers them to the task engine: the claim's round trip
 // after the commit is what stood between a fire and its start. Whatever
 // happens, every reserved worker not used is given back.
-func (e *Engine) writeFires(ctx context.Context, b *WriteFiresParams) (*WriteFiresResult, error) {
+func (e *Engine) writeFires(ctx context.Context, b *chimedb.WriteFiresParams) (*chimedb.WriteFiresResult, error) {
 	h := e.cfg.Handoff
 	if h == nil {
 		return e.store.WriteFires(ctx, b)
@@ -356,7 +356,7 @@ func (e *Engine) busySchedules(ctx context.Context, due []*entry) (map[int64]boo
 // advancedRow is en's trigger row after p. FromLastFireAt: the row must
 // still be where this plan started, or another writer has moved it on and
 // the plan is stale (store.WriteFires writes nothing for it).
-func advancedRow(en *entry, p *plan) TriggerRow {
+func advancedRow(en *entry, p *plan) chimedb.TriggerRow {
 	row := en.triggerRow()
 	row.FiredCount, row.MisfiredCount, row.FromLastFireAt, row.NextFireAt = p.fired, en.misfired+p.misfired, en.last, nil
 	if p.remaining != nil {
@@ -391,7 +391,7 @@ func (e *Engine) finish(r *writeReq) {
 		return
 	}
 	res := r.res
-	stale := make(map[int64]TriggerRow, len(res.Stale))
+	stale := make(map[int64]chimedb.TriggerRow, len(res.Stale))
 	for _, t := range res.Stale {
 		stale[t.ScheduleID] = t
 	}

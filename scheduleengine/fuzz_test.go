@@ -1,6 +1,7 @@
 package scheduleengine
 
 import (
+	"github.com/chimesched/chime/chimedb"
 	"math"
 	"testing"
 	"time"
@@ -82,7 +83,7 @@ func FuzzPlan(f *testing.F) {
 			at = n
 		}
 
-		en, err := newEntry(&ScheduleRow{Schedule: s, Definition: &models.JobDefinition{}})
+		en, err := newEntry(&chimedb.ScheduleRow{Schedule: s, Definition: &models.JobDefinition{}})
 		if err != nil {
 			t.Fatalf("%+v: trigger.New took it, newEntry did not: %v", s, err)
 		}

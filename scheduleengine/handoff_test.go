@@ -80,7 +80,7 @@ type failFirstWrite struct {
 	calls atomic.Int64
 }
 
-func (f *failFirstWrite) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFiresResult, error) {
+func (f *failFirstWrite) WriteFires(ctx context.Context, p *chimedb.WriteFiresParams) (*chimedb.WriteFiresResult, error) {
 	if f.calls.Add(1) == 1 {
 		dead, cancel := context.WithCancel(ctx)
 		cancel()

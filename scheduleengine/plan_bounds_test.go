@@ -2,6 +2,7 @@ package scheduleengine
 
 import (
 	"fmt"
+	"github.com/chimesched/chime/chimedb"
 	"testing"
 	"time"
 
@@ -132,8 +133,8 @@ func TestComputePlanWalkIsBounded(t *testing.T) {
 // column, and sync marks the schedule invalid with it.
 func TestNewEntryRefusesOutOfBounds(t *testing.T) {
 	t.Parallel()
-	row := func() ScheduleRow {
-		return ScheduleRow{
+	row := func() chimedb.ScheduleRow {
+		return chimedb.ScheduleRow{
 			Schedule:   models.Schedule{ID: 1, JobDefinitionID: 7, ScheduleType: models.ScheduleCron, CronExpr: ptr("@hourly"), CreatedAt: t0},
 			Definition: &models.JobDefinition{ID: 7},
 		}

@@ -7,10 +7,11 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
-// GetJob returns one job or ErrNotFound.
+// GetJob returns one job or chimedb.ErrNotFound.
 func (a *Admin) GetJob(ctx context.Context, id int64) (*models.Job, error) {
 	var j models.Job
 	if err := first(a.s.db.WithContext(ctx).Where("id = ?", id), &j); err != nil {
@@ -21,7 +22,7 @@ func (a *Admin) GetJob(ctx context.Context, id int64) (*models.Job, error) {
 
 // InsertJob writes a pending job (a manual trigger or an ad hoc run) with
 // a log line saying who asked for it, and fills j's id. A second job of the
-// same schedule at the same scheduled_at wraps ErrConflict.
+// same schedule at the same scheduled_at wraps chimedb.ErrConflict.
 func (a *Admin) InsertJob(ctx context.Context, j *models.Job, logMessage string) error {
 	now := DBTime(time.Now())
 	j.ScheduledAt, j.RunAt = DBTime(j.ScheduledAt), DBTime(j.RunAt)
@@ -39,7 +40,7 @@ func (a *Admin) InsertJob(ctx context.Context, j *models.Job, logMessage string)
 // The task engine running the job acts on jobs.control within its control
 // interval; a stop of a job no node has claimed yet (pending) cancels it at
 // once, since there is nothing to stop. A request the job's status cannot
-// honour returns ErrJobState with the reason. It returns the row afterwards.
+// honour returns chimedb.ErrJobState with the reason. It returns the row afterwards.
 func (a *Admin) ControlJob(ctx context.Context, id int64, c models.JobControl) (*models.Job, error) {
 	var out models.Job
 	err := a.s.InTx(ctx, func(tx *gorm.DB) error {
@@ -53,7 +54,7 @@ func (a *Admin) ControlJob(ctx context.Context, id int64, c models.JobControl) (
 		switch c {
 		case models.ControlPause:
 			if j.Status != models.JobQueued && j.Status != models.JobRunning {
-				return fmt.Errorf("job %d is %s; only a queued or running job can be paused: %w", id, j.Status, ErrJobState)
+				return fmt.Errorf("job %d is %s; only a queued or running job can be paused: %w", id, j.Status, chimedb.ErrJobState)
 			}
 			set["control"], msg = models.ControlPause, "pause requested through the API"
 		case models.ControlResume:
@@ -65,12 +66,12 @@ func (a *Admin) ControlJob(ctx context.Context, id int64, c models.JobControl) (
 				// it is the resume.
 				set["control"], msg = models.ControlNone, "pause request withdrawn through the API"
 			default:
-				return fmt.Errorf("job %d is %s; only a paused job can be resumed: %w", id, j.Status, ErrJobState)
+				return fmt.Errorf("job %d is %s; only a paused job can be resumed: %w", id, j.Status, chimedb.ErrJobState)
 			}
 		case models.ControlStop:
 			switch {
 			case j.Status.Finished():
-				return fmt.Errorf("job %d is already %s: %w", id, j.Status, ErrJobState)
+				return fmt.Errorf("job %d is already %s: %w", id, j.Status, chimedb.ErrJobState)
 			case j.Status == models.JobPending:
 				set["status"], set["control"], set["finished_at"] = models.JobCanceled, models.ControlNone, now
 				msg = "canceled through the API before any node claimed it"

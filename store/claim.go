@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
@@ -37,14 +38,14 @@ var activeStatuses = []models.JobStatus{models.JobQueued, models.JobRunning, mod
 // the rows are the caller's and ClaimJobs returns them with a nil error,
 // whatever happens after (ctx ending, the definitions' read failing): a row
 // whose definition could not be read carries the reason in LoadErr.
-func (s *Store) ClaimJobs(ctx context.Context, p *ClaimParams) (*ClaimResult, error) {
+func (s *Store) ClaimJobs(ctx context.Context, p *chimedb.ClaimParams) (*chimedb.ClaimResult, error) {
 	if p.Limit <= 0 {
-		return &ClaimResult{}, nil
+		return &chimedb.ClaimResult{}, nil
 	}
-	res := &ClaimResult{}
+	res := &chimedb.ClaimResult{}
 	schedNames := map[int64]string{}
 	err := s.InTx(ctx, func(tx *gorm.DB) error {
-		*res = ClaimResult{}
+		*res = chimedb.ClaimResult{}
 		clear(schedNames)
 		return s.claimTx(tx, p, res, schedNames)
 	})
@@ -68,7 +69,7 @@ const claimLoadTimeout = 10 * time.Second
 
 // claimTx picks and marks the rows of one claim inside tx (see ClaimJobs),
 // filling res and the names of the schedules it read.
-func (s *Store) claimTx(tx *gorm.DB, p *ClaimParams, res *ClaimResult, schedNames map[int64]string) error {
+func (s *Store) claimTx(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimResult, schedNames map[int64]string) error {
 	began := time.Now()
 	now := DBTime(p.Now)
 	rows, last, err := s.selectDue(tx, p.Limit, now, p.After, nil)
@@ -94,7 +95,7 @@ func (s *Store) claimTx(tx *gorm.DB, p *ClaimParams, res *ClaimResult, schedName
 	for _, r := range rows {
 		if r.ScheduleID != nil && forbid[*r.ScheduleID] {
 			if slices.Contains(held, *r.ScheduleID) {
-				continue // left pending: see ClaimResult.Held
+				continue // left pending: see chimedb.ClaimResult.Held
 			}
 			if taken[*r.ScheduleID] || slices.Contains(blocked, *r.ScheduleID) {
 				blocked = append(blocked, *r.ScheduleID)
@@ -103,7 +104,7 @@ func (s *Store) claimTx(tx *gorm.DB, p *ClaimParams, res *ClaimResult, schedName
 			taken[*r.ScheduleID] = true
 		}
 		r.Status, r.NodeID, r.QueuedAt, r.Outcome = models.JobQueued, p.NodeID, &now, models.OutcomeNone
-		res.Jobs = append(res.Jobs, ClaimedJob{Job: r})
+		res.Jobs = append(res.Jobs, chimedb.ClaimedJob{Job: r})
 		ids = append(ids, r.ID)
 	}
 	res.Blocked, res.Held = blocked, held
@@ -137,7 +138,7 @@ func (s *Store) claimTx(tx *gorm.DB, p *ClaimParams, res *ClaimResult, schedName
 // started_at is the engine's clock at the claim plus the time the claim
 // has taken so far: the time of this UPDATE, a commit's round trip before
 // the job reaches a worker that is already reserved for it.
-func (s *Store) startClaimed(tx *gorm.DB, p *ClaimParams, res *ClaimResult, schedNames map[int64]string, began time.Time) ([]int64, error) {
+func (s *Store) startClaimed(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimResult, schedNames map[int64]string, began time.Time) ([]int64, error) {
 	defs, err := readDefinitions(tx, res.Jobs)
 	if err != nil {
 		return nil, err
@@ -174,8 +175,8 @@ func (s *Store) startClaimed(tx *gorm.DB, p *ClaimParams, res *ClaimResult, sche
 // idx_jobs_claim_order covers only active rows, which are few. The pick
 // again starts from the same floor (p.After) as the first, so last is its
 // end.
-func (s *Store) dropBusyForbid(tx *gorm.DB, p *ClaimParams, now time.Time, rows []models.Job, last *ClaimCursor,
-	schedNames map[int64]string, forbid map[int64]bool) ([]models.Job, *ClaimCursor, []int64, []int64, error) {
+func (s *Store) dropBusyForbid(tx *gorm.DB, p *chimedb.ClaimParams, now time.Time, rows []models.Job, last *chimedb.ClaimCursor,
+	schedNames map[int64]string, forbid map[int64]bool) ([]models.Job, *chimedb.ClaimCursor, []int64, []int64, error) {
 	held, err := s.lockForbid(tx, rows, forbid)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -210,7 +211,7 @@ func (s *Store) dropBusyForbid(tx *gorm.DB, p *ClaimParams, now time.Time, rows 
 // holds row locks (and on SQLite the write lock), so it stays as short as
 // it can. The read is tried a few times; when it still fails, every job
 // gets the error as LoadErr.
-func (s *Store) loadClaimed(ctx context.Context, res *ClaimResult, schedNames map[int64]string) {
+func (s *Store) loadClaimed(ctx context.Context, res *chimedb.ClaimResult, schedNames map[int64]string) {
 	var defs []models.JobDefinition
 	var err error
 	for try := 1; ; try++ {
@@ -229,7 +230,7 @@ func (s *Store) loadClaimed(ctx context.Context, res *ClaimResult, schedNames ma
 // readDefinitions reads the definitions of jobs; one that cannot be read
 // comes back Unreadable (see definitionsByID), and its job fails before
 // starting.
-func readDefinitions(db *gorm.DB, jobs []ClaimedJob) ([]models.JobDefinition, error) {
+func readDefinitions(db *gorm.DB, jobs []chimedb.ClaimedJob) ([]models.JobDefinition, error) {
 	defIDs := make([]int64, 0, 4)
 	for _, j := range jobs {
 		if !slices.Contains(defIDs, j.JobDefinitionID) {
@@ -245,7 +246,7 @@ func readDefinitions(db *gorm.DB, jobs []ClaimedJob) ([]models.JobDefinition, er
 
 // attach sets the definition (or the error of its read) and the schedule
 // name of every job of res.
-func attach(res *ClaimResult, defs []models.JobDefinition, err error, schedNames map[int64]string) {
+func attach(res *chimedb.ClaimResult, defs []models.JobDefinition, err error, schedNames map[int64]string) {
 	byID := make(map[int64]*models.JobDefinition, len(defs))
 	for i := range defs {
 		byID[defs[i].ID] = &defs[i]
@@ -284,7 +285,7 @@ func attach(res *ClaimResult, defs []models.JobDefinition, err error, schedNames
 // claim had locked and rolled back) waits for the first claim without a
 // floor: the order above then holds plus at most the floor's age, which
 // the caller bounds (taskengine drops its floor after floorMaxAge).
-func (s *Store) selectDue(tx *gorm.DB, limit int, now time.Time, after *ClaimCursor, exclude []int64) ([]models.Job, *ClaimCursor, error) {
+func (s *Store) selectDue(tx *gorm.DB, limit int, now time.Time, after *chimedb.ClaimCursor, exclude []int64) ([]models.Job, *chimedb.ClaimCursor, error) {
 	if after == nil {
 		rows, err := s.selectDueIn(tx, limit, now, "", nil, exclude)
 		return rows, lastOf(rows), err
@@ -358,26 +359,26 @@ func (s *Store) claimFrom() string {
 // (...)" it bounds only claim_key, and a drain's rows often share one).
 // On a small table MariaDB may read the index from the start by ref on
 // status instead, still in its order.
-func (s *Store) aboveFloor(c *ClaimCursor) (string, []any) {
+func (s *Store) aboveFloor(c *chimedb.ClaimCursor) (string, []any) {
 	if s.dialect == MySQL {
 		return "(claim_key > ? OR (claim_key = ? AND id > ?))", []any{c.ClaimKey, c.ClaimKey, c.ID}
 	}
 	return "(claim_key, id) > (?, ?)", []any{c.ClaimKey, c.ID}
 }
 
-func (s *Store) atOrBelowFloor(c *ClaimCursor) (string, []any) {
+func (s *Store) atOrBelowFloor(c *chimedb.ClaimCursor) (string, []any) {
 	if s.dialect == MySQL {
 		return "(claim_key < ? OR (claim_key = ? AND id <= ?))", []any{c.ClaimKey, c.ClaimKey, c.ID}
 	}
 	return "(claim_key, id) <= (?, ?)", []any{c.ClaimKey, c.ID}
 }
 
-func lastOf(rows []models.Job) *ClaimCursor {
+func lastOf(rows []models.Job) *chimedb.ClaimCursor {
 	if len(rows) == 0 {
 		return nil
 	}
 	r := rows[len(rows)-1]
-	return &ClaimCursor{ClaimKey: r.ClaimKey, ID: r.ID}
+	return &chimedb.ClaimCursor{ClaimKey: r.ClaimKey, ID: r.ID}
 }
 
 // readSchedules reads name and concurrency of the schedules of rows not
@@ -463,11 +464,11 @@ func pickedAny(rows []models.Job, schedules []int64) bool {
 
 // WaitingJobs lists due pending jobs of p.ScheduleIDs: the jobs a forbid
 // schedule holds back, so the engine can say once why they wait.
-func (s *Store) WaitingJobs(ctx context.Context, p *WaitingJobsParams) ([]WaitingJob, error) {
+func (s *Store) WaitingJobs(ctx context.Context, p *chimedb.WaitingJobsParams) ([]chimedb.WaitingJob, error) {
 	if len(p.ScheduleIDs) == 0 {
 		return nil, nil
 	}
-	var out []WaitingJob
+	var out []chimedb.WaitingJob
 	err := s.db.WithContext(ctx).Raw(`SELECT id, schedule_id FROM jobs
 		WHERE status = ? AND claim_key <= ? AND run_at <= ? AND schedule_id IN ? ORDER BY claim_key, id LIMIT ?`,
 		models.JobPending, ClaimKeyUntil(p.Now), DBTime(p.Now), p.ScheduleIDs, max(p.Limit, 1)).Scan(&out).Error
@@ -484,8 +485,8 @@ func (s *Store) ExplainClaim(ctx context.Context, now time.Time, limit int) (str
 }
 
 // ExplainClaimAfter returns the plans of the two scans of a claim with a
-// floor (ClaimParams.After): the rows after it, and those up to it.
-func (s *Store) ExplainClaimAfter(ctx context.Context, now time.Time, limit int, after ClaimCursor) (above, below string, err error) {
+// floor (chimedb.ClaimParams.After): the rows after it, and those up to it.
+func (s *Store) ExplainClaimAfter(ctx context.Context, now time.Time, limit int, after chimedb.ClaimCursor) (above, below string, err error) {
 	where, args := s.aboveFloor(&after)
 	if above, err = s.explainClaim(ctx, now, limit, where, args); err != nil {
 		return "", "", err

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -46,7 +47,7 @@ func TestClaimJobsReturnsCommittedRows(t *testing.T) {
 				}
 			})
 			defer func() { require.NoError(t, st.DB().Callback().Row().Remove("test:definition_read")) }()
-			res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "n1", Now: time.Now(), Limit: 5})
+			res, err := st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: "n1", Now: time.Now(), Limit: 5})
 			require.NoError(t, err)
 			require.Len(t, res.Jobs, 1)
 			require.Equal(t, job.ID, res.Jobs[0].ID)
@@ -60,7 +61,7 @@ func TestClaimJobsReturnsCommittedRows(t *testing.T) {
 		t.Run("DefinitionReadFails", func(t *testing.T) {
 			onDefinitionRead(t, st, func(db *gorm.DB) { _ = db.AddError(errors.New("injected: connection lost")) })
 			defer func() { require.NoError(t, st.DB().Callback().Row().Remove("test:definition_read")) }()
-			res, err := st.ClaimJobs(context.Background(), &store.ClaimParams{NodeID: "n1", Now: time.Now(), Limit: 5})
+			res, err := st.ClaimJobs(context.Background(), &chimedb.ClaimParams{NodeID: "n1", Now: time.Now(), Limit: 5})
 			require.NoError(t, err)
 			require.Len(t, res.Jobs, 1)
 			require.Equal(t, job.ID, res.Jobs[0].ID)

@@ -30,16 +30,16 @@ import (
 // compare it with its own clock; it should count ttl from when it sent the
 // request, on its monotonic clock, minus a safety margin (see
 // cluster.Elector).
-func (s *Store) TryAcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (*LeaseTry, error) {
+func (s *Store) TryAcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (*chimedb.LeaseTry, error) {
 	if holder == "" {
 		return nil, fmt.Errorf("acquire lease %q: empty holder", name)
 	}
 	now, nowArg := s.dbNowExpr(0)
 	until, untilArg := s.dbNowExpr(ttl)
 	limit, limitArg := s.dbNowExpr(chimedb.MaxLeaseTTLs * ttl)
-	var out *LeaseTry
+	var out *chimedb.LeaseTry
 	err := s.InTx(ctx, func(tx *gorm.DB) error {
-		out = &LeaseTry{}
+		out = &chimedb.LeaseTry{}
 		conn, c := tx.Statement.ConnPool, tx.Statement.Context
 		res, err := conn.ExecContext(c, "UPDATE leases SET holder = ?, expires_at = "+until+
 			" WHERE name = ? AND (holder = ? OR holder = '' OR expires_at < "+now+")",
@@ -81,13 +81,13 @@ func (s *Store) TryAcquireLease(ctx context.Context, name, holder string, ttl ti
 // checkLease is what a caller that did not get the lease looks at: whether
 // the holder is a live node, and whether the expiry is absurd, which it
 // cuts to until (now + the caller's TTL).
-func (s *Store) checkLease(c context.Context, conn gorm.ConnPool, out *LeaseTry, name, until string, untilArg any, limit string, limitArg any) error {
+func (s *Store) checkLease(c context.Context, conn gorm.ConnPool, out *chimedb.LeaseTry, name, until string, untilArg any, limit string, limitArg any) error {
 	var seen string
 	var exp sql.NullString
 	var absurd, live int
 	err := conn.QueryRowContext(c, "SELECT l.holder, l.expires_at, CASE WHEN l.expires_at <= "+limit+" THEN 0 ELSE 1 END, "+
 		"CASE WHEN n.status = ? THEN 1 ELSE 0 END FROM leases l LEFT JOIN nodes n ON n.id = l.holder WHERE l.name = ?",
-		limitArg, NodeAlive, name).Scan(&seen, &exp, &absurd, &live)
+		limitArg, chimedb.NodeAlive, name).Scan(&seen, &exp, &absurd, &live)
 	if err != nil {
 		return err
 	}
@@ -130,9 +130,9 @@ func (s *Store) ReleaseLease(ctx context.Context, name, holder string) error {
 }
 
 // GetLease reads a lease; a missing row is a free lease.
-func (s *Store) GetLease(ctx context.Context, name string) (*LeaseState, error) {
+func (s *Store) GetLease(ctx context.Context, name string) (*chimedb.LeaseState, error) {
 	now, arg := s.dbNowExpr(0)
-	out := &LeaseState{Name: name}
+	out := &chimedb.LeaseState{Name: name}
 	rows, err := s.sqlDB.QueryContext(ctx,
 		"SELECT holder, expires_at, CASE WHEN holder <> '' AND expires_at > "+now+" THEN 1 ELSE 0 END FROM leases WHERE name = ?",
 		arg, name)

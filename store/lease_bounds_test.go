@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"github.com/chimesched/chime/chimedb"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func TestAbsurdLeaseExpiresOnTheDatabaseClock(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		require.NoError(t, st.RegisterNode(ctx, &store.RegisterNodeParams{ID: "b"}))
+		require.NoError(t, st.RegisterNode(ctx, &chimedb.RegisterNodeParams{ID: "b"}))
 		absurd := []string{"9999-01-01 00:00:00"}
 		switch st.Dialect() {
 		case store.SQLite:
@@ -79,7 +80,7 @@ func TestLiveLeaseIsNotCut(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		require.NoError(t, st.RegisterNode(ctx, &store.RegisterNodeParams{ID: "a"}))
+		require.NoError(t, st.RegisterNode(ctx, &chimedb.RegisterNodeParams{ID: "a"}))
 		try, err := st.TryAcquireLease(ctx, "scheduler", "a", time.Minute)
 		require.NoError(t, err)
 		require.True(t, try.Held)

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"github.com/chimesched/chime/chimedb"
 	"net/url"
 	"strings"
 	"testing"
@@ -120,9 +121,9 @@ func TestListenJobsFireAhead(t *testing.T) {
 		MisfirePolicy: models.MisfireFireOnce, Concurrency: models.ConcurrencyAllow, Status: models.ScheduleActive}
 	require.NoError(t, st.DB().Create(&s).Error)
 	at := store.DBTime(time.Now().Add(300 * time.Millisecond))
-	p := &store.WriteFiresParams{Now: at,
-		Jobs:     []store.FireJob{{ScheduleID: s.ID, JobDefinitionID: def.ID, ScheduledAt: at, MaxAttempts: 1}},
-		Triggers: []store.TriggerRow{{ScheduleID: s.ID, LastFireAt: &at}},
+	p := &chimedb.WriteFiresParams{Now: at,
+		Jobs:     []chimedb.FireJob{{ScheduleID: s.ID, JobDefinitionID: def.ID, ScheduledAt: at, MaxAttempts: 1}},
+		Triggers: []chimedb.TriggerRow{{ScheduleID: s.ID, LastFireAt: &at}},
 		// As the schedule engine's fire-ahead does: commit at the instant.
 		BeforeCommit: func(context.Context) error { time.Sleep(time.Until(at)); return nil },
 	}

@@ -7,6 +7,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
@@ -23,11 +24,11 @@ const MaxRecoveries = 5
 // attempt. Its running or paused jobs were cut off: see recoverCutOff.
 // Every change is logged to job_logs in the same transaction, and the
 // failed and stopped jobs' notices are recorded in it.
-func (s *Store) RecoverNode(ctx context.Context, p *RecoverNodeParams) (*RecoverNodeResult, error) {
+func (s *Store) RecoverNode(ctx context.Context, p *chimedb.RecoverNodeParams) (*chimedb.RecoverNodeResult, error) {
 	now := DBTime(p.Now)
-	res := &RecoverNodeResult{}
+	res := &chimedb.RecoverNodeResult{}
 	err := s.InTx(ctx, func(tx *gorm.DB) error {
-		*res = RecoverNodeResult{}
+		*res = chimedb.RecoverNodeResult{}
 		var jobs []models.Job
 		if err := s.lockMatching(tx, &jobs, "id, job_definition_id, status, control, attempt, max_attempts, recoveries", 0,
 			"node_id = ? AND status IN ?", p.NodeID, activeStatuses); err != nil {
@@ -87,7 +88,7 @@ func (s *Store) RecoverNode(ctx context.Context, p *RecoverNodeParams) (*Recover
 // why says what cut the attempt off, for jobs.error and job_logs; by names
 // who decided ("by the reconciler"), or is empty. Every move is guarded by
 // status, as all moves out of running are.
-func recoverCutOff(tx *gorm.DB, jobs []models.Job, pols map[int64]defPolicy, now time.Time, res *RecoverNodeResult,
+func recoverCutOff(tx *gorm.DB, jobs []models.Job, pols map[int64]defPolicy, now time.Time, res *chimedb.RecoverNodeResult,
 	by string, why func(j models.Job, maxAttempts int) string) ([]models.JobLog, error) {
 	if by != "" {
 		by = " " + by

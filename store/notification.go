@@ -22,9 +22,6 @@ import (
 // Nodes with SMTP configured claim due rows (ClaimNotifications) and report
 // each try (FinishNotification).
 
-// MaxNoticeAttachmentBytes is chimedb.MaxNoticeAttachmentBytes.
-const MaxNoticeAttachmentBytes = chimedb.MaxNoticeAttachmentBytes
-
 // notifyWantsSQL is job_definitions.notify_on asking for a notice of the
 // job's status, over the aliases d and j. A stopped or canceled job counts
 // as a failure: somebody will want to know it did not finish.
@@ -65,7 +62,7 @@ const noticeBytesPerInsert = 6 << 20
 // insertOutcomeNotices records the notices of the final outcomes in outs
 // that carry one (only those in keep, when keep is not nil), inside the
 // completer's transaction.
-func (s *Store) insertOutcomeNotices(tx *gorm.DB, outs []JobOutcome, keep map[int64]bool) error {
+func (s *Store) insertOutcomeNotices(tx *gorm.DB, outs []chimedb.JobOutcome, keep map[int64]bool) error {
 	var b strings.Builder
 	var args []any
 	size := 0
@@ -274,7 +271,7 @@ func (s *Store) NotifyingDefinitions(ctx context.Context, limit int) ([]string, 
 
 // ListNotifications returns a page of notices, newest first, of job jobID
 // when it is not 0 and of status p.Status when set.
-func (a *Admin) ListNotifications(ctx context.Context, p *AdminListParams, jobID int64) ([]models.Notification, error) {
+func (a *Admin) ListNotifications(ctx context.Context, p *chimedb.AdminListParams, jobID int64) ([]models.Notification, error) {
 	q := a.s.db.WithContext(ctx).Model(&models.Notification{})
 	if jobID > 0 {
 		q = q.Where("job_id = ?", jobID)

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"github.com/chimesched/chime/chimedb"
 	"testing"
 	"time"
 
@@ -53,7 +54,7 @@ func TestUnreadableRowsDoNotFailTheRead(t *testing.T) {
 		default:
 			t.Skip("MariaDB refuses every such value")
 		}
-		res, err := st.LoadSchedules(ctx, &store.LoadSchedulesParams{})
+		res, err := st.LoadSchedules(ctx, &chimedb.LoadSchedulesParams{})
 		require.NoError(t, err)
 		seen := map[int64]bool{}
 		for _, r := range res.Rows {
@@ -76,7 +77,7 @@ func TestUnreadableRowsDoNotFailTheRead(t *testing.T) {
 			require.NoError(t, db.Exec("INSERT INTO jobs (job_definition_id) VALUES (?)", def).Error)
 		}
 		for _, kinds := range [][]string{nil, {"sleep"}} { // definitions read after the claim, and inside it
-			claimed, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "n1", Now: time.Now().Add(time.Second), Limit: 10, StartKinds: kinds})
+			claimed, err := st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: "n1", Now: time.Now().Add(time.Second), Limit: 10, StartKinds: kinds})
 			require.NoError(t, err)
 			require.Len(t, claimed.Jobs, 2)
 			for _, j := range claimed.Jobs {
@@ -95,7 +96,7 @@ func TestUnreadableRowsDoNotFailTheRead(t *testing.T) {
 		// definition holds: the unreadable one's as if it were gone.
 		require.NoError(t, db.Exec("UPDATE job_definitions SET max_attempts = 'x' WHERE id = ?", bad.ID).Error)
 		require.NoError(t, db.Exec("UPDATE jobs SET status = 'running', node_id = 'lost', attempt = 1").Error)
-		rec, err := st.RecoverNode(ctx, &store.RecoverNodeParams{NodeID: "lost", Now: time.Now()})
+		rec, err := st.RecoverNode(ctx, &chimedb.RecoverNodeParams{NodeID: "lost", Now: time.Now()})
 		require.NoError(t, err)
 		require.Len(t, rec.Recovered, 1, "the bad definition's job, recovered as if its definition were gone")
 		require.Len(t, rec.Failed, 1, "the good definition's job, out of attempts")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
@@ -37,7 +38,7 @@ var (
 // node. The strings most rows share (types, policies, time zones, cron
 // expressions) are interned, so a million schedules of a few expressions
 // hold a few copies, not a million.
-func (s *Store) LoadSchedules(ctx context.Context, p *LoadSchedulesParams) (*LoadSchedulesResult, error) {
+func (s *Store) LoadSchedules(ctx context.Context, p *chimedb.LoadSchedulesParams) (*chimedb.LoadSchedulesResult, error) {
 	db := s.DB().WithContext(ctx)
 	var b strings.Builder
 	b.WriteString("SELECT ")
@@ -65,9 +66,9 @@ func (s *Store) LoadSchedules(ctx context.Context, p *LoadSchedulesParams) (*Loa
 	if p.Limit > 0 {
 		b.WriteString(" LIMIT " + strconv.Itoa(p.Limit))
 	}
-	res := &LoadSchedulesResult{}
+	res := &chimedb.LoadSchedulesResult{}
 	if p.Limit > 0 {
-		res.Rows = make([]ScheduleRow, 0, p.Limit)
+		res.Rows = make([]chimedb.ScheduleRow, 0, p.Limit)
 	}
 	rows, err := s.sqlDB.QueryContext(ctx, b.String(), args...)
 	if err != nil {
@@ -144,14 +145,14 @@ type rowScan struct {
 	created, updated                                                              time.Time
 }
 
-func (r *rowScan) scan(rows *sql.Rows, in *interner) (ScheduleRow, error) {
+func (r *rowScan) scan(rows *sql.Rows, in *interner) (chimedb.ScheduleRow, error) {
 	*r = rowScan{}
 	dest := []any{&r.id, &r.name, &r.def, &r.typ, &r.cron, &r.syntax, &r.dst, &r.cal, &r.interval, &r.runAt, &r.tz,
 		&r.startAt, &r.endAt, &r.maxRuns, &r.misfire, &r.window, &r.conc, &r.params, &r.status, &r.reason, &r.created, &r.updated, &r.priority,
 		&r.tid, &r.tsid, &r.tnext, &r.tlast, &r.tfired, &r.trem, &r.tmissed, &r.tcreated, &r.tupdated, &r.spec, &r.tchanged}
 	bad, raw, err := scanChecked(rows, dest)
 	if err != nil {
-		return ScheduleRow{}, err
+		return chimedb.ScheduleRow{}, err
 	}
 	if bad >= 0 {
 		var col string
@@ -160,11 +161,11 @@ func (r *rowScan) scan(rows *sql.Rows, in *interner) (ScheduleRow, error) {
 		} else {
 			col = "time_triggers." + loadTriggerColumns[bad-len(loadScheduleColumns)]
 		}
-		return ScheduleRow{Schedule: models.Schedule{ID: rawInt64(raw[0]), Name: rawString(raw[1]), JobDefinitionID: rawInt64(raw[2]),
+		return chimedb.ScheduleRow{Schedule: models.Schedule{ID: rawInt64(raw[0]), Name: rawString(raw[1]), JobDefinitionID: rawInt64(raw[2]),
 			Status:     models.ScheduleStatus(rawString(raw[slices.Index(loadScheduleColumns, "status")])),
 			Unreadable: unreadable(col, dest[bad], raw[bad])}}, nil
 	}
-	out := ScheduleRow{Schedule: models.Schedule{
+	out := chimedb.ScheduleRow{Schedule: models.Schedule{
 		ID: r.id, Name: string(r.name), JobDefinitionID: r.def, ScheduleType: models.ScheduleType(in.str(r.typ)),
 		CronSyntax: models.CronSyntax(in.str(r.syntax)), DSTPolicy: models.DSTPolicy(in.str(r.dst)),
 		CalendarID: nullInt64(r.cal), IntervalSeconds: nullInt(r.interval), RunAt: nullTime(r.runAt), Timezone: in.str(r.tz),
@@ -268,7 +269,7 @@ func (s *Store) UnfinishedSchedules(ctx context.Context, scheduleIDs []int64) (m
 // unfinishedJobs are the statuses that make a forbid-overlap schedule busy.
 var unfinishedJobs = []models.JobStatus{models.JobPending, models.JobQueued, models.JobRunning, models.JobPaused}
 
-func (s *Store) MarkInvalid(ctx context.Context, p *MarkInvalidParams) error {
+func (s *Store) MarkInvalid(ctx context.Context, p *chimedb.MarkInvalidParams) error {
 	reason := p.Reason
 	if len(reason) > 1000 {
 		reason = reason[:1000]

@@ -38,7 +38,7 @@ const heldRetry = 250 * time.Millisecond
 // floorMaxAge bounds how long the poll loop's claim floor stands, by the
 // engine's clock from the start of the claim that last scanned from the
 // start. Claims under a backlog start after the floor (see
-// store.ClaimParams.After), so a row that appears below it (a higher
+// chimedb.ClaimParams.After), so a row that appears below it (a higher
 // priority fired, a job released or recovered, an admin's write) waits for
 // the next claim without one: the claim order's bound holds plus at most
 // this. Long enough that a drain's claims mostly skip the dead entries
