@@ -261,6 +261,22 @@ var claimJobsCases = []tcase{
 			require.Equal(e.t, node, e.get(id).NodeID)
 		}
 	}},
+	{"a due row another claim holds is skipped, not waited for", func(e *env) {
+		if e.LockRow == nil {
+			e.t.Skip("single writer: no row locks")
+		}
+		d := e.definition()
+		now := e.now()
+		held := e.job(d.ID, runAt(now.Add(-2*time.Minute)))
+		free := e.job(d.ID)
+		release := e.LockRow(e.t, "jobs", held.ID)
+		res := e.claim(&chimedb.ClaimParams{Now: now, Limit: 10})
+		release()
+		require.Equal(e.t, []int64{free.ID}, claimedIDs(res.Jobs))
+		require.Equal(e.t, models.JobPending, e.get(held.ID).Status)
+		res = e.claim(&chimedb.ClaimParams{Now: now, Limit: 10})
+		require.Equal(e.t, []int64{held.ID}, claimedIDs(res.Jobs))
+	}},
 	{"a forbid schedule whose row another transaction holds is passed over and reported held", func(e *env) {
 		if e.LockRow == nil {
 			e.t.Skip("single writer: no row locks")
