@@ -302,31 +302,28 @@ func reversed(ids []int64) []int64 {
 	return out
 }
 
+// idsOf returns the ids of rows, in order, with err.
+func idsOf[T any](rows []T, err error, id func(*T) int64) ([]int64, error) {
+	out := make([]int64, 0, len(rows))
+	for i := range rows {
+		out = append(out, id(&rows[i]))
+	}
+	return out, err
+}
+
 func (e *env) definitionIDs(p *chimedb.AdminListParams) ([]int64, error) {
 	ds, err := e.admin.ListDefinitions(e.ctx, p)
-	var ids []int64
-	for _, d := range ds {
-		ids = append(ids, d.ID)
-	}
-	return ids, err
+	return idsOf(ds, err, func(d *models.JobDefinition) int64 { return d.ID })
 }
 
 func (e *env) scheduleIDs(p *chimedb.AdminListParams) ([]int64, error) {
 	ss, err := e.admin.ListSchedules(e.ctx, p)
-	var ids []int64
-	for _, s := range ss {
-		ids = append(ids, s.ID)
-	}
-	return ids, err
+	return idsOf(ss, err, func(s *models.Schedule) int64 { return s.ID })
 }
 
 func (e *env) jobListIDs(p *chimedb.AdminListParams) ([]int64, error) {
 	js, err := e.admin.ListJobs(e.ctx, p)
-	var ids []int64
-	for _, j := range js {
-		ids = append(ids, j.ID)
-	}
-	return ids, err
+	return idsOf(js, err, func(j *models.Job) int64 { return j.ID })
 }
 
 // listed runs list with p and returns the ids.
@@ -847,11 +844,7 @@ var listNotificationsCases = []tcase{
 			b.ID, string(models.JobFailed), 1, "x@example.com", string(models.NotificationSent))
 		list := func(p *chimedb.AdminListParams) ([]int64, error) {
 			ns, err := e.admin.ListNotifications(e.ctx, p, 0)
-			var ids []int64
-			for _, n := range ns {
-				ids = append(ids, n.ID)
-			}
-			return ids, err
+			return idsOf(ns, err, func(n *models.Notification) int64 { return n.ID })
 		}
 		all := pages(e.t, 2, list)
 		require.Len(e.t, all, 3)

@@ -330,11 +330,8 @@ func ptr[T any](v T) *T { return &v }
 
 // claimedIDs returns the ids of jobs, in order.
 func claimedIDs(jobs []chimedb.ClaimedJob) []int64 {
-	out := make([]int64, 0, len(jobs))
-	for _, j := range jobs {
-		out = append(out, j.ID)
-	}
-	return out
+	ids, _ := idsOf(jobs, nil, func(j *chimedb.ClaimedJob) int64 { return j.ID })
+	return ids
 }
 
 // sameInstant fails unless got is want as the store writes it: UTC to

@@ -41,11 +41,8 @@ func (e *env) getSchedule(id int64) *models.Schedule {
 }
 
 func loadedIDs(res *chimedb.LoadSchedulesResult) []int64 {
-	out := make([]int64, 0, len(res.Rows))
-	for _, r := range res.Rows {
-		out = append(out, r.Schedule.ID)
-	}
-	return out
+	ids, _ := idsOf(res.Rows, nil, func(r *chimedb.ScheduleRow) int64 { return r.Schedule.ID })
+	return ids
 }
 
 var loadSchedulesCases = []tcase{

@@ -501,11 +501,8 @@ var completeJobsCases = []tcase{
 }
 
 func jobIDsOf(jobs []*models.Job) []int64 {
-	out := make([]int64, 0, len(jobs))
-	for _, j := range jobs {
-		out = append(out, j.ID)
-	}
-	return out
+	ids, _ := idsOf(jobs, nil, func(j **models.Job) int64 { return (*j).ID })
+	return ids
 }
 
 // hasLog fails unless job id has a log line containing text.
