@@ -10,6 +10,7 @@ import (
 
 	"github.com/chimesched/chime/chimedb/chimedbtest"
 	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
 )
 
@@ -68,13 +69,11 @@ func (p *conformancePool) stores(t *testing.T) *chimedbtest.Stores {
 	return s
 }
 
-// conformanceTables are every table of chimedb's rows; no migration
-// seeds any of them.
-var conformanceTables = []string{"notifications", "job_logs", "jobs", "time_triggers", "schedules", "calendars",
-	"job_definitions", "configurations", "nodes", "leases"}
-
+// emptyDatabase deletes the rows of every model's table (no migration
+// seeds any, and no foreign key orders them).
 func emptyDatabase(st *store.Store) error {
-	for _, tbl := range conformanceTables {
+	for _, m := range models.All() {
+		tbl := m.(interface{ TableName() string }).TableName()
 		if err := st.DB().Exec("DELETE FROM " + tbl).Error; err != nil {
 			return err
 		}
