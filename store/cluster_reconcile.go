@@ -199,6 +199,9 @@ func (s *Store) resetJob(ctx context.Context, id int64, reason string, liveWithi
 		if err := s.insertJobLogs(tx, []models.JobLog{{JobID: id, Level: "warning", Message: msg, CreatedAt: now}}); err != nil {
 			return err
 		}
+		// Read into an empty row: gorm leaves a field as it was when its
+		// column is NULL, and the reset cleared queued_at.
+		job = models.Job{}
 		return first(tx.Where("id = ?", id), &job)
 	})
 	if err != nil {

@@ -269,11 +269,17 @@ func (s *Store) UnfinishedSchedules(ctx context.Context, scheduleIDs []int64) (m
 // unfinishedJobs are the statuses that make a forbid-overlap schedule busy.
 var unfinishedJobs = []models.JobStatus{models.JobPending, models.JobQueued, models.JobRunning, models.JobPaused}
 
+// maxInvalidReasonBytes bounds schedules.status_reason as MarkInvalid
+// writes it, well within the column on every dialect.
+const maxInvalidReasonBytes = 1000
+
+// MarkInvalid sets an active schedule invalid with the reason. The reason
+// may quote what an admin wrote (a cron expression, a time zone), so it is
+// made storable first: a cut in the middle of a character, or a byte the
+// column refuses, would fail the write, and the engine would retry it on
+// every sync.
 func (s *Store) MarkInvalid(ctx context.Context, p *chimedb.MarkInvalidParams) error {
-	reason := p.Reason
-	if len(reason) > 1000 {
-		reason = reason[:1000]
-	}
+	reason := s.storable(p.Reason, maxInvalidReasonBytes)
 	err := s.DB().WithContext(ctx).Model(&models.Schedule{}).
 		Where("id = ? AND status = ?", p.ScheduleID, models.ScheduleActive).
 		Updates(map[string]any{"status": models.ScheduleInvalid, "status_reason": reason, "updated_at": DBTime(p.Now)}).Error
