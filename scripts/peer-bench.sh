@@ -25,6 +25,12 @@
 #                    River's FetchCooldown and FetchPollInterval (2ms, 20ms:
 #                    "tuned"; 100ms and 1s are River's defaults)
 #   ROUNDS           how many times the whole sequence runs (1)
+#   PROFILE=1        beside each drain, continuous and steady run, `river-bench
+#                    watch` samples pg_stat_activity every 10 ms and diffs the
+#                    database's, tables' and trigger functions' counters (no
+#                    pg_stat_statements, no server restart); the profiles go
+#                    to the log. Sampling costs the server some CPU: compare
+#                    figures of runs made the same way.
 #
 # chime runs with its defaults (poll 4 s, 32 connections, PostgreSQL
 # NOTIFY) except the pool and log.level=warn (River's harness logs warnings
@@ -54,14 +60,34 @@ load() { cut -d' ' -f1 /proc/loadavg; }
 # get LINE KEY prints KEY's value in a key=value line.
 get() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; }
 
+newdb() { echo "${1}_$(date +%s%N | tail -c 10)"; }
+
+# watch_start DB: with PROFILE=1, profiles DB from now until watch_stop.
+watch_pid=""
+watch_start() {
+  [[ "${PROFILE:-}" == 1 ]] || return 0
+  "${rb[@]}" --track-functions watch "$1" >"$bin/watch.out" 2>&1 &
+  watch_pid=$!
+  sleep 0.5 # track_functions applies to the sessions that connect after it
+}
+watch_stop() {
+  [[ -n "$watch_pid" ]] || return 0
+  kill -TERM "$watch_pid"
+  wait "$watch_pid" || true
+  watch_pid=""
+  { echo "-- profile: $1"; cat "$bin/watch.out"; echo; } >>"$log"
+}
+
 # chime_bench POOL ARGS...: `chime bench ARGS` on a fresh database.
 chime_bench() {
   local p="$1" db dsn_db out
   shift
-  db="chime_peer_$(date +%s%N | tail -c 10)"
+  db="$(newdb chime_peer)"
   dsn_db="$("${rb[@]}" createdb "$db")"
+  watch_start "$db"
   out="$(CHIME_DATABASE_DRIVER=postgres CHIME_DATABASE_DSN="$dsn_db" CHIME_TASKENGINE_POOL_SIZE="$p" \
-    CHIME_LOG_LEVEL=warn "$bin/chime" bench "$@" 2>>"$log")" || { "${rb[@]}" dropdb "$db"; return 1; }
+    CHIME_LOG_LEVEL=warn "$bin/chime" bench "$@" 2>>"$log")" || { watch_stop "chime $*"; "${rb[@]}" dropdb "$db"; return 1; }
+  watch_stop "chime $*"
   "${rb[@]}" dropdb "$db"
   echo "$out"
 }
@@ -77,7 +103,17 @@ chime_insert() {
     END { if (p50 == "") exit 1; printf "bench=insert driver=postgres start_p50_ms=%s start_p99_ms=%s\n", p50, p99 }' <<<"$out"
 }
 
-river() { "${rb[@]}" --fetch-cooldown "$cooldown" --fetch-poll-interval "$poll" "$@" 2>>"$log"; }
+river() {
+  local db out
+  db="$(newdb river_peer)"
+  watch_start "$db"
+  # Kept until the watch is done with it.
+  out="$("${rb[@]}" --db "$db" --keep --fetch-cooldown "$cooldown" --fetch-poll-interval "$poll" "$@" 2>>"$log")" ||
+    { watch_stop "river $*"; "${rb[@]}" dropdb "$db"; return 1; }
+  watch_stop "river $*"
+  "${rb[@]}" dropdb "$db"
+  echo "$out"
+}
 
 rows=()
 # measure WHAT CHIME_CMD -- RIVER_CMD: runs both, one after the other,
@@ -127,7 +163,8 @@ for ((round = 1; round <= rounds; round++)); do
       rows+=("| Periodic: $periodic every-second jobs, pool $pool, $periodic_duration: Execute − scheduled_at p50 / p99 ms | $(cell "$c_line") | $(cell "$r_line") | $c_load / $r_load |")
       ;;
     insert)
-      measure "insert" chime_insert -- river --clients 2 --workers 16 --jobs "$inserts" insert
+      # Not profiled: BenchmarkInsertToStart names its own database.
+      PROFILE=0 measure "insert" chime_insert -- river --clients 2 --workers 16 --jobs "$inserts" insert
       cell() { echo "$(get "$1" start_p50_ms) / $(get "$1" start_p99_ms)"; }
       rows+=("| Insert → start: $inserts rows by plain SQL, one every 20 ms, 2 idle nodes / clients: p50 / p99 ms | $(cell "$c_line") | $(cell "$r_line") | $c_load / $r_load |")
       ;;

@@ -8,12 +8,15 @@
 //
 //	river-bench [flags] drain|continuous|steady|insert
 //	river-bench [flags] createdb|dropdb NAME
+//	river-bench [flags] watch NAME
 //
 // Each run creates a database of its own on the server --dsn names
 // (river_bench_<random>), migrates it with rivermigrate, and drops it at
 // the end (-keep keeps it). createdb and dropdb are there so the script
 // can give chime an empty database without needing psql: createdb prints
-// the new database's DSN.
+// the new database's DSN. watch profiles any run on a database from the
+// server's side (see watch.go): chime's, to see where its PostgreSQL time
+// goes, or River's, to compare.
 package main
 
 import (
@@ -31,6 +34,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -55,10 +59,15 @@ type options struct {
 	keep          bool
 	cpuProfile    string
 	verbose       bool
+	sample        time.Duration
+	watchFor      time.Duration
+	trackFuncs    bool
+	db            string
 }
 
 const usage = `usage: river-bench [flags] SCENARIO
        river-bench [flags] createdb|dropdb NAME
+       river-bench [flags] watch NAME
 
 Scenarios (the names of chime bench):
   drain       --jobs pending no-op jobs, one client with --workers: jobs/s
@@ -73,6 +82,11 @@ Scenarios (the names of chime bench):
               (INSERT INTO river_job, then pg_notify on river_insert, as
               River documents) one every --interval: start_p50_ms/p99 are
               attempted_at - created_at, exec_* Work began - created_at
+
+watch NAME samples pg_stat_activity of database NAME every --sample-interval
+until interrupted (or --watch-for), then prints which statements and waits
+dominated and how the database's, tables' and trigger functions' counters
+moved (--track-functions sets track_functions = 'pl' on NAME first).
 
 Flags:
 `
@@ -92,16 +106,20 @@ func main() {
 	fs.DurationVar(&o.fetchPoll, "fetch-poll-interval", 0, "River Config.FetchPollInterval (0: River's default, 1s)")
 	fs.IntVar(&o.clients, "clients", 2, "insert: River clients working the queue (chime's benchmark runs two worker nodes)")
 	fs.DurationVar(&o.interval, "interval", 20*time.Millisecond, "insert: time between two inserts")
+	fs.StringVar(&o.db, "db", "", "name of the bench database to create (default river_bench_<random>)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the bench database (its name is printed as db=)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.BoolVar(&o.verbose, "v", false, "River's log at info level (default: warnings)")
+	fs.DurationVar(&o.sample, "sample-interval", 10*time.Millisecond, "watch: time between two samples of pg_stat_activity")
+	fs.DurationVar(&o.watchFor, "watch-for", 0, "watch: stop after this long (0: at SIGINT or SIGTERM)")
+	fs.BoolVar(&o.trackFuncs, "track-functions", false, "watch: ALTER DATABASE NAME SET track_functions = 'pl' first (superuser)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return
 		}
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o, fs.Args(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "river-bench:", err)
@@ -131,6 +149,11 @@ func run(ctx context.Context, o options, args []string, out io.Writer) error {
 		}
 		_, err = fmt.Fprintln(out, dsn)
 		return err
+	case "watch":
+		if len(args) != 2 {
+			return errors.New("watch takes one database name")
+		}
+		return watch(ctx, o.dsn, args[1], o.sample, o.watchFor, o.trackFuncs, out)
 	}
 	if len(args) != 1 {
 		return fmt.Errorf("one scenario at a time, got %q", args)
@@ -184,7 +207,10 @@ type env struct {
 }
 
 func newEnv(ctx context.Context, o options) (*env, error) {
-	name := "river_bench_" + strings.ToLower(rand.Text()[:10])
+	name := o.db
+	if name == "" {
+		name = "river_bench_" + strings.ToLower(rand.Text()[:10])
+	}
 	if err := adminDB(ctx, o.dsn, true, name); err != nil {
 		return nil, err
 	}
