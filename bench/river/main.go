@@ -270,7 +270,7 @@ func adminDB(ctx context.Context, dsn string, create bool, name string) error {
 	if err != nil {
 		return err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
 	q := "CREATE DATABASE " + name
 	if !create {
 		q = "DROP DATABASE IF EXISTS " + name + " WITH (FORCE)"

@@ -35,7 +35,7 @@ func watch(ctx context.Context, dsn, name string, interval, limit time.Duration,
 		admin, err := pgx.Connect(ctx, dsn)
 		if err == nil {
 			err = admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists)
-			admin.Close(context.WithoutCancel(ctx))
+			_ = admin.Close(context.WithoutCancel(ctx))
 		}
 		if err != nil || exists {
 			if err != nil {
@@ -55,7 +55,7 @@ func watch(ctx context.Context, dsn, name string, interval, limit time.Duration,
 			return err
 		}
 		_, err = admin.Exec(ctx, "ALTER DATABASE "+name+" SET track_functions = 'pl'")
-		admin.Close(context.WithoutCancel(ctx))
+		_ = admin.Close(context.WithoutCancel(ctx))
 		if err != nil {
 			return err
 		}
@@ -68,7 +68,7 @@ func watch(ctx context.Context, dsn, name string, interval, limit time.Duration,
 	if err != nil {
 		return err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
 	before, err := counters(ctx, conn)
 	if err != nil {
 		return err
@@ -169,7 +169,7 @@ func printActivity(out io.Writer, samples map[activityKey]int) {
 	for _, k := range slices.SortedFunc(maps.Keys(byWait), func(a, b string) int { return cmp.Compare(byWait[b], byWait[a]) }) {
 		fmt.Fprintf(w, "%s\t%.1f\t\n", k, 100*float64(byWait[k])/float64(total))
 	}
-	w.Flush()
+	_ = w.Flush()
 	fmt.Fprintln(out)
 	w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "%\tstate\twait\tstatement")
@@ -179,7 +179,7 @@ func printActivity(out io.Writer, samples map[activityKey]int) {
 		}
 		fmt.Fprintf(w, "%.1f\t%s\t%s:%s\t%s\n", 100*float64(samples[k])/float64(total), k.state, k.waitType, k.wait, k.query)
 	}
-	w.Flush()
+	_ = w.Flush()
 }
 
 // counterSet is the cumulative counters of one moment, by "view.row.column".
@@ -233,5 +233,5 @@ func printCounters(out io.Writer, before, after counterSet) {
 		}
 		fmt.Fprintf(w, "%s\t%.0f\t\n", k, d)
 	}
-	w.Flush()
+	_ = w.Flush()
 }
