@@ -1,6 +1,7 @@
 package chimedbtest
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -251,29 +252,30 @@ var scheduleJobsCases = []tcase{
 
 var definitionNamesCases = []tcase{
 	{"maps the ids that exist to names", func(e *env) {
-		a, b := e.definition(), e.definition()
-		e.definition()
-		got, err := e.admin.DefinitionNames(e.ctx, []int64{b.ID, a.ID, missingID, b.ID})
-		require.NoError(e.t, err)
-		require.Equal(e.t, map[int64]string{a.ID: a.Name, b.ID: b.Name}, got)
-		got, err = e.admin.DefinitionNames(e.ctx, nil)
-		require.NoError(e.t, err)
-		require.Empty(e.t, got)
+		e.checkNames(e.admin.DefinitionNames, func() (int64, string) { d := e.definition(); return d.ID, d.Name })
 	}},
 }
 
 var scheduleNamesCases = []tcase{
 	{"maps the ids that exist to names", func(e *env) {
 		d := e.definition()
-		a, b := e.schedule(d.ID), e.schedule(d.ID)
-		e.schedule(d.ID)
-		got, err := e.admin.ScheduleNames(e.ctx, []int64{b.ID, a.ID, missingID, b.ID})
-		require.NoError(e.t, err)
-		require.Equal(e.t, map[int64]string{a.ID: a.Name, b.ID: b.Name}, got)
-		got, err = e.admin.ScheduleNames(e.ctx, nil)
-		require.NoError(e.t, err)
-		require.Empty(e.t, got)
+		e.checkNames(e.admin.ScheduleNames, func() (int64, string) { s := e.schedule(d.ID); return s.ID, s.Name })
 	}},
+}
+
+// checkNames creates three rows with create and asks names for two of
+// them, a missing id and a repeated one.
+func (e *env) checkNames(names func(context.Context, []int64) (map[int64]string, error), create func() (int64, string)) {
+	e.t.Helper()
+	a, aName := create()
+	b, bName := create()
+	create()
+	got, err := names(e.ctx, []int64{b, a, missingID, b})
+	require.NoError(e.t, err)
+	require.Equal(e.t, map[int64]string{a: aName, b: bName}, got)
+	got, err = names(e.ctx, nil)
+	require.NoError(e.t, err)
+	require.Empty(e.t, got)
 }
 
 var definitionChoicesCases = []tcase{
