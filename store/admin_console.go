@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -113,30 +114,34 @@ func (a *Admin) CountRunningByNode(ctx context.Context) (map[string]int64, error
 }
 
 // LastJobs returns the latest job of each schedule, by scheduled_at: one
-// LIMIT 1 probe of uq_jobs_schedule_fire per schedule, in one statement.
+// LIMIT 1 probe of uq_jobs_schedule_fire per schedule, lastJobsChunk
+// probes to a statement: SQLite refuses a compound SELECT of more than
+// 500 terms.
 func (a *Admin) LastJobs(ctx context.Context, scheduleIDs []int64) (map[int64]models.Job, error) {
 	out := make(map[int64]models.Job, len(scheduleIDs))
-	if len(scheduleIDs) == 0 {
-		return out, nil
-	}
-	parts := make([]string, len(scheduleIDs))
-	args := make([]any, len(scheduleIDs))
-	for i, id := range scheduleIDs {
-		parts[i] = fmt.Sprintf("SELECT * FROM (SELECT id, schedule_id, status, scheduled_at, finished_at FROM jobs "+
-			"WHERE schedule_id = ? ORDER BY scheduled_at DESC LIMIT 1) t%d", i)
-		args[i] = id
-	}
-	var rows []models.Job
-	if err := a.s.db.WithContext(ctx).Raw(strings.Join(parts, " UNION ALL "), args...).Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("latest jobs of schedules: %w", err)
-	}
-	for _, j := range rows {
-		if j.ScheduleID != nil {
-			out[*j.ScheduleID] = j
+	for chunk := range slices.Chunk(scheduleIDs, lastJobsChunk) {
+		parts := make([]string, len(chunk))
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			parts[i] = fmt.Sprintf("SELECT * FROM (SELECT id, schedule_id, status, scheduled_at, finished_at FROM jobs "+
+				"WHERE schedule_id = ? ORDER BY scheduled_at DESC LIMIT 1) t%d", i)
+			args[i] = id
+		}
+		var rows []models.Job
+		if err := a.s.db.WithContext(ctx).Raw(strings.Join(parts, " UNION ALL "), args...).Scan(&rows).Error; err != nil {
+			return nil, fmt.Errorf("latest jobs of schedules: %w", err)
+		}
+		for _, j := range rows {
+			if j.ScheduleID != nil {
+				out[*j.ScheduleID] = j
+			}
 		}
 	}
 	return out, nil
 }
+
+// lastJobsChunk is the most schedules LastJobs probes in one statement.
+const lastJobsChunk = 200
 
 // ScheduleJobs lists a schedule's latest jobs, newest fire first, walking
 // uq_jobs_schedule_fire backwards.

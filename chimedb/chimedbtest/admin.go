@@ -2,6 +2,7 @@ package chimedbtest
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -354,6 +355,33 @@ var listDefinitionsCases = []tcase{
 			chimedb.AdminListParams{Since: base.Add(2 * time.Minute), Until: base.Add(4 * time.Minute)}), "Since inclusive, Until exclusive")
 		require.Empty(e.t, listed(e.t, e.definitionIDs, chimedb.AdminListParams{Name: "nobody"}))
 	}},
+	{"NameContains takes the text literally", func(e *env) {
+		ids := map[string]int64{}
+		for _, n := range likeNames {
+			ids[n] = e.definition(func(d *models.JobDefinition) { d.Name = n }).ID
+		}
+		checkNameContains(e, ids, e.definitionIDs)
+	}},
+}
+
+// likeNames hold what LIKE and its escapes would take for patterns.
+var likeNames = []string{"100% done", "1000 done", "a_b!c", "axb!c", `back\slash`, "plain"}
+
+// checkNameContains lists by substrings of likeNames, which ids maps to
+// their rows, and wants only the names that hold each one, newest first.
+func checkNameContains(e *env, ids map[string]int64, list func(p *chimedb.AdminListParams) ([]int64, error)) {
+	e.t.Helper()
+	for _, q := range []string{"%", "0%", "_", "a_b", "!", "b!c", `\`, `\s`, "%d", "plain", "", "none"} {
+		want := []int64{}
+		for i := len(likeNames) - 1; i >= 0; i-- {
+			if strings.Contains(likeNames[i], q) {
+				want = append(want, ids[likeNames[i]])
+			}
+		}
+		require.Equal(e.t, want, listed(e.t, list, chimedb.AdminListParams{NameContains: q}), "NameContains %q", q)
+	}
+	require.Equal(e.t, []int64{ids["axb!c"], ids["a_b!c"]}, listed(e.t, list, chimedb.AdminListParams{NameContains: "b", BeforeID: ids[`back\slash`]}),
+		"with the page cursor")
 }
 
 var listSchedulesCases = []tcase{
@@ -371,6 +399,14 @@ var listSchedulesCases = []tcase{
 			e.exec("UPDATE schedules SET created_at = ? WHERE id = ?", base.Add(time.Duration(i)*time.Minute), id)
 		}
 		require.Equal(e.t, []int64{b.ID}, listed(e.t, e.scheduleIDs, chimedb.AdminListParams{Since: base.Add(time.Minute), Until: base.Add(2 * time.Minute)}))
+	}},
+	{"NameContains takes the text literally", func(e *env) {
+		d := e.definition()
+		ids := map[string]int64{}
+		for _, n := range likeNames {
+			ids[n] = e.schedule(d.ID, func(s *models.Schedule) { s.Name = n }).ID
+		}
+		checkNameContains(e, ids, e.scheduleIDs)
 	}},
 }
 

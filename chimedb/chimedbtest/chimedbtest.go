@@ -38,6 +38,7 @@ type Stores struct {
 	Task     chimedb.TaskStore
 	Cluster  chimedb.ClusterStore
 	Admin    chimedb.AdminStore
+	Console  chimedb.ConsoleStore
 
 	// Exec runs one SQL statement on the database, for rows the
 	// interfaces cannot write. Placeholders are ?, one value each: an
@@ -90,7 +91,7 @@ type tcase struct {
 func methods() []method {
 	var all []method
 	for _, group := range [][]method{scheduleMethods(), taskMethods(), leaseMethods(), clusterMethods(),
-		adminStoreMethods(), adminQueryMethods(), formMethods()} {
+		adminStoreMethods(), adminQueryMethods(), consoleQueryMethods(), consoleStoreMethods(), formMethods()} {
 		all = append(all, group...)
 	}
 	return all
@@ -99,7 +100,7 @@ func methods() []method {
 // Covered lists the interface methods the suite has cases for, as
 // "Interface.Method" (the interface that declares it first, in the order
 // ScheduleStore, TaskStore, LeaseStore, ClusterStore, AdminStore,
-// AdminQueries).
+// AdminQueries, ConsoleStore).
 func Covered() []string {
 	var out []string
 	for _, m := range methods() {
@@ -119,6 +120,7 @@ func Declared() []string {
 	for _, it := range []reflect.Type{
 		reflect.TypeFor[chimedb.ScheduleStore](), reflect.TypeFor[chimedb.TaskStore](), reflect.TypeFor[chimedb.LeaseStore](),
 		reflect.TypeFor[chimedb.ClusterStore](), reflect.TypeFor[chimedb.AdminStore](), reflect.TypeFor[chimedb.AdminQueries](),
+		reflect.TypeFor[chimedb.ConsoleStore](),
 	} {
 		for i := range it.NumMethod() {
 			name := it.Method(i).Name
