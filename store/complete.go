@@ -324,13 +324,18 @@ func (s *Store) writeOutcomes(tx *gorm.DB, nodeID string, outs []chimedb.JobOutc
 		}
 		return DBTime(o.FinishedAt)
 	})
-	// A retry is due at RunAt; a final state keeps its run_at.
-	set("run_at", func(o *chimedb.JobOutcome) any {
-		if o.Status == models.JobPending {
-			return DBTime(o.RunAt)
-		}
-		return gorm.Expr("run_at")
-	})
+	// A retry is due at RunAt; a final state keeps its run_at. A batch
+	// without a retry leaves run_at out of its SET: on PostgreSQL a column
+	// named there fires chime_jobs_priority (BEFORE UPDATE OF run_at) for
+	// every row, whatever the value, to recompute an unchanged claim_key.
+	if slices.ContainsFunc(outs, func(o chimedb.JobOutcome) bool { return o.Status == models.JobPending }) {
+		set("run_at", func(o *chimedb.JobOutcome) any {
+			if o.Status == models.JobPending {
+				return DBTime(o.RunAt)
+			}
+			return gorm.Expr("run_at")
+		})
+	}
 	set("result", func(o *chimedb.JobOutcome) any { return o.Result })
 	set("error", func(o *chimedb.JobOutcome) any { return o.Error })
 	// A retried job leaves the node so that any node may claim it.
