@@ -272,7 +272,7 @@ func (n *node) start(ctx context.Context, opts Options) error {
 	}
 	n.cluster = cn
 	var wake func()
-	var handoff scheduleengine.Handoff
+	var fires scheduleengine.Store = n.st
 	if cfg.TaskEngine.Enabled {
 		te, err := taskengine.New(n.st, taskengine.Config{
 			NodeID:          cfg.Node.ID,
@@ -294,7 +294,9 @@ func (n *node) start(ctx context.Context, opts Options) error {
 		}
 		n.tasks = te
 		wake = te.Wake
-		handoff = te
+		// Fires hand their jobs to this node's workers in their own
+		// transaction, when there are free ones.
+		fires = te.HandoffStore(n.st)
 		n.listenJobs(te.Wake)
 	}
 	// Every node sends from the outbox while it has SMTP, whatever its
@@ -308,7 +310,7 @@ func (n *node) start(ctx context.Context, opts Options) error {
 		return err
 	}
 	if cfg.ScheduleEngine.Enabled {
-		se, err := scheduleengine.New(n.st, &scheduleengine.Config{
+		se, err := scheduleengine.New(fires, &scheduleengine.Config{
 			NodeID:           cfg.Node.ID,
 			Logger:           n.log,
 			SyncInterval:     cfg.ScheduleEngine.SyncInterval.D(),
@@ -319,9 +321,6 @@ func (n *node) start(ctx context.Context, opts Options) error {
 			FireAhead:        fireAhead(n.st.Dialect(), cfg),
 			OnFire:           wake,
 			OnFireCommitted:  opts.OnFireCommitted,
-			// Fires hand their jobs to this node's workers in their own
-			// transaction, when there are free ones.
-			Handoff: handoff,
 			// The scheduler lease is the cluster's, judged on the
 			// database's clock; the engine follows it.
 			Leadership: cn.SchedulerElector(),

@@ -136,7 +136,10 @@ func newHandoffNode(t *testing.T, st Store, pool int, gate <-chan struct{}, with
 		// while it runs): every claim after it is one a fire caused.
 		require.Eventually(t, func() bool { return n.claims.done.Load() == 1 }, 10*time.Second, time.Millisecond)
 		n.te = te
-		opts = append(opts, func(c *Config) { c.Handoff = te; c.OnFire = te.Wake })
+		// As app wires them: fires go through the task engine's
+		// decorator of the store, and nudge its claim.
+		st = te.HandoffStore(st)
+		opts = append(opts, func(c *Config) { c.OnFire = te.Wake })
 	}
 	// Registered after the task engine: its Stop runs first at cleanup,
 	// as in chime serve.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/taskengine"
 )
 
 // switchLeadership is the tests' Leadership: a switch flipped by hand, as
@@ -106,6 +107,9 @@ func setupWithClock(t *testing.T, st Store, nodeID string, clock *clockwork.Fake
 }
 
 func dbOf(st Store) *store.Store {
+	if h, ok := st.(*taskengine.HandoffStore); ok {
+		return dbOf(h.ScheduleStore)
+	}
 	if h, ok := st.(*heldStore); ok {
 		return h.Store
 	}
