@@ -357,9 +357,11 @@ func (e *Engine) finish(r *writeReq) {
 			e.log.WithError(r.err).Warn("writing fires failed; retrying")
 		}
 		e.fireRetry = r.committed.Add(e.cfg.RetryDelay)
+		e.testSignals.fired.Signal(firedBatch{err: r.err})
 		return
 	}
 	res := r.res
+	defer e.testSignals.fired.Signal(firedBatch{jobs: res.Inserted + res.InsertedCatchUp, handedOff: len(res.HandedOff)})
 	stale := make(map[int64]TriggerRow, len(res.Stale))
 	for _, t := range res.Stale {
 		stale[t.ScheduleID] = t

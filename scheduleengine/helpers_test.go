@@ -61,6 +61,19 @@ func settle(t *testing.T, e *Engine) {
 	}, 10*time.Second, time.Millisecond, "the engine did not settle at %s", e.cfg.Clock.Now())
 }
 
+// waitFired waits until cond holds, looking again after each fire batch
+// the engine finishes: what cond reads changes with a fire, not with
+// time. The engine's fired signal must have been Init'ed before Start.
+func waitFired(t *testing.T, e *Engine, cond func() bool, msg ...any) {
+	t.Helper()
+	for !cond() {
+		e.testSignals.fired.WaitOrTimeout()
+		if t.Failed() {
+			t.Fatal(msg...)
+		}
+	}
+}
+
 // bundle is one engine on a fresh database with a fake clock.
 type bundle struct {
 	st      *store.Store

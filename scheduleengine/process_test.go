@@ -104,13 +104,18 @@ func TestKilledAndRestarted(t *testing.T) {
 			time.Sleep(7 * time.Second)
 			log := logrus.New()
 			log.SetLevel(logrus.WarnLevel)
-			e, err := New(st, &Config{NodeID: "n1", Leadership: leading(), Logger: log, SyncInterval: 200 * time.Millisecond})
+			e, err := New(st, &Config{NodeID: "n1", Leadership: leading(), Logger: log})
 			require.NoError(t, err)
+			e.testSignals.fired.Init(t)
+			e.testSignals.synced.Init(t)
 			require.NoError(t, e.Start(ctx))
-			require.Eventually(t, func() bool {
+			restore := e.testSignals.synced.WaitOrTimeout()
+			require.True(t, restore.full, "a start reads every schedule")
+			require.NoError(t, restore.err)
+			waitFired(t, e, func() bool {
 				js := jobs()
 				return js[len(js)-1].ScheduledAt.After(last.Add(9 * time.Second))
-			}, 10*time.Second, 50*time.Millisecond, "fires resume after the restart")
+			}, "fires resume after the restart")
 			require.NoError(t, e.Stop(ctx))
 
 			after := jobs()[len(before):]
