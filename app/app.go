@@ -305,7 +305,9 @@ func (n *node) start(ctx context.Context, opts Options) error {
 	o := senderTuning
 	o.NodeID, o.Logger = cfg.Node.ID, n.log
 	o.OnFailure = func(int64, error) { metrics.NotificationFailures.Inc() }
-	n.sender = notify.NewSenderFunc(n.mailer.get, n.st, o)
+	if n.sender, err = notify.NewSender(n.st, n.mailer.get, &o); err != nil {
+		return err
+	}
 	if err := n.sender.Start(ctx); err != nil {
 		return err
 	}
@@ -452,7 +454,7 @@ func (n *node) tokenFile() string {
 
 // senderTuning is the outbox sender's timing; zero fields take
 // notify's defaults. Tests shorten it.
-var senderTuning notify.SenderOptions
+var senderTuning notify.SenderConfig
 
 // warnNoSMTP warns, at start, when definitions ask for email (notify_on)
 // while this node has no smtp.host: their notices are recorded and wait in

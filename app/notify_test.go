@@ -24,7 +24,7 @@ import (
 func init() {
 	// Seconds-long production timing would make these tests wait for
 	// nothing; the settle delay stays well above the 20 ms job log flush.
-	senderTuning = notify.SenderOptions{
+	senderTuning = notify.SenderConfig{
 		Interval: 100 * time.Millisecond, Settle: 300 * time.Millisecond,
 		Backoff: 200 * time.Millisecond, MaxBackoff: time.Second,
 	}
