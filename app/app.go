@@ -406,15 +406,15 @@ func (n *node) prepareAPI(reg *tasks.Registry) error {
 	// Browsers reach the node only over HTTPS when it serves TLS itself or
 	// sits behind a proxy that terminates it.
 	httpsOnly := cfg.API.TLSCert != "" || cfg.API.TLSProxy
-	con, err := console.New(console.Config{
-		Store: n.st, Registry: reg, Token: cfg.API.Token, TokenFile: n.tokenFile(), Secure: httpsOnly,
+	con, err := console.New(n.st, &console.Config{
+		Registry: reg, Token: cfg.API.Token, TokenFile: n.tokenFile(), Secure: httpsOnly,
 		FailoverAfter: cfg.Cluster.FailoverAfter.D(), Logger: n.log, Version: Version,
 	})
 	if err != nil {
 		return err
 	}
-	srv, err := api.New(api.Config{
-		Store: n.st, Registry: reg, Token: cfg.API.Token, Addr: cfg.API.Addr, Listener: ln,
+	srv, err := api.New(n.st, &api.Config{
+		Registry: reg, Token: cfg.API.Token, Addr: cfg.API.Addr, Listener: ln,
 		TLSCert: cfg.API.TLSCert, TLSKey: cfg.API.TLSKey, HSTS: httpsOnly, FailoverAfter: cfg.Cluster.FailoverAfter.D(),
 		Logger: n.log, NodeID: cfg.Node.ID, Settings: n.base,
 		OnSchedulesChanged: func(int64) {

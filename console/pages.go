@@ -54,11 +54,11 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) {
 	now := c.cfg.Now()
 	d := overviewData{Statuses: allJobStatuses, Now: now}
 	var err error
-	if d.Hour, err = statusCounts(ctx, c.cfg.Store, now.Add(-time.Hour)); err != nil {
+	if d.Hour, err = statusCounts(ctx, c.st, now.Add(-time.Hour)); err != nil {
 		c.dbFail(w, r, s, err)
 		return
 	}
-	if d.Day, err = statusCounts(ctx, c.cfg.Store, now.Add(-24*time.Hour)); err != nil {
+	if d.Day, err = statusCounts(ctx, c.st, now.Add(-24*time.Hour)); err != nil {
 		c.dbFail(w, r, s, err)
 		return
 	}
@@ -68,7 +68,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) {
 	for _, n := range d.Day {
 		d.TotalD += n
 	}
-	if d.Minutes, err = perMinute(ctx, c.cfg.Store, now, 60); err != nil {
+	if d.Minutes, err = perMinute(ctx, c.st, now, 60); err != nil {
 		c.dbFail(w, r, s, err)
 		return
 	}
@@ -79,7 +79,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) {
 		c.dbFail(w, r, s, err)
 		return
 	}
-	failed, err := c.cfg.Store.Admin().ListJobs(ctx, &store.AdminListParams{Status: string(models.JobFailed), Limit: 10})
+	failed, err := c.st.Admin().ListJobs(ctx, &store.AdminListParams{Status: string(models.JobFailed), Limit: 10})
 	if err != nil {
 		c.dbFail(w, r, s, err)
 		return
@@ -102,19 +102,19 @@ type nodeRow struct {
 
 func (c *Console) nodeRows(r *http.Request) ([]nodeRow, string, error) {
 	ctx := r.Context()
-	nodes, err := c.cfg.Store.Admin().ListNodes(ctx)
+	nodes, err := c.st.Admin().ListNodes(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	running, err := runningByNode(ctx, c.cfg.Store)
+	running, err := runningByNode(ctx, c.st)
 	if err != nil {
 		return nil, "", err
 	}
-	sched, err := c.cfg.Store.GetLease(ctx, cluster.SchedulerLease)
+	sched, err := c.st.GetLease(ctx, cluster.SchedulerLease)
 	if err != nil {
 		return nil, "", err
 	}
-	maint, err := c.cfg.Store.GetLease(ctx, cluster.MaintenanceLease)
+	maint, err := c.st.GetLease(ctx, cluster.MaintenanceLease)
 	if err != nil {
 		return nil, "", err
 	}
@@ -174,9 +174,9 @@ func (c *Console) schedules(w http.ResponseWriter, r *http.Request, s *session) 
 	var rows []models.Schedule
 	var err error
 	if d.Q != "" {
-		rows, err = searchSchedules(ctx, c.cfg.Store, p, d.Q)
+		rows, err = searchSchedules(ctx, c.st, p, d.Q)
 	} else {
-		rows, err = c.cfg.Store.Admin().ListSchedules(ctx, p)
+		rows, err = c.st.Admin().ListSchedules(ctx, p)
 	}
 	if err != nil {
 		c.dbFail(w, r, s, err)
@@ -198,19 +198,19 @@ func (c *Console) scheduleRows(r *http.Request, rows []models.Schedule) ([]sched
 		ids[i] = rows[i].ID
 		defIDs = append(defIDs, rows[i].JobDefinitionID)
 	}
-	last, err := lastRuns(ctx, c.cfg.Store, ids)
+	last, err := lastRuns(ctx, c.st, ids)
 	if err != nil {
 		return nil, err
 	}
-	names, err := definitionNames(ctx, c.cfg.Store, defIDs)
+	names, err := definitionNames(ctx, c.st, defIDs)
 	if err != nil {
 		return nil, err
 	}
-	trig, err := c.cfg.Store.Admin().ScheduleTriggers(ctx, ids)
+	trig, err := c.st.Admin().ScheduleTriggers(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
-	cals, err := c.cfg.Store.Admin().Calendars(ctx, calendarIDs(rows))
+	cals, err := c.st.Admin().Calendars(ctx, calendarIDs(rows))
 	if err != nil {
 		return nil, err
 	}
@@ -296,13 +296,13 @@ func (c *Console) notFoundOr(w http.ResponseWriter, r *http.Request, s *session,
 }
 
 func (c *Console) schedule(w http.ResponseWriter, r *http.Request, s *session) {
-	sch, ok := byID(c, w, r, s, "schedule", c.cfg.Store.Admin().GetSchedule)
+	sch, ok := byID(c, w, r, s, "schedule", c.st.Admin().GetSchedule)
 	if !ok {
 		return
 	}
 	id := sch.ID
 	ctx := r.Context()
-	admin := c.cfg.Store.Admin()
+	admin := c.st.Admin()
 	d := scheduleData{S: sch, Spec: specWords(sch), Done: doneWords[r.URL.Query().Get("done")]}
 	if def, err := admin.GetDefinition(ctx, sch.JobDefinitionID); err == nil {
 		d.Definition = def
@@ -331,7 +331,7 @@ func (c *Console) schedule(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 	}
 	d.Fires = fires(sch, trig, cals, c.cfg.Now(), 10, used)
-	jobs, err := scheduleJobs(ctx, c.cfg.Store, id, 20)
+	jobs, err := scheduleJobs(ctx, c.st, id, 20)
 	if err != nil {
 		c.dbFail(w, r, s, err)
 		return
@@ -383,11 +383,11 @@ func (c *Console) jobRows(r *http.Request, jobs []models.Job) ([]jobRow, error) 
 			schIDs = append(schIDs, *jobs[i].ScheduleID)
 		}
 	}
-	defs, err := definitionNames(r.Context(), c.cfg.Store, slices.Compact(slices.Sorted(slices.Values(defIDs))))
+	defs, err := definitionNames(r.Context(), c.st, slices.Compact(slices.Sorted(slices.Values(defIDs))))
 	if err != nil {
 		return nil, err
 	}
-	schs, err := scheduleNames(r.Context(), c.cfg.Store, slices.Compact(slices.Sorted(slices.Values(schIDs))))
+	schs, err := scheduleNames(r.Context(), c.st, slices.Compact(slices.Sorted(slices.Values(schIDs))))
 	if err != nil {
 		return nil, err
 	}
@@ -441,7 +441,7 @@ func (c *Console) jobs(w http.ResponseWriter, r *http.Request, s *session) {
 			p.Since, d.Since = c.cfg.Now().Add(-ch.D), ch.Key
 		}
 	}
-	jobs, err := c.cfg.Store.Admin().ListJobs(ctx, p)
+	jobs, err := c.st.Admin().ListJobs(ctx, p)
 	if err != nil {
 		c.dbFail(w, r, s, err)
 		return
@@ -451,12 +451,12 @@ func (c *Console) jobs(w http.ResponseWriter, r *http.Request, s *session) {
 		c.dbFail(w, r, s, err)
 		return
 	}
-	if d.Definitions, err = allDefinitions(ctx, c.cfg.Store); err != nil {
+	if d.Definitions, err = allDefinitions(ctx, c.st); err != nil {
 		c.dbFail(w, r, s, err)
 		return
 	}
 	if d.Schedule != 0 {
-		names, err := scheduleNames(ctx, c.cfg.Store, []int64{d.Schedule})
+		names, err := scheduleNames(ctx, c.st, []int64{d.Schedule})
 		if err != nil {
 			c.dbFail(w, r, s, err)
 			return
@@ -484,13 +484,13 @@ type timelineEntry struct {
 const logPage = 500
 
 func (c *Console) job(w http.ResponseWriter, r *http.Request, s *session) {
-	j, ok := byID(c, w, r, s, "job", c.cfg.Store.Admin().GetJob)
+	j, ok := byID(c, w, r, s, "job", c.st.Admin().GetJob)
 	if !ok {
 		return
 	}
 	id := j.ID
 	ctx := r.Context()
-	admin := c.cfg.Store.Admin()
+	admin := c.st.Admin()
 	rows, err := c.jobRows(r, []models.Job{*j})
 	if err != nil {
 		c.dbFail(w, r, s, err)
@@ -573,7 +573,7 @@ func (c *Console) silent(r *http.Request, j *models.Job) (bool, error) {
 	if j.NodeID == "" {
 		return true, nil
 	}
-	nodes, err := c.cfg.Store.Admin().ListNodes(r.Context())
+	nodes, err := c.st.Admin().ListNodes(r.Context())
 	if err != nil {
 		return false, err
 	}
@@ -595,7 +595,7 @@ func (c *Console) jobLog(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
 	ctx := r.Context()
-	admin := c.cfg.Store.Admin()
+	admin := c.st.Admin()
 	j, err := admin.GetJob(ctx, id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -633,7 +633,7 @@ func (c *Console) jobLog(w http.ResponseWriter, r *http.Request, s *session) {
 func (c *Console) definitions(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	p := listParams(q)
-	defs, err := c.cfg.Store.Admin().ListDefinitions(r.Context(), p)
+	defs, err := c.st.Admin().ListDefinitions(r.Context(), p)
 	if err != nil {
 		c.dbFail(w, r, s, err)
 		return
@@ -670,13 +670,13 @@ const definitionShown = 50
 // definition is a job definition's page: its fields, its schedules and
 // its recent jobs.
 func (c *Console) definition(w http.ResponseWriter, r *http.Request, s *session) {
-	def, ok := byID(c, w, r, s, "job definition", c.cfg.Store.Admin().GetDefinition)
+	def, ok := byID(c, w, r, s, "job definition", c.st.Admin().GetDefinition)
 	if !ok {
 		return
 	}
 	id := def.ID
 	ctx := r.Context()
-	admin := c.cfg.Store.Admin()
+	admin := c.st.Admin()
 	d := definitionData{D: def}
 	scheds, err := admin.ListSchedules(ctx, &store.AdminListParams{JobDefinitionID: id, Limit: definitionShown + 1})
 	if err != nil {
