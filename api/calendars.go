@@ -18,7 +18,7 @@ func (s *Server) listCalendars(w http.ResponseWriter, r *http.Request) *apiError
 			return badRequest(k, "unknown query parameter %q (accepted: name)", k)
 		}
 	}
-	admin := s.cfg.Store.Admin()
+	admin := s.st.Admin()
 	var items []models.Calendar
 	if q.Has("name") {
 		c, err := admin.GetCalendarByName(r.Context(), q.Get("name"))
@@ -46,7 +46,7 @@ func (s *Server) getCalendar(w http.ResponseWriter, r *http.Request) *apiError {
 	if e != nil {
 		return e
 	}
-	c, err := s.cfg.Store.Admin().GetCalendar(r.Context(), id)
+	c, err := s.st.Admin().GetCalendar(r.Context(), id)
 	if err != nil {
 		return s.fromStore(r, err, "a calendar")
 	}
@@ -63,7 +63,7 @@ func (s *Server) createCalendar(w http.ResponseWriter, r *http.Request) *apiErro
 	if e != nil {
 		return e
 	}
-	if err := s.cfg.Store.Admin().CreateCalendar(r.Context(), c); err != nil {
+	if err := s.st.Admin().CreateCalendar(r.Context(), c); err != nil {
 		return s.fromStore(r, err, "a calendar")
 	}
 	w.Header().Set("Location", Prefix+"/calendars/"+itoa(c.ID))
@@ -80,7 +80,7 @@ func (s *Server) updateCalendar(w http.ResponseWriter, r *http.Request) *apiErro
 	if e != nil {
 		return e
 	}
-	admin := s.cfg.Store.Admin()
+	admin := s.st.Admin()
 	cur, err := admin.GetCalendar(r.Context(), id)
 	if err != nil {
 		return s.fromStore(r, err, "a calendar")
@@ -107,7 +107,7 @@ func (s *Server) deleteCalendar(w http.ResponseWriter, r *http.Request) *apiErro
 	if e != nil {
 		return e
 	}
-	if err := s.cfg.Store.Admin().DeleteCalendar(r.Context(), id); err != nil {
+	if err := s.st.Admin().DeleteCalendar(r.Context(), id); err != nil {
 		return s.fromStore(r, err, "a calendar")
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -117,7 +117,7 @@ func (s *Server) deleteCalendar(w http.ResponseWriter, r *http.Request) *apiErro
 // calendarFor loads the calendar a schedule request names, by calendar (a
 // name) or calendar_id, and sets req.CalendarID to it.
 func (s *Server) calendarFor(r *http.Request, req *validate.ScheduleRequest) (*models.Calendar, *apiError) {
-	admin := s.cfg.Store.Admin()
+	admin := s.st.Admin()
 	if req.Calendar != nil {
 		if *req.Calendar == "" {
 			req.CalendarID = nil

@@ -30,7 +30,7 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) *apiError {
 	for name := range r.URL.Query() {
 		return badRequest(name, "unknown query parameter %q; nodes takes none", name)
 	}
-	nodes, err := s.cfg.Store.Admin().ListNodes(r.Context())
+	nodes, err := s.st.Admin().ListNodes(r.Context())
 	if err != nil {
 		return s.fromStore(r, err, "a node")
 	}
@@ -47,7 +47,7 @@ func (s *Server) listConfigurations(w http.ResponseWriter, r *http.Request) *api
 	for name := range r.URL.Query() {
 		return badRequest(name, "unknown query parameter %q; configurations takes none", name)
 	}
-	items, err := s.cfg.Store.Admin().ListConfigurations(r.Context())
+	items, err := s.st.Admin().ListConfigurations(r.Context())
 	if err != nil {
 		return s.fromStore(r, err, "a configuration")
 	}
@@ -86,7 +86,7 @@ func (s *Server) getConfiguration(w http.ResponseWriter, r *http.Request) *apiEr
 	if e != nil {
 		return e
 	}
-	c, err := s.cfg.Store.Admin().GetConfiguration(r.Context(), name)
+	c, err := s.st.Admin().GetConfiguration(r.Context(), name)
 	if err != nil {
 		return s.fromStore(r, err, "a configuration")
 	}
@@ -115,7 +115,7 @@ func (s *Server) setConfiguration(w http.ResponseWriter, r *http.Request) *apiEr
 	if req.Description != nil && utf8.RuneCountInString(*req.Description) > validate.MaxDescription {
 		return badRequest("description", "description is longer than %d characters", validate.MaxDescription)
 	}
-	admin := s.cfg.Store.Admin()
+	admin := s.st.Admin()
 	rows, err := admin.ListConfigurations(r.Context())
 	if err != nil {
 		return s.fromStore(r, err, "a configuration")

@@ -25,7 +25,7 @@ func (s *Server) listNotifications(w http.ResponseWriter, r *http.Request) *apiE
 		}
 		jobID = id
 	}
-	items, err := s.cfg.Store.Admin().ListNotifications(r.Context(), p, jobID)
+	items, err := s.st.Admin().ListNotifications(r.Context(), p, jobID)
 	if err != nil {
 		return s.fromStore(r, err, "a notification")
 	}

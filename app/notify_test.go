@@ -25,7 +25,7 @@ import (
 func init() {
 	// Seconds-long production timing would make these tests wait for
 	// nothing; the settle delay stays well above the 20 ms job log flush.
-	senderTuning = notify.SenderOptions{
+	senderTuning = notify.SenderConfig{
 		Interval: 100 * time.Millisecond, Settle: 300 * time.Millisecond,
 		Backoff: 200 * time.Millisecond, MaxBackoff: time.Second,
 	}
@@ -84,12 +84,13 @@ func newNodeEnv(t *testing.T, d store.Dialect, smtpPort int) *nodeEnv {
 	return &nodeEnv{t: t, st: st, cfg: *cfg, log: log, hook: hook}
 }
 
-// serve runs a node (app.Serve, as `chime serve` does) until the returned
-// function stops it.
+// serve runs a node (app.Serve, as `chime serve` does), once it has
+// started, until the returned function stops it.
 func (e *nodeEnv) serve() (stop func()) {
 	t := e.t
 	t.Helper()
 	cfg := e.cfg
+	id := cfg.Node.ID // Serve writes cfg
 	reg := tasks.NewRegistry()
 	reg.MustRegister("chatty", func() tasks.Task { return &chatty{} })
 	ctx, cancel := context.WithCancel(context.Background())
@@ -110,6 +111,16 @@ func (e *nodeEnv) serve() (stop func()) {
 		}
 	}
 	t.Cleanup(stop)
+	// A stop while the node starts would fail its start: its services do
+	// not all start at once, and one may act before another has started.
+	waitFor(t, 30*time.Second, "the node to start", func() bool {
+		for _, en := range e.hook.AllEntries() {
+			if en.Message == "chime node started" && en.Data["node_id"] == id {
+				return true
+			}
+		}
+		return false
+	})
 	return stop
 }
 

@@ -27,8 +27,9 @@ func TestElectorTakesOverAnAbsurdLease(t *testing.T) {
 		log := logrus.New()
 		hook := logtest.NewLocal(log)
 		require.NoError(t, st.DB().Exec("INSERT INTO leases (name, holder, expires_at) VALUES ('scheduler', 'ghost', '9999-01-01 00:00:00')").Error)
-		e := NewElector(st, ElectorConfig{Name: chimedb.SchedulerLease, Holder: "b", TTL: 300 * time.Millisecond, Renew: 100 * time.Millisecond,
+		e, err := NewElector(st, &ElectorConfig{Name: chimedb.SchedulerLease, Holder: "b", TTL: 300 * time.Millisecond, Renew: 100 * time.Millisecond,
 			Margin: 50 * time.Millisecond, Clock: clockwork.NewFakeClock(), Logger: log})
+		require.NoError(t, err)
 		e.renew(ctx)
 		require.False(t, e.Leading(), "not before the TTL")
 		e.renew(ctx)

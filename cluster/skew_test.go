@@ -85,7 +85,8 @@ func TestLeaderStopsBeforeLeaseExpires(t *testing.T) {
 		ctx := context.Background()
 		clock := clockwork.NewFakeClockAt(time.Now())
 		// A real TTL long enough that the database lease outlives the test.
-		e := NewElector(st, ElectorConfig{Name: "x", Holder: "a", TTL: time.Minute, Renew: time.Second, Margin: 5 * time.Second, Clock: clock, Logger: testLogger()})
+		e, err := NewElector(st, &ElectorConfig{Name: "x", Holder: "a", TTL: time.Minute, Renew: time.Second, Margin: 5 * time.Second, Clock: clock, Logger: testLogger()})
+		require.NoError(t, err)
 		var changes []bool
 		e.OnChange(func(v bool) { changes = append(changes, v) })
 		e.renew(ctx)

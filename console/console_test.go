@@ -46,10 +46,10 @@ func newSiteWith(t testing.TB, st *store.Store, token, tokenFile string) *site {
 	require.NoError(t, builtin.Register(reg))
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
-	con, err := console.New(console.Config{Store: st, Registry: reg, Token: token, TokenFile: tokenFile, Logger: log,
+	con, err := console.New(st, &console.Config{Registry: reg, Token: token, TokenFile: tokenFile, Logger: log,
 		FailedLoginDelay: 10 * time.Millisecond, Version: "test"})
 	require.NoError(t, err)
-	a, err := api.New(api.Config{Store: st, Registry: reg, Token: token, Logger: log, Console: con.Handler})
+	a, err := api.New(st, &api.Config{Registry: reg, Token: token, Logger: log, Console: con.Handler})
 	require.NoError(t, err)
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)

@@ -217,12 +217,12 @@ type scheduleFormData struct {
 }
 
 func (c *Console) scheduleForm(w http.ResponseWriter, r *http.Request, s *session, status int, id int64, f *form) {
-	defs, err := c.cfg.Store.Admin().DefinitionChoices(r.Context())
+	defs, err := c.st.Admin().DefinitionChoices(r.Context())
 	if err != nil {
 		c.dbFail(w, r, s, err)
 		return
 	}
-	cals, err := c.cfg.Store.Admin().ListCalendars(r.Context())
+	cals, err := c.st.Admin().ListCalendars(r.Context())
 	if err != nil {
 		c.dbFail(w, r, s, err)
 		return
@@ -349,7 +349,7 @@ func scheduleValues(sch *models.Schedule) url.Values {
 }
 
 func (c *Console) editSchedule(w http.ResponseWriter, r *http.Request, s *session) {
-	sch, ok := byID(c, w, r, s, "schedule", c.cfg.Store.Admin().GetSchedule)
+	sch, ok := byID(c, w, r, s, "schedule", c.st.Admin().GetSchedule)
 	if !ok {
 		return
 	}
@@ -376,7 +376,7 @@ type confirmData struct {
 }
 
 func (c *Console) confirmDeleteSchedule(w http.ResponseWriter, r *http.Request, s *session) {
-	sch, ok := byID(c, w, r, s, "schedule", c.cfg.Store.Admin().GetSchedule)
+	sch, ok := byID(c, w, r, s, "schedule", c.st.Admin().GetSchedule)
 	if !ok {
 		return
 	}
@@ -429,7 +429,7 @@ func (c *Console) jobAction(w http.ResponseWriter, r *http.Request, s *session) 
 		}
 		c.callThen(w, r, s, http.MethodPost, path, fmt.Sprintf("/jobs/%d?done=%s", id, action))
 	case "again":
-		j, err := c.cfg.Store.Admin().GetJob(ctx, id)
+		j, err := c.st.Admin().GetJob(ctx, id)
 		if err != nil {
 			c.notFoundOr(w, r, s, err, "job")
 			return
@@ -514,7 +514,7 @@ func definitionValues(d *models.JobDefinition) url.Values {
 }
 
 func (c *Console) editDefinition(w http.ResponseWriter, r *http.Request, s *session) {
-	d, ok := byID(c, w, r, s, "job definition", c.cfg.Store.Admin().GetDefinition)
+	d, ok := byID(c, w, r, s, "job definition", c.st.Admin().GetDefinition)
 	if !ok {
 		return
 	}
@@ -537,7 +537,7 @@ func (c *Console) updateDefinition(w http.ResponseWriter, r *http.Request, s *se
 }
 
 func (c *Console) confirmDeleteDefinition(w http.ResponseWriter, r *http.Request, s *session) {
-	d, ok := byID(c, w, r, s, "job definition", c.cfg.Store.Admin().GetDefinition)
+	d, ok := byID(c, w, r, s, "job definition", c.st.Admin().GetDefinition)
 	if !ok {
 		return
 	}

@@ -60,7 +60,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) {
 	ctx := r.Context()
 	now := c.cfg.Now()
 	d := overviewData{Statuses: allJobStatuses, Now: now}
-	admin := c.cfg.Store.Admin()
+	admin := c.st.Admin()
 	var err error
 	if d.Hour, err = admin.CountJobsByStatus(ctx, now.Add(-time.Hour)); err != nil {
 		c.dbFail(w, r, s, err)
@@ -112,7 +112,7 @@ type nodeRow struct {
 
 func (c *Console) nodeRows(r *http.Request) ([]nodeRow, string, error) {
 	ctx := r.Context()
-	admin := c.cfg.Store.Admin()
+	admin := c.st.Admin()
 	nodes, err := admin.ListNodes(ctx)
 	if err != nil {
 		return nil, "", err
@@ -121,11 +121,11 @@ func (c *Console) nodeRows(r *http.Request) ([]nodeRow, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	sched, err := c.cfg.Store.GetLease(ctx, chimedb.SchedulerLease)
+	sched, err := c.st.GetLease(ctx, chimedb.SchedulerLease)
 	if err != nil {
 		return nil, "", err
 	}
-	maint, err := c.cfg.Store.GetLease(ctx, chimedb.MaintenanceLease)
+	maint, err := c.st.GetLease(ctx, chimedb.MaintenanceLease)
 	if err != nil {
 		return nil, "", err
 	}
@@ -185,7 +185,7 @@ func (c *Console) schedules(w http.ResponseWriter, r *http.Request, s *session) 
 	// The schedules table holds what admins wrote, small enough to scan
 	// for a name.
 	p.NameContains = d.Q
-	rows, err := c.cfg.Store.Admin().ListSchedules(ctx, p)
+	rows, err := c.st.Admin().ListSchedules(ctx, p)
 	if err != nil {
 		c.dbFail(w, r, s, err)
 		return
@@ -206,7 +206,7 @@ func (c *Console) scheduleRows(r *http.Request, rows []models.Schedule) ([]sched
 		ids[i] = rows[i].ID
 		defIDs = append(defIDs, rows[i].JobDefinitionID)
 	}
-	admin := c.cfg.Store.Admin()
+	admin := c.st.Admin()
 	last, err := admin.LastJobs(ctx, ids)
 	if err != nil {
 		return nil, err
@@ -305,13 +305,13 @@ func (c *Console) notFoundOr(w http.ResponseWriter, r *http.Request, s *session,
 }
 
 func (c *Console) schedule(w http.ResponseWriter, r *http.Request, s *session) {
-	sch, ok := byID(c, w, r, s, "schedule", c.cfg.Store.Admin().GetSchedule)
+	sch, ok := byID(c, w, r, s, "schedule", c.st.Admin().GetSchedule)
 	if !ok {
 		return
 	}
 	id := sch.ID
 	ctx := r.Context()
-	admin := c.cfg.Store.Admin()
+	admin := c.st.Admin()
 	d := scheduleData{S: sch, Spec: specWords(sch), Done: doneWords[r.URL.Query().Get("done")]}
 	if def, err := admin.GetDefinition(ctx, sch.JobDefinitionID); err == nil {
 		d.Definition = def
@@ -392,7 +392,7 @@ func (c *Console) jobRows(r *http.Request, jobs []models.Job) ([]jobRow, error) 
 			schIDs = append(schIDs, *jobs[i].ScheduleID)
 		}
 	}
-	admin := c.cfg.Store.Admin()
+	admin := c.st.Admin()
 	defs, err := admin.DefinitionNames(r.Context(), slices.Compact(slices.Sorted(slices.Values(defIDs))))
 	if err != nil {
 		return nil, err
@@ -451,7 +451,7 @@ func (c *Console) jobs(w http.ResponseWriter, r *http.Request, s *session) {
 			p.Since, d.Since = c.cfg.Now().Add(-ch.D), ch.Key
 		}
 	}
-	jobs, err := c.cfg.Store.Admin().ListJobs(ctx, p)
+	jobs, err := c.st.Admin().ListJobs(ctx, p)
 	if err != nil {
 		c.dbFail(w, r, s, err)
 		return
@@ -461,12 +461,12 @@ func (c *Console) jobs(w http.ResponseWriter, r *http.Request, s *session) {
 		c.dbFail(w, r, s, err)
 		return
 	}
-	if d.Definitions, err = c.cfg.Store.Admin().DefinitionChoices(ctx); err != nil {
+	if d.Definitions, err = c.st.Admin().DefinitionChoices(ctx); err != nil {
 		c.dbFail(w, r, s, err)
 		return
 	}
 	if d.Schedule != 0 {
-		names, err := c.cfg.Store.Admin().ScheduleNames(ctx, []int64{d.Schedule})
+		names, err := c.st.Admin().ScheduleNames(ctx, []int64{d.Schedule})
 		if err != nil {
 			c.dbFail(w, r, s, err)
 			return
@@ -494,13 +494,13 @@ type timelineEntry struct {
 const logPage = 500
 
 func (c *Console) job(w http.ResponseWriter, r *http.Request, s *session) {
-	j, ok := byID(c, w, r, s, "job", c.cfg.Store.Admin().GetJob)
+	j, ok := byID(c, w, r, s, "job", c.st.Admin().GetJob)
 	if !ok {
 		return
 	}
 	id := j.ID
 	ctx := r.Context()
-	admin := c.cfg.Store.Admin()
+	admin := c.st.Admin()
 	rows, err := c.jobRows(r, []models.Job{*j})
 	if err != nil {
 		c.dbFail(w, r, s, err)
@@ -583,7 +583,7 @@ func (c *Console) silent(r *http.Request, j *models.Job) (bool, error) {
 	if j.NodeID == "" {
 		return true, nil
 	}
-	nodes, err := c.cfg.Store.Admin().ListNodes(r.Context())
+	nodes, err := c.st.Admin().ListNodes(r.Context())
 	if err != nil {
 		return false, err
 	}
@@ -605,7 +605,7 @@ func (c *Console) jobLog(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
 	ctx := r.Context()
-	admin := c.cfg.Store.Admin()
+	admin := c.st.Admin()
 	j, err := admin.GetJob(ctx, id)
 	if err != nil {
 		if errors.Is(err, chimedb.ErrNotFound) {
@@ -643,7 +643,7 @@ func (c *Console) jobLog(w http.ResponseWriter, r *http.Request, s *session) {
 func (c *Console) definitions(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	p := listParams(q)
-	defs, err := c.cfg.Store.Admin().ListDefinitions(r.Context(), p)
+	defs, err := c.st.Admin().ListDefinitions(r.Context(), p)
 	if err != nil {
 		c.dbFail(w, r, s, err)
 		return
@@ -680,13 +680,13 @@ const definitionShown = 50
 // definition is a job definition's page: its fields, its schedules and
 // its recent jobs.
 func (c *Console) definition(w http.ResponseWriter, r *http.Request, s *session) {
-	def, ok := byID(c, w, r, s, "job definition", c.cfg.Store.Admin().GetDefinition)
+	def, ok := byID(c, w, r, s, "job definition", c.st.Admin().GetDefinition)
 	if !ok {
 		return
 	}
 	id := def.ID
 	ctx := r.Context()
-	admin := c.cfg.Store.Admin()
+	admin := c.st.Admin()
 	d := definitionData{D: def}
 	scheds, err := admin.ListSchedules(ctx, &chimedb.AdminListParams{JobDefinitionID: id, Limit: definitionShown + 1})
 	if err != nil {

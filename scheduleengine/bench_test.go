@@ -197,18 +197,25 @@ func BenchmarkOnceHerd(b *testing.B) {
 	}
 }
 
+// benchSeconds is CHIME_BENCH_SECONDS, default 60.
+func benchSeconds(b *testing.B) int {
+	v := os.Getenv("CHIME_BENCH_SECONDS")
+	if v == "" {
+		return 60
+	}
+	seconds, err := strconv.Atoi(v)
+	if err != nil || seconds < 1 {
+		b.Fatalf("CHIME_BENCH_SECONDS=%q: want a positive integer", v)
+	}
+	return seconds
+}
+
 // BenchmarkEverySecond is (b): 1,000 schedules firing every second for
 // CHIME_BENCH_SECONDS (default 60). Metrics: p50/p99 of commit time minus
 // scheduled_at; missed and duplicate fires, which must be zero.
 func BenchmarkEverySecond(b *testing.B) {
 	const n = 1000
-	seconds := 60
-	if v := os.Getenv("CHIME_BENCH_SECONDS"); v != "" {
-		var err error
-		if seconds, err = strconv.Atoi(v); err != nil || seconds < 1 {
-			b.Fatalf("CHIME_BENCH_SECONDS=%q: want a positive integer", v)
-		}
-	}
+	seconds := benchSeconds(b)
 	for range b.N {
 		st := benchStore(b)
 		def := benchDefinition(b, st)

@@ -123,7 +123,8 @@ func TestExtremeColumnValues(t *testing.T) {
 		reg := tasks.NewRegistry()
 		reg.MustRegister(sleep.Kind, sleep.New)
 		te := startTaskEngine(t, st, taskengine.Config{NodeID: "n1", Logger: log, PoolSize: 4, Registry: reg, Clock: clock})
-		b := setupWithClock(t, st, "n1", clock, func(c *Config) { c.Logger, c.Handoff, c.OnFire = log, te, te.Wake })
+		// As app wires them: fires through the task engine's decorator of the store.
+		b := setupWithClock(t, te.HandoffStore(st), "n1", clock, func(c *Config) { c.Logger, c.OnFire = log, te.Wake })
 		ok := models.JobDefinition{Name: "ok", TaskType: sleep.Kind, DefaultParams: models.JSON(`{"duration":"0s"}`), MaxAttempts: 1, NotifyOn: models.NotifyNever}
 		require.NoError(t, db.Create(&ok).Error)
 		b.def = ok

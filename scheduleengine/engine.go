@@ -15,6 +15,7 @@ import (
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/internal/startstop"
+	"github.com/chimesched/chime/internal/testsignal"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/trigger"
 )
@@ -63,6 +64,29 @@ type Engine struct {
 	stale                                  bool      // leading, but no full sync read since it started leading
 	leadGen                                int       // counts gains of the lead
 	leaderSince                            time.Time // every occurrence before it is missed (the restore rule)
+
+	testSignals testSignals
+}
+
+// testSignals let a test wait for what the engine did instead of polling
+// the database for it. Each is a no-op until a test Inits it; a test Inits
+// only those it reads (the engine does not wait for readers).
+type testSignals struct {
+	fired  testsignal.Signal[firedBatch] // a fire batch finished, written or not
+	synced testsignal.Signal[syncedRead] // a sync read finished: its last page merged, or it failed
+}
+
+// firedBatch is what one fire batch did.
+type firedBatch struct {
+	jobs      int   // jobs written, catch-ups included
+	handedOff int   // of them, written running on this node
+	err       error // the batch was not written
+}
+
+// syncedRead is how one sync read ended.
+type syncedRead struct {
+	full bool
+	err  error
 }
 
 // settledState is what the run loop last published: the asked count it

@@ -4,13 +4,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"github.com/chimesched/chime/chimedb"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/models"
 )
@@ -269,7 +269,7 @@ func (e *Engine) write(ctx context.Context, r *writeReq) {
 	if !e.cfg.Leadership.Leading() {
 		r.err = errNotLeader // the next leader restores these fires from the tables
 	} else {
-		r.res, r.err = e.writeFires(ctx, r.batch)
+		r.res, r.err = e.store.WriteFires(ctx, r.batch)
 	}
 	r.committed = e.cfg.Clock.Now()
 }
@@ -291,39 +291,6 @@ func (e *Engine) awaitInstant(ctx context.Context, at time.Time) error {
 		return errNotLeader
 	}
 	return nil
-}
-
-// writeFires writes one batch. With a task engine on this node
-// (Config.Handoff), it first reserves free workers for the batch's on-time
-// jobs, so the transaction writes up to that many of them as running here,
-// and after it delivers them to the task engine: the claim's round trip
-// after the commit is what stood between a fire and its start. Whatever
-// happens, every reserved worker not used is given back.
-func (e *Engine) writeFires(ctx context.Context, b *chimedb.WriteFiresParams) (*chimedb.WriteFiresResult, error) {
-	h := e.cfg.Handoff
-	if h == nil {
-		return e.store.WriteFires(ctx, b)
-	}
-	onTime := 0
-	for _, j := range b.Jobs {
-		if !j.CatchUp {
-			onTime++
-		}
-	}
-	slots, kinds := h.ReserveHandoff(onTime)
-	if slots == 0 {
-		b.HandoffNode, b.HandoffKinds, b.HandoffSlots = "", nil, 0
-		return e.store.WriteFires(ctx, b)
-	}
-	b.HandoffNode, b.HandoffKinds, b.HandoffSlots = e.cfg.NodeID, kinds, slots
-	var handed []chimedb.ClaimedJob
-	defer func() { h.DeliverHandoff(handed, slots) }()
-	res, err := e.store.WriteFires(ctx, b)
-	if err != nil {
-		return nil, err
-	}
-	handed = res.HandedOff
-	return res, nil
 }
 
 func (e *Engine) planInput(en *entry, busy bool) planInput {
@@ -388,9 +355,11 @@ func (e *Engine) finish(r *writeReq) {
 			e.log.WithError(r.err).Warn("writing fires failed; retrying")
 		}
 		e.fireRetry = r.committed.Add(e.cfg.RetryDelay)
+		e.testSignals.fired.Signal(firedBatch{err: r.err})
 		return
 	}
 	res := r.res
+	defer e.testSignals.fired.Signal(firedBatch{jobs: res.Inserted + res.InsertedCatchUp, handedOff: len(res.HandedOff)})
 	stale := make(map[int64]chimedb.TriggerRow, len(res.Stale))
 	for _, t := range res.Stale {
 		stale[t.ScheduleID] = t

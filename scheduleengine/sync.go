@@ -68,7 +68,11 @@ func (e *Engine) afterLoad(ctx context.Context, r syncResult) {
 		e.syncing = false
 		e.syncCancel = nil
 	}
-	if err := e.merge(ctx, r); err != nil {
+	err := e.merge(ctx, r)
+	if r.final {
+		defer e.testSignals.synced.Signal(syncedRead{full: r.full, err: err})
+	}
+	if err != nil {
 		if r.err != nil && errors.Is(r.err, context.Canceled) && ctx.Err() == nil {
 			// Stopped by follow for a read started as leader: that one
 			// is due now.
