@@ -61,7 +61,7 @@ func scanChecked(rows *sql.Rows, dest []any) (bad int, raw []any, err error) {
 func unreadable(column string, dest, raw any) string {
 	want := "readable"
 	switch dest.(type) {
-	case *int, *int64, *sql.NullInt64:
+	case *int, *int64, *sql.NullInt64, nullZero[int], nullZero[int64]:
 		want = "an integer"
 	case *time.Time, *sql.NullTime:
 		want = "a time"
