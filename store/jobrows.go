@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -146,8 +147,11 @@ func noticeField(n *models.Notification, col string) any {
 // readChecked reads every row of rows into a T through field. A row with
 // a value its field cannot hold, or that check refuses (nil: none), is not
 // returned but in bad, with the reason; its id and claim_key are read from
-// the raw values. rows is closed.
-func readChecked[T any](rows *sql.Rows, table string, field func(*T, string) any, check func(*T) error) (out []T, bad []badRow, err error) {
+// the raw values. With show, such a row is returned instead, with every
+// value its field cannot hold zero, and show gives it the reason: the
+// admin's listings show it beside the others. rows is closed.
+func readChecked[T any](rows *sql.Rows, table string, field func(*T, string) any, check func(*T) error,
+	show func(*T, string)) (out []T, bad []badRow, err error) {
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
@@ -160,35 +164,39 @@ func readChecked[T any](rows *sql.Rows, table string, field func(*T, string) any
 		for i, c := range cols {
 			dest[i] = field(&v, c)
 		}
-		at, raw, err := scanChecked(rows, dest)
+		at, raw, err := scanEach(rows, dest)
 		if err != nil {
 			return nil, nil, err
 		}
-		if at >= 0 {
-			b := badRow{reason: unreadable(table+"."+cols[at], dest[at], raw[at])}
+		var reason string
+		switch {
+		case len(at) > 0:
+			why := make([]string, len(at))
+			for i, c := range at {
+				why[i] = unreadable(table+"."+cols[c], dest[c], raw[c])
+			}
+			reason = strings.Join(why, "; ")
+		case check != nil:
+			if err := check(&v); err != nil {
+				reason = err.Error()
+			}
+		}
+		switch {
+		case reason == "":
+			out = append(out, v)
+		case show != nil:
+			show(&v, reason)
+			out = append(out, v)
+		default:
+			b := badRow{reason: reason}
 			if idCol >= 0 {
-				b.id = rawInt64(raw[idCol])
+				b.id = fieldInt64(dest[idCol])
 			}
 			if keyCol >= 0 {
-				b.claimKey = rawInt64(raw[keyCol])
+				b.claimKey = fieldInt64(dest[keyCol])
 			}
 			bad = append(bad, b)
-			continue
 		}
-		if check != nil {
-			if err := check(&v); err != nil {
-				b := badRow{reason: err.Error()}
-				if idCol >= 0 {
-					b.id = fieldInt64(dest[idCol])
-				}
-				if keyCol >= 0 {
-					b.claimKey = fieldInt64(dest[keyCol])
-				}
-				bad = append(bad, b)
-				continue
-			}
-		}
-		out = append(out, v)
 	}
 	return out, bad, rows.Err()
 }
@@ -215,7 +223,7 @@ func readJobs(q *gorm.DB, check bool) ([]models.Job, []badRow, error) {
 	if check {
 		c = (*models.Job).CheckBounds
 	}
-	return readChecked(rows, "jobs", jobField, c)
+	return readChecked(rows, "jobs", jobField, c, nil)
 }
 
 // readNotices is readJobs for notifications, always checked. claimed
@@ -233,7 +241,7 @@ func readNotices(q *gorm.DB, claimed bool) ([]models.Notification, []badRow, err
 			return c.CheckBounds()
 		}
 	}
-	return readChecked(rows, "notifications", noticeField, check)
+	return readChecked(rows, "notifications", noticeField, check, nil)
 }
 
 // failBadJobs fails, inside tx, the jobs of bad that are still in one of
@@ -278,6 +286,51 @@ func (s *Store) logBadJobs(bad badJobs, by string) {
 		if !logged[b.id] && slices.Contains(bad.failed, b.id) {
 			logged[b.id] = true
 			s.log.WithField("job_id", b.id).WithField("reason", b.reason).Errorf("%s failed a job whose row cannot be run as it is", by)
+		}
+	}
+}
+
+// shownJobs reads jobs for the admin's listings: a row that cannot be run
+// as it is comes back with Unreadable set (see showTimes), beside the
+// others, where it used to fail the whole listing.
+func shownJobs(q *gorm.DB) ([]models.Job, error) {
+	rows, err := q.Rows()
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := readChecked(rows, "jobs", jobField, (*models.Job).CheckBounds, func(j *models.Job, reason string) {
+		j.Unreadable = reason
+		showTimes([]*time.Time{&j.ScheduledAt, &j.RunAt, &j.CreatedAt, &j.UpdatedAt},
+			[]**time.Time{&j.QueuedAt, &j.StartedAt, &j.FinishedAt, &j.HeartbeatAt})
+	})
+	return out, err
+}
+
+// shownNotices is shownJobs for notifications.
+func shownNotices(q *gorm.DB) ([]models.Notification, error) {
+	rows, err := q.Rows()
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := readChecked(rows, "notifications", noticeField, (*models.Notification).CheckBounds, func(n *models.Notification, reason string) {
+		n.Unreadable = reason
+		showTimes([]*time.Time{&n.NextAttemptAt, &n.CreatedAt, &n.UpdatedAt}, []**time.Time{&n.SentAt})
+	})
+	return out, err
+}
+
+// showTimes zeroes (or, when nullable, sets NULL) the times outside
+// models.MinTime to MaxTime: JSON cannot encode a year past 9999 or
+// before 0, and one such time failed the encoding of a whole listing.
+func showTimes(times []*time.Time, nullable []**time.Time) {
+	for _, t := range times {
+		if models.CheckTime("", *t) != nil {
+			*t = time.Time{}
+		}
+	}
+	for _, t := range nullable {
+		if *t != nil && models.CheckTime("", **t) != nil {
+			*t = nil
 		}
 	}
 }

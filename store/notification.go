@@ -314,7 +314,8 @@ func (s *Store) NotifyingDefinitions(ctx context.Context, limit int) ([]string, 
 }
 
 // ListNotifications returns a page of notices, newest first, of job jobID
-// when it is not 0 and of status p.Status when set.
+// when it is not 0 and of status p.Status when set; a row written without
+// the API that cannot be sent as it is comes back with Unreadable set.
 func (a *Admin) ListNotifications(ctx context.Context, p *AdminListParams, jobID int64) ([]models.Notification, error) {
 	q := a.s.db.WithContext(ctx).Model(&models.Notification{})
 	if jobID > 0 {
@@ -326,8 +327,8 @@ func (a *Admin) ListNotifications(ctx context.Context, p *AdminListParams, jobID
 	if p.BeforeID > 0 {
 		q = q.Where("id < ?", p.BeforeID)
 	}
-	var out []models.Notification
-	if err := q.Order("id DESC").Limit(max(p.Limit, 1)).Find(&out).Error; err != nil {
+	out, err := shownNotices(q.Order("id DESC").Limit(max(p.Limit, 1)))
+	if err != nil {
 		return nil, fmt.Errorf("list notifications: %w", err)
 	}
 	return out, nil
