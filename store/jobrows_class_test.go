@@ -332,3 +332,35 @@ func rowLogged(hook *logtest.Hook, key string, id int64, column string) bool {
 	}
 	return false
 }
+
+// The reconciler's sweep of stalled jobs fails a row it cannot judge
+// (attempt out of its bound, or no integer at all on SQLite), naming the
+// column, and recovers the others: one such row failed the whole sweep,
+// every tick, and every stalled job stayed running.
+func TestStalledSweepFailsRowsThatCannotRun(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{MaxAttempts: 3})
+		old := store.DBTime(time.Now().Add(-time.Hour))
+		bad := any(int64(math.MaxInt32))
+		if st.Dialect() == store.SQLite {
+			bad = "x"
+		}
+		var ids []int64
+		for _, attempt := range []any{int64(1), bad} {
+			j := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "gone", Attempt: 1, Heartbeat: &old})
+			require.NoError(t, st.DB().Exec("UPDATE jobs SET attempt = ?, updated_at = ? WHERE id = ?", attempt, old, j.ID).Error)
+			ids = append(ids, j.ID)
+		}
+		res, err := st.RecoverStalledJobs(ctx, time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, []int64{ids[0]}, res.Retried)
+		require.Equal(t, []int64{ids[1]}, res.Failed)
+		var status string
+		var errText sql.NullString
+		require.NoError(t, st.SQL().QueryRow("SELECT status, error FROM jobs WHERE id = ?", ids[1]).Scan(&status, &errText))
+		require.Equal(t, string(models.JobFailed), status)
+		require.Contains(t, errText.String, "jobs.attempt")
+	})
+}
