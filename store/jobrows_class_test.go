@@ -116,15 +116,7 @@ func TestExtremeJobAndNoticeValues(t *testing.T) {
 					}
 				}
 			})
-			cfg := testdb.Config(t, d)
-			cfg.Logger = log
-			ctx := context.Background()
-			st, err := store.Open(ctx, cfg)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = st.Close() })
-			_, err = st.Migrate(ctx)
-			require.NoError(t, err)
-			extremeRows(t, st, log, hook)
+			extremeRows(t, testdb.OpenLogged(t, d, log), log, hook)
 		})
 	}
 }
@@ -199,10 +191,9 @@ func extremeRows(t *testing.T, st *store.Store, log *logrus.Logger, hook *logtes
 	}
 
 	for _, c := range cases {
-		switch {
-		case c.col.table == "notifications":
+		if c.col.table == "notifications" {
 			checkNoticeCase(t, st, hook, c, delivered[c.id])
-		default:
+		} else {
 			checkJobCase(t, st, hook, c)
 		}
 	}
