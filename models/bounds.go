@@ -29,7 +29,8 @@ const MaxSeconds = math.MaxInt32
 const MaxRetentionDays = 36500
 
 // Bound is the range of one integer that becomes a duration: Unit per step,
-// from Min to Max steps, both inclusive. Max × Unit never overflows.
+// from Min to Max steps, both inclusive. Max × Unit never overflows. A
+// Bound without a Unit is a counter's (see Counters), never a duration.
 type Bound struct {
 	// Column names the value as admins write it: table.column, or the
 	// setting's key.
@@ -67,6 +68,9 @@ type OutOfBoundsError struct {
 }
 
 func (e *OutOfBoundsError) Error() string {
+	if e.Bound.Unit == 0 {
+		return fmt.Sprintf("%s is %d, outside %d to %d", e.Bound.Column, e.Value, e.Bound.Min, e.Bound.Max)
+	}
 	return fmt.Sprintf("%s is %d, outside %d to %d (%s)", e.Bound.Column, e.Value, e.Bound.Min, e.Bound.Max, e.Bound.unitName())
 }
 
@@ -151,4 +155,58 @@ func CheckTimes(cols ...TimeColumn) error {
 		}
 	}
 	return nil
+}
+
+// MaxCount is the most a counter chime increments may hold: one below the
+// largest INT of MariaDB and PostgreSQL, so that the increment still fits.
+// One more than that failed the statement ("integer out of range"), and
+// the statement was the claim of every job it picked, or the outbox's
+// claim: one row an admin wrote stopped the node's jobs or its emails.
+const MaxCount = math.MaxInt32 - 1
+
+// The counters chime increments, or compares with a limit (a negative
+// count would take billions of increments to reach it): Bounds without a
+// Unit, checked by Job.CheckBounds and Notification.CheckBounds.
+var (
+	// AttemptBound is jobs.attempt: a start adds one.
+	AttemptBound = Bound{Column: "jobs.attempt", Min: 0, Max: MaxCount}
+	// RecoveriesBound is jobs.recoveries: a recovery adds one.
+	RecoveriesBound = Bound{Column: "jobs.recoveries", Min: 0, Max: MaxCount}
+	// SnoozesBound is jobs.snoozes: a snooze adds one.
+	SnoozesBound = Bound{Column: "jobs.snoozes", Min: 0, Max: MaxCount}
+	// NoticeAttemptsBound is notifications.attempts: the outbox's claim
+	// adds one.
+	NoticeAttemptsBound = Bound{Column: "notifications.attempts", Min: 0, Max: MaxCount}
+)
+
+// Counters lists the counter Bounds, for tests and the docs.
+func Counters() []Bound {
+	return []Bound{AttemptBound, RecoveriesBound, SnoozesBound, NoticeAttemptsBound}
+}
+
+// CheckBounds reports the first counter of j out of its Bound, or the
+// first time out of MinTime to MaxTime: a row an admin wrote that chime
+// must not run (see store's claim).
+func (j *Job) CheckBounds() error {
+	for _, c := range []struct {
+		b Bound
+		v int
+	}{{AttemptBound, j.Attempt}, {RecoveriesBound, j.Recoveries}, {SnoozesBound, j.Snoozes}} {
+		if err := c.b.Check(int64(c.v)); err != nil {
+			return err
+		}
+	}
+	return CheckTimes(TimeColumn{"jobs.scheduled_at", &j.ScheduledAt}, TimeColumn{"jobs.run_at", &j.RunAt},
+		TimeColumn{"jobs.queued_at", j.QueuedAt}, TimeColumn{"jobs.started_at", j.StartedAt},
+		TimeColumn{"jobs.finished_at", j.FinishedAt}, TimeColumn{"jobs.heartbeat_at", j.HeartbeatAt},
+		TimeColumn{"jobs.created_at", &j.CreatedAt}, TimeColumn{"jobs.updated_at", &j.UpdatedAt})
+}
+
+// CheckBounds is Job.CheckBounds for a notice.
+func (n *Notification) CheckBounds() error {
+	if err := NoticeAttemptsBound.Check(int64(n.Attempts)); err != nil {
+		return err
+	}
+	return CheckTimes(TimeColumn{"notifications.next_attempt_at", &n.NextAttemptAt}, TimeColumn{"notifications.created_at", &n.CreatedAt},
+		TimeColumn{"notifications.sent_at", n.SentAt}, TimeColumn{"notifications.updated_at", &n.UpdatedAt})
 }

@@ -158,6 +158,13 @@ type Job struct {
 	Error           *string    `gorm:"column:error" json:"error"`
 	CreatedAt       time.Time  `gorm:"column:created_at" json:"created_at"`
 	UpdatedAt       time.Time  `gorm:"column:updated_at" json:"updated_at"`
+
+	// Unreadable is no column: the admin's reads set it when a column
+	// holds a value its field cannot (that field is then zero), or a
+	// counter or time is out of its bound (see CheckBounds; a time out of
+	// it is zero too, which JSON can show), and say which. The engines
+	// fail such a row instead.
+	Unreadable string `gorm:"-" json:"-"`
 }
 
 // TableName implements gorm's tabler.
@@ -290,6 +297,9 @@ type Notification struct {
 	CreatedAt time.Time  `gorm:"column:created_at" json:"created_at"`
 	SentAt    *time.Time `gorm:"column:sent_at" json:"sent_at"`
 	UpdatedAt time.Time  `gorm:"column:updated_at" json:"updated_at"`
+
+	// Unreadable is Job.Unreadable for a notice.
+	Unreadable string `gorm:"-" json:"-"`
 }
 
 // TableName implements gorm's tabler.

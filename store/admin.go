@@ -23,6 +23,11 @@ type Admin struct{ s *Store }
 func (s *Store) Admin() chimedb.AdminQueries { return &Admin{s: s} }
 
 func (a *Admin) page(ctx context.Context, p *chimedb.AdminListParams, timeCol string, out any) error {
+	return a.pageQuery(ctx, p, timeCol).Find(out).Error
+}
+
+// pageQuery is the query of page, for a caller that reads it itself.
+func (a *Admin) pageQuery(ctx context.Context, p *chimedb.AdminListParams, timeCol string) *gorm.DB {
 	q := a.s.db.WithContext(ctx).Order("id DESC").Limit(max(p.Limit, 1))
 	if p.BeforeID > 0 {
 		q = q.Where("id < ?", p.BeforeID)
@@ -51,7 +56,7 @@ func (a *Admin) page(ctx context.Context, p *chimedb.AdminListParams, timeCol st
 	if !p.Until.IsZero() {
 		q = q.Where(timeCol+" < ?", DBTime(p.Until))
 	}
-	return q.Find(out).Error
+	return q
 }
 
 // ListDefinitions returns a page of job_definitions.
@@ -72,10 +77,12 @@ func (a *Admin) ListSchedules(ctx context.Context, p *chimedb.AdminListParams) (
 	return out, nil
 }
 
-// ListJobs returns a page of jobs; Since and Until bound scheduled_at.
+// ListJobs returns a page of jobs; Since and Until bound scheduled_at. A
+// row written without the API that chime cannot run as it is comes back
+// with Unreadable set (see shownJobs).
 func (a *Admin) ListJobs(ctx context.Context, p *chimedb.AdminListParams) ([]models.Job, error) {
-	var out []models.Job
-	if err := a.page(ctx, p, "scheduled_at", &out); err != nil {
+	out, err := shownJobs(a.pageQuery(ctx, p, "scheduled_at").Model(&models.Job{}))
+	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	return out, nil

@@ -11,13 +11,17 @@ import (
 	"github.com/chimesched/chime/models"
 )
 
-// GetJob returns one job or chimedb.ErrNotFound.
+// GetJob returns one job or chimedb.ErrNotFound; a row chime cannot run as it is
+// comes back with Unreadable set (see shownJobs).
 func (a *Admin) GetJob(ctx context.Context, id int64) (*models.Job, error) {
-	var j models.Job
-	if err := first(a.s.db.WithContext(ctx).Where("id = ?", id), &j); err != nil {
+	jobs, err := shownJobs(a.s.db.WithContext(ctx).Model(&models.Job{}).Where("id = ?", id).Limit(1))
+	if err == nil && len(jobs) == 0 {
+		err = chimedb.ErrNotFound
+	}
+	if err != nil {
 		return nil, fmt.Errorf("job %d: %w", id, err)
 	}
-	return &j, nil
+	return &jobs[0], nil
 }
 
 // InsertJob writes a pending job (a manual trigger or an ad hoc run) with

@@ -34,6 +34,10 @@ var activeStatuses = []models.JobStatus{models.JobQueued, models.JobRunning, mod
 // instead (see startClaimed): their definitions are then read inside the
 // transaction, and a failed read fails the claim.
 //
+// A picked row that cannot be run as it is (a value its field cannot
+// hold, or out of its models.Bound: see readJobs) is failed in the claim,
+// with the reason, and logged; the claim goes on with the others.
+//
 // An error means nothing was claimed. Once the transaction has committed,
 // the rows are the caller's and ClaimJobs returns them with a nil error,
 // whatever happens after (ctx ending, the definitions' read failing): a row
@@ -44,14 +48,16 @@ func (s *Store) ClaimJobs(ctx context.Context, p *chimedb.ClaimParams) (*chimedb
 	}
 	res := &chimedb.ClaimResult{}
 	schedNames := map[int64]string{}
+	var bad badJobs
 	err := s.InTx(claimContext(ctx), func(tx *gorm.DB) error {
-		*res = chimedb.ClaimResult{}
+		*res, bad = chimedb.ClaimResult{}, badJobs{}
 		clear(schedNames)
-		return s.claimTx(tx, p, res, schedNames)
+		return s.claimTx(tx, p, res, schedNames, &bad)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim jobs for node %s: %w", p.NodeID, err)
 	}
+	s.logBadJobs(bad, "the claim of node "+p.NodeID)
 	if len(res.Jobs) > 0 && len(p.StartKinds) == 0 {
 		// Committed: from here on nothing may lose the rows. The read goes
 		// on after ctx ends (Stop cancels claims in flight), bounded by
@@ -91,28 +97,42 @@ func claimContext(ctx context.Context) context.Context {
 const claimLoadTimeout = 10 * time.Second
 
 // claimTx picks and marks the rows of one claim inside tx (see ClaimJobs),
-// filling res and the names of the schedules it read.
-func (s *Store) claimTx(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimResult, schedNames map[int64]string) error {
+// filling res and the names of the schedules it read, and fails the
+// picked rows that cannot be run, noting them in bad.
+func (s *Store) claimTx(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimResult, schedNames map[int64]string, bad *badJobs) error {
 	began := time.Now()
 	now := DBTime(p.Now)
-	rows, last, err := s.selectDue(tx, p.Limit, now, p.After, nil)
+	pick, err := s.selectDue(tx, p.Limit, now, p.After, nil)
 	if err != nil {
 		return err
 	}
+	bad.rows = append(bad.rows, pick.bad...)
 	forbid := map[int64]bool{}
-	if err := readSchedules(tx, rows, schedNames, forbid); err != nil {
+	if err := readSchedules(tx, pick.rows, schedNames, forbid); err != nil {
 		return err
 	}
 	// Schedules that forbid overlap and have a job holding a worker.
 	// Looked up only when a picked row belongs to a forbid schedule: most
 	// claims pick none, and this saves them a statement.
 	var blocked, held []int64
-	if pickedForbid(rows, forbid) {
-		if rows, last, blocked, held, err = s.dropBusyForbid(tx, p, now, rows, last, schedNames, forbid); err != nil {
+	if pickedForbid(pick.rows, forbid) {
+		if pick, blocked, held, err = s.dropBusyForbid(tx, p, now, pick, schedNames, forbid); err != nil {
+			return err
+		}
+		bad.rows = append(bad.rows, pick.bad...)
+	}
+	if len(bad.rows) > 0 {
+		if bad.failed, err = s.failBadJobs(tx, bad.rows, now, []models.JobStatus{models.JobPending}); err != nil {
+			return err
+		}
+		if err := s.enqueueNotices(tx, bad.failed); err != nil {
 			return err
 		}
 	}
-	res.Selected, res.Last = len(rows), last
+	rows := pick.rows
+	// A row failed here took its place in the claim like any other: the
+	// scan's count says whether rows are left beyond it.
+	res.Selected, res.Last = len(rows)+len(pick.bad), pick.last
 	taken := map[int64]bool{}
 	ids := make([]int64, 0, len(rows))
 	for _, r := range rows {
@@ -192,41 +212,40 @@ func (s *Store) startClaimed(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.C
 }
 
 // dropBusyForbid finds the forbid schedules that have a job holding a
-// worker and, when rows holds one of theirs, picks again without them. It
-// returns the rows to claim, the busy schedules, and the held ones (see
+// worker and, when pick holds one of theirs, picks again without them. It
+// returns the pick to claim, the busy schedules, and the held ones (see
 // lockForbid), whose rows the claim must leave. The range on
 // idx_jobs_claim_order covers only active rows, which are few. The pick
-// again starts from the same floor (p.After) as the first, so last is its
-// end.
-func (s *Store) dropBusyForbid(tx *gorm.DB, p *chimedb.ClaimParams, now time.Time, rows []models.Job, last *chimedb.ClaimCursor,
-	schedNames map[int64]string, forbid map[int64]bool) ([]models.Job, *chimedb.ClaimCursor, []int64, []int64, error) {
-	held, err := s.lockForbid(tx, rows, forbid)
+// again starts from the same floor (p.After) as the first, so its last is
+// its end; its bad rows are those of the first again, or more.
+func (s *Store) dropBusyForbid(tx *gorm.DB, p *chimedb.ClaimParams, now time.Time, pick duePick,
+	schedNames map[int64]string, forbid map[int64]bool) (duePick, []int64, []int64, error) {
+	held, err := s.lockForbid(tx, pick.rows, forbid)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return duePick{}, nil, nil, err
 	}
 	var blocked []int64
 	if err := tx.Raw(`SELECT DISTINCT a.schedule_id FROM jobs a JOIN schedules s ON s.id = a.schedule_id
 		WHERE a.status IN ? AND s.concurrency = ?`, activeStatuses, models.ConcurrencyForbid).
 		Scan(&blocked).Error; err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("find busy forbid schedules: %w", err)
+		return duePick{}, nil, nil, fmt.Errorf("find busy forbid schedules: %w", err)
 	}
-	if !pickedAny(rows, blocked) && !pickedAny(rows, held) {
-		return rows, last, blocked, held, nil
+	if !pickedAny(pick.rows, blocked) && !pickedAny(pick.rows, held) {
+		return pick, blocked, held, nil
 	}
 	// Rows of busy or held schedules took places that eligible rows may
 	// have: pick again without them.
-	rows, last, err = s.selectDue(tx, p.Limit, now, p.After, append(slices.Clone(blocked), held...))
+	if pick, err = s.selectDue(tx, p.Limit, now, p.After, append(slices.Clone(blocked), held...)); err != nil {
+		return duePick{}, nil, nil, err
+	}
+	if err := readSchedules(tx, pick.rows, schedNames, forbid); err != nil {
+		return duePick{}, nil, nil, err
+	}
+	more, err := s.lockForbid(tx, pick.rows, forbid)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return duePick{}, nil, nil, err
 	}
-	if err := readSchedules(tx, rows, schedNames, forbid); err != nil {
-		return nil, nil, nil, nil, err
-	}
-	more, err := s.lockForbid(tx, rows, forbid)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	return rows, last, blocked, append(held, more...), nil
+	return pick, blocked, append(held, more...), nil
 }
 
 // loadClaimed attaches definitions and schedule names to the claimed jobs
@@ -308,40 +327,62 @@ func attach(res *chimedb.ClaimResult, defs []models.JobDefinition, err error, sc
 // claim had locked and rolled back) waits for the first claim without a
 // floor: the order above then holds plus at most the floor's age, which
 // the caller bounds (taskengine drops its floor after floorMaxAge).
-func (s *Store) selectDue(tx *gorm.DB, limit int, now time.Time, after *chimedb.ClaimCursor, exclude []int64) ([]models.Job, *chimedb.ClaimCursor, error) {
+func (s *Store) selectDue(tx *gorm.DB, limit int, now time.Time, after *chimedb.ClaimCursor, exclude []int64) (duePick, error) {
 	if after == nil {
-		rows, err := s.selectDueIn(tx, limit, now, "", nil, exclude)
-		return rows, lastOf(rows), err
+		return s.selectDueIn(tx, limit, now, "", nil, exclude)
 	}
 	where, args := s.aboveFloor(after)
 	above, err := s.selectDueIn(tx, limit, now, where, args, exclude)
-	if err != nil || len(above) >= limit {
-		return above, lastOf(above), err
+	if err != nil || above.n() >= limit {
+		return above, err
 	}
 	where, args = s.atOrBelowFloor(after)
-	below, err := s.selectDueIn(tx, limit-len(above), now, where, args, exclude)
+	below, err := s.selectDueIn(tx, limit-above.n(), now, where, args, exclude)
 	if err != nil {
-		return nil, nil, err
+		return duePick{}, err
 	}
-	last := lastOf(above)
-	if len(below) > 0 {
-		last = lastOf(below)
+	if below.last == nil {
+		below.last = above.last
 	}
 	// Every row below is at or before the floor, every row above after it.
-	return append(below, above...), last, nil
+	below.rows, below.bad = append(below.rows, above.rows...), append(below.bad, above.bad...)
+	return below, nil
 }
 
+// duePick is what scans of a claim read: the rows to claim, in claim
+// order; the rows that cannot be run as they are (see readJobs); and
+// where the scan ended (nil when it read none).
+type duePick struct {
+	rows []models.Job
+	bad  []badRow
+	last *chimedb.ClaimCursor
+}
+
+// n is how many rows the scans took.
+func (p *duePick) n() int { return len(p.rows) + len(p.bad) }
+
 // selectDueIn is one scan of selectDue, narrowed by the condition where.
-func (s *Store) selectDueIn(tx *gorm.DB, limit int, now time.Time, where string, args []any, exclude []int64) ([]models.Job, error) {
+func (s *Store) selectDueIn(tx *gorm.DB, limit int, now time.Time, where string, args []any, exclude []int64) (duePick, error) {
 	sql, sqlArgs := s.claimSQL(limit, now, where, args, exclude)
 	if s.rowLocks() {
 		sql += " FOR UPDATE SKIP LOCKED"
 	}
-	var rows []models.Job
-	if err := tx.Raw(sql, sqlArgs...).Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("select due jobs: %w", err)
+	rows, bad, err := readJobs(tx.Raw(sql, sqlArgs...), true)
+	if err != nil {
+		return duePick{}, fmt.Errorf("select due jobs: %w", err)
 	}
-	return rows, nil
+	p := duePick{rows: rows, bad: bad, last: lastOf(rows)}
+	// The scan is in claim order: it ended at the greatest of its rows.
+	for _, b := range bad {
+		if c := (chimedb.ClaimCursor{ClaimKey: b.claimKey, ID: b.id}); p.last == nil || cursorLess(*p.last, c) {
+			p.last = &c
+		}
+	}
+	return p, nil
+}
+
+func cursorLess(a, b chimedb.ClaimCursor) bool {
+	return a.ClaimKey < b.ClaimKey || a.ClaimKey == b.ClaimKey && a.ID < b.ID
 }
 
 // claimSQL is the pick of one scan of a claim, without its lock clause:

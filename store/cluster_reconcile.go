@@ -32,15 +32,21 @@ func (s *Store) RecoverStalledJobs(ctx context.Context, silentFor time.Duration)
 	}
 	cutoff := now.Add(-silentFor)
 	res := &chimedb.RecoverNodeResult{}
+	var bad badJobs
 	err = s.InTx(ctx, func(tx *gorm.DB) error {
-		*res = chimedb.RecoverNodeResult{}
+		*res, bad = chimedb.RecoverNodeResult{}, badJobs{}
 		var jobs []models.Job
-		if err := s.lockMatching(tx, &jobs, "id, job_definition_id, status, control, attempt, max_attempts, recoveries, node_id, heartbeat_at", 1000,
+		var err error
+		if bad.rows, err = s.lockMatching(tx, &jobs, "id, job_definition_id, status, control, attempt, max_attempts, recoveries, node_id, heartbeat_at", 1000,
 			"status IN ? AND COALESCE(heartbeat_at, started_at, updated_at) < ? AND updated_at < ?", stalledStatuses, cutoff, cutoff); err != nil {
 			return fmt.Errorf("select stalled jobs: %w", err)
 		}
+		if bad.failed, err = s.failBadJobs(tx, bad.rows, now, stalledStatuses); err != nil {
+			return err
+		}
+		res.Failed = bad.failed
 		if len(jobs) == 0 {
-			return nil
+			return s.enqueueNotices(tx, res.Failed)
 		}
 		pols, err := definitionPolicies(tx, jobs)
 		if err != nil {
@@ -60,6 +66,7 @@ func (s *Store) RecoverStalledJobs(ctx context.Context, silentFor time.Duration)
 	if err != nil {
 		return nil, fmt.Errorf("recover stalled jobs: %w", err)
 	}
+	s.logBadJobs(bad, "the reconciler")
 	return res, nil
 }
 
@@ -78,12 +85,20 @@ func (s *Store) ReleaseStuckQueued(ctx context.Context, olderThan time.Duration)
 	}
 	cutoff := now.Add(-olderThan)
 	var ids []int64
+	var bad badJobs
 	err = s.InTx(ctx, func(tx *gorm.DB) error {
-		ids = nil
+		ids, bad = nil, badJobs{}
 		var jobs []models.Job
-		if err := s.lockMatching(tx, &jobs, "id, node_id", 1000,
+		var err error
+		if bad.rows, err = s.lockMatching(tx, &jobs, "id, node_id", 1000,
 			"status = ? AND COALESCE(queued_at, updated_at) < ? AND updated_at < ?", models.JobQueued, cutoff, cutoff); err != nil {
 			return fmt.Errorf("select stuck queued jobs: %w", err)
+		}
+		if bad.failed, err = s.failBadJobs(tx, bad.rows, now, []models.JobStatus{models.JobQueued}); err != nil {
+			return err
+		}
+		if err := s.enqueueNotices(tx, bad.failed); err != nil {
+			return err
 		}
 		var logs []models.JobLog
 		for _, j := range jobs {
@@ -104,6 +119,7 @@ func (s *Store) ReleaseStuckQueued(ctx context.Context, olderThan time.Duration)
 	if err != nil {
 		return nil, fmt.Errorf("release stuck queued jobs: %w", err)
 	}
+	s.logBadJobs(bad, "the reconciler")
 	return ids, nil
 }
 

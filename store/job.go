@@ -31,20 +31,24 @@ func (s *Store) forUpdate(q *gorm.DB) *gorm.DB {
 // row for a dead node's, waited on each row a completion or a fire held
 // and held the live rows it had passed meanwhile (1.4 s seen at 14,000
 // jobs/s). The rows the sweep wants are rarely locked by anyone else.
-func (s *Store) lockMatching(tx *gorm.DB, out *[]models.Job, cols string, limit int, where string, args ...any) error {
+//
+// A row that cannot be run as it is (see readJobs) is not in out but in
+// bad, locked too: the sweep fails it (failBadJobs).
+func (s *Store) lockMatching(tx *gorm.DB, out *[]models.Job, cols string, limit int, where string, args ...any) (bad []badRow, err error) {
 	var ids []int64
 	q := tx.Model(&models.Job{}).Where(where, args...).Order("id")
 	if limit > 0 {
 		q = q.Limit(limit)
 	}
 	if err := q.Pluck("id", &ids).Error; err != nil {
-		return err
+		return nil, err
 	}
 	if len(ids) == 0 {
 		*out = nil
-		return nil
+		return nil, nil
 	}
-	return s.forUpdate(tx.Table(s.jobsByID()).Select(cols).Where("id IN ?", ids).Where(where, args...).Order("id")).Find(out).Error
+	*out, bad, err = readJobs(s.forUpdate(tx.Table(s.jobsByID()).Select(cols).Where("id IN ?", ids).Where(where, args...).Order("id")), true)
+	return bad, err
 }
 
 // jobsByID names the jobs table for statements that pick rows by id. On

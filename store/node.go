@@ -27,15 +27,21 @@ const MaxRecoveries = 5
 func (s *Store) RecoverNode(ctx context.Context, p *chimedb.RecoverNodeParams) (*chimedb.RecoverNodeResult, error) {
 	now := DBTime(p.Now)
 	res := &chimedb.RecoverNodeResult{}
+	var bad badJobs
 	err := s.InTx(ctx, func(tx *gorm.DB) error {
-		*res = chimedb.RecoverNodeResult{}
+		*res, bad = chimedb.RecoverNodeResult{}, badJobs{}
 		var jobs []models.Job
-		if err := s.lockMatching(tx, &jobs, "id, job_definition_id, status, control, attempt, max_attempts, recoveries", 0,
+		var err error
+		if bad.rows, err = s.lockMatching(tx, &jobs, "id, job_definition_id, status, control, attempt, max_attempts, recoveries", 0,
 			"node_id = ? AND status IN ?", p.NodeID, activeStatuses); err != nil {
 			return fmt.Errorf("select jobs left by the dead process: %w", err)
 		}
+		if bad.failed, err = s.failBadJobs(tx, bad.rows, now, activeStatuses); err != nil {
+			return err
+		}
+		res.Failed = bad.failed
 		if len(jobs) == 0 {
-			return nil
+			return s.enqueueNotices(tx, res.Failed)
 		}
 		pols, err := definitionPolicies(tx, jobs)
 		if err != nil {
@@ -70,6 +76,7 @@ func (s *Store) RecoverNode(ctx context.Context, p *chimedb.RecoverNodeParams) (
 	if err != nil {
 		return nil, fmt.Errorf("recover jobs of node %s: %w", p.NodeID, err)
 	}
+	s.logBadJobs(bad, "the recovery of node "+p.NodeID)
 	return res, nil
 }
 

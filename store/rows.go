@@ -27,9 +27,20 @@ import (
 // the first such column and raw the row's values as the driver gives
 // them; the caller marks the row unreadable. A row that scans has bad -1.
 func scanChecked(rows *sql.Rows, dest []any) (bad int, raw []any, err error) {
+	all, raw, err := scanEach(rows, dest)
+	if err != nil || len(all) == 0 {
+		return -1, nil, err
+	}
+	return all[0], raw, nil
+}
+
+// scanEach is scanChecked for every column: bad lists each column whose
+// value its destination cannot hold, and every other destination holds
+// its value.
+func scanEach(rows *sql.Rows, dest []any) (bad []int, raw []any, err error) {
 	err = rows.Scan(dest...)
 	if err == nil {
-		return -1, nil, nil
+		return nil, nil, nil
 	}
 	raw = make([]any, len(dest))
 	probe := make([]any, len(dest))
@@ -37,7 +48,7 @@ func scanChecked(rows *sql.Rows, dest []any) (bad int, raw []any, err error) {
 		probe[i] = &raw[i]
 	}
 	if rows.Scan(probe...) != nil {
-		return -1, nil, err // not a value's fault
+		return nil, nil, err // not a value's fault
 	}
 	for i := range dest {
 		if _, ok := dest[i].(*sql.RawBytes); ok {
@@ -51,17 +62,20 @@ func scanChecked(rows *sql.Rows, dest []any) (bad int, raw []any, err error) {
 		}
 		one[i] = dest[i]
 		if rows.Scan(one...) != nil {
-			return i, raw, nil
+			bad = append(bad, i)
 		}
 	}
-	return -1, nil, err
+	if len(bad) == 0 {
+		return nil, nil, err
+	}
+	return bad, raw, nil
 }
 
 // unreadable says why column's raw value did not fit dest.
 func unreadable(column string, dest, raw any) string {
 	want := "readable"
 	switch dest.(type) {
-	case *int, *int64, *sql.NullInt64:
+	case *int, *int64, *sql.NullInt64, nullZero[int], nullZero[int64]:
 		want = "an integer"
 	case *time.Time, *sql.NullTime:
 		want = "a time"

@@ -68,7 +68,17 @@ func ForEachServer(t *testing.T, fn func(t *testing.T, st *store.Store)) {
 // Open returns a fresh migrated database of dialect d, closed at cleanup.
 func Open(t testing.TB, d store.Dialect) *store.Store {
 	t.Helper()
+	return OpenLogged(t, d, nil)
+}
+
+// OpenLogged is Open with the store logging to log (nil: as Open's), for
+// tests that read what the store logs.
+func OpenLogged(t testing.TB, d store.Dialect, log *logrus.Logger) *store.Store {
+	t.Helper()
 	cfg := Config(t, d)
+	if log != nil {
+		cfg.Logger = log
+	}
 	ctx := context.Background()
 	st, err := store.Open(ctx, cfg)
 	if err != nil {
