@@ -274,7 +274,7 @@ func (n *node) start(ctx context.Context, opts Options) error {
 	var wake func()
 	var handoff scheduleengine.Handoff
 	if cfg.TaskEngine.Enabled {
-		te, err := taskengine.New(n.st, taskengine.Config{
+		te, err := taskengine.New(n.st, &taskengine.Config{
 			NodeID:          cfg.Node.ID,
 			Logger:          n.log,
 			PollInterval:    cfg.TaskEngine.PollInterval.D(),
@@ -289,7 +289,9 @@ func (n *node) start(ctx context.Context, opts Options) error {
 		if err != nil {
 			return err
 		}
-		if err := te.Start(ctx); err != nil {
+		// Not ended by ctx: stop stops it after the schedule engine, so
+		// that no fire comes after the task engine has stopped claiming.
+		if err := te.Start(context.WithoutCancel(ctx)); err != nil {
 			return err
 		}
 		n.tasks = te

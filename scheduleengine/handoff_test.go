@@ -121,7 +121,7 @@ func newHandoffNode(t *testing.T, st Store, pool int, gate <-chan struct{}, with
 	log.SetLevel(logrus.WarnLevel)
 	var opts []func(*Config)
 	if withTasks {
-		te, err := taskengine.New(n.claims, taskengine.Config{
+		te, err := taskengine.New(n.claims, &taskengine.Config{
 			NodeID: node, Logger: log, PollInterval: time.Hour, PoolSize: pool, Registry: reg, Clock: clock,
 			ControlInterval: 50 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond, ShutdownGrace: 5 * time.Second,
 		})

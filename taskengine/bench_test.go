@@ -123,13 +123,13 @@ func BenchmarkDrain(b *testing.B) {
 				cfg.PollInterval = DefaultPollInterval
 				cfg.ControlInterval = DefaultControlInterval
 				cfg.HeartbeatInterval = DefaultHeartbeatInterval
-				e, err := New(st, cfg)
+				e, err := New(st, &cfg)
 				require.NoError(b, err)
 				counts := countStatements(b, db)
 				b.StartTimer()
 				began := time.Now()
 				require.NoError(b, e.Start(context.Background()))
-				for e.finished.Load() < n {
+				for e.completer.finished.Load() < n {
 					time.Sleep(2 * time.Millisecond) // the poll step: a benchmark has no deadline to fail
 				}
 				took := time.Since(began)

@@ -235,7 +235,7 @@ func TestStopKillsShellProcessGroup(t *testing.T) {
 		cfg := testConfig(t, nodeName(t))
 		cfg.Registry = builtinRegistry(nil)
 		cfg.ShutdownGrace = 300 * time.Millisecond
-		e, err := New(st, cfg)
+		e, err := New(st, &cfg)
 		require.NoError(t, err)
 		require.NoError(t, e.Start(context.Background()))
 		waitStatus(t, db, id, models.JobRunning)
@@ -267,7 +267,7 @@ func TestPauseLostOnShutdownIsLogged(t *testing.T) {
 		id := insertJob(t, db, createDef(t, db, "long", defOpts{Params: `{"duration":"60s"}`, MaxAttempts: 2}), "")
 		cfg := testConfig(t, nodeName(t))
 		cfg.ShutdownGrace = 200 * time.Millisecond
-		e, err := New(st, cfg)
+		e, err := New(st, &cfg)
 		require.NoError(t, err)
 		require.NoError(t, e.Start(context.Background()))
 		waitStatus(t, db, id, models.JobRunning)

@@ -35,7 +35,7 @@ func crashChild() {
 		os.Exit(2)
 	}
 	// Not testConfig: flags are not parsed in the child, so testing.Verbose would panic.
-	e, err := New(st, Config{
+	e, err := New(st, &Config{
 		NodeID: os.Getenv(envCrashChild), Logger: log, Registry: testRegistry(),
 		PollInterval: 100 * time.Millisecond, ControlInterval: 50 * time.Millisecond,
 	})

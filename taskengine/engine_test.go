@@ -318,7 +318,7 @@ func TestGracefulShutdown(t *testing.T) {
 		queued := insertJob(t, db, createDef(t, db, "queued", defOpts{TaskType: "slowqueue"}), "")
 		cfg := testConfig(t, nodeName(t))
 		cfg.ShutdownGrace = 800 * time.Millisecond
-		e, err := New(st, cfg)
+		e, err := New(st, &cfg)
 		require.NoError(t, err)
 		require.NoError(t, e.Start(context.Background()))
 		// short runs for 300 ms: a slow poll may see it done already.
@@ -356,29 +356,61 @@ func TestStartStopIdempotent(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		e, err := New(st, testConfig(t, nodeName(t)))
+		cfg := testConfig(t, nodeName(t))
+		e, err := New(st, &cfg)
 		require.NoError(t, err)
 		require.NoError(t, e.Stop(ctx), "stop before start")
-		require.Error(t, e.Start(ctx), "a stopped engine does not restart")
-
-		for i := 0; i < 5; i++ {
-			e, err := New(st, testConfig(t, nodeName(t)))
-			require.NoError(t, err)
+		// A stopped engine starts again, and runs jobs again.
+		db := st.DB()
+		def := createDef(t, db, "again", defOpts{Params: `{"duration":"0s"}`})
+		for i := 0; i < 3; i++ {
 			require.NoError(t, e.Start(ctx))
 			require.NoError(t, e.Start(ctx))
 			e.Wake()
 			e.Wake()
+			id := insertJob(t, db, def, "")
+			e.Wake()
+			waitStatus(t, db, id, models.JobSucceeded)
 			require.NoError(t, e.Stop(ctx))
 			require.NoError(t, e.Stop(ctx))
 		}
 	})
 }
 
+// An engine whose Start's ctx ends stops by itself, as gracefully as Stop:
+// a job that never started goes back to pending.
+func TestStopsWithItsContext(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		queued := insertJob(t, db, createDef(t, db, "queued", defOpts{TaskType: "slowqueue"}), "")
+		cfg := testConfig(t, nodeName(t))
+		e, err := New(st, &cfg)
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		require.NoError(t, e.Start(ctx))
+		waitStatus(t, db, queued, models.JobQueued)
+		cancel()
+		select {
+		case <-e.Stopped():
+		case <-time.After(20 * time.Second):
+			t.Fatal("the engine did not stop with its context")
+		}
+		require.NoError(t, e.Stop(context.Background()))
+		q := getJob(t, db, queued)
+		require.Equal(t, models.JobPending, q.Status)
+		require.Equal(t, 0, q.Attempt)
+		require.Positive(t, countLogs(t, db, queued, "released to pending"))
+	})
+}
+
 func TestConfigValidation(t *testing.T) {
 	t.Parallel()
-	_, err := newEngine(nil, Config{})
+	_, err := New(nil, nil)
+	require.ErrorContains(t, err, "nil store")
+	err = Config{}.WithDefaults().validate()
 	require.ErrorContains(t, err, "NodeID")
-	_, err = newEngine(nil, Config{NodeID: "n", PoolSize: -1, PollInterval: -time.Second})
+	err = Config{NodeID: "n", PoolSize: -1, PollInterval: -time.Second}.validate()
 	require.ErrorContains(t, err, "PoolSize")
 	require.ErrorContains(t, err, "PollInterval")
 	c := Config{NodeID: "n"}.WithDefaults()

@@ -22,7 +22,7 @@ func TestReserveHandoffBoundedByFreeWorkers(t *testing.T) {
 		cfg.PoolSize = 4
 		cfg.PollInterval = time.Hour // the start's claim only: it would reserve the free workers too
 		w := watchClaims(st)
-		e, err := New(w, cfg)
+		e, err := New(w, &cfg)
 		require.NoError(t, err)
 		slots, _ := e.ReserveHandoff(3)
 		require.Zero(t, slots, "not started")
@@ -42,7 +42,7 @@ func TestReserveHandoffBoundedByFreeWorkers(t *testing.T) {
 		require.Equal(t, 3, d)
 		e.DeliverHandoff(nil, d)
 		e.DeliverHandoff(nil, b)
-		require.Zero(t, e.inflight.Load())
+		require.Zero(t, e.workers.taken.Load())
 
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -167,7 +167,7 @@ func (w *claimWatch) waitClaimAfter(t testing.TB, mark int64) {
 // startEngine starts an engine and stops it at cleanup.
 func startEngine(t testing.TB, st jobStore, cfg Config) *Engine {
 	t.Helper()
-	e, err := New(st, cfg)
+	e, err := New(st, &cfg)
 	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background()))
 	t.Cleanup(func() {
@@ -272,10 +272,7 @@ func waitLog(t testing.TB, db *gorm.DB, id int64, substr string) {
 func waitWorker(t testing.TB, e *Engine, db *gorm.DB, id int64) {
 	t.Helper()
 	waitJob(t, db, id, "on a worker", func(j models.Job) bool {
-		e.mu.Lock()
-		_, ok := e.runs[id]
-		e.mu.Unlock()
-		return ok || j.Status.Finished()
+		return e.exec.run(id) != nil || j.Status.Finished()
 	})
 }
 

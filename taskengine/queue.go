@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/chimesched/chime/chimedb"
+	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/tasks"
 )
 
@@ -24,98 +25,113 @@ var errQueueClosed = errors.New("taskengine: node shutting down before the job s
 // an OnQueue error fails the job without ever taking one.
 //
 // Each claimed job gets its own enqueue goroutine, outside the pool: one
-// plugin's slow OnQueue holds up neither the claim loop nor the other jobs
+// plugin's slow OnQueue holds up neither the producer nor the other jobs
 // of its claim. The goroutine holds the worker its claim reserved (see
-// pollLoop), so the jobs in OnQueue and in the pool together never exceed
+// workers), so the jobs in OnQueue and in the pool together never exceed
 // PoolSize, and Submit finds a free worker.
-func (e *Engine) enqueue(cj *chimedb.ClaimedJob, job *tasks.Job) {
-	def := cj.Definition
-	if cj.LoadErr != nil {
-		// The claim committed but its definition could not be read: give
-		// the job back now, without using an attempt, rather than leave
-		// it queued until the reconciler frees it.
-		job.Log().WithError(cj.LoadErr).Warn("could not read the job's definition after claiming it")
-		e.release(job, "released to pending: reading its definition after the claim failed: "+cj.LoadErr.Error())
-		e.runDone()
+func (x *executor) enqueue(r *execRun, cj *chimedb.ClaimedJob, job *tasks.Job) {
+	task, ok := x.prepare(r, cj, job)
+	if !ok {
+		if !cj.Started {
+			x.starter.withdraw()
+		}
 		return
 	}
-	if def == nil {
-		e.finishUnstarted(job, fmt.Errorf("job definition %d does not exist", cj.JobDefinitionID))
-		e.runDone()
-		return
-	}
-	task, err := e.cfg.Registry.New(def.TaskType)
-	if err != nil {
-		// The registry's error names the type and the registered kinds.
-		e.finishUnstarted(job, fmt.Errorf("cannot run definition %q: %w", def.Name, err))
-		e.runDone()
-		return
-	}
-	runCtx, cancelRun := tasks.Prepare(e.workCtx, task, job)
+	runCtx, cancelRun := tasks.Prepare(r.work, task, job)
 	if cj.Started {
 		// A tasks.QueueFree task: its OnQueue does nothing, and the claim
 		// has already moved the job to running.
-		e.submitStarted(runCtx, cancelRun, cj, job, task)
+		x.submit(runCtx, cancelRun, r, cj, job, task)
 		return
 	}
-	returned, err := e.onQueue(runCtx, task, job)
+	returned, err := x.onQueue(runCtx, r, task, job)
 	// The worker stays reserved until OnQueue has returned, even when the
 	// engine gave up waiting for it: a plugin that hangs there keeps a
 	// worker's worth of claims away, as it would have on a worker, rather
 	// than letting the node claim without bound.
-	slotHeld := returned != nil
-	done := func() {
-		if slotHeld {
-			e.runWG.Done()
-			go func() { <-returned; e.freeSlot() }()
+	done := func(status models.JobStatus) {
+		x.starter.withdraw()
+		if returned == nil {
+			x.jobDone(job.ID, status)
 			return
 		}
-		e.runDone()
+		x.jobLeft(job.ID, status)
+		go func() { <-returned; x.workers.release(1) }()
 	}
 	switch {
-	case e.queueCtx.Err() != nil:
+	case r.queue.Err() != nil:
 		// As before Stop: a job that has not started goes back to pending.
 		cancelRun()
-		e.release(job, "released to pending: node shutting down before the job started")
-		done()
-		return
+		x.release(r, job, nil, "released to pending: node shutting down before the job started")
+		done(released)
 	case err != nil:
 		cancelRun()
 		var pe *PanicError
 		if errors.As(err, &pe) {
 			job.Log().Errorf("%v\n%s", pe.Value, pe.Stack)
 		}
-		e.finishUnstarted(job, fmt.Errorf("on_queue: %w", err))
-		done()
-		return
-	}
-	if err := e.pool.Submit(func() { e.run(runCtx, cancelRun, cj, job, task) }); err != nil {
-		// Only a released pool refuses, and Stop waits for this goroutine
-		// before it releases the pool.
-		cancelRun()
-		e.log.WithError(err).WithField(fieldJobID, cj.ID).Error("pool refused a claimed job; releasing it")
-		e.release(job, "released to pending: the worker pool refused it")
-		e.runDone()
+		x.finishUnstarted(job, fmt.Errorf("on_queue: %w", err))
+		done(models.JobFailed)
+	default:
+		x.submit(runCtx, cancelRun, r, cj, job, task)
 	}
 }
 
-// submitStarted hands a job the claim moved straight to running to the
-// pool. Until a worker runs it, it has not begun: when Stop has begun or
-// the pool refuses it, it goes back to pending with its attempt given back,
-// as a queued job would.
-func (e *Engine) submitStarted(runCtx context.Context, cancelRun context.CancelFunc, cj *chimedb.ClaimedJob, job *tasks.Job, task tasks.Task) {
-	if e.queueCtx.Err() != nil {
-		cancelRun()
-		e.releaseClaimed(job, cj, "released to pending: node shutting down before the job started")
-		e.runDone()
-		return
+// prepare builds the job's task; false when the job cannot run, and its
+// time here is over (given back or failed).
+func (x *executor) prepare(r *execRun, cj *chimedb.ClaimedJob, job *tasks.Job) (tasks.Task, bool) {
+	def := cj.Definition
+	var err error
+	switch {
+	case r.queue.Err() != nil:
+		x.release(r, job, cj, "released to pending: node shutting down before the job started")
+		x.jobDone(job.ID, released)
+		return nil, false
+	case cj.LoadErr != nil:
+		// The claim committed but its definition could not be read: give
+		// the job back now, without using an attempt, rather than leave
+		// it queued until the reconciler frees it.
+		job.Log().WithError(cj.LoadErr).Warn("could not read the job's definition after claiming it")
+		x.release(r, job, cj, "released to pending: reading its definition after the claim failed: "+cj.LoadErr.Error())
+		x.jobDone(job.ID, released)
+		return nil, false
+	case def == nil:
+		err = fmt.Errorf("job definition %d does not exist", cj.JobDefinitionID)
+	default:
+		var task tasks.Task
+		if task, err = x.cfg.Registry.New(def.TaskType); err == nil {
+			return task, true
+		}
+		// The registry's error names the type and the registered kinds.
+		err = fmt.Errorf("cannot run definition %q: %w", def.Name, err)
 	}
-	if err := e.pool.Submit(func() { e.run(runCtx, cancelRun, cj, job, task) }); err != nil {
-		cancelRun()
-		e.log.WithError(err).WithField(fieldJobID, cj.ID).Error("pool refused a claimed job; releasing it")
-		e.releaseClaimed(job, cj, "released to pending: the worker pool refused it")
-		e.runDone()
+	x.finishUnstarted(job, err)
+	x.jobDone(job.ID, models.JobFailed)
+	return nil, false
+}
+
+// submit hands a job whose OnQueue has accepted it, or that the claim
+// moved straight to running, to the pool. Until a worker runs it, it has
+// not begun: when Stop has begun or the pool refuses it, it goes back to
+// pending with its attempt given back.
+func (x *executor) submit(runCtx context.Context, cancelRun context.CancelFunc, r *execRun, cj *chimedb.ClaimedJob, job *tasks.Job, task tasks.Task) {
+	reason := "released to pending: node shutting down before the job started"
+	if r.queue.Err() == nil {
+		err := r.pool.Submit(func() { x.runJob(runCtx, cancelRun, r, cj, job, task) })
+		if err == nil {
+			return
+		}
+		// Only a released pool refuses, and Stop waits for this goroutine
+		// before it releases the pool.
+		x.log.WithError(err).WithField(fieldJobID, cj.ID).Error("pool refused a claimed job; releasing it")
+		reason = "released to pending: the worker pool refused it"
 	}
+	cancelRun()
+	if !cj.Started {
+		x.starter.withdraw()
+	}
+	x.release(r, job, cj, reason)
+	x.jobDone(job.ID, released)
 }
 
 // onQueue calls task.OnQueue under a context that ends at OnQueueTimeout
@@ -123,12 +139,12 @@ func (e *Engine) submitStarted(runCtx context.Context, cancelRun context.CancelF
 // for past that: onQueue returns a channel closed when OnQueue does return
 // and the context's cause; the channel is nil when OnQueue has returned. A
 // panic is returned as a *PanicError.
-func (e *Engine) onQueue(runCtx context.Context, task tasks.Task, job *tasks.Job) (returned <-chan struct{}, err error) {
+func (x *executor) onQueue(runCtx context.Context, r *execRun, task tasks.Task, job *tasks.Job) (returned <-chan struct{}, err error) {
 	qctx, cancelQ := context.WithCancelCause(runCtx)
 	defer cancelQ(context.Canceled)
-	stopQ := context.AfterFunc(e.queueCtx, func() { cancelQ(errQueueClosed) })
+	stopQ := context.AfterFunc(r.queue, func() { cancelQ(errQueueClosed) })
 	defer stopQ()
-	timer := e.cfg.Clock.AfterFunc(e.cfg.OnQueueTimeout, func() { cancelQ(errOnQueueTimeout) })
+	timer := x.cfg.Clock.AfterFunc(x.cfg.OnQueueTimeout, func() { cancelQ(errOnQueueTimeout) })
 	defer timer.Stop()
 
 	// qerr is read only after done is closed: an abandoned OnQueue may
@@ -148,13 +164,13 @@ func (e *Engine) onQueue(runCtx context.Context, task tasks.Task, job *tasks.Job
 			cause := context.Cause(qctx)
 			job.Log().Warnf("on_queue has not returned after its context ended (%v); no longer waiting for it", cause)
 			if errors.Is(cause, errOnQueueTimeout) {
-				return done, fmt.Errorf("did not return within %v", e.cfg.OnQueueTimeout)
+				return done, fmt.Errorf("did not return within %v", x.cfg.OnQueueTimeout)
 			}
 			return done, cause
 		}
 	}
 	if qerr != nil && errors.Is(context.Cause(qctx), errOnQueueTimeout) {
-		qerr = fmt.Errorf("did not return within %v: %w", e.cfg.OnQueueTimeout, qerr)
+		qerr = fmt.Errorf("did not return within %v: %w", x.cfg.OnQueueTimeout, qerr)
 	}
 	return nil, qerr
 }

@@ -86,8 +86,11 @@ func occupyPool(t *testing.T, e *Engine) func() {
 	release := make(chan struct{})
 	var once sync.Once
 	free := func() { once.Do(func() { close(release) }) }
+	e.exec.mu.Lock()
+	pool := e.exec.cur.pool
+	e.exec.mu.Unlock()
 	for i := 0; i < e.cfg.PoolSize; i++ {
-		require.NoError(t, e.pool.Submit(func() { <-release }))
+		require.NoError(t, pool.Submit(func() { <-release }))
 	}
 	t.Cleanup(free)
 	return free
@@ -153,7 +156,7 @@ func TestOnQueueErrorFailsWithoutAWorker(t *testing.T) {
 		require.Contains(t, deref(j.Error), "on_queue: quota exhausted")
 		require.Equal(t, []string{"on_queue"}, p.snapshot())
 		waitLog(t, db, id, "failed before starting")
-		waitFor(t, "the reserved worker given back", func() bool { return e.inflight.Load() == 0 })
+		waitFor(t, "the reserved worker given back", func() bool { return e.workers.taken.Load() == 0 })
 	})
 }
 
@@ -205,14 +208,14 @@ func TestOnQueueTimeout(t *testing.T) {
 		cfg.Registry = reg
 		cfg.OnQueueTimeout = 300 * time.Millisecond
 		hung := insertJob(t, db, createDef(t, db, "hung", defOpts{TaskType: "probe", MaxAttempts: 2}), "")
-		e, err := New(st, cfg)
+		e, err := New(st, &cfg)
 		require.NoError(t, err)
 		require.NoError(t, e.Start(context.Background()))
 
 		j := waitStatus(t, db, hung, models.JobFailed)
 		require.Contains(t, deref(j.Error), "did not return within 300ms")
 		require.Equal(t, 0, j.Attempt)
-		require.EqualValues(t, 1, e.inflight.Load(), "the hung OnQueue keeps its worker reserved")
+		require.EqualValues(t, 1, e.workers.taken.Load(), "the hung OnQueue keeps its worker reserved")
 
 		next := insertJob(t, db, createDef(t, db, "next", defOpts{Params: `{"duration":"0s"}`}), "")
 		close(gate)

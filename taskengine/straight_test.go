@@ -109,7 +109,7 @@ func TestStraightClaimedJobReleasedOnShutdown(t *testing.T) {
 			return &waitFreeTask{}
 		})
 		w := watchClaims(st)
-		e, err := New(w, cfg)
+		e, err := New(w, &cfg)
 		require.NoError(t, err)
 		require.NoError(t, e.Start(context.Background()))
 		w.waitClaimAfter(t, 0) // the kinds have been asked
@@ -119,13 +119,16 @@ func TestStraightClaimedJobReleasedOnShutdown(t *testing.T) {
 		<-entered
 		require.Equal(t, models.JobRunning, getJob(t, db, id).Status, "claimed straight into running")
 
+		e.exec.mu.Lock()
+		closing := e.exec.cur.queue.Done()
+		e.exec.mu.Unlock()
 		stopped := make(chan error, 1)
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			stopped <- e.Stop(ctx)
 		}()
-		require.Eventually(t, func() bool { return e.queueCtx.Err() != nil }, 20*time.Second, time.Millisecond, "Stop began")
+		<-closing // Stop began
 		close(held)
 		require.NoError(t, <-stopped)
 
