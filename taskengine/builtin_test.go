@@ -165,9 +165,9 @@ func TestPausePerBuiltinTask(t *testing.T) {
 
 		cfg := testConfig(t, nodeName(t))
 		cfg.Registry = builtinRegistry(sender)
-		startEngine(t, st, cfg)
+		e := startEngine(t, st, cfg)
 		for _, id := range []int64{sh, sl, hc, em} {
-			waitStatus(t, db, id, models.JobRunning)
+			waitStarted(t, e, id)
 		}
 		pid := shellPID(t, pidFile)
 		<-arrived
@@ -176,15 +176,14 @@ func TestPausePerBuiltinTask(t *testing.T) {
 		setControl := func(id int64, c models.JobControl) {
 			require.NoError(t, db.Exec(`UPDATE jobs SET control = ? WHERE id = ?`, c, id).Error)
 		}
-		controlDone := func(j models.Job) bool { return j.Control == models.ControlNone }
 		for _, id := range []int64{sh, sl, hc, em} {
 			setControl(id, models.ControlPause)
 		}
 
 		// Pausing for real.
 		for _, id := range []int64{sh, sl} {
-			waitJob(t, db, id, "paused", func(j models.Job) bool { return j.Status == models.JobPaused && controlDone(j) })
-			waitLog(t, db, id, "paused (control = pause)")
+			require.Equal(t, models.JobPaused, waitControlled(t, e, id, models.ControlPause).to)
+			waitLogged(t, e, id, "paused (control = pause)")
 		}
 		require.Eventually(t, func() bool { return procState(pid) == 'T' }, 10*time.Second, 10*time.Millisecond,
 			"the shell is stopped (SIGSTOP)")
@@ -194,26 +193,26 @@ func TestPausePerBuiltinTask(t *testing.T) {
 			hc: "httpcall: cannot pause: the request is already in flight",
 			em: "email: cannot pause: the message is already being sent",
 		} {
-			j := waitJob(t, db, id, "pause answered", controlDone)
-			require.Equal(t, models.JobRunning, j.Status, "job %d: a refused pause leaves it running", id)
-			waitLog(t, db, id, why)
-			waitLog(t, db, id, "pause refused")
+			require.Empty(t, waitControlled(t, e, id, models.ControlPause).to, "job %d: refused", id)
+			require.Equal(t, models.JobRunning, getJob(t, db, id).Status, "job %d: a refused pause leaves it running", id)
+			waitLogged(t, e, id, why)
+			waitLogged(t, e, id, "pause refused")
 		}
 		releaseAll()
 		close(sender.release)
-		waitStatus(t, db, hc, models.JobSucceeded)
-		waitStatus(t, db, em, models.JobSucceeded)
+		waitOutcome(t, e, db, hc, models.JobSucceeded)
+		waitOutcome(t, e, db, em, models.JobSucceeded)
 
 		// Resume and stop.
 		for _, id := range []int64{sh, sl} {
 			setControl(id, models.ControlResume)
-			waitJob(t, db, id, "resumed", func(j models.Job) bool { return j.Status == models.JobRunning && controlDone(j) })
+			require.Equal(t, models.JobRunning, waitControlled(t, e, id, models.ControlResume).to)
 		}
 		require.Eventually(t, func() bool { s := procState(pid); return s != 'T' && s != 0 }, 10*time.Second, 10*time.Millisecond,
 			"the shell runs again (SIGCONT)")
 		for _, id := range []int64{sh, sl} {
 			setControl(id, models.ControlStop)
-			waitStatus(t, db, id, models.JobStopped)
+			waitOutcome(t, e, db, id, models.JobStopped)
 		}
 		require.Eventually(t, func() bool { return !groupAlive(t, pid) }, 10*time.Second, 10*time.Millisecond)
 	})
@@ -235,17 +234,16 @@ func TestStopKillsShellProcessGroup(t *testing.T) {
 		cfg := testConfig(t, nodeName(t))
 		cfg.Registry = builtinRegistry(nil)
 		cfg.ShutdownGrace = 300 * time.Millisecond
-		e, err := New(st, &cfg)
-		require.NoError(t, err)
+		e := newTestEngine(t, st, cfg)
 		require.NoError(t, e.Start(context.Background()))
-		waitStatus(t, db, id, models.JobRunning)
+		waitStarted(t, e, id)
 		pid := shellPID(t, pidFile)
 		t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }) // if the test fails
 
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		stopErr := e.Stop(ctx)
-		err = syscall.Kill(pid, 0)
+		err := syscall.Kill(pid, 0)
 		require.True(t, errors.Is(err, syscall.ESRCH), "the job's shell (pid %d) survived the engine's Stop: kill(pid, 0) = %v", pid, err)
 		require.Eventually(t, func() bool { return !groupAlive(t, pid) }, 5*time.Second, 10*time.Millisecond,
 			"the shell's background child survived the engine's Stop")
@@ -267,12 +265,11 @@ func TestPauseLostOnShutdownIsLogged(t *testing.T) {
 		id := insertJob(t, db, createDef(t, db, "long", defOpts{Params: `{"duration":"60s"}`, MaxAttempts: 2}), "")
 		cfg := testConfig(t, nodeName(t))
 		cfg.ShutdownGrace = 200 * time.Millisecond
-		e, err := New(st, &cfg)
-		require.NoError(t, err)
+		e := newTestEngine(t, st, cfg)
 		require.NoError(t, e.Start(context.Background()))
-		waitStatus(t, db, id, models.JobRunning)
+		waitStarted(t, e, id)
 		require.NoError(t, db.Exec(`UPDATE jobs SET control = 'pause' WHERE id = ?`, id).Error)
-		waitStatus(t, db, id, models.JobPaused)
+		require.Equal(t, models.JobPaused, waitControlled(t, e, id, models.ControlPause).to)
 
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -298,9 +295,9 @@ func TestPauseLostOnCrashIsLogged(t *testing.T) {
 		require.NoError(t, db.Exec(`UPDATE jobs SET status = 'paused', attempt = 1, node_id = ?, started_at = ? WHERE id = ?`, node, now, paused).Error)
 		require.NoError(t, db.Exec(`UPDATE jobs SET status = 'running', control = 'pause', attempt = 1, node_id = ?, started_at = ? WHERE id = ?`, node, now, asked).Error)
 
-		startEngine(t, st, testConfig(t, node))
+		e := startEngine(t, st, testConfig(t, node))
 		for _, id := range []int64{paused, asked} {
-			j := waitStatus(t, db, id, models.JobSucceeded)
+			j := waitOutcome(t, e, db, id, models.JobSucceeded)
 			require.Equal(t, 2, j.Attempt)
 			require.Equal(t, 1, countLogs(t, db, id, "pause lost"), "job %d: %v", id, jobLogs(t, db, id))
 		}

@@ -40,10 +40,11 @@ func TestClaimedRowsSurviveAFailureAfterCommit(t *testing.T) {
 		// StartKinds and keeps the read after its commit.
 		cfg.Registry = tasks.NewRegistry()
 		cfg.Registry.MustRegister(queuedSleepKind, func() tasks.Task { return &queuedSleep{} })
-		startEngine(t, st, cfg)
-		waitLog(t, db, id, "released to pending")
+		e := startEngine(t, st, cfg)
+		require.Equal(t, released, waitLeft(t, e, id).status)
+		requireLog(t, db, id, "released to pending")
 		failing.Store(false)
-		j := waitStatus(t, db, id, models.JobSucceeded)
+		j := waitOutcome(t, e, db, id, models.JobSucceeded)
 		require.Equal(t, 1, j.Attempt, "the release used no attempt")
 	})
 }

@@ -64,7 +64,7 @@ func (c *controller) controlOnce(ctx context.Context) {
 	}
 	for _, id := range canceled {
 		c.log.WithField(fieldJobID, id).Info("job canceled (control = stop before it started)")
-		c.signals.controlled.Signal(controlSignal{id: id, to: models.JobCanceled})
+		c.signals.controlled.Signal(controlSignal{id: id, control: models.ControlStop, to: models.JobCanceled})
 	}
 	reqs, err := c.st.ControlRequests(ctx, c.cfg.NodeID)
 	if err != nil {

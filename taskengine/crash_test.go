@@ -107,11 +107,11 @@ func TestProcessKilledMidRun(t *testing.T) {
 			require.Equal(t, models.JobRunning, j.Status, "the dead process left it running")
 			require.Equal(t, 1, j.Attempt)
 
-			startEngine(t, st, testConfig(t, node))
-			j = waitStatus(t, db, id, models.JobSucceeded)
+			e := startEngine(t, st, testConfig(t, node))
+			j = waitOutcome(t, e, db, id, models.JobSucceeded)
 			require.Equal(t, 2, j.Attempt)
-			waitLog(t, db, id, "died during attempt 1 of 2; retrying (requests_recovery is off)")
-			waitLog(t, db, id, "running: attempt 2 of 2")
+			requireLog(t, db, id, "died during attempt 1 of 2; retrying (requests_recovery is off)")
+			requireLog(t, db, id, "running: attempt 2 of 2")
 		})
 	}
 }
@@ -156,14 +156,14 @@ func TestNodeLossRecovery(t *testing.T) {
 			require.Contains(t, deref(f.Error), "node "+lost+" died during attempt 1 of 1; no attempts left (requests_recovery is off)")
 
 			other := nodeName(t) + "-other"
-			startEngine(t, st, testConfig(t, other))
-			j = waitStatus(t, db, on, models.JobSucceeded)
+			e := startEngine(t, st, testConfig(t, other))
+			j = waitOutcome(t, e, db, on, models.JobSucceeded)
 			require.Equal(t, other, j.NodeID)
 			require.Equal(t, 1, j.Attempt, "the rerun is attempt 1 again")
 			require.Equal(t, 1, j.Recoveries)
-			waitLog(t, db, on, "node "+lost+" died during attempt 1 of 1; recovering (requests_recovery)")
+			requireLog(t, db, on, "node "+lost+" died during attempt 1 of 1; recovering (requests_recovery)")
 			// The lost run's own lines may have died in the child's log buffer.
-			waitLog(t, db, on, "running: attempt 1 of 1")
+			requireLog(t, db, on, "running: attempt 1 of 1")
 			require.Equal(t, models.JobFailed, getJob(t, db, off).Status)
 		})
 	}
@@ -193,7 +193,7 @@ func TestRecoveryFailsJobWithoutAttemptsLeft(t *testing.T) {
 		require.Equal(t, models.JobPending, q.Status)
 		require.Equal(t, 0, q.Attempt)
 		// The queued one now runs normally, on the restarted node.
-		startEngine(t, st, testConfig(t, node))
-		waitStatus(t, db, queued, models.JobSucceeded)
+		e := startEngine(t, st, testConfig(t, node))
+		waitOutcome(t, e, db, queued, models.JobSucceeded)
 	})
 }

@@ -22,8 +22,8 @@ func TestAdHocJobSucceeds(t *testing.T) {
 		db := st.DB()
 		def := createDef(t, db, "adhoc", defOpts{Params: `{"duration":"20ms"}`})
 		id := insertJob(t, db, def, "")
-		startEngine(t, st, testConfig(t, nodeName(t)))
-		j := waitStatus(t, db, id, models.JobSucceeded)
+		e := startEngine(t, st, testConfig(t, nodeName(t)))
+		j := waitOutcome(t, e, db, id, models.JobSucceeded)
 		require.Equal(t, 1, j.Attempt)
 		require.Equal(t, nodeName(t), j.NodeID)
 		require.Equal(t, "slept 20ms", deref(j.Result))
@@ -67,14 +67,13 @@ func TestRetriesWithBackoff(t *testing.T) {
 		id := insertJob(t, db, def, "")
 		cfg := testConfig(t, nodeName(t))
 		cfg.Clock = clock
-		claims := watchClaims(st)
-		e := startEngine(t, claims, cfg)
+		e := startEngine(t, st, cfg)
 
 		base := 10 * time.Second
+		mark := 0
 		for attempt := 1; attempt <= 2; attempt++ {
-			j := waitJob(t, db, id, fmt.Sprintf("attempt %d back to pending", attempt), func(j models.Job) bool {
-				return j.Status == models.JobPending && j.Attempt == attempt
-			})
+			j := waitOutcomeFrom(t, e, db, mark, id, models.JobPending)
+			require.Equal(t, attempt, j.Attempt)
 			require.Contains(t, deref(j.Error), "failing as asked")
 			require.Empty(t, j.NodeID, "a retry may run on any node")
 			require.Nil(t, j.FinishedAt)
@@ -82,26 +81,27 @@ func TestRetriesWithBackoff(t *testing.T) {
 			want := base << (attempt - 1)
 			require.GreaterOrEqual(t, delay, want*8/10-time.Millisecond, "attempt %d", attempt)
 			require.LessOrEqual(t, delay, want*12/10, "attempt %d", attempt)
-			waitLog(t, db, id, fmt.Sprintf("attempt %d of 3 failed", attempt))
+			requireLog(t, db, id, fmt.Sprintf("attempt %d of 3 failed", attempt))
 			// started_at will be overwritten by the next attempt: the
 			// failure line keeps when this one started.
-			waitLog(t, db, id, "this attempt started at "+j.StartedAt.UTC().Format(startedLayout))
+			requireLog(t, db, id, "this attempt started at "+j.StartedAt.UTC().Format(startedLayout))
 			if attempt > 1 {
-				waitLog(t, db, id, fmt.Sprintf("running: attempt %d of 3", attempt))
+				requireLog(t, db, id, fmt.Sprintf("running: attempt %d of 3", attempt))
 			}
 			// Not due yet: a claim after a wake-up takes nothing.
-			mark := claims.mark()
+			claims := claimMark(e)
 			e.Wake()
-			claims.waitClaimAfter(t, mark)
+			require.Empty(t, waitClaimAfter(t, e, claims).ids)
 			require.Equal(t, models.JobPending, getJob(t, db, id).Status)
+			mark = e.signals.flushed.Len()
 			clock.Advance(want * 13 / 10)
 			e.Wake()
 		}
-		j := waitStatus(t, db, id, models.JobFailed)
+		j := waitOutcomeFrom(t, e, db, mark, id, models.JobFailed)
 		require.Equal(t, 3, j.Attempt)
 		require.NotNil(t, j.FinishedAt)
 		require.Contains(t, deref(j.Error), "failing as asked")
-		waitLog(t, db, id, "failed (attempt 3 of 3)")
+		requireLog(t, db, id, "failed (attempt 3 of 3)")
 		// One notice, for the outcome, not one per attempt; written with it.
 		var notes []models.Notification
 		require.NoError(t, db.Find(&notes).Error)
@@ -131,8 +131,8 @@ func TestTimeoutFailsTheAttempt(t *testing.T) {
 		db := st.DB()
 		def := createDef(t, db, "slow", defOpts{Params: `{"duration":"30s"}`, TimeoutSeconds: 1})
 		id := insertJob(t, db, def, "")
-		startEngine(t, st, testConfig(t, nodeName(t)))
-		j := waitStatus(t, db, id, models.JobFailed)
+		e := startEngine(t, st, testConfig(t, nodeName(t)))
+		j := waitOutcome(t, e, db, id, models.JobFailed)
 		require.Contains(t, deref(j.Error), "timeout")
 		require.Less(t, j.FinishedAt.Sub(*j.StartedAt), 20*time.Second)
 	})
@@ -145,14 +145,14 @@ func TestPanicFailsOnlyThatJob(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
 		bad := insertJob(t, db, createDef(t, db, "panics", defOpts{TaskType: "panic"}), "")
-		startEngine(t, st, testConfig(t, nodeName(t)))
-		j := waitStatus(t, db, bad, models.JobFailed)
+		e := startEngine(t, st, testConfig(t, nodeName(t)))
+		j := waitOutcome(t, e, db, bad, models.JobFailed)
 		require.Contains(t, deref(j.Error), "boom in the task")
-		waitLog(t, db, bad, "goroutine")
-		waitLog(t, db, bad, "panicTask")
+		requireLog(t, db, bad, "goroutine")
+		requireLog(t, db, bad, "panicTask")
 
 		good := insertJob(t, db, createDef(t, db, "fine", defOpts{Params: `{"duration":"0s"}`}), "")
-		waitStatus(t, db, good, models.JobSucceeded)
+		waitOutcome(t, e, db, good, models.JobSucceeded)
 	})
 }
 
@@ -161,11 +161,11 @@ func TestUnknownTaskTypeFails(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
 		id := insertJob(t, db, createDef(t, db, "typo", defOpts{TaskType: "slep"}), "")
-		startEngine(t, st, testConfig(t, nodeName(t)))
-		j := waitStatus(t, db, id, models.JobFailed)
+		e := startEngine(t, st, testConfig(t, nodeName(t)))
+		j := waitOutcome(t, e, db, id, models.JobFailed)
 		require.Contains(t, deref(j.Error), `"slep"`)
 		require.Contains(t, deref(j.Error), "registered: panic, sleep, sleep-queued, slowqueue, stubborn")
-		waitLog(t, db, id, "failed before starting")
+		requireLog(t, db, id, "failed before starting")
 	})
 }
 
@@ -184,35 +184,25 @@ func TestPauseDoesNotCountAgainstTimeout(t *testing.T) {
 				clock := clockwork.NewFakeClockAt(time.Now().Add(time.Second))
 				cfg := testConfig(t, nodeName(t))
 				cfg.Clock = clock
-				startEngine(t, st, cfg)
-				waitStatus(t, db, id, models.JobRunning)
+				e := startEngine(t, st, cfg)
+				waitStarted(t, e, id) // its timeout is armed on the clock
 				control := func(c models.JobControl, want models.JobStatus) {
 					require.NoError(t, db.Exec(`UPDATE jobs SET control = ? WHERE id = ?`, c, id).Error)
 					clock.Advance(cfg.ControlInterval) // the control tick reads it
-					waitJob(t, db, id, string(want), func(j models.Job) bool {
-						return j.Status == want && j.Control == models.ControlNone
-					})
+					require.Equal(t, want, waitControlled(t, e, id, c).to)
 				}
 				if pause {
 					control(models.ControlPause, models.JobPaused)
 				}
 				clock.Advance(time.Minute)
 				if !pause {
-					// running is committed a moment before the run arms its
-					// timeout on the clock: an Advance that came first moved
-					// nothing, so keep advancing until the timeout has fired.
-					j := waitJob(t, db, id, "status failed", func(j models.Job) bool {
-						if j.Status != models.JobFailed {
-							clock.Advance(time.Minute)
-						}
-						return j.Status == models.JobFailed
-					})
+					j := waitOutcome(t, e, db, id, models.JobFailed)
 					require.Contains(t, deref(j.Error), "timeout")
 					return
 				}
 				control(models.ControlResume, models.JobRunning)
 				open()
-				waitStatus(t, db, id, models.JobSucceeded)
+				waitOutcome(t, e, db, id, models.JobSucceeded)
 			})
 		})
 	}
@@ -225,34 +215,37 @@ func TestControlPauseResumeStop(t *testing.T) {
 		db := st.DB()
 		long := insertJob(t, db, createDef(t, db, "long", defOpts{Params: `{"duration":"60s"}`}), "")
 		stubborn := insertJob(t, db, createDef(t, db, "stubborn", defOpts{TaskType: "stubborn"}), "")
-		startEngine(t, st, testConfig(t, nodeName(t)))
+		e := startEngine(t, st, testConfig(t, nodeName(t)))
 		for _, id := range []int64{long, stubborn} {
-			waitStatus(t, db, id, models.JobRunning)
+			waitStarted(t, e, id)
 		}
 		setControl := func(id int64, c models.JobControl) {
 			require.NoError(t, db.Exec(`UPDATE jobs SET control = ? WHERE id = ?`, c, id).Error)
 		}
-		controlDone := func(j models.Job) bool { return j.Control == models.ControlNone }
 
 		setControl(long, models.ControlPause)
 		setControl(stubborn, models.ControlPause)
-		waitJob(t, db, long, "paused", func(j models.Job) bool { return j.Status == models.JobPaused && controlDone(j) })
-		j := waitJob(t, db, stubborn, "pause refused", controlDone)
+		require.Equal(t, models.JobPaused, waitControlled(t, e, long, models.ControlPause).to)
+		require.Empty(t, waitControlled(t, e, stubborn, models.ControlPause).to, "refused")
+		j := getJob(t, db, stubborn)
 		require.Equal(t, models.JobRunning, j.Status)
-		waitLog(t, db, stubborn, "pause refused")
-		waitLog(t, db, long, "paused (control = pause)")
+		require.Equal(t, models.ControlNone, j.Control)
+		require.Equal(t, models.JobPaused, getJob(t, db, long).Status)
+		waitLogged(t, e, stubborn, "pause refused")
+		waitLogged(t, e, long, "paused (control = pause)")
 
 		setControl(long, models.ControlResume)
-		waitJob(t, db, long, "resumed", func(j models.Job) bool { return j.Status == models.JobRunning && controlDone(j) })
-		waitLog(t, db, long, "resumed")
+		require.Equal(t, models.JobRunning, waitControlled(t, e, long, models.ControlResume).to)
+		require.Equal(t, models.JobRunning, getJob(t, db, long).Status)
+		waitLogged(t, e, long, "resumed")
 
 		setControl(long, models.ControlStop)
 		setControl(stubborn, models.ControlStop)
-		j = waitStatus(t, db, long, models.JobStopped)
+		j = waitOutcome(t, e, db, long, models.JobStopped)
 		require.Contains(t, deref(j.Error), "stopped")
 		require.Equal(t, models.ControlNone, j.Control)
-		waitStatus(t, db, stubborn, models.JobStopped)
-		waitLog(t, db, long, "stop requested")
+		waitOutcome(t, e, db, stubborn, models.JobStopped)
+		requireLog(t, db, long, "stop requested")
 	})
 }
 
@@ -266,13 +259,15 @@ func TestStopCancelsPendingJob(t *testing.T) {
 			def, store.DBTime(time.Now().Add(time.Hour))).Error)
 		var id int64
 		require.NoError(t, db.Raw(`SELECT MAX(id) FROM jobs`).Scan(&id).Error)
-		startEngine(t, st, testConfig(t, nodeName(t)))
+		e := startEngine(t, st, testConfig(t, nodeName(t)))
 		require.NoError(t, db.Exec(`UPDATE jobs SET control = 'stop' WHERE id = ?`, id).Error)
-		j := waitStatus(t, db, id, models.JobCanceled)
+		require.Equal(t, models.JobCanceled, waitControlled(t, e, id, models.ControlStop).to)
+		j := getJob(t, db, id)
+		require.Equal(t, models.JobCanceled, j.Status)
 		require.Equal(t, 0, j.Attempt)
 		require.Equal(t, models.ControlNone, j.Control)
 		require.NotNil(t, j.FinishedAt)
-		waitLog(t, db, id, "canceled")
+		requireLog(t, db, id, "canceled")
 	})
 }
 
@@ -292,10 +287,10 @@ func TestForbidConcurrency(t *testing.T) {
 			require.NoError(t, db.Create(&j).Error)
 			ids = append(ids, j.ID)
 		}
-		startEngine(t, st, testConfig(t, nodeName(t)))
+		e := startEngine(t, st, testConfig(t, nodeName(t)))
 		var prev models.Job
 		for i, id := range ids {
-			j := waitStatus(t, db, id, models.JobSucceeded)
+			j := waitOutcome(t, e, db, id, models.JobSucceeded)
 			if i > 0 {
 				require.False(t, j.StartedAt.Before(*prev.FinishedAt), "job %d started before job %d finished", id, prev.ID)
 			}
@@ -318,18 +313,14 @@ func TestGracefulShutdown(t *testing.T) {
 		queued := insertJob(t, db, createDef(t, db, "queued", defOpts{TaskType: "slowqueue"}), "")
 		cfg := testConfig(t, nodeName(t))
 		cfg.ShutdownGrace = 800 * time.Millisecond
-		e, err := New(st, &cfg)
-		require.NoError(t, err)
+		e := newTestEngine(t, st, cfg)
 		require.NoError(t, e.Start(context.Background()))
-		// short runs for 300 ms: a slow poll may see it done already.
-		waitJob(t, db, short, "started", func(j models.Job) bool { return j.StartedAt != nil })
-		waitStatus(t, db, long, models.JobRunning)
-		waitStatus(t, db, queued, models.JobQueued)
 		// A claim writes running before the job reaches its worker; a
 		// Stop in between rightly gives the attempt back. This test is
-		// about runs under way, so it waits for the workers.
-		waitWorker(t, e, db, short)
-		waitWorker(t, e, db, long)
+		// about runs under way, so it waits for them.
+		waitStarted(t, e, short)
+		waitStarted(t, e, long)
+		waitClaimed(t, e, queued)
 
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -356,9 +347,7 @@ func TestStartStopIdempotent(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		cfg := testConfig(t, nodeName(t))
-		e, err := New(st, &cfg)
-		require.NoError(t, err)
+		e := newTestEngine(t, st, testConfig(t, nodeName(t)))
 		require.NoError(t, e.Stop(ctx), "stop before start")
 		// A stopped engine starts again, and runs jobs again.
 		db := st.DB()
@@ -370,7 +359,7 @@ func TestStartStopIdempotent(t *testing.T) {
 			e.Wake()
 			id := insertJob(t, db, def, "")
 			e.Wake()
-			waitStatus(t, db, id, models.JobSucceeded)
+			waitOutcome(t, e, db, id, models.JobSucceeded)
 			require.NoError(t, e.Stop(ctx))
 			require.NoError(t, e.Stop(ctx))
 		}
@@ -384,12 +373,10 @@ func TestStopsWithItsContext(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
 		queued := insertJob(t, db, createDef(t, db, "queued", defOpts{TaskType: "slowqueue"}), "")
-		cfg := testConfig(t, nodeName(t))
-		e, err := New(st, &cfg)
-		require.NoError(t, err)
+		e := newTestEngine(t, st, testConfig(t, nodeName(t)))
 		ctx, cancel := context.WithCancel(context.Background())
 		require.NoError(t, e.Start(ctx))
-		waitStatus(t, db, queued, models.JobQueued)
+		waitClaimed(t, e, queued)
 		cancel()
 		select {
 		case <-e.Stopped():

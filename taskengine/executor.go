@@ -254,12 +254,13 @@ func (x *executor) run(id int64) *activeRun {
 // longer waits for it.
 func (x *executor) jobDone(id int64, status models.JobStatus) {
 	x.workers.release(1)
-	x.jobLeft(id, status)
+	x.jobLeft(id, status, true)
 }
 
-// jobLeft is jobDone for a job whose worker stays taken (see enqueue).
-func (x *executor) jobLeft(id int64, status models.JobStatus) {
-	x.signals.completed.Signal(completedSignal{id: id, status: status})
+// jobLeft is jobDone for a job whose worker stays taken when freed is
+// false (see enqueue).
+func (x *executor) jobLeft(id int64, status models.JobStatus, freed bool) {
+	x.signals.completed.Signal(completedSignal{id: id, status: status, freed: freed})
 	x.jobs.Done()
 }
 

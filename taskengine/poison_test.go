@@ -87,16 +87,16 @@ func TestPoisonOutcomeContained(t *testing.T) {
 		cfg := testConfig(t, nodeName(t))
 		cfg.Registry.MustRegister(httpcall.Kind, httpcall.New)
 		cfg.Registry.MustRegister("poison", func() tasks.Task { return &poisonTask{} })
-		startEngine(t, st, cfg)
+		eng := startEngine(t, st, cfg)
 
 		for _, id := range sleepers {
-			waitStatus(t, db, id, models.JobSucceeded)
+			waitOutcome(t, eng, db, id, models.JobSucceeded)
 		}
-		j := waitStatus(t, db, httpJob, models.JobSucceeded)
+		j := waitOutcome(t, eng, db, httpJob, models.JobSucceeded)
 		require.Equal(t, "HTTP 200 \uFFFD\nok", deref(j.Result))
-		waitLog(t, db, httpJob, "-> 200 \uFFFD in ")
+		requireLog(t, db, httpJob, "-> 200 \uFFFD in ")
 
-		j = waitStatus(t, db, poisonJob, models.JobFailed)
+		j = waitOutcome(t, eng, db, poisonJob, models.JobFailed)
 		e := deref(j.Error)
 		require.True(t, utf8.ValidString(e))
 		require.LessOrEqual(t, len(e), store.MaxErrorBytes)
@@ -106,8 +106,8 @@ func TestPoisonOutcomeContained(t *testing.T) {
 		require.LessOrEqual(t, len(r), store.MaxResultBytes)
 		require.True(t, strings.HasPrefix(r, "HTTP 200 \uFFFD\nrrr"))
 		require.Contains(t, r[len(r)-40:], "…[truncated ")
-		waitLog(t, db, poisonJob, "info: bad byte \uFFFD in a long line lll")
-		waitLog(t, db, poisonJob, "failed (attempt 1 of 1): status \uFFFD eee")
+		requireLog(t, db, poisonJob, "info: bad byte \uFFFD in a long line lll")
+		requireLog(t, db, poisonJob, "failed (attempt 1 of 1): status \uFFFD eee")
 		for _, l := range jobLogs(t, db, poisonJob) {
 			require.LessOrEqual(t, len(l), len("error: ")+store.MaxLogMessageBytes)
 		}

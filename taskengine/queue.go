@@ -55,7 +55,7 @@ func (x *executor) enqueue(r *execRun, cj *chimedb.ClaimedJob, job *tasks.Job) {
 			x.jobDone(job.ID, status)
 			return
 		}
-		x.jobLeft(job.ID, status)
+		x.jobLeft(job.ID, status, false)
 		go func() { <-returned; x.workers.release(1) }()
 	}
 	switch {

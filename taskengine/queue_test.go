@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/internal/testsignal"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/tasks"
@@ -17,22 +18,20 @@ import (
 
 // probe records the calls of probeTask, with the row's status at OnQueue.
 type probe struct {
+	calls   testsignal.Signal[string]
 	mu      sync.Mutex
-	calls   []string
 	statusQ models.JobStatus
 }
 
-func (p *probe) add(s string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.calls = append(p.calls, s)
+func newProbe(t *testing.T) *probe {
+	p := &probe{}
+	p.calls.Init(t)
+	return p
 }
 
-func (p *probe) snapshot() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.calls...)
-}
+func (p *probe) add(s string) { p.calls.Signal(s) }
+
+func (p *probe) snapshot() []string { return p.calls.Values() }
 
 // probeTask records OnQueue, Execute and OnComplete; OnQueue returns
 // queueErr, after waiting for gate when one is set (ignoring its context
@@ -116,13 +115,13 @@ func TestOnQueueRunsBeforeThePool(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		p := &probe{}
+		p := newProbe(t)
 		e := startProbeEngine(t, st, func() *probeTask { return &probeTask{p: p, st: st} })
 		freePool := occupyPool(t, e)
 		id := insertJob(t, db, createDef(t, db, "probe", defOpts{TaskType: "probe"}), "")
 		e.Wake()
 
-		waitFor(t, "OnQueue while every pool worker is taken", func() bool { return len(p.snapshot()) > 0 })
+		require.Equal(t, "on_queue", p.calls.WaitOrTimeout(), "OnQueue while every pool worker is taken")
 		require.Equal(t, []string{"on_queue"}, p.snapshot())
 		p.mu.Lock()
 		require.Equal(t, models.JobQueued, p.statusQ)
@@ -130,7 +129,7 @@ func TestOnQueueRunsBeforeThePool(t *testing.T) {
 		require.Equal(t, models.JobQueued, getJob(t, db, id).Status, "not started before a worker is free")
 
 		freePool()
-		j := waitStatus(t, db, id, models.JobSucceeded)
+		j := waitOutcome(t, e, db, id, models.JobSucceeded)
 		require.Equal(t, 1, j.Attempt)
 		require.Equal(t, []string{"on_queue", "execute", "on_complete"}, p.snapshot())
 	})
@@ -142,7 +141,7 @@ func TestOnQueueErrorFailsWithoutAWorker(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		p := &probe{}
+		p := newProbe(t)
 		e := startProbeEngine(t, st, func() *probeTask {
 			return &probeTask{p: p, st: st, queueErr: errors.New("quota exhausted")}
 		})
@@ -150,13 +149,15 @@ func TestOnQueueErrorFailsWithoutAWorker(t *testing.T) {
 		id := insertJob(t, db, createDef(t, db, "refused", defOpts{TaskType: "probe", MaxAttempts: 3}), "")
 		e.Wake()
 
-		j := waitStatus(t, db, id, models.JobFailed)
+		j := waitOutcome(t, e, db, id, models.JobFailed)
 		require.Equal(t, 0, j.Attempt, "never started")
 		require.Nil(t, j.StartedAt)
 		require.Contains(t, deref(j.Error), "on_queue: quota exhausted")
 		require.Equal(t, []string{"on_queue"}, p.snapshot())
-		waitLog(t, db, id, "failed before starting")
-		waitFor(t, "the reserved worker given back", func() bool { return e.workers.taken.Load() == 0 })
+		requireLog(t, db, id, "failed before starting")
+		left := waitLeft(t, e, id)
+		require.Equal(t, models.JobFailed, left.status)
+		require.True(t, left.freed, "the reserved worker given back")
 	})
 }
 
@@ -166,7 +167,7 @@ func TestSlowOnQueueDoesNotBlockOthers(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		p := &probe{}
+		p := newProbe(t)
 		gate := make(chan struct{})
 		t.Cleanup(func() {
 			select {
@@ -182,12 +183,12 @@ func TestSlowOnQueueDoesNotBlockOthers(t *testing.T) {
 		cfg.Registry = reg
 		slow := insertJob(t, db, createDef(t, db, "slow", defOpts{TaskType: "probe"}), "")
 		quick := insertJob(t, db, createDef(t, db, "quick", defOpts{Params: `{"duration":"0s"}`}), "")
-		startEngine(t, st, cfg)
+		e := startEngine(t, st, cfg)
 
-		waitStatus(t, db, quick, models.JobSucceeded)
+		waitOutcome(t, e, db, quick, models.JobSucceeded)
 		require.Equal(t, models.JobQueued, getJob(t, db, slow).Status)
 		close(gate)
-		waitStatus(t, db, slow, models.JobSucceeded)
+		waitOutcome(t, e, db, slow, models.JobSucceeded)
 	})
 }
 
@@ -199,7 +200,7 @@ func TestOnQueueTimeout(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		p := &probe{}
+		p := newProbe(t)
 		gate := make(chan struct{})
 		reg := testRegistry()
 		reg.MustRegister("probe", func() tasks.Task { return &probeTask{p: p, st: st, gate: gate, deaf: true} })
@@ -208,35 +209,28 @@ func TestOnQueueTimeout(t *testing.T) {
 		cfg.Registry = reg
 		cfg.OnQueueTimeout = 300 * time.Millisecond
 		hung := insertJob(t, db, createDef(t, db, "hung", defOpts{TaskType: "probe", MaxAttempts: 2}), "")
-		e, err := New(st, &cfg)
-		require.NoError(t, err)
+		e := newTestEngine(t, st, cfg)
 		require.NoError(t, e.Start(context.Background()))
 
-		j := waitStatus(t, db, hung, models.JobFailed)
+		j := waitOutcome(t, e, db, hung, models.JobFailed)
 		require.Contains(t, deref(j.Error), "did not return within 300ms")
 		require.Equal(t, 0, j.Attempt)
-		require.EqualValues(t, 1, e.workers.taken.Load(), "the hung OnQueue keeps its worker reserved")
+		require.False(t, waitLeft(t, e, hung).freed, "the hung OnQueue keeps its worker reserved")
+		require.EqualValues(t, 1, e.workers.taken.Load())
 
 		next := insertJob(t, db, createDef(t, db, "next", defOpts{Params: `{"duration":"0s"}`}), "")
 		close(gate)
-		waitStatus(t, db, next, models.JobSucceeded)
+		waitOutcome(t, e, db, next, models.JobSucceeded)
 
 		// Stop does not wait for an OnQueue that ignores its context.
 		gate2 := make(chan struct{})
 		defer close(gate2)
 		reg.MustRegister("deaf", func() tasks.Task { return &probeTask{p: p, st: st, gate: gate2, deaf: true} })
 		held := insertJob(t, db, createDef(t, db, "held", defOpts{TaskType: "deaf"}), "")
-		waitStatus(t, db, held, models.JobQueued)
+		waitClaimed(t, e, held)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		require.NoError(t, e.Stop(ctx))
 		require.Equal(t, models.JobPending, getJob(t, db, held).Status, "released: it never started")
 	})
-}
-
-// waitFor polls cond until it holds; it fails after a generous deadline
-// (a wait, not a timing assertion).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	require.Eventually(t, cond, 20*time.Second, 10*time.Millisecond, "timed out waiting for %s", what)
 }

@@ -48,12 +48,13 @@ const released models.JobStatus = "released"
 type completedSignal struct {
 	id     int64
 	status models.JobStatus // as recorded: pending for a retry or a snooze; or released
+	freed  bool             // its worker is free (not when an OnQueue that did not return holds it)
 }
 
 type controlSignal struct {
 	id      int64
-	control models.JobControl // "" for a job canceled before it started
-	to      models.JobStatus  // the status written, if any
+	control models.JobControl
+	to      models.JobStatus // the status written, if any: canceled for a stop before the start
 }
 
 // flushSignal is what one flush committed.

@@ -2,6 +2,7 @@ package taskengine
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/internal/testsignal"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/tasks"
@@ -37,8 +39,8 @@ func TestQueueFreeJobIsClaimedStraightIntoRunning(t *testing.T) {
 		db := st.DB()
 		free := insertJob(t, db, createDef(t, db, "free", defOpts{Params: `{"duration":"0s"}`}), "")
 		sc := &startCounter{jobStore: st}
-		startEngine(t, sc, testConfig(t, nodeName(t)))
-		j := waitStatus(t, db, free, models.JobSucceeded)
+		e := startEngine(t, sc, testConfig(t, nodeName(t)))
+		j := waitOutcome(t, e, db, free, models.JobSucceeded)
 		require.Equal(t, 1, j.Attempt)
 		require.NotNil(t, j.StartedAt)
 		require.NotNil(t, j.QueuedAt)
@@ -46,7 +48,7 @@ func TestQueueFreeJobIsClaimedStraightIntoRunning(t *testing.T) {
 		require.Zero(t, sc.calls.Load(), "no start UPDATE for a job the claim started")
 
 		hooked := insertJob(t, db, createDef(t, db, "hooked", defOpts{TaskType: queuedSleepKind, Params: `{"duration":"0s"}`}), "")
-		waitStatus(t, db, hooked, models.JobSucceeded)
+		waitOutcome(t, e, db, hooked, models.JobSucceeded)
 		require.EqualValues(t, 1, sc.jobs.Load(), "the task with an OnQueue is started by the starter")
 	})
 }
@@ -80,12 +82,12 @@ func TestStraightClaimedJobStoppedAtOnce(t *testing.T) {
 		db := st.DB()
 		gate, _ := openGate(t) // never opened: only the stop ends the job
 		id := insertJob(t, db, createDef(t, db, "stopped", defOpts{TaskType: "waitfree", Params: `{"gate":"` + gate + `"}`}), "")
-		startEngine(t, &stopOnClaim{jobStore: st, st: st}, testConfig(t, nodeName(t)))
-		j := waitStatus(t, db, id, models.JobStopped)
+		e := startEngine(t, &stopOnClaim{jobStore: st, st: st}, testConfig(t, nodeName(t)))
+		j := waitOutcome(t, e, db, id, models.JobStopped)
 		require.Equal(t, 1, j.Attempt)
 		require.Equal(t, models.ControlNone, j.Control)
 		require.NotNil(t, j.StartedAt)
-		waitLog(t, db, id, "stop requested")
+		requireLog(t, db, id, "stop requested")
 	})
 }
 
@@ -108,11 +110,9 @@ func TestStraightClaimedJobReleasedOnShutdown(t *testing.T) {
 			}
 			return &waitFreeTask{}
 		})
-		w := watchClaims(st)
-		e, err := New(w, &cfg)
-		require.NoError(t, err)
+		e := newTestEngine(t, st, cfg)
 		require.NoError(t, e.Start(context.Background()))
-		w.waitClaimAfter(t, 0) // the kinds have been asked
+		waitClaimAfter(t, e, 0) // the kinds have been asked
 		armed.Store(true)
 		id := insertJob(t, db, createDef(t, db, "held", defOpts{TaskType: "held", Params: `{"gate":"never"}`}), "")
 		e.Wake()
@@ -137,7 +137,7 @@ func TestStraightClaimedJobReleasedOnShutdown(t *testing.T) {
 		require.Equal(t, 0, j.Attempt, "the attempt is given back")
 		require.Nil(t, j.StartedAt)
 		require.Empty(t, j.NodeID)
-		waitLog(t, db, id, "released to pending: node shutting down before the job started")
+		requireLog(t, db, id, "released to pending: node shutting down before the job started")
 	})
 }
 
@@ -149,24 +149,27 @@ func TestStraightClaimTwoEngines(t *testing.T) {
 		db := st.DB()
 		var mu sync.Mutex
 		runs := map[int64][]string{}
+		var ran testsignal.Signal[int64]
+		ran.Init(t)
 		reg := testRegistry()
-		reg.MustRegister("count", func() tasks.Task { return &countTask{mu: &mu, runs: runs} })
+		reg.MustRegister("count", func() tasks.Task { return &countTask{mu: &mu, runs: runs, ran: &ran} })
 		def := createDef(t, db, "count", defOpts{TaskType: "count"})
 		const n = 400
 		insertRows(t, db, n, def, models.JobPending, time.Now().Add(-time.Second))
+		engines := map[string]*Engine{}
 		for _, node := range []string{nodeName(t) + "-a", nodeName(t) + "-b"} {
 			cfg := testConfig(t, node)
 			cfg.Registry = reg
 			cfg.PoolSize = 16
-			startEngine(t, st, cfg)
+			engines[node] = startEngine(t, st, cfg)
 		}
-		require.Eventually(t, func() bool {
-			var left int64
-			require.NoError(t, db.Model(&models.Job{}).Where("status <> ?", models.JobSucceeded).Count(&left).Error)
-			return left == 0
-		}, 60*time.Second, 20*time.Millisecond, "every job succeeded")
+		runsSeen := 0
+		ran.WaitFor(fmt.Sprintf("%d runs", n), func(int64) bool { runsSeen++; return runsSeen == n })
 		mu.Lock()
 		defer mu.Unlock()
+		for id, on := range runs {
+			waitOutcome(t, engines[on[0]], db, id, models.JobSucceeded)
+		}
 		require.Len(t, runs, n)
 		nodes := map[string]int{}
 		for id, on := range runs {
@@ -183,11 +186,12 @@ func TestStraightClaimTwoEngines(t *testing.T) {
 	})
 }
 
-// countTask records which node ran each job.
+// countTask records which node ran each job, and signals each run.
 type countTask struct {
 	tasks.Base
 	mu   *sync.Mutex
 	runs map[int64][]string
+	ran  *testsignal.Signal[int64]
 }
 
 func (c *countTask) QueueFree() {}
@@ -196,5 +200,6 @@ func (c *countTask) Execute(_ context.Context, job *tasks.Job) error {
 	c.mu.Lock()
 	c.runs[job.ID] = append(c.runs[job.ID], job.NodeID)
 	c.mu.Unlock()
+	c.ran.Signal(job.ID)
 	return nil
 }
