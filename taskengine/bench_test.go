@@ -113,7 +113,7 @@ func BenchmarkDrain(b *testing.B) {
 				b.StopTimer()
 				st := testdb.Open(b, d)
 				db := st.DB()
-				def := createDef(b, db, "bench", defOpts{Params: `{"duration":"0s"}`})
+				def := testdb.Definition(b, st, &testdb.DefinitionOpts{Name: "bench", DefaultParams: `{"duration":"0s"}`}).ID
 				insertRows(b, db, n, def, models.JobPending, time.Now().Add(-time.Second))
 				cfg := testConfig(b, "bench")
 				cfg.PoolSize = 100
@@ -165,7 +165,7 @@ func BenchmarkClaimWithHistory(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/history=%d", d, h), func(b *testing.B) {
 				st := testdb.Open(b, d)
 				db := st.DB()
-				def := createDef(b, db, "bench", defOpts{Params: `{"duration":"0s"}`})
+				def := testdb.Definition(b, st, &testdb.DefinitionOpts{Name: "bench", DefaultParams: `{"duration":"0s"}`}).ID
 				insertRows(b, db, h, def, models.JobSucceeded, time.Now().Add(-time.Hour))
 				insertRows(b, db, 2000, def, models.JobPending, time.Now().Add(-time.Minute))
 				ctx := context.Background()

@@ -50,20 +50,6 @@ func crashChild() {
 	select {} // until kill -9
 }
 
-// openMigrated opens and migrates a fresh database of dialect d; its
-// config is what a child process needs to reach the same database.
-func openMigrated(t *testing.T, d store.Dialect) (*store.Store, store.Config) {
-	t.Helper()
-	cfg := testdb.Config(t, d)
-	ctx := context.Background()
-	st, err := store.Open(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	_, err = st.Migrate(ctx)
-	require.NoError(t, err)
-	return st, cfg
-}
-
 // startCrashChild starts an engine as node in a child process on cfg's
 // database; kill kills it with SIGKILL (no graceful stop) and waits for it.
 func startCrashChild(t *testing.T, cfg store.Config, node string) (kill func()) {
@@ -92,23 +78,23 @@ func TestProcessKilledMidRun(t *testing.T) {
 	t.Parallel()
 	for _, d := range testdb.Dialects {
 		t.Run(string(d), func(t *testing.T) {
-			st, cfg := openMigrated(t, d)
+			st, cfg := testdb.OpenConfig(t, d)
 			db := st.DB()
-			id := insertJob(t, db, createDef(t, db, "crashy", defOpts{Params: `{"duration":"1500ms"}`, MaxAttempts: 2}), "")
+			id := adHocJob(t, st, &testdb.DefinitionOpts{Name: "crashy", DefaultParams: `{"duration":"1500ms"}`, MaxAttempts: 2})
 
 			node := nodeName(t)
 			kill := startCrashChild(t, cfg, node)
-			j := waitJob(t, db, id, "running in the child", func(j models.Job) bool {
+			j := waitJob(t, st, id, "running in the child", func(j models.Job) bool {
 				return j.Status == models.JobRunning || j.Status.Finished()
 			})
 			require.Equal(t, models.JobRunning, j.Status)
 			kill()
-			j = getJob(t, db, id)
+			j = testdb.GetJob(t, st, id)
 			require.Equal(t, models.JobRunning, j.Status, "the dead process left it running")
 			require.Equal(t, 1, j.Attempt)
 
 			e := startEngine(t, st, testConfig(t, node))
-			j = waitOutcome(t, e, db, id, models.JobSucceeded)
+			j = waitOutcome(t, e, st, id, models.JobSucceeded)
 			require.Equal(t, 2, j.Attempt)
 			requireLog(t, db, id, "died during attempt 1 of 2; retrying (requests_recovery is off)")
 			requireLog(t, db, id, "running: attempt 2 of 2")
@@ -125,18 +111,18 @@ func TestNodeLossRecovery(t *testing.T) {
 	t.Parallel()
 	for _, d := range testdb.Dialects {
 		t.Run(string(d), func(t *testing.T) {
-			st, cfg := openMigrated(t, d)
+			st, cfg := testdb.OpenConfig(t, d)
 			db := st.DB()
-			onDef := createDef(t, db, "recover-on", defOpts{Params: `{"duration":"1500ms"}`})
-			offDef := createDef(t, db, "recover-off", defOpts{Params: `{"duration":"1500ms"}`})
+			onDef := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "recover-on", DefaultParams: `{"duration":"1500ms"}`}).ID
+			offDef := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "recover-off", DefaultParams: `{"duration":"1500ms"}`}).ID
 			require.NoError(t, db.Exec(`UPDATE job_definitions SET requests_recovery = ? WHERE id = ?`, true, onDef).Error)
-			on := insertJob(t, db, onDef, "")
-			off := insertJob(t, db, offDef, "")
+			on := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: onDef}).ID
+			off := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: offDef}).ID
 
 			lost := nodeName(t) + "-lost"
 			kill := startCrashChild(t, cfg, lost)
 			for _, id := range []int64{on, off} {
-				j := waitJob(t, db, id, "running in the child", func(j models.Job) bool {
+				j := waitJob(t, st, id, "running in the child", func(j models.Job) bool {
 					return j.Status == models.JobRunning || j.Status.Finished()
 				})
 				require.Equal(t, models.JobRunning, j.Status)
@@ -148,23 +134,23 @@ func TestNodeLossRecovery(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, []int64{on}, res.Recovered)
 			require.Equal(t, []int64{off}, res.Failed)
-			j := getJob(t, db, on)
+			j := testdb.GetJob(t, st, on)
 			require.Equal(t, models.JobPending, j.Status)
 			require.Equal(t, 0, j.Attempt, "no attempt used by the lost run")
-			f := getJob(t, db, off)
+			f := testdb.GetJob(t, st, off)
 			require.Equal(t, models.JobFailed, f.Status)
 			require.Contains(t, deref(f.Error), "node "+lost+" died during attempt 1 of 1; no attempts left (requests_recovery is off)")
 
 			other := nodeName(t) + "-other"
 			e := startEngine(t, st, testConfig(t, other))
-			j = waitOutcome(t, e, db, on, models.JobSucceeded)
+			j = waitOutcome(t, e, st, on, models.JobSucceeded)
 			require.Equal(t, other, j.NodeID)
 			require.Equal(t, 1, j.Attempt, "the rerun is attempt 1 again")
 			require.Equal(t, 1, j.Recoveries)
 			requireLog(t, db, on, "node "+lost+" died during attempt 1 of 1; recovering (requests_recovery)")
 			// The lost run's own lines may have died in the child's log buffer.
 			requireLog(t, db, on, "running: attempt 1 of 1")
-			require.Equal(t, models.JobFailed, getJob(t, db, off).Status)
+			require.Equal(t, models.JobFailed, testdb.GetJob(t, st, off).Status)
 		})
 	}
 }
@@ -176,9 +162,9 @@ func TestRecoveryFailsJobWithoutAttemptsLeft(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
 		node := nodeName(t)
-		def := createDef(t, db, "once", defOpts{Params: `{"duration":"0s"}`})
-		running := insertJob(t, db, def, "")
-		queued := insertJob(t, db, def, "")
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "once", DefaultParams: `{"duration":"0s"}`}).ID
+		running := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def}).ID
+		queued := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def}).ID
 		now := store.DBTime(time.Now())
 		require.NoError(t, db.Exec(`UPDATE jobs SET status = 'running', attempt = 1, node_id = ?, started_at = ? WHERE id = ?`, node, now, running).Error)
 		require.NoError(t, db.Exec(`UPDATE jobs SET status = 'queued', node_id = ?, queued_at = ? WHERE id = ?`, node, now, queued).Error)
@@ -186,14 +172,14 @@ func TestRecoveryFailsJobWithoutAttemptsLeft(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []int64{running}, res.Failed)
 		require.Equal(t, []int64{queued}, res.Released)
-		j := getJob(t, db, running)
+		j := testdb.GetJob(t, st, running)
 		require.Equal(t, models.JobFailed, j.Status)
 		require.Contains(t, deref(j.Error), "died during attempt 1 of 1; no attempts left (requests_recovery is off)")
-		q := getJob(t, db, queued)
+		q := testdb.GetJob(t, st, queued)
 		require.Equal(t, models.JobPending, q.Status)
 		require.Equal(t, 0, q.Attempt)
 		// The queued one now runs normally, on the restarted node.
 		e := startEngine(t, st, testConfig(t, node))
-		waitOutcome(t, e, db, queued, models.JobSucceeded)
+		waitOutcome(t, e, st, queued, models.JobSucceeded)
 	})
 }

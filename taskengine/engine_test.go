@@ -20,10 +20,13 @@ func TestAdHocJobSucceeds(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		def := createDef(t, db, "adhoc", defOpts{Params: `{"duration":"20ms"}`})
-		id := insertJob(t, db, def, "")
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "adhoc", DefaultParams: `{"duration":"20ms"}`}).ID
+		// The way an admin's SQL would: only the definition.
+		require.NoError(t, db.Exec(`INSERT INTO jobs (job_definition_id) VALUES (?)`, def).Error)
+		var id int64
+		require.NoError(t, db.Raw(`SELECT MAX(id) FROM jobs`).Scan(&id).Error)
 		e := startEngine(t, st, testConfig(t, nodeName(t)))
-		j := waitOutcome(t, e, db, id, models.JobSucceeded)
+		j := waitOutcome(t, e, st, id, models.JobSucceeded)
 		require.Equal(t, 1, j.Attempt)
 		require.Equal(t, nodeName(t), j.NodeID)
 		require.Equal(t, "slept 20ms", deref(j.Result))
@@ -62,9 +65,9 @@ func TestRetriesWithBackoff(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
 		clock := clockwork.NewFakeClockAt(time.Now().Add(time.Second))
-		def := createDef(t, db, "flaky", defOpts{Params: `{"duration":"0s","fail":true}`, MaxAttempts: 3, BackoffSeconds: 10})
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "flaky", DefaultParams: `{"duration":"0s","fail":true}`, MaxAttempts: 3, RetryBackoffSeconds: 10}).ID
 		require.NoError(t, db.Exec(`UPDATE job_definitions SET notify_on = 'failure', notify_emails = 'ops@example.com' WHERE id = ?`, def).Error)
-		id := insertJob(t, db, def, "")
+		id := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def}).ID
 		cfg := testConfig(t, nodeName(t))
 		cfg.Clock = clock
 		e := startEngine(t, st, cfg)
@@ -72,7 +75,7 @@ func TestRetriesWithBackoff(t *testing.T) {
 		base := 10 * time.Second
 		mark := 0
 		for attempt := 1; attempt <= 2; attempt++ {
-			j := waitOutcomeFrom(t, e, db, mark, id, models.JobPending)
+			j := waitOutcomeFrom(t, e, st, mark, id, models.JobPending)
 			require.Equal(t, attempt, j.Attempt)
 			require.Contains(t, deref(j.Error), "failing as asked")
 			require.Empty(t, j.NodeID, "a retry may run on any node")
@@ -92,12 +95,12 @@ func TestRetriesWithBackoff(t *testing.T) {
 			claims := claimMark(e)
 			e.Wake()
 			require.Empty(t, waitClaimAfter(t, e, claims).ids)
-			require.Equal(t, models.JobPending, getJob(t, db, id).Status)
+			require.Equal(t, models.JobPending, testdb.GetJob(t, st, id).Status)
 			mark = e.signals.flushed.Len()
 			clock.Advance(want * 13 / 10)
 			e.Wake()
 		}
-		j := waitOutcomeFrom(t, e, db, mark, id, models.JobFailed)
+		j := waitOutcomeFrom(t, e, st, mark, id, models.JobFailed)
 		require.Equal(t, 3, j.Attempt)
 		require.NotNil(t, j.FinishedAt)
 		require.Contains(t, deref(j.Error), "failing as asked")
@@ -128,11 +131,10 @@ func TestRetryBackoffBounds(t *testing.T) {
 func TestTimeoutFailsTheAttempt(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		db := st.DB()
-		def := createDef(t, db, "slow", defOpts{Params: `{"duration":"30s"}`, TimeoutSeconds: 1})
-		id := insertJob(t, db, def, "")
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "slow", DefaultParams: `{"duration":"30s"}`, TimeoutSeconds: 1}).ID
+		id := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def}).ID
 		e := startEngine(t, st, testConfig(t, nodeName(t)))
-		j := waitOutcome(t, e, db, id, models.JobFailed)
+		j := waitOutcome(t, e, st, id, models.JobFailed)
 		require.Contains(t, deref(j.Error), "timeout")
 		require.Less(t, j.FinishedAt.Sub(*j.StartedAt), 20*time.Second)
 	})
@@ -144,15 +146,15 @@ func TestPanicFailsOnlyThatJob(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		bad := insertJob(t, db, createDef(t, db, "panics", defOpts{TaskType: "panic"}), "")
+		bad := adHocJob(t, st, &testdb.DefinitionOpts{Name: "panics", TaskType: "panic"})
 		e := startEngine(t, st, testConfig(t, nodeName(t)))
-		j := waitOutcome(t, e, db, bad, models.JobFailed)
+		j := waitOutcome(t, e, st, bad, models.JobFailed)
 		require.Contains(t, deref(j.Error), "boom in the task")
 		requireLog(t, db, bad, "goroutine")
 		requireLog(t, db, bad, "panicTask")
 
-		good := insertJob(t, db, createDef(t, db, "fine", defOpts{Params: `{"duration":"0s"}`}), "")
-		waitOutcome(t, e, db, good, models.JobSucceeded)
+		good := adHocJob(t, st, &testdb.DefinitionOpts{Name: "fine", DefaultParams: `{"duration":"0s"}`})
+		waitOutcome(t, e, st, good, models.JobSucceeded)
 	})
 }
 
@@ -160,9 +162,9 @@ func TestUnknownTaskTypeFails(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		id := insertJob(t, db, createDef(t, db, "typo", defOpts{TaskType: "slep"}), "")
+		id := adHocJob(t, st, &testdb.DefinitionOpts{Name: "typo", TaskType: "slep"})
 		e := startEngine(t, st, testConfig(t, nodeName(t)))
-		j := waitOutcome(t, e, db, id, models.JobFailed)
+		j := waitOutcome(t, e, st, id, models.JobFailed)
 		require.Contains(t, deref(j.Error), `"slep"`)
 		require.Contains(t, deref(j.Error), "registered: panic, sleep, sleep-queued, slowqueue, stubborn")
 		requireLog(t, db, id, "failed before starting")
@@ -180,7 +182,7 @@ func TestPauseDoesNotCountAgainstTimeout(t *testing.T) {
 			testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 				db := st.DB()
 				gate, open := openGate(t)
-				id := insertJob(t, db, createDef(t, db, "timed", defOpts{TaskType: "wait", Params: `{"gate":"` + gate + `"}`, TimeoutSeconds: 2}), "")
+				id := adHocJob(t, st, &testdb.DefinitionOpts{Name: "timed", TaskType: "wait", DefaultParams: `{"gate":"` + gate + `"}`, TimeoutSeconds: 2})
 				clock := clockwork.NewFakeClockAt(time.Now().Add(time.Second))
 				cfg := testConfig(t, nodeName(t))
 				cfg.Clock = clock
@@ -196,13 +198,13 @@ func TestPauseDoesNotCountAgainstTimeout(t *testing.T) {
 				}
 				clock.Advance(time.Minute)
 				if !pause {
-					j := waitOutcome(t, e, db, id, models.JobFailed)
+					j := waitOutcome(t, e, st, id, models.JobFailed)
 					require.Contains(t, deref(j.Error), "timeout")
 					return
 				}
 				control(models.ControlResume, models.JobRunning)
 				open()
-				waitOutcome(t, e, db, id, models.JobSucceeded)
+				waitOutcome(t, e, st, id, models.JobSucceeded)
 			})
 		})
 	}
@@ -213,8 +215,8 @@ func TestControlPauseResumeStop(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		long := insertJob(t, db, createDef(t, db, "long", defOpts{Params: `{"duration":"60s"}`}), "")
-		stubborn := insertJob(t, db, createDef(t, db, "stubborn", defOpts{TaskType: "stubborn"}), "")
+		long := adHocJob(t, st, &testdb.DefinitionOpts{Name: "long", DefaultParams: `{"duration":"60s"}`})
+		stubborn := adHocJob(t, st, &testdb.DefinitionOpts{Name: "stubborn", TaskType: "stubborn"})
 		e := startEngine(t, st, testConfig(t, nodeName(t)))
 		for _, id := range []int64{long, stubborn} {
 			waitStarted(t, e, id)
@@ -227,24 +229,24 @@ func TestControlPauseResumeStop(t *testing.T) {
 		setControl(stubborn, models.ControlPause)
 		require.Equal(t, models.JobPaused, waitControlled(t, e, long, models.ControlPause).to)
 		require.Empty(t, waitControlled(t, e, stubborn, models.ControlPause).to, "refused")
-		j := getJob(t, db, stubborn)
+		j := testdb.GetJob(t, st, stubborn)
 		require.Equal(t, models.JobRunning, j.Status)
 		require.Equal(t, models.ControlNone, j.Control)
-		require.Equal(t, models.JobPaused, getJob(t, db, long).Status)
+		require.Equal(t, models.JobPaused, testdb.GetJob(t, st, long).Status)
 		waitLogged(t, e, stubborn, "pause refused")
 		waitLogged(t, e, long, "paused (control = pause)")
 
 		setControl(long, models.ControlResume)
 		require.Equal(t, models.JobRunning, waitControlled(t, e, long, models.ControlResume).to)
-		require.Equal(t, models.JobRunning, getJob(t, db, long).Status)
+		require.Equal(t, models.JobRunning, testdb.GetJob(t, st, long).Status)
 		waitLogged(t, e, long, "resumed")
 
 		setControl(long, models.ControlStop)
 		setControl(stubborn, models.ControlStop)
-		j = waitOutcome(t, e, db, long, models.JobStopped)
+		j = waitOutcome(t, e, st, long, models.JobStopped)
 		require.Contains(t, deref(j.Error), "stopped")
 		require.Equal(t, models.ControlNone, j.Control)
-		waitOutcome(t, e, db, stubborn, models.JobStopped)
+		waitOutcome(t, e, st, stubborn, models.JobStopped)
 		requireLog(t, db, long, "stop requested")
 	})
 }
@@ -254,7 +256,7 @@ func TestStopCancelsPendingJob(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		def := createDef(t, db, "later", defOpts{Params: `{"duration":"0s"}`})
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "later", DefaultParams: `{"duration":"0s"}`}).ID
 		require.NoError(t, db.Exec(`INSERT INTO jobs (job_definition_id, run_at) VALUES (?, ?)`,
 			def, store.DBTime(time.Now().Add(time.Hour))).Error)
 		var id int64
@@ -262,7 +264,7 @@ func TestStopCancelsPendingJob(t *testing.T) {
 		e := startEngine(t, st, testConfig(t, nodeName(t)))
 		require.NoError(t, db.Exec(`UPDATE jobs SET control = 'stop' WHERE id = ?`, id).Error)
 		require.Equal(t, models.JobCanceled, waitControlled(t, e, id, models.ControlStop).to)
-		j := getJob(t, db, id)
+		j := testdb.GetJob(t, st, id)
 		require.Equal(t, models.JobCanceled, j.Status)
 		require.Equal(t, 0, j.Attempt)
 		require.Equal(t, models.ControlNone, j.Control)
@@ -277,7 +279,7 @@ func TestForbidConcurrency(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		def := createDef(t, db, "exclusive", defOpts{Params: `{"duration":"600ms"}`})
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "exclusive", DefaultParams: `{"duration":"600ms"}`}).ID
 		sid := insertForbidSchedule(t, db, def)
 		now := time.Now()
 		var ids []int64
@@ -290,7 +292,7 @@ func TestForbidConcurrency(t *testing.T) {
 		e := startEngine(t, st, testConfig(t, nodeName(t)))
 		var prev models.Job
 		for i, id := range ids {
-			j := waitOutcome(t, e, db, id, models.JobSucceeded)
+			j := waitOutcome(t, e, st, id, models.JobSucceeded)
 			if i > 0 {
 				require.False(t, j.StartedAt.Before(*prev.FinishedAt), "job %d started before job %d finished", id, prev.ID)
 			}
@@ -308,9 +310,9 @@ func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		short := insertJob(t, db, createDef(t, db, "short", defOpts{Params: `{"duration":"300ms"}`}), "")
-		long := insertJob(t, db, createDef(t, db, "long", defOpts{Params: `{"duration":"60s"}`, MaxAttempts: 2}), "")
-		queued := insertJob(t, db, createDef(t, db, "queued", defOpts{TaskType: "slowqueue"}), "")
+		short := adHocJob(t, st, &testdb.DefinitionOpts{Name: "short", DefaultParams: `{"duration":"300ms"}`})
+		long := adHocJob(t, st, &testdb.DefinitionOpts{Name: "long", DefaultParams: `{"duration":"60s"}`, MaxAttempts: 2})
+		queued := adHocJob(t, st, &testdb.DefinitionOpts{Name: "queued", TaskType: "slowqueue"})
 		cfg := testConfig(t, nodeName(t))
 		cfg.ShutdownGrace = 800 * time.Millisecond
 		e := newTestEngine(t, st, cfg)
@@ -327,12 +329,12 @@ func TestGracefulShutdown(t *testing.T) {
 		require.NoError(t, e.Stop(ctx))
 		require.NoError(t, e.Stop(ctx), "Stop is idempotent")
 
-		require.Equal(t, models.JobSucceeded, getJob(t, db, short).Status)
-		q := getJob(t, db, queued)
+		require.Equal(t, models.JobSucceeded, testdb.GetJob(t, st, short).Status)
+		q := testdb.GetJob(t, st, queued)
 		require.Equal(t, models.JobPending, q.Status)
 		require.Equal(t, 0, q.Attempt)
 		require.Empty(t, q.NodeID)
-		l := getJob(t, db, long)
+		l := testdb.GetJob(t, st, long)
 		require.Equal(t, models.JobPending, l.Status, "cut off with an attempt left: retried")
 		require.Equal(t, 1, l.Attempt)
 		require.Contains(t, deref(l.Error), "grace period")
@@ -350,16 +352,15 @@ func TestStartStopIdempotent(t *testing.T) {
 		e := newTestEngine(t, st, testConfig(t, nodeName(t)))
 		require.NoError(t, e.Stop(ctx), "stop before start")
 		// A stopped engine starts again, and runs jobs again.
-		db := st.DB()
-		def := createDef(t, db, "again", defOpts{Params: `{"duration":"0s"}`})
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "again", DefaultParams: `{"duration":"0s"}`}).ID
 		for i := 0; i < 3; i++ {
 			require.NoError(t, e.Start(ctx))
 			require.NoError(t, e.Start(ctx))
 			e.Wake()
 			e.Wake()
-			id := insertJob(t, db, def, "")
+			id := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def}).ID
 			e.Wake()
-			waitOutcome(t, e, db, id, models.JobSucceeded)
+			waitOutcome(t, e, st, id, models.JobSucceeded)
 			require.NoError(t, e.Stop(ctx))
 			require.NoError(t, e.Stop(ctx))
 		}
@@ -372,7 +373,7 @@ func TestStopsWithItsContext(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		queued := insertJob(t, db, createDef(t, db, "queued", defOpts{TaskType: "slowqueue"}), "")
+		queued := adHocJob(t, st, &testdb.DefinitionOpts{Name: "queued", TaskType: "slowqueue"})
 		e := newTestEngine(t, st, testConfig(t, nodeName(t)))
 		ctx, cancel := context.WithCancel(context.Background())
 		require.NoError(t, e.Start(ctx))
@@ -384,7 +385,7 @@ func TestStopsWithItsContext(t *testing.T) {
 			t.Fatal("the engine did not stop with its context")
 		}
 		require.NoError(t, e.Stop(context.Background()))
-		q := getJob(t, db, queued)
+		q := testdb.GetJob(t, st, queued)
 		require.Equal(t, models.JobPending, q.Status)
 		require.Equal(t, 0, q.Attempt)
 		require.Positive(t, countLogs(t, db, queued, "released to pending"))

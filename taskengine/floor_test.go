@@ -99,7 +99,7 @@ func TestClaimFloorDrain(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
 		clock := clockwork.NewFakeClockAt(time.Now().Add(time.Second))
-		def := createDef(t, db, "noop", defOpts{Params: `{"duration":"0s"}`})
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "noop", DefaultParams: `{"duration":"0s"}`}).ID
 		backlog := floorJobs(t, db, clock, def, 400, models.PriorityDefault)
 
 		cfg := testConfig(t, nodeName(t))
@@ -133,7 +133,7 @@ func TestClaimFloorDrain(t *testing.T) {
 		require.NoError(t, db.Model(&models.Job{}).Where("status = ? AND id IN ?", models.JobPending, backlog).Count(&pending).Error)
 		require.NotZero(t, pending, "the high-priority rows waited for the backlog's end")
 		for _, id := range high {
-			j := getJob(t, db, id)
+			j := testdb.GetJob(t, st, id)
 			require.NotNil(t, j.QueuedAt)
 			require.False(t, j.QueuedAt.After(wroteAt.Add(floorMaxAge)), "job %d claimed at %v, written at %v", id, j.QueuedAt, wroteAt)
 		}

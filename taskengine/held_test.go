@@ -20,7 +20,7 @@ func TestHeldForbidScheduleIsClaimedSoon(t *testing.T) {
 	t.Parallel()
 	testdb.ForEachServer(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		def := createDef(t, db, "exclusive", defOpts{Params: `{"duration":"0s"}`})
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "exclusive", DefaultParams: `{"duration":"0s"}`}).ID
 		sid := insertForbidSchedule(t, db, def)
 		now := time.Now()
 		at := store.DBTime(now.Add(-time.Minute))
@@ -40,11 +40,11 @@ func TestHeldForbidScheduleIsClaimedSoon(t *testing.T) {
 		e := startEngine(t, st, cfg)
 		// The producer has taken the claim in, and armed its retry.
 		require.Empty(t, waitClaimAfter(t, e, 0).ids, "the claim took a job of a held forbid schedule")
-		require.Equal(t, models.JobPending, getJob(t, db, j.ID).Status)
+		require.Equal(t, models.JobPending, testdb.GetJob(t, st, j.ID).Status)
 
 		require.NoError(t, admin.Commit())
 		clock.Advance(heldRetry)
 		waitClaimed(t, e, j.ID)
-		waitOutcome(t, e, db, j.ID, models.JobSucceeded)
+		waitOutcome(t, e, st, j.ID, models.JobSucceeded)
 	})
 }

@@ -14,7 +14,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/chimesched/chime/chimedb"
+	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/tasks"
 	"github.com/chimesched/chime/tasks/sleep"
 )
@@ -197,19 +199,19 @@ func waitControlled(t testing.TB, e *Engine, id int64, c models.JobControl) cont
 // waitOutcome waits until e has committed an outcome of job id with status
 // s (pending: a retry or a snooze), with every line the job logged before
 // it, and returns the row.
-func waitOutcome(t testing.TB, e *Engine, db *gorm.DB, id int64, s models.JobStatus) models.Job {
+func waitOutcome(t testing.TB, e *Engine, st *store.Store, id int64, s models.JobStatus) models.Job {
 	t.Helper()
-	return waitOutcomeFrom(t, e, db, 0, id, s)
+	return waitOutcomeFrom(t, e, st, 0, id, s)
 }
 
 // waitOutcomeFrom is waitOutcome among the flushes after mark (see
 // e.signals.flushed.Len).
-func waitOutcomeFrom(t testing.TB, e *Engine, db *gorm.DB, mark int, id int64, s models.JobStatus) models.Job {
+func waitOutcomeFrom(t testing.TB, e *Engine, st *store.Store, mark int, id int64, s models.JobStatus) models.Job {
 	t.Helper()
 	e.signals.flushed.WaitFrom(mark, fmt.Sprintf("outcome %s of job %d written", s, id), func(f flushSignal) bool {
 		return slices.ContainsFunc(f.outcomes, func(o chimedb.JobOutcome) bool { return o.ID == id && o.Status == s })
 	})
-	return getJob(t, db, id)
+	return testdb.GetJob(t, st, id)
 }
 
 // waitOutcomes waits until e has committed n outcomes in all.
@@ -231,69 +233,27 @@ func waitLogged(t testing.TB, e *Engine, id int64, substr string) {
 	})
 }
 
-type defOpts struct {
-	TaskType       string
-	Params         string
-	MaxAttempts    int
-	TimeoutSeconds int
-	BackoffSeconds int
-}
-
-func createDef(t testing.TB, db *gorm.DB, name string, o defOpts) int64 {
+// adHocJob inserts a definition as o describes it, and one due job of it.
+func adHocJob(t testing.TB, st *store.Store, o *testdb.DefinitionOpts) int64 {
 	t.Helper()
-	if o.TaskType == "" {
-		o.TaskType = sleep.Kind
-	}
-	if o.MaxAttempts == 0 {
-		o.MaxAttempts = 1
-	}
-	d := models.JobDefinition{
-		Name: name, TaskType: o.TaskType, MaxAttempts: o.MaxAttempts,
-		TimeoutSeconds: o.TimeoutSeconds, RetryBackoffSeconds: o.BackoffSeconds, NotifyOn: models.NotifyNever,
-	}
-	if o.Params != "" {
-		d.DefaultParams = models.JSON(o.Params)
-	}
-	require.NoError(t, db.Create(&d).Error)
-	return d.ID
-}
-
-// insertJob writes a due ad hoc job the way an admin's SQL would: only the
-// definition, plus params when given.
-func insertJob(t testing.TB, db *gorm.DB, defID int64, params string) int64 {
-	t.Helper()
-	if params == "" {
-		require.NoError(t, db.Exec(`INSERT INTO jobs (job_definition_id) VALUES (?)`, defID).Error)
-	} else {
-		require.NoError(t, db.Exec(`INSERT INTO jobs (job_definition_id, params) VALUES (?, ?)`, defID, params).Error)
-	}
-	var id int64
-	require.NoError(t, db.Raw(`SELECT MAX(id) FROM jobs`).Scan(&id).Error)
-	return id
-}
-
-func getJob(t testing.TB, db *gorm.DB, id int64) models.Job {
-	t.Helper()
-	var j models.Job
-	require.NoError(t, db.Take(&j, id).Error)
-	return j
+	return testdb.Job(t, st, &testdb.JobOpts{DefinitionID: testdb.Definition(t, st, o).ID}).ID
 }
 
 // waitJob polls the row until cond holds; it fails the test after a
 // generous timeout (this is a wait, not a timing assertion). Only for
 // what another process does: an engine of this one is waited for by its
 // test signals.
-func waitJob(t testing.TB, db *gorm.DB, id int64, what string, cond func(models.Job) bool) models.Job {
+func waitJob(t testing.TB, st *store.Store, id int64, what string, cond func(models.Job) bool) models.Job {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		j := getJob(t, db, id)
+		j := testdb.GetJob(t, st, id)
 		if cond(j) {
 			return j
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("job %d: timed out waiting for %s; last row: status=%s attempt=%d control=%q error=%v\nlogs:\n%s",
-				id, what, j.Status, j.Attempt, j.Control, deref(j.Error), strings.Join(jobLogs(t, db, id), "\n"))
+				id, what, j.Status, j.Attempt, j.Control, deref(j.Error), strings.Join(jobLogs(t, st.DB(), id), "\n"))
 		}
 		time.Sleep(20 * time.Millisecond) // the poll step of a wait with a deadline: the row is all there is to watch
 	}

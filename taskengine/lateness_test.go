@@ -21,7 +21,7 @@ func TestStartLatenessWithWake(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		def := createDef(t, db, "tick", defOpts{Params: `{"duration":"0s"}`})
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "tick", DefaultParams: `{"duration":"0s"}`}).ID
 		cfg := testConfig(t, nodeName(t))
 		cfg.PollInterval = 4 * time.Second
 		e := startEngine(t, st, cfg)
@@ -41,7 +41,7 @@ func TestStartLatenessWithWake(t *testing.T) {
 		}
 		lat := make([]time.Duration, 0, n)
 		for _, id := range ids {
-			j := waitOutcome(t, e, db, id, models.JobSucceeded)
+			j := waitOutcome(t, e, st, id, models.JobSucceeded)
 			lat = append(lat, j.StartedAt.Sub(j.ScheduledAt))
 		}
 		p50, p99 := percentiles(lat)

@@ -75,14 +75,14 @@ func TestPoisonOutcomeContained(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
 		url := badStatusServer(t)
-		httpDef := createDef(t, db, "http", defOpts{TaskType: httpcall.Kind, Params: fmt.Sprintf(`{"url":%q}`, url)})
-		poisonDef := createDef(t, db, "poison", defOpts{TaskType: "poison"})
-		sleepDef := createDef(t, db, "sleep", defOpts{Params: `{"duration":"300ms"}`})
-		httpJob := insertJob(t, db, httpDef, "")
-		poisonJob := insertJob(t, db, poisonDef, "")
+		httpDef := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "http", TaskType: httpcall.Kind, DefaultParams: fmt.Sprintf(`{"url":%q}`, url)}).ID
+		poisonDef := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "poison", TaskType: "poison"}).ID
+		sleepDef := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "sleep", DefaultParams: `{"duration":"300ms"}`}).ID
+		httpJob := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: httpDef}).ID
+		poisonJob := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: poisonDef}).ID
 		var sleepers []int64
 		for i := 0; i < 5; i++ {
-			sleepers = append(sleepers, insertJob(t, db, sleepDef, ""))
+			sleepers = append(sleepers, testdb.Job(t, st, &testdb.JobOpts{DefinitionID: sleepDef}).ID)
 		}
 		cfg := testConfig(t, nodeName(t))
 		cfg.Registry.MustRegister(httpcall.Kind, httpcall.New)
@@ -90,13 +90,13 @@ func TestPoisonOutcomeContained(t *testing.T) {
 		eng := startEngine(t, st, cfg)
 
 		for _, id := range sleepers {
-			waitOutcome(t, eng, db, id, models.JobSucceeded)
+			waitOutcome(t, eng, st, id, models.JobSucceeded)
 		}
-		j := waitOutcome(t, eng, db, httpJob, models.JobSucceeded)
+		j := waitOutcome(t, eng, st, httpJob, models.JobSucceeded)
 		require.Equal(t, "HTTP 200 \uFFFD\nok", deref(j.Result))
 		requireLog(t, db, httpJob, "-> 200 \uFFFD in ")
 
-		j = waitOutcome(t, eng, db, poisonJob, models.JobFailed)
+		j = waitOutcome(t, eng, st, poisonJob, models.JobFailed)
 		e := deref(j.Error)
 		require.True(t, utf8.ValidString(e))
 		require.LessOrEqual(t, len(e), store.MaxErrorBytes)

@@ -114,11 +114,10 @@ func startProbeEngine(t *testing.T, st *store.Store, mk func() *probeTask) *Engi
 func TestOnQueueRunsBeforeThePool(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		db := st.DB()
 		p := newProbe(t)
 		e := startProbeEngine(t, st, func() *probeTask { return &probeTask{p: p, st: st} })
 		freePool := occupyPool(t, e)
-		id := insertJob(t, db, createDef(t, db, "probe", defOpts{TaskType: "probe"}), "")
+		id := adHocJob(t, st, &testdb.DefinitionOpts{Name: "probe", TaskType: "probe"})
 		e.Wake()
 
 		require.Equal(t, "on_queue", p.calls.WaitOrTimeout(), "OnQueue while every pool worker is taken")
@@ -126,10 +125,10 @@ func TestOnQueueRunsBeforeThePool(t *testing.T) {
 		p.mu.Lock()
 		require.Equal(t, models.JobQueued, p.statusQ)
 		p.mu.Unlock()
-		require.Equal(t, models.JobQueued, getJob(t, db, id).Status, "not started before a worker is free")
+		require.Equal(t, models.JobQueued, testdb.GetJob(t, st, id).Status, "not started before a worker is free")
 
 		freePool()
-		j := waitOutcome(t, e, db, id, models.JobSucceeded)
+		j := waitOutcome(t, e, st, id, models.JobSucceeded)
 		require.Equal(t, 1, j.Attempt)
 		require.Equal(t, []string{"on_queue", "execute", "on_complete"}, p.snapshot())
 	})
@@ -146,10 +145,10 @@ func TestOnQueueErrorFailsWithoutAWorker(t *testing.T) {
 			return &probeTask{p: p, st: st, queueErr: errors.New("quota exhausted")}
 		})
 		occupyPool(t, e)
-		id := insertJob(t, db, createDef(t, db, "refused", defOpts{TaskType: "probe", MaxAttempts: 3}), "")
+		id := adHocJob(t, st, &testdb.DefinitionOpts{Name: "refused", TaskType: "probe", MaxAttempts: 3})
 		e.Wake()
 
-		j := waitOutcome(t, e, db, id, models.JobFailed)
+		j := waitOutcome(t, e, st, id, models.JobFailed)
 		require.Equal(t, 0, j.Attempt, "never started")
 		require.Nil(t, j.StartedAt)
 		require.Contains(t, deref(j.Error), "on_queue: quota exhausted")
@@ -166,7 +165,6 @@ func TestOnQueueErrorFailsWithoutAWorker(t *testing.T) {
 func TestSlowOnQueueDoesNotBlockOthers(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		db := st.DB()
 		p := newProbe(t)
 		gate := make(chan struct{})
 		t.Cleanup(func() {
@@ -181,14 +179,14 @@ func TestSlowOnQueueDoesNotBlockOthers(t *testing.T) {
 		cfg := testConfig(t, nodeName(t))
 		cfg.PoolSize = 2
 		cfg.Registry = reg
-		slow := insertJob(t, db, createDef(t, db, "slow", defOpts{TaskType: "probe"}), "")
-		quick := insertJob(t, db, createDef(t, db, "quick", defOpts{Params: `{"duration":"0s"}`}), "")
+		slow := adHocJob(t, st, &testdb.DefinitionOpts{Name: "slow", TaskType: "probe"})
+		quick := adHocJob(t, st, &testdb.DefinitionOpts{Name: "quick", DefaultParams: `{"duration":"0s"}`})
 		e := startEngine(t, st, cfg)
 
-		waitOutcome(t, e, db, quick, models.JobSucceeded)
-		require.Equal(t, models.JobQueued, getJob(t, db, slow).Status)
+		waitOutcome(t, e, st, quick, models.JobSucceeded)
+		require.Equal(t, models.JobQueued, testdb.GetJob(t, st, slow).Status)
 		close(gate)
-		waitOutcome(t, e, db, slow, models.JobSucceeded)
+		waitOutcome(t, e, st, slow, models.JobSucceeded)
 	})
 }
 
@@ -199,7 +197,6 @@ func TestSlowOnQueueDoesNotBlockOthers(t *testing.T) {
 func TestOnQueueTimeout(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		db := st.DB()
 		p := newProbe(t)
 		gate := make(chan struct{})
 		reg := testRegistry()
@@ -208,29 +205,29 @@ func TestOnQueueTimeout(t *testing.T) {
 		cfg.PoolSize = 1
 		cfg.Registry = reg
 		cfg.OnQueueTimeout = 300 * time.Millisecond
-		hung := insertJob(t, db, createDef(t, db, "hung", defOpts{TaskType: "probe", MaxAttempts: 2}), "")
+		hung := adHocJob(t, st, &testdb.DefinitionOpts{Name: "hung", TaskType: "probe", MaxAttempts: 2})
 		e := newTestEngine(t, st, cfg)
 		require.NoError(t, e.Start(context.Background()))
 
-		j := waitOutcome(t, e, db, hung, models.JobFailed)
+		j := waitOutcome(t, e, st, hung, models.JobFailed)
 		require.Contains(t, deref(j.Error), "did not return within 300ms")
 		require.Equal(t, 0, j.Attempt)
 		require.False(t, waitLeft(t, e, hung).freed, "the hung OnQueue keeps its worker reserved")
 		require.EqualValues(t, 1, e.workers.taken.Load())
 
-		next := insertJob(t, db, createDef(t, db, "next", defOpts{Params: `{"duration":"0s"}`}), "")
+		next := adHocJob(t, st, &testdb.DefinitionOpts{Name: "next", DefaultParams: `{"duration":"0s"}`})
 		close(gate)
-		waitOutcome(t, e, db, next, models.JobSucceeded)
+		waitOutcome(t, e, st, next, models.JobSucceeded)
 
 		// Stop does not wait for an OnQueue that ignores its context.
 		gate2 := make(chan struct{})
 		defer close(gate2)
 		reg.MustRegister("deaf", func() tasks.Task { return &probeTask{p: p, st: st, gate: gate2, deaf: true} })
-		held := insertJob(t, db, createDef(t, db, "held", defOpts{TaskType: "deaf"}), "")
+		held := adHocJob(t, st, &testdb.DefinitionOpts{Name: "held", TaskType: "deaf"})
 		waitClaimed(t, e, held)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		require.NoError(t, e.Stop(ctx))
-		require.Equal(t, models.JobPending, getJob(t, db, held).Status, "released: it never started")
+		require.Equal(t, models.JobPending, testdb.GetJob(t, st, held).Status, "released: it never started")
 	})
 }

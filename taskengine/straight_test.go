@@ -36,19 +36,18 @@ func (c *startCounter) StartJobs(ctx context.Context, p *chimedb.StartJobsParams
 func TestQueueFreeJobIsClaimedStraightIntoRunning(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		db := st.DB()
-		free := insertJob(t, db, createDef(t, db, "free", defOpts{Params: `{"duration":"0s"}`}), "")
+		free := adHocJob(t, st, &testdb.DefinitionOpts{Name: "free", DefaultParams: `{"duration":"0s"}`})
 		sc := &startCounter{jobStore: st}
 		e := startEngine(t, sc, testConfig(t, nodeName(t)))
-		j := waitOutcome(t, e, db, free, models.JobSucceeded)
+		j := waitOutcome(t, e, st, free, models.JobSucceeded)
 		require.Equal(t, 1, j.Attempt)
 		require.NotNil(t, j.StartedAt)
 		require.NotNil(t, j.QueuedAt)
 		require.False(t, j.StartedAt.Before(*j.QueuedAt))
 		require.Zero(t, sc.calls.Load(), "no start UPDATE for a job the claim started")
 
-		hooked := insertJob(t, db, createDef(t, db, "hooked", defOpts{TaskType: queuedSleepKind, Params: `{"duration":"0s"}`}), "")
-		waitOutcome(t, e, db, hooked, models.JobSucceeded)
+		hooked := adHocJob(t, st, &testdb.DefinitionOpts{Name: "hooked", TaskType: queuedSleepKind, DefaultParams: `{"duration":"0s"}`})
+		waitOutcome(t, e, st, hooked, models.JobSucceeded)
 		require.EqualValues(t, 1, sc.jobs.Load(), "the task with an OnQueue is started by the starter")
 	})
 }
@@ -81,9 +80,9 @@ func TestStraightClaimedJobStoppedAtOnce(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
 		gate, _ := openGate(t) // never opened: only the stop ends the job
-		id := insertJob(t, db, createDef(t, db, "stopped", defOpts{TaskType: "waitfree", Params: `{"gate":"` + gate + `"}`}), "")
+		id := adHocJob(t, st, &testdb.DefinitionOpts{Name: "stopped", TaskType: "waitfree", DefaultParams: `{"gate":"` + gate + `"}`})
 		e := startEngine(t, &stopOnClaim{jobStore: st, st: st}, testConfig(t, nodeName(t)))
-		j := waitOutcome(t, e, db, id, models.JobStopped)
+		j := waitOutcome(t, e, st, id, models.JobStopped)
 		require.Equal(t, 1, j.Attempt)
 		require.Equal(t, models.ControlNone, j.Control)
 		require.NotNil(t, j.StartedAt)
@@ -114,10 +113,10 @@ func TestStraightClaimedJobReleasedOnShutdown(t *testing.T) {
 		require.NoError(t, e.Start(context.Background()))
 		waitClaimAfter(t, e, 0) // the kinds have been asked
 		armed.Store(true)
-		id := insertJob(t, db, createDef(t, db, "held", defOpts{TaskType: "held", Params: `{"gate":"never"}`}), "")
+		id := adHocJob(t, st, &testdb.DefinitionOpts{Name: "held", TaskType: "held", DefaultParams: `{"gate":"never"}`})
 		e.Wake()
 		<-entered
-		require.Equal(t, models.JobRunning, getJob(t, db, id).Status, "claimed straight into running")
+		require.Equal(t, models.JobRunning, testdb.GetJob(t, st, id).Status, "claimed straight into running")
 
 		e.exec.mu.Lock()
 		closing := e.exec.cur.queue.Done()
@@ -132,7 +131,7 @@ func TestStraightClaimedJobReleasedOnShutdown(t *testing.T) {
 		close(held)
 		require.NoError(t, <-stopped)
 
-		j := getJob(t, db, id)
+		j := testdb.GetJob(t, st, id)
 		require.Equal(t, models.JobPending, j.Status)
 		require.Equal(t, 0, j.Attempt, "the attempt is given back")
 		require.Nil(t, j.StartedAt)
@@ -153,7 +152,7 @@ func TestStraightClaimTwoEngines(t *testing.T) {
 		ran.Init(t)
 		reg := testRegistry()
 		reg.MustRegister("count", func() tasks.Task { return &countTask{mu: &mu, runs: runs, ran: &ran} })
-		def := createDef(t, db, "count", defOpts{TaskType: "count"})
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "count", TaskType: "count"}).ID
 		const n = 400
 		insertRows(t, db, n, def, models.JobPending, time.Now().Add(-time.Second))
 		engines := map[string]*Engine{}
@@ -168,7 +167,7 @@ func TestStraightClaimTwoEngines(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for id, on := range runs {
-			waitOutcome(t, engines[on[0]], db, id, models.JobSucceeded)
+			waitOutcome(t, engines[on[0]], st, id, models.JobSucceeded)
 		}
 		require.Len(t, runs, n)
 		nodes := map[string]int{}

@@ -68,6 +68,14 @@ func ForEachServer(t *testing.T, fn func(t *testing.T, st *store.Store)) {
 // Open returns a fresh migrated database of dialect d, closed at cleanup.
 func Open(t testing.TB, d store.Dialect) *store.Store {
 	t.Helper()
+	st, _ := OpenConfig(t, d)
+	return st
+}
+
+// OpenConfig is Open that also returns the store config that reaches the
+// database, for tests that start processes of their own on it.
+func OpenConfig(t testing.TB, d store.Dialect) (*store.Store, store.Config) {
+	t.Helper()
 	cfg := Config(t, d)
 	ctx := context.Background()
 	st, err := store.Open(ctx, cfg)
@@ -78,7 +86,7 @@ func Open(t testing.TB, d store.Dialect) *store.Store {
 	if _, err := st.Migrate(ctx); err != nil {
 		t.Fatalf("testdb: migrate %s: %v", d, err)
 	}
-	return st
+	return st, cfg
 }
 
 // Config creates a fresh, empty database of dialect d and returns the store
