@@ -30,21 +30,21 @@ var errQueueClosed = errors.New("taskengine: node shutting down before the job s
 // workers), so the jobs in OnQueue and in the pool together never exceed
 // PoolSize, and Submit finds a free worker.
 func (x *executor) enqueue(r *execRun, cj *chimedb.ClaimedJob, job *tasks.Job) {
-	task, ok := x.prepare(r, cj, job)
-	if !ok {
+	cr := &claimedRun{exec: r, cj: cj, job: job}
+	if !x.prepare(cr) {
 		if !cj.Started {
 			x.starter.withdraw()
 		}
 		return
 	}
-	runCtx, cancelRun := tasks.Prepare(r.work, task, job)
+	cr.ctx, cr.cancel = tasks.Prepare(r.work, cr.task, job)
 	if cj.Started {
 		// A tasks.QueueFree task: its OnQueue does nothing, and the claim
 		// has already moved the job to running.
-		x.submit(runCtx, cancelRun, r, cj, job, task)
+		x.submit(cr)
 		return
 	}
-	returned, err := x.onQueue(runCtx, r, task, job)
+	returned, err := x.onQueue(cr)
 	// The worker stays reserved until OnQueue has returned, even when the
 	// engine gave up waiting for it: a plugin that hangs there keeps a
 	// worker's worth of claims away, as it would have on a worker, rather
@@ -61,11 +61,11 @@ func (x *executor) enqueue(r *execRun, cj *chimedb.ClaimedJob, job *tasks.Job) {
 	switch {
 	case r.queue.Err() != nil:
 		// As before Stop: a job that has not started goes back to pending.
-		cancelRun()
+		cr.cancel()
 		x.release(r, job, nil, "released to pending: node shutting down before the job started")
 		done(released)
 	case err != nil:
-		cancelRun()
+		cr.cancel()
 		var pe *PanicError
 		if errors.As(err, &pe) {
 			job.Log().Errorf("%v\n%s", pe.Value, pe.Stack)
@@ -73,20 +73,20 @@ func (x *executor) enqueue(r *execRun, cj *chimedb.ClaimedJob, job *tasks.Job) {
 		x.finishUnstarted(job, fmt.Errorf("on_queue: %w", err))
 		done(models.JobFailed)
 	default:
-		x.submit(runCtx, cancelRun, r, cj, job, task)
+		x.submit(cr)
 	}
 }
 
 // prepare builds the job's task; false when the job cannot run, and its
 // time here is over (given back or failed).
-func (x *executor) prepare(r *execRun, cj *chimedb.ClaimedJob, job *tasks.Job) (tasks.Task, bool) {
-	def := cj.Definition
+func (x *executor) prepare(cr *claimedRun) bool {
+	r, cj, job, def := cr.exec, cr.cj, cr.job, cr.cj.Definition
 	var err error
 	switch {
 	case r.queue.Err() != nil:
 		x.release(r, job, cj, "released to pending: node shutting down before the job started")
 		x.jobDone(job.ID, released)
-		return nil, false
+		return false
 	case cj.LoadErr != nil:
 		// The claim committed but its definition could not be read: give
 		// the job back now, without using an attempt, rather than leave
@@ -94,44 +94,43 @@ func (x *executor) prepare(r *execRun, cj *chimedb.ClaimedJob, job *tasks.Job) (
 		job.Log().WithError(cj.LoadErr).Warn("could not read the job's definition after claiming it")
 		x.release(r, job, cj, "released to pending: reading its definition after the claim failed: "+cj.LoadErr.Error())
 		x.jobDone(job.ID, released)
-		return nil, false
+		return false
 	case def == nil:
 		err = fmt.Errorf("job definition %d does not exist", cj.JobDefinitionID)
 	default:
-		var task tasks.Task
-		if task, err = x.cfg.Registry.New(def.TaskType); err == nil {
-			return task, true
+		if cr.task, err = x.cfg.Registry.New(def.TaskType); err == nil {
+			return true
 		}
 		// The registry's error names the type and the registered kinds.
 		err = fmt.Errorf("cannot run definition %q: %w", def.Name, err)
 	}
 	x.finishUnstarted(job, err)
 	x.jobDone(job.ID, models.JobFailed)
-	return nil, false
+	return false
 }
 
 // submit hands a job whose OnQueue has accepted it, or that the claim
 // moved straight to running, to the pool. Until a worker runs it, it has
 // not begun: when Stop has begun or the pool refuses it, it goes back to
 // pending with its attempt given back.
-func (x *executor) submit(runCtx context.Context, cancelRun context.CancelFunc, r *execRun, cj *chimedb.ClaimedJob, job *tasks.Job, task tasks.Task) {
+func (x *executor) submit(cr *claimedRun) {
 	reason := "released to pending: node shutting down before the job started"
-	if r.queue.Err() == nil {
-		err := r.pool.Submit(func() { x.runJob(runCtx, cancelRun, r, cj, job, task) })
+	if cr.exec.queue.Err() == nil {
+		err := cr.exec.pool.Submit(func() { x.runJob(cr) })
 		if err == nil {
 			return
 		}
 		// Only a released pool refuses, and Stop waits for this goroutine
 		// before it releases the pool.
-		x.log.WithError(err).WithField(fieldJobID, cj.ID).Error("pool refused a claimed job; releasing it")
+		x.log.WithError(err).WithField(fieldJobID, cr.cj.ID).Error("pool refused a claimed job; releasing it")
 		reason = "released to pending: the worker pool refused it"
 	}
-	cancelRun()
-	if !cj.Started {
+	cr.cancel()
+	if !cr.cj.Started {
 		x.starter.withdraw()
 	}
-	x.release(r, job, cj, reason)
-	x.jobDone(job.ID, released)
+	x.release(cr.exec, cr.job, cr.cj, reason)
+	x.jobDone(cr.job.ID, released)
 }
 
 // onQueue calls task.OnQueue under a context that ends at OnQueueTimeout
@@ -139,10 +138,11 @@ func (x *executor) submit(runCtx context.Context, cancelRun context.CancelFunc, 
 // for past that: onQueue returns a channel closed when OnQueue does return
 // and the context's cause; the channel is nil when OnQueue has returned. A
 // panic is returned as a *PanicError.
-func (x *executor) onQueue(runCtx context.Context, r *execRun, task tasks.Task, job *tasks.Job) (returned <-chan struct{}, err error) {
-	qctx, cancelQ := context.WithCancelCause(runCtx)
+func (x *executor) onQueue(cr *claimedRun) (returned <-chan struct{}, err error) {
+	task, job := cr.task, cr.job
+	qctx, cancelQ := context.WithCancelCause(cr.ctx)
 	defer cancelQ(context.Canceled)
-	stopQ := context.AfterFunc(r.queue, func() { cancelQ(errQueueClosed) })
+	stopQ := context.AfterFunc(cr.exec.queue, func() { cancelQ(errQueueClosed) })
 	defer stopQ()
 	timer := x.cfg.Clock.AfterFunc(x.cfg.OnQueueTimeout, func() { cancelQ(errOnQueueTimeout) })
 	defer timer.Stop()
