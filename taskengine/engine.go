@@ -149,13 +149,13 @@ func (e *Engine) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	go func() {
-		<-runCtx.Done()
+	// The graceful stop begins when the run ends, by Stop or by ctx.
+	context.AfterFunc(runCtx, func() {
 		e.log.Info("task engine stopping: no more claims")
 		err := stopParts(workCtx, parts)
 		e.log.Info("task engine stopped")
 		finished(err)
-	}()
+	})
 	e.log.WithFields(logrus.Fields{"pool_size": e.PoolSize(), "poll_interval": e.PollInterval()}).Info("task engine started")
 	return nil
 }

@@ -123,10 +123,8 @@ func (x *executor) Start(ctx context.Context) error {
 		finished(nil)
 		return fmt.Errorf("taskengine: start: create pool: %w", err)
 	}
-	go func() {
-		<-runCtx.Done()
-		finished(x.drain(r))
-	}()
+	// The drain begins when the run ends; nothing waits for that meanwhile.
+	context.AfterFunc(runCtx, func() { finished(x.drain(r)) })
 	return nil
 }
 
