@@ -51,14 +51,14 @@ func setupWith(t *testing.T, st *store.Store, change func(*Config)) *bundle {
 	log.SetOutput(io.Discard)
 	b := &bundle{t: t, st: st}
 	cfg := Config{
-		Store: st, Registry: testRegistry(), Token: testToken, Addr: "127.0.0.1:0", Logger: log, NodeID: "test-node",
+		Registry: testRegistry(), Token: testToken, Addr: "127.0.0.1:0", Logger: log, NodeID: "test-node",
 		OnSchedulesChanged: func(id int64) { b.mu.Lock(); b.changed = append(b.changed, id); b.mu.Unlock() },
 		OnJobsAdded:        func() { b.mu.Lock(); b.added++; b.mu.Unlock() },
 	}
 	if change != nil {
 		change(&cfg)
 	}
-	srv, err := New(cfg)
+	srv, err := New(st, &cfg)
 	require.NoError(t, err)
 	b.srv, b.h = srv, srv.Handler()
 	return b

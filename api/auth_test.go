@@ -22,7 +22,7 @@ func authServer(t *testing.T, st *store.Store) (*Server, *test.Hook, *clockwork.
 	t.Helper()
 	log, hook := test.NewNullLogger()
 	log.SetLevel(logrus.InfoLevel)
-	srv, err := New(Config{Store: st, Registry: testRegistry(), Token: testToken, Addr: "127.0.0.1:0", Logger: log})
+	srv, err := New(st, &Config{Registry: testRegistry(), Token: testToken, Addr: "127.0.0.1:0", Logger: log})
 	require.NoError(t, err)
 	clock := clockwork.NewFakeClockAt(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	srv.now = clock.Now
@@ -124,7 +124,7 @@ func TestShortTokenWarnedOnLoopback(t *testing.T) {
 	t.Parallel()
 	st := testdb.Open(t, store.SQLite)
 	log, hook := test.NewNullLogger()
-	_, err := New(Config{Store: st, Addr: "127.0.0.1:0", Token: "abc", Logger: log})
+	_, err := New(st, &Config{Addr: "127.0.0.1:0", Token: "abc", Logger: log})
 	require.NoError(t, err)
 	var warned bool
 	for _, e := range hook.AllEntries() {
@@ -136,7 +136,7 @@ func TestShortTokenWarnedOnLoopback(t *testing.T) {
 	}
 	require.True(t, warned, "no warning about a 3-character token")
 	hook.Reset()
-	_, err = New(Config{Store: st, Addr: "127.0.0.1:0", Token: testToken + "-long-enough", Logger: log})
+	_, err = New(st, &Config{Addr: "127.0.0.1:0", Token: testToken + "-long-enough", Logger: log})
 	require.NoError(t, err)
 	require.Empty(t, hook.AllEntries())
 }

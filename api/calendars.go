@@ -1,68 +1,13 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/trigger"
+	"github.com/chimesched/chime/validate"
 )
-
-// maxCalendarDefinition bounds a calendar's definition document.
-const maxCalendarDefinition = 256 << 10
-
-// calendarRequest is the writable part of a calendars row.
-type calendarRequest struct {
-	Name        string              `json:"name"`
-	Kind        models.CalendarKind `json:"kind"`
-	Definition  json.RawMessage     `json:"definition"`
-	Timezone    string              `json:"timezone"`
-	Description string              `json:"description"`
-}
-
-func calendarRequestOf(c *models.Calendar) *calendarRequest {
-	return &calendarRequest{Name: c.Name, Kind: c.Kind, Definition: json.RawMessage(c.Definition), Timezone: c.Timezone, Description: c.Description}
-}
-
-// validateCalendar turns a request into a row with trigger.ParseCalendar
-// having the last word, the very code the engine runs.
-func validateCalendar(req *calendarRequest) (*models.Calendar, *apiError) {
-	if e := checkName(req.Name); e != nil {
-		return nil, e
-	}
-	if len(req.Description) > maxDescription {
-		return nil, badRequest("description", "description is longer than %d characters", maxDescription)
-	}
-	if len(req.Definition) > maxCalendarDefinition {
-		return nil, badRequest("definition", "definition is longer than %d bytes", maxCalendarDefinition)
-	}
-	if len(req.Timezone) > maxTimezone {
-		return nil, badRequest("timezone", "timezone is longer than %d characters", maxTimezone)
-	}
-	if req.Timezone == "" || req.Timezone == "Local" {
-		return nil, badRequest("timezone", `timezone must be "UTC" or an IANA name such as "Europe/Paris"`)
-	}
-	if _, err := time.LoadLocation(req.Timezone); err != nil {
-		return nil, badRequest("timezone", "unknown timezone %q: use an IANA name such as \"Europe/Paris\" or \"UTC\"", req.Timezone)
-	}
-	def, e := checkObject("definition", req.Definition)
-	if e != nil {
-		return nil, e
-	}
-	c := &models.Calendar{Name: req.Name, Kind: req.Kind, Definition: def, Timezone: req.Timezone, Description: req.Description}
-	if _, err := trigger.ParseCalendar(c); err != nil {
-		field := "definition"
-		if _, ok := map[models.CalendarKind]bool{models.CalendarHoliday: true, models.CalendarAnnual: true, models.CalendarMonthly: true,
-			models.CalendarWeekly: true, models.CalendarDaily: true, models.CalendarCron: true}[req.Kind]; !ok {
-			field = "kind"
-		}
-		return nil, badRequest(field, "%v", err)
-	}
-	return c, nil
-}
 
 // listCalendars lists every calendar (they are few), or the one named by
 // ?name=.
@@ -73,7 +18,7 @@ func (s *Server) listCalendars(w http.ResponseWriter, r *http.Request) *apiError
 			return badRequest(k, "unknown query parameter %q (accepted: name)", k)
 		}
 	}
-	admin := s.cfg.Store.Admin()
+	admin := s.st.Admin()
 	var items []models.Calendar
 	if q.Has("name") {
 		c, err := admin.GetCalendarByName(r.Context(), q.Get("name"))
@@ -101,7 +46,7 @@ func (s *Server) getCalendar(w http.ResponseWriter, r *http.Request) *apiError {
 	if e != nil {
 		return e
 	}
-	c, err := s.cfg.Store.Admin().GetCalendar(r.Context(), id)
+	c, err := s.st.Admin().GetCalendar(r.Context(), id)
 	if err != nil {
 		return s.fromStore(r, err, "a calendar")
 	}
@@ -110,7 +55,7 @@ func (s *Server) getCalendar(w http.ResponseWriter, r *http.Request) *apiError {
 }
 
 func (s *Server) createCalendar(w http.ResponseWriter, r *http.Request) *apiError {
-	req := &calendarRequest{Timezone: "UTC"}
+	req := validate.NewCalendarRequest()
 	if e := decodeBody(w, r, req); e != nil {
 		return e
 	}
@@ -118,7 +63,7 @@ func (s *Server) createCalendar(w http.ResponseWriter, r *http.Request) *apiErro
 	if e != nil {
 		return e
 	}
-	if err := s.cfg.Store.Admin().CreateCalendar(r.Context(), c); err != nil {
+	if err := s.st.Admin().CreateCalendar(r.Context(), c); err != nil {
 		return s.fromStore(r, err, "a calendar")
 	}
 	w.Header().Set("Location", Prefix+"/calendars/"+itoa(c.ID))
@@ -135,12 +80,12 @@ func (s *Server) updateCalendar(w http.ResponseWriter, r *http.Request) *apiErro
 	if e != nil {
 		return e
 	}
-	admin := s.cfg.Store.Admin()
+	admin := s.st.Admin()
 	cur, err := admin.GetCalendar(r.Context(), id)
 	if err != nil {
 		return s.fromStore(r, err, "a calendar")
 	}
-	req := calendarRequestOf(cur)
+	req := validate.CalendarRequestOf(cur)
 	if e := decodeBody(w, r, req); e != nil {
 		return e
 	}
@@ -162,7 +107,7 @@ func (s *Server) deleteCalendar(w http.ResponseWriter, r *http.Request) *apiErro
 	if e != nil {
 		return e
 	}
-	if err := s.cfg.Store.Admin().DeleteCalendar(r.Context(), id); err != nil {
+	if err := s.st.Admin().DeleteCalendar(r.Context(), id); err != nil {
 		return s.fromStore(r, err, "a calendar")
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -171,8 +116,8 @@ func (s *Server) deleteCalendar(w http.ResponseWriter, r *http.Request) *apiErro
 
 // calendarFor loads the calendar a schedule request names, by calendar (a
 // name) or calendar_id, and sets req.CalendarID to it.
-func (s *Server) calendarFor(r *http.Request, req *scheduleRequest) (*models.Calendar, *apiError) {
-	admin := s.cfg.Store.Admin()
+func (s *Server) calendarFor(r *http.Request, req *validate.ScheduleRequest) (*models.Calendar, *apiError) {
+	admin := s.st.Admin()
 	if req.Calendar != nil {
 		if *req.Calendar == "" {
 			req.CalendarID = nil

@@ -10,6 +10,7 @@ import (
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/validate"
 )
 
 // A Quartz expression under the standard syntax is a 400 on cron_expr that
@@ -55,10 +56,10 @@ func TestScheduleQuartzUnderStandardSyntax(t *testing.T) {
 		// Writers other than the handlers (chime import quartz) get the same.
 		expr := "0 0 12 ? * 1"
 		defRow := &models.JobDefinition{ID: b.definition("other"), TaskType: "sleep"}
-		_, err := ValidateSchedule(testRegistry(), &models.Schedule{Name: "x", JobDefinitionID: defRow.ID, ScheduleType: models.ScheduleCron,
+		_, _, err := validate.Schedule(testRegistry(), &models.Schedule{Name: "x", JobDefinitionID: defRow.ID, ScheduleType: models.ScheduleCron,
 			CronExpr: &expr, CronSyntax: models.SyntaxStandard, DSTPolicy: models.DSTOnce, Timezone: "UTC", MisfirePolicy: models.MisfireFireOnce,
 			Concurrency: models.ConcurrencyAllow, Status: models.ScheduleActive}, defRow, nil, time.Now())
-		var ve *ValidationError
+		var ve *validate.Error
 		require.True(t, errors.As(err, &ve), "%v", err)
 		require.Equal(t, "cron_expr", ve.Field)
 		require.Contains(t, ve.Message, "set cron_syntax to quartz")

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/validate"
 )
 
 func (s *Server) listDefinitions(w http.ResponseWriter, r *http.Request) *apiError {
@@ -11,7 +12,7 @@ func (s *Server) listDefinitions(w http.ResponseWriter, r *http.Request) *apiErr
 	if e != nil {
 		return e
 	}
-	items, err := s.cfg.Store.Admin().ListDefinitions(r.Context(), p)
+	items, err := s.st.Admin().ListDefinitions(r.Context(), p)
 	if err != nil {
 		return s.fromStore(r, err, "job definition")
 	}
@@ -24,7 +25,7 @@ func (s *Server) getDefinition(w http.ResponseWriter, r *http.Request) *apiError
 	if e != nil {
 		return e
 	}
-	d, err := s.cfg.Store.Admin().GetDefinition(r.Context(), id)
+	d, err := s.st.Admin().GetDefinition(r.Context(), id)
 	if err != nil {
 		return s.fromStore(r, err, "a job definition")
 	}
@@ -33,7 +34,7 @@ func (s *Server) getDefinition(w http.ResponseWriter, r *http.Request) *apiError
 }
 
 func (s *Server) createDefinition(w http.ResponseWriter, r *http.Request) *apiError {
-	req := newDefinitionRequest()
+	req := validate.NewDefinitionRequest()
 	if e := decodeBody(w, r, req); e != nil {
 		return e
 	}
@@ -41,7 +42,7 @@ func (s *Server) createDefinition(w http.ResponseWriter, r *http.Request) *apiEr
 	if e != nil {
 		return e
 	}
-	if err := s.cfg.Store.Admin().CreateDefinition(r.Context(), d); err != nil {
+	if err := s.st.Admin().CreateDefinition(r.Context(), d); err != nil {
 		return s.fromStore(r, err, "a job definition")
 	}
 	w.Header().Set("Location", Prefix+"/definitions/"+itoa(d.ID))
@@ -57,12 +58,12 @@ func (s *Server) updateDefinition(w http.ResponseWriter, r *http.Request) *apiEr
 	if e != nil {
 		return e
 	}
-	admin := s.cfg.Store.Admin()
+	admin := s.st.Admin()
 	cur, err := admin.GetDefinition(r.Context(), id)
 	if err != nil {
 		return s.fromStore(r, err, "a job definition")
 	}
-	req := definitionRequestOf(cur)
+	req := validate.DefinitionRequestOf(cur)
 	if e := decodeBody(w, r, req); e != nil {
 		return e
 	}
@@ -85,7 +86,7 @@ func (s *Server) deleteDefinition(w http.ResponseWriter, r *http.Request) *apiEr
 	if e != nil {
 		return e
 	}
-	if err := s.cfg.Store.Admin().DeleteDefinition(r.Context(), id); err != nil {
+	if err := s.st.Admin().DeleteDefinition(r.Context(), id); err != nil {
 		return s.fromStore(r, err, "a job definition")
 	}
 	w.WriteHeader(http.StatusNoContent)

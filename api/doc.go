@@ -5,7 +5,8 @@
 //
 // Everything an engine would reject is rejected here first, with 400 and
 // {"error": "...", "field": "..."}: nothing invalid reaches the tables
-// through the API. JSON field names are the column names of the SQL
+// through the API. The rules are package validate's, which every other
+// writer (chime import quartz) uses too. JSON field names are the column names of the SQL
 // contract (see models). Rows written by SQL are shown as they are, except
 // a JSON column that is not valid JSON: that row is shown with the column
 // null and invalid/invalid_reason set (Validity), and every answer is
@@ -26,9 +27,10 @@
 // address; an address past the limit gets 429 (see auth.go).
 //
 // api may import chimedb (the database, through chimedb.AdminStore),
-// models, tasks, configs (to check settings),
-// trigger (for next_fires and validation), scheduleengine (only its pure
-// PreviewResume, for a paused schedule's catch_up_on_resume), internal/metrics
-// and internal/strictjson; it never imports store (and so no driver),
-// app, cli or the task engine.
+// validate, models, tasks, configs (to check settings), trigger (for
+// next_fires), scheduleengine (only its pure PreviewResume, for a paused
+// schedule's catch_up_on_resume), internal/metrics and
+// internal/strictjson; it never imports store (and so no driver), app,
+// cli or the task engine (chimedb's TestSeamHasNoDrivers checks the store
+// and the drivers).
 package api

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/validate"
 )
 
 // FuzzDecodeScheduleRequest feeds arbitrary bodies through the schedule
@@ -39,7 +40,7 @@ func FuzzDecodeScheduleRequest(f *testing.F) {
 	def := &models.JobDefinition{ID: 1, Name: "d", TaskType: "sleep", DefaultParams: models.JSON(`{"duration":"10ms"}`), MaxAttempts: 1}
 	created := time.Date(2029, 6, 1, 12, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req := newScheduleRequest()
+		req := validate.NewScheduleRequest()
 		if e := decodeJSON(body, req); e != nil {
 			require.Contains(t, []int{400, 413}, e.status)
 			require.NotEmpty(t, e.Error.Error)
@@ -91,7 +92,7 @@ func FuzzDecodeDefinitionRequest(f *testing.F) {
 	}
 	reg := testRegistry()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req := newDefinitionRequest()
+		req := validate.NewDefinitionRequest()
 		if e := decodeJSON(body, req); e != nil {
 			require.Contains(t, []int{400, 413}, e.status)
 			require.NotEmpty(t, e.Error.Error)

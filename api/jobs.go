@@ -24,7 +24,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) *apiError {
 	if e != nil {
 		return e
 	}
-	items, err := s.cfg.Store.Admin().ListJobs(r.Context(), p)
+	items, err := s.st.Admin().ListJobs(r.Context(), p)
 	if err != nil {
 		return s.fromStore(r, err, "a job")
 	}
@@ -41,7 +41,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) *apiError {
 }
 
 func (s *Server) writeJob(w http.ResponseWriter, r *http.Request, status int, id int64) *apiError {
-	j, err := s.cfg.Store.Admin().GetJob(r.Context(), id)
+	j, err := s.st.Admin().GetJob(r.Context(), id)
 	if err != nil {
 		return s.fromStore(r, err, "a job")
 	}
@@ -64,7 +64,7 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request) *apiError {
 	if e != nil {
 		return e
 	}
-	admin := s.cfg.Store.Admin()
+	admin := s.st.Admin()
 	if _, err := admin.GetJob(r.Context(), id); err != nil {
 		return s.fromStore(r, err, "a job")
 	}
@@ -150,7 +150,7 @@ func (s *Server) resetJob(w http.ResponseWriter, r *http.Request) *apiError {
 	if force {
 		j, err = s.forceReset(r, id, who)
 	} else {
-		j, err = s.cfg.Store.ResetSilentJob(r.Context(), id, who, s.cfg.FailoverAfter)
+		j, err = s.st.ResetSilentJob(r.Context(), id, who, s.cfg.FailoverAfter)
 	}
 	if err != nil {
 		return s.fromStore(r, err, "a job")
@@ -167,7 +167,7 @@ func (s *Server) resetJob(w http.ResponseWriter, r *http.Request) *apiError {
 // ForceResetWait passed, then resets it unless it finished meanwhile.
 func (s *Server) forceReset(r *http.Request, id int64, who string) (*models.Job, error) {
 	ctx := r.Context()
-	j, err := s.cfg.Store.AskJobToStop(ctx, id, who)
+	j, err := s.st.AskJobToStop(ctx, id, who)
 	switch {
 	case err != nil:
 		return nil, err
@@ -190,7 +190,7 @@ wait:
 		case <-deadline.C:
 			break wait
 		case <-tick.C:
-			j, err = s.cfg.Store.Admin().GetJob(ctx, id)
+			j, err = s.st.Admin().GetJob(ctx, id)
 			if err != nil {
 				return nil, err
 			}
@@ -199,7 +199,7 @@ wait:
 			}
 		}
 	}
-	return s.cfg.Store.ResetJob(ctx, id, who+" (forced after the stop request was not acted on within "+s.cfg.ForceResetWait.String()+")")
+	return s.st.ResetJob(ctx, id, who+" (forced after the stop request was not acted on within "+s.cfg.ForceResetWait.String()+")")
 }
 
 // forcePoll is how often a forced reset looks whether the stop took effect.
@@ -214,7 +214,7 @@ func (s *Server) controlJob(w http.ResponseWriter, r *http.Request, c models.Job
 	if e != nil {
 		return e
 	}
-	j, err := s.cfg.Store.Admin().ControlJob(r.Context(), id, c)
+	j, err := s.st.Admin().ControlJob(r.Context(), id, c)
 	if err != nil {
 		return s.fromStore(r, err, "a job")
 	}
@@ -241,7 +241,7 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request) *apiError {
 	if e != nil {
 		return e
 	}
-	admin := s.cfg.Store.Admin()
+	admin := s.st.Admin()
 	def, err := admin.GetDefinition(r.Context(), req.JobDefinitionID)
 	if errors.Is(err, chimedb.ErrNotFound) {
 		return badRequest("job_definition_id", "job definition %d does not exist", req.JobDefinitionID)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chimesched/chime/configs"
 	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/validate"
 )
 
 //go:embed openapi.json
@@ -29,7 +30,7 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) *apiError {
 	for name := range r.URL.Query() {
 		return badRequest(name, "unknown query parameter %q; nodes takes none", name)
 	}
-	nodes, err := s.cfg.Store.Admin().ListNodes(r.Context())
+	nodes, err := s.st.Admin().ListNodes(r.Context())
 	if err != nil {
 		return s.fromStore(r, err, "a node")
 	}
@@ -46,7 +47,7 @@ func (s *Server) listConfigurations(w http.ResponseWriter, r *http.Request) *api
 	for name := range r.URL.Query() {
 		return badRequest(name, "unknown query parameter %q; configurations takes none", name)
 	}
-	items, err := s.cfg.Store.Admin().ListConfigurations(r.Context())
+	items, err := s.st.Admin().ListConfigurations(r.Context())
 	if err != nil {
 		return s.fromStore(r, err, "a configuration")
 	}
@@ -72,8 +73,8 @@ func configName(r *http.Request) (string, *apiError) {
 	case !utf8.ValidString(name):
 		// PostgreSQL refuses it in a comparison: a 500 there.
 		return "", badRequest("name", "configuration name is not valid UTF-8")
-	case utf8.RuneCountInString(name) > maxName:
-		return "", badRequest("name", "configuration name is longer than %d characters", maxName)
+	case utf8.RuneCountInString(name) > validate.MaxName:
+		return "", badRequest("name", "configuration name is longer than %d characters", validate.MaxName)
 	case strings.IndexFunc(name, unicode.IsSpace) >= 0 || strings.IndexFunc(name, unicode.IsControl) >= 0:
 		return "", badRequest("name", "configuration name must not contain white space or control characters")
 	}
@@ -85,7 +86,7 @@ func (s *Server) getConfiguration(w http.ResponseWriter, r *http.Request) *apiEr
 	if e != nil {
 		return e
 	}
-	c, err := s.cfg.Store.Admin().GetConfiguration(r.Context(), name)
+	c, err := s.st.Admin().GetConfiguration(r.Context(), name)
 	if err != nil {
 		return s.fromStore(r, err, "a configuration")
 	}
@@ -108,13 +109,13 @@ func (s *Server) setConfiguration(w http.ResponseWriter, r *http.Request) *apiEr
 	if req.Value == nil {
 		return badRequest("value", "value is required")
 	}
-	if len(*req.Value) > maxConfigValue {
-		return badRequest("value", "value is longer than %d bytes", maxConfigValue)
+	if len(*req.Value) > validate.MaxConfigValue {
+		return badRequest("value", "value is longer than %d bytes", validate.MaxConfigValue)
 	}
-	if req.Description != nil && utf8.RuneCountInString(*req.Description) > maxDescription {
-		return badRequest("description", "description is longer than %d characters", maxDescription)
+	if req.Description != nil && utf8.RuneCountInString(*req.Description) > validate.MaxDescription {
+		return badRequest("description", "description is longer than %d characters", validate.MaxDescription)
 	}
-	admin := s.cfg.Store.Admin()
+	admin := s.st.Admin()
 	rows, err := admin.ListConfigurations(r.Context())
 	if err != nil {
 		return s.fromStore(r, err, "a configuration")

@@ -25,10 +25,10 @@ func (s *Server) listNotifications(w http.ResponseWriter, r *http.Request) *apiE
 		}
 		jobID = id
 	}
-	items, err := s.cfg.Store.Admin().ListNotifications(r.Context(), p, jobID)
+	items, err := s.st.Admin().ListNotifications(r.Context(), p, jobID)
 	if err != nil {
 		return s.fromStore(r, err, "a notification")
 	}
-	s.writeJSON(w, r, http.StatusOK, pageOf(items, p, func(n *models.Notification) int64 { return n.ID }))
+	s.writeJSON(w, r, http.StatusOK, viewPage(r, pageOf(items, p, func(n *models.Notification) int64 { return n.ID }), s.notificationView))
 	return nil
 }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -41,42 +40,4 @@ func TestNULInText(t *testing.T) {
 		b.fails(400, "name", "UTF-8", "GET", "/api/v1/configurations/a%ffb", "")
 		require.Equal(t, "", b.ok(200, "GET", "/api/v1/definitions/"+def, "")["description"], "nothing was written")
 	})
-}
-
-// TestCheckTextWalk: checkText finds a NUL at any depth of a request and
-// names it by its JSON path; JSON documents are left to their own checks.
-func TestCheckTextWalk(t *testing.T) {
-	t.Parallel()
-	type inner struct {
-		Tags []string          `json:"tags"`
-		Meta map[string]string `json:"meta"`
-	}
-	type embedded struct {
-		Note string `json:"note"`
-	}
-	type req struct {
-		embedded
-		Name   *string         `json:"name"`
-		Inner  *inner          `json:"inner"`
-		Params json.RawMessage `json:"params"`
-		Skip   string          `json:"-"`
-	}
-	s := func(v string) *string { return &v }
-	for want, v := range map[string]req{
-		"":              {Name: s("ok"), Params: json.RawMessage(`{"a":"\u0000"}`), Skip: "\x00", Inner: &inner{Tags: []string{"a"}}},
-		"name":          {Name: s("a\x00")},
-		"note":          {embedded: embedded{Note: "\x00"}},
-		"inner.tags[1]": {Inner: &inner{Tags: []string{"a", "b\x00"}}},
-		"inner.meta.k":  {Inner: &inner{Meta: map[string]string{"k": "\x00"}}},
-		"inner.meta":    {Inner: &inner{Meta: map[string]string{"\x00": "v"}}},
-	} {
-		e := checkText(&v)
-		if want == "" {
-			require.Nil(t, e)
-			continue
-		}
-		require.NotNil(t, e, want)
-		require.Equal(t, want, e.Field)
-		require.Contains(t, e.Error.Error, "NUL")
-	}
 }

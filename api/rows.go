@@ -14,11 +14,14 @@ import (
 )
 
 // Validity is part of every row the API shows that has a JSON column
-// (params, default_params, definition). The API refuses a value that is
-// not a JSON object there, but plain SQL can write anything SQLite, MySQL
-// or PostgreSQL lets in; such a column cannot be encoded, and one of them
-// used to empty the whole list it was in. The row is shown instead, with
-// that column null and these two fields set.
+// (params, default_params, definition), and of notices. The API refuses a
+// value that is not a JSON object there, but plain SQL can write anything
+// SQLite, MySQL or PostgreSQL lets in; such a column cannot be encoded,
+// and one of them used to empty the whole list it was in. The row is
+// shown instead, with that column null and these two fields set. So is a
+// jobs or notifications row with a value its field cannot hold (zero), or
+// a counter or time out of its bound (the time zero), which the engines
+// fail instead of running (see models.Job.Unreadable).
 type Validity struct {
 	// Invalid is true when a column of the row is not valid JSON; absent
 	// otherwise.
@@ -45,10 +48,37 @@ type CalendarView struct {
 	Validity
 }
 
+// NotificationView is a notifications row as the API shows it.
+type NotificationView struct {
+	models.Notification
+	Validity
+}
+
 func (s *Server) jobView(r *http.Request, j *models.Job) JobView {
 	v := JobView{Job: *j}
 	v.Validity = s.shown(r, "jobs", j.ID, "params", &v.Params)
+	v.Validity = s.invalid(r, "jobs", j.ID, j.Unreadable, v.Validity)
 	return v
+}
+
+func (s *Server) notificationView(r *http.Request, n *models.Notification) NotificationView {
+	return NotificationView{Notification: *n, Validity: s.invalid(r, "notifications", n.ID, n.Unreadable, Validity{})}
+}
+
+// invalid adds reason, why a row is shown as invalid, to v, and logs it
+// once; an empty reason leaves v as it is.
+func (s *Server) invalid(r *http.Request, table string, id int64, reason string, v Validity) Validity {
+	if reason == "" {
+		return v
+	}
+	if s.badRows.first(fmt.Sprintf("%s/%d/%s", table, id, reason)) {
+		s.log.WithFields(logrus.Fields{"table": table, "id": id, "path": r.URL.Path}).
+			Warnf("api: a row written without the API is shown as invalid: %s", reason)
+	}
+	if v.Invalid {
+		reason += "; " + v.InvalidReason
+	}
+	return Validity{Invalid: true, InvalidReason: reason}
 }
 
 func (s *Server) definitionView(r *http.Request, d *models.JobDefinition) DefinitionView {
@@ -81,11 +111,7 @@ func (s *Server) shown(r *http.Request, table string, id int64, column string, j
 		return Validity{}
 	}
 	*j = nil
-	if s.badRows.first(fmt.Sprintf("%s/%d/%s", table, id, reason)) {
-		s.log.WithFields(logrus.Fields{"table": table, "id": id, "column": column, "path": r.URL.Path}).
-			Warnf("api: a row written without the API is shown as invalid: %s", reason)
-	}
-	return Validity{Invalid: true, InvalidReason: reason}
+	return s.invalid(r, table, id, reason, Validity{})
 }
 
 // notJSON says what is wrong with a JSON column's content, or "" when it

@@ -112,3 +112,63 @@ func TestRowsWithColumnsNotJSON(t *testing.T) {
 			"each bad row is logged once, however often it is shown")
 	})
 }
+
+// TestRowsWithValuesOutOfTheirFields: a jobs or notifications row whose
+// column plain SQL filled with a value its field cannot hold (SQLite's
+// text in an INTEGER or a time column, PostgreSQL's 'infinity'), or with a
+// counter or time out of its bound (a year JSON cannot write), is listed
+// and shown beside the others, flagged invalid with the column named,
+// where it failed the whole answer.
+func TestRowsWithValuesOutOfTheirFields(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		log, hook := test.NewNullLogger()
+		b := setupWith(t, st, func(c *Config) { c.Logger = log })
+		def := itoa(b.definition("d"))
+		job := func() int64 { return id(b.ok(201, "POST", "/api/v1/jobs", `{"job_definition_id":`+def+`}`)) }
+		values := map[store.Dialect][]struct{ column, value string }{
+			store.SQLite:   {{"attempt", "x"}, {"finished_at", "not a time"}},
+			store.Postgres: {{"finished_at", "infinity"}, {"scheduled_at", "10000-01-01 00:00:00"}},
+			store.MySQL:    {{"attempt", "2147483647"}},
+		}[st.Dialect()]
+		for _, table := range []string{"jobs", "notifications"} {
+			path := "/api/v1/" + table
+			good := job()
+			for _, v := range values {
+				row := job()
+				if table == "notifications" {
+					for _, j := range []int64{good, row} {
+						require.NoError(t, st.DB().Exec("INSERT INTO notifications (job_id, job_status, recipients) VALUES (?, 'failed', 'a@example.com')", j).Error)
+					}
+					require.NoError(t, st.DB().Raw("SELECT id FROM notifications WHERE job_id = ?", row).Scan(&row).Error)
+					require.NoError(t, st.DB().Raw("SELECT id FROM notifications WHERE job_id = ?", good).Scan(&good).Error)
+					v.column = map[string]string{"attempt": "attempts", "finished_at": "sent_at", "scheduled_at": "created_at"}[v.column]
+				}
+				require.NoError(t, st.DB().Exec("UPDATE "+table+" SET "+v.column+" = ? WHERE id = ?", v.value, row).Error)
+				byID := map[int64]map[string]any{}
+				for _, it := range items(b.ok(200, "GET", path, "")) {
+					byID[id(it.(map[string]any))] = it.(map[string]any)
+				}
+				require.Contains(t, byID, good, "%s lists the good row", path)
+				require.NotContains(t, byID[good], "invalid", path)
+				shown := []map[string]any{byID[row]}
+				if table == "jobs" {
+					shown = append(shown, b.ok(200, "GET", path+"/"+itoa(row), ""))
+				}
+				for _, got := range shown {
+					require.Equal(t, true, got["invalid"], "%s.%s = %s: %v", table, v.column, v.value, got)
+					require.Contains(t, got["invalid_reason"], table+"."+v.column, "%s.%s = %s", table, v.column, v.value)
+				}
+				t.Logf("%s: %s", path, byID[row]["invalid_reason"])
+				require.NoError(t, st.DB().Exec("DELETE FROM "+table+" WHERE id = ?", row).Error)
+			}
+		}
+		warned := 0
+		for _, e := range hook.AllEntries() {
+			if e.Level == logrus.WarnLevel && strings.Contains(e.Message, "shown as invalid") {
+				warned++
+			}
+		}
+		require.Equal(t, 2*len(values), warned, "each bad row is logged once, however often it is shown")
+	})
+}

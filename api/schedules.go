@@ -11,6 +11,7 @@ import (
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/scheduleengine"
 	"github.com/chimesched/chime/trigger"
+	"github.com/chimesched/chime/validate"
 )
 
 // previewFires is how many fire times a schedule shows.
@@ -55,7 +56,7 @@ func (s *Server) views(r *http.Request, rows []models.Schedule, one bool) ([]Sch
 	for i := range rows {
 		ids[i] = rows[i].ID
 	}
-	trig, err := s.cfg.Store.Admin().ScheduleTriggers(ctx, ids)
+	trig, err := s.st.Admin().ScheduleTriggers(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +66,7 @@ func (s *Server) views(r *http.Request, rows []models.Schedule, one bool) ([]Sch
 			calIDs = append(calIDs, *rows[i].CalendarID)
 		}
 	}
-	cals, err := s.cfg.Store.Admin().Calendars(ctx, calIDs)
+	cals, err := s.st.Admin().Calendars(ctx, calIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +119,7 @@ func (s *Server) views(r *http.Request, rows []models.Schedule, one bool) ([]Sch
 // catchUpOnResume asks the schedule engine what resuming row at now
 // writes at once; nil when nothing.
 func (s *Server) catchUpOnResume(ctx context.Context, row *models.Schedule, tt *models.TimeTrigger, cal *models.Calendar, now time.Time) (*CatchUpOnResume, error) {
-	def, err := s.cfg.Store.Admin().GetDefinition(ctx, row.JobDefinitionID)
+	def, err := s.st.Admin().GetDefinition(ctx, row.JobDefinitionID)
 	if errors.Is(err, chimedb.ErrNotFound) {
 		return nil, nil // the engine would mark it invalid
 	}
@@ -128,7 +129,7 @@ func (s *Server) catchUpOnResume(ctx context.Context, row *models.Schedule, tt *
 	se := s.cfg.Settings.ScheduleEngine
 	opts := scheduleengine.ResumeOptions{MisfireThreshold: se.MisfireThreshold.D(), FireAllCap: se.FireAllCap}
 	if row.Concurrency == models.ConcurrencyForbid {
-		busy, err := s.cfg.Store.UnfinishedSchedules(ctx, []int64{row.ID})
+		busy, err := s.st.UnfinishedSchedules(ctx, []int64{row.ID})
 		if err != nil {
 			return nil, err
 		}
@@ -154,7 +155,7 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) *apiError
 	if e != nil {
 		return e
 	}
-	rows, err := s.cfg.Store.Admin().ListSchedules(r.Context(), p)
+	rows, err := s.st.Admin().ListSchedules(r.Context(), p)
 	if err != nil {
 		return s.fromStore(r, err, "a schedule")
 	}
@@ -172,7 +173,7 @@ func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) *apiError {
 	if e != nil {
 		return e
 	}
-	row, err := s.cfg.Store.Admin().GetSchedule(r.Context(), id)
+	row, err := s.st.Admin().GetSchedule(r.Context(), id)
 	if err != nil {
 		return s.fromStore(r, err, "a schedule")
 	}
@@ -194,7 +195,7 @@ func (s *Server) definitionFor(r *http.Request, id int64) (*models.JobDefinition
 	if id <= 0 {
 		return nil, nil
 	}
-	d, err := s.cfg.Store.Admin().GetDefinition(r.Context(), id)
+	d, err := s.st.Admin().GetDefinition(r.Context(), id)
 	if errors.Is(err, chimedb.ErrNotFound) {
 		return nil, nil
 	}
@@ -211,7 +212,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	if e != nil {
 		return e
 	}
-	req := newScheduleRequest()
+	req := validate.NewScheduleRequest()
 	if e := decodeBody(w, r, req); e != nil {
 		return e
 	}
@@ -230,7 +231,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	if dryRun {
 		return s.writeSchedule(w, r, http.StatusOK, row)
 	}
-	if err := s.cfg.Store.Admin().CreateSchedule(r.Context(), row); err != nil {
+	if err := s.st.Admin().CreateSchedule(r.Context(), row); err != nil {
 		if errors.Is(err, chimedb.ErrNoDefinition) {
 			return badRequest("job_definition_id", "job definition %d does not exist", row.JobDefinitionID)
 		}
@@ -271,12 +272,12 @@ func (s *Server) updateSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	if e != nil {
 		return e
 	}
-	admin := s.cfg.Store.Admin()
+	admin := s.st.Admin()
 	cur, err := admin.GetSchedule(r.Context(), id)
 	if err != nil {
 		return s.fromStore(r, err, "a schedule")
 	}
-	req := scheduleRequestOf(cur)
+	req := validate.ScheduleRequestOf(cur)
 	if cur.Status == models.ScheduleInvalid || cur.Status == models.ScheduleCompleted {
 		req.Status = models.ScheduleActive
 	}
@@ -314,7 +315,7 @@ func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	if e != nil {
 		return e
 	}
-	if err := s.cfg.Store.Admin().DeleteSchedule(r.Context(), id); err != nil {
+	if err := s.st.Admin().DeleteSchedule(r.Context(), id); err != nil {
 		return s.fromStore(r, err, "a schedule")
 	}
 	s.schedulesChanged(id)
@@ -338,7 +339,7 @@ func (s *Server) setScheduleStatus(w http.ResponseWriter, r *http.Request, to, f
 	if e != nil {
 		return e
 	}
-	row, changed, err := s.cfg.Store.Admin().SetScheduleStatus(r.Context(), id, to, from)
+	row, changed, err := s.st.Admin().SetScheduleStatus(r.Context(), id, to, from)
 	if err != nil {
 		return s.fromStore(r, err, "a schedule")
 	}
@@ -371,7 +372,7 @@ func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) *apiErr
 	if e := decodeOptionalBody(w, r, &req); e != nil {
 		return e
 	}
-	admin := s.cfg.Store.Admin()
+	admin := s.st.Admin()
 	sch, err := admin.GetSchedule(r.Context(), id)
 	if err != nil {
 		return s.fromStore(r, err, "a schedule")

@@ -22,7 +22,7 @@ func openServer(t *testing.T, st *store.Store) http.Handler {
 	t.Helper()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	srv, err := New(Config{Store: st, Registry: testRegistry(), Addr: "127.0.0.1:8080", Logger: log})
+	srv, err := New(st, &Config{Registry: testRegistry(), Addr: "127.0.0.1:8080", Logger: log})
 	require.NoError(t, err)
 	return srv.Handler()
 }

@@ -35,8 +35,6 @@ const (
 
 // Config configures the API server.
 type Config struct {
-	// Store is the database. Required.
-	Store chimedb.AdminStore
 	// Registry lists the task types this node knows; definitions naming
 	// another type are refused. Default: tasks.Default().
 	Registry *tasks.Registry
@@ -95,6 +93,7 @@ type Config struct {
 
 // Server is the HTTP API.
 type Server struct {
+	st      chimedb.AdminStore
 	cfg     Config
 	log     logrus.FieldLogger
 	handler http.Handler
@@ -111,12 +110,17 @@ type Server struct {
 	serveErr error
 }
 
-// New checks cfg and builds the server. It refuses an empty Token on an
-// address that is not loopback: the API can create jobs that run shell
-// commands, so it must not be open to the network without auth.
-func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("api: Config.Store is required")
+// New checks cfg and builds the server on st, the database. It refuses an
+// empty Token on an address that is not loopback: the API can create jobs
+// that run shell commands, so it must not be open to the network without
+// auth. cfg is copied; nil is the zero Config.
+func New(st chimedb.AdminStore, c *Config) (*Server, error) {
+	if st == nil {
+		return nil, errors.New("api: New: nil store")
+	}
+	var cfg Config
+	if c != nil {
+		cfg = *c
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = tasks.Default()
@@ -178,7 +182,7 @@ func New(cfg Config) (*Server, error) {
 		log.Warn("the API serves plain HTTP on a non-loopback address: the token crosses the network in clear; " +
 			"set api.tls_cert and api.tls_key, or put a TLS proxy in front")
 	}
-	s := &Server{cfg: cfg, log: log, now: time.Now, tls: tlsCfg, auth: newAuthLimiter(time.Now())}
+	s := &Server{st: st, cfg: cfg, log: log, now: time.Now, tls: tlsCfg, auth: newAuthLimiter(time.Now())}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -318,7 +322,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := s.cfg.Store.Ping(ctx); err != nil {
+	if err := s.st.Ping(ctx); err != nil {
 		s.log.WithError(err).Warn("api: readiness check: database unreachable")
 		// The driver's error can carry the DSN's host, user or file path:
 		// it goes to the log, and /readyz is public.

@@ -168,7 +168,7 @@ func TestStartStop(t *testing.T) {
 	t.Parallel()
 	st := testdb.Open(t, store.SQLite)
 	log, _ := test.NewNullLogger()
-	srv, err := New(Config{Store: st, Addr: "127.0.0.1:0", Token: "t", Logger: log})
+	srv, err := New(st, &Config{Addr: "127.0.0.1:0", Token: "t", Logger: log})
 	require.NoError(t, err)
 	require.NoError(t, srv.Stop(context.Background()), "stop before start is harmless")
 	ctx := context.Background()
@@ -189,16 +189,16 @@ func TestTokenRequiredOffLoopback(t *testing.T) {
 	st := testdb.Open(t, store.SQLite)
 	log, hook := test.NewNullLogger()
 	for _, addr := range []string{":8080", "0.0.0.0:8080", "192.0.2.1:8080", "example.com:80"} {
-		_, err := New(Config{Store: st, Addr: addr, Logger: log})
+		_, err := New(st, &Config{Addr: addr, Logger: log})
 		require.ErrorContains(t, err, "api.token is empty", addr)
-		_, err = New(Config{Store: st, Addr: addr, Token: "fifteen-chars-x", Logger: log})
+		_, err = New(st, &Config{Addr: addr, Token: "fifteen-chars-x", Logger: log})
 		require.ErrorContains(t, err, "at least 16 characters", addr)
-		_, err = New(Config{Store: st, Addr: addr, Token: "sixteen-chars-xx", Logger: log})
+		_, err = New(st, &Config{Addr: addr, Token: "sixteen-chars-xx", Logger: log})
 		require.NoError(t, err, addr)
 	}
 	for _, addr := range []string{"127.0.0.1:8080", "[::1]:8080", "localhost:8080", ""} {
 		hook.Reset()
-		srv, err := New(Config{Store: st, Addr: addr, Logger: log})
+		srv, err := New(st, &Config{Addr: addr, Logger: log})
 		require.NoError(t, err, addr)
 		require.Equal(t, logrus.WarnLevel, hook.LastEntry().Level)
 		// Without a token the API is open, on loopback only.
@@ -208,10 +208,10 @@ func TestTokenRequiredOffLoopback(t *testing.T) {
 		srv.Handler().ServeHTTP(rec, req)
 		require.Equal(t, 200, rec.Code)
 	}
-	_, err := New(Config{Store: st, Addr: "no-port"})
+	_, err := New(st, &Config{Addr: "no-port"})
 	require.ErrorContains(t, err, "api.addr")
-	_, err = New(Config{})
-	require.ErrorContains(t, err, "Store is required")
+	_, err = New(nil, &Config{})
+	require.ErrorContains(t, err, "nil store")
 }
 
 // selfSigned writes a certificate for 127.0.0.1 and localhost and its key
@@ -246,12 +246,12 @@ func TestTLS(t *testing.T) {
 	st := testdb.Open(t, store.SQLite)
 	log, _ := test.NewNullLogger()
 	certFile, keyFile, certPEM := selfSigned(t, t.TempDir())
-	_, err := New(Config{Store: st, Addr: "127.0.0.1:0", TLSCert: certFile, Logger: log})
+	_, err := New(st, &Config{Addr: "127.0.0.1:0", TLSCert: certFile, Logger: log})
 	require.ErrorContains(t, err, "set both or neither")
-	_, err = New(Config{Store: st, Addr: "127.0.0.1:0", TLSCert: keyFile, TLSKey: keyFile, Logger: log})
+	_, err = New(st, &Config{Addr: "127.0.0.1:0", TLSCert: keyFile, TLSKey: keyFile, Logger: log})
 	require.ErrorContains(t, err, "api.tls_cert")
 
-	srv, err := New(Config{Store: st, Addr: "127.0.0.1:0", Token: testToken, TLSCert: certFile, TLSKey: keyFile, Logger: log})
+	srv, err := New(st, &Config{Addr: "127.0.0.1:0", Token: testToken, TLSCert: certFile, TLSKey: keyFile, Logger: log})
 	require.NoError(t, err)
 	ctx := context.Background()
 	require.NoError(t, srv.Start(ctx))

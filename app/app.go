@@ -100,9 +100,10 @@ func migrateAtStart(ctx context.Context, st *store.Store, log logrus.FieldLogger
 	return nil
 }
 
-// Serve runs a chime node until ctx ends, then stops it gracefully: the
-// schedule engine first (no new fires), then the task engine (running jobs
-// get cfg.ShutdownGrace to finish), then the mailer's queue.
+// Serve runs a chime node until ctx ends, then stops it gracefully within
+// cfg.ShutdownGrace and some margin: its services stop in the reverse of
+// their start (see node.plan), the API first and the cluster membership
+// last, so running jobs get their grace on a node that still beats.
 func Serve(ctx context.Context, cfg *configs.Config, opts Options) error {
 	log := opts.Logger
 	if log == nil {
@@ -150,8 +151,8 @@ func Serve(ctx context.Context, cfg *configs.Config, opts Options) error {
 	return err
 }
 
-// node is one running chime process's parts, started in dependency order
-// and stopped in reverse.
+// node is one running chime process's parts, started in stages (plan) and
+// stopped in reverse.
 type node struct {
 	cfg  *configs.Config // in effect: base with the configurations rows
 	base *configs.Config // file, environment and flags
@@ -160,20 +161,16 @@ type node struct {
 	// clock drives the settings watcher (default: the real clock).
 	clock clockwork.Clock
 
-	settings    *settings
-	cluster     *cluster.Node
-	mailer      *liveMailer
-	sender      *notify.Sender
-	tasks       *taskengine.Engine
-	sched       *scheduleengine.Engine
-	api         *api.Server
-	apiLn       net.Listener // opened before joining; served from the end of start
-	apiStarted  bool
-	watchCancel context.CancelFunc
-	watchDone   chan struct{}
-	// listenCancel stops the PostgreSQL LISTEN connection (see listenJobs).
-	listenCancel context.CancelFunc
-	listenDone   chan struct{}
+	settings *settings
+	cluster  *cluster.Node
+	mailer   *liveMailer
+	sender   *notify.Sender
+	tasks    *taskengine.Engine
+	sched    *scheduleengine.Engine
+	api      *api.Server
+	apiLn    net.Listener // opened before joining; served from the last stage
+	services services
+	abort    context.CancelFunc // ends the context the services run in
 }
 
 // loadSettings applies the configurations rows over the file and
@@ -219,16 +216,78 @@ func (n *node) watchSettings(ctx context.Context) {
 	if clock == nil {
 		clock = clockwork.NewRealClock()
 	}
-	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	n.watchCancel, n.watchDone = cancel, make(chan struct{})
-	go func() {
-		defer close(n.watchDone)
-		n.settings.watch(wctx, clock, n.cfg.ScheduleEngine.SyncInterval.D(), h)
-	}()
+	n.settings.watch(ctx, clock, n.cfg.ScheduleEngine.SyncInterval.D(), h)
 }
 
+// start builds every service, then starts them stage by stage. Building
+// first means that whatever can fail on this node alone (a bad setting,
+// api.addr, a port in use, a bad TLS pair) fails before the node joins the
+// cluster, leaving no node row, lease or claimed job behind.
+//
+// The services run until stop, not until ctx ends: a serve context that
+// ends (SIGTERM) must not stop the cluster membership before the task
+// engine's grace is over. ctx ending while they start aborts the start.
 func (n *node) start(ctx context.Context, opts Options) error {
-	cfg := n.cfg
+	if err := n.build(ctx, opts); err != nil {
+		return err
+	}
+	run, abort := context.WithCancel(context.WithoutCancel(ctx))
+	n.abort = abort
+	detach := context.AfterFunc(ctx, abort)
+	defer detach()
+	return n.services.start(run)
+}
+
+// stop stops the services in the reverse of their start, within ctx.
+func (n *node) stop(ctx context.Context) error {
+	err := n.services.stop(ctx)
+	if n.abort != nil {
+		n.abort()
+	}
+	return err
+}
+
+// plan lists the node's services in stages (see services). The order
+// constraints that remain, from the first stage up:
+//
+//  0. The mailer: the sender and the email task send through it; it is
+//     closed once neither can send any more.
+//  1. The cluster membership, and the outbox sender. The task engine's
+//     recovery and the scheduler's election assume this node is
+//     registered; it leaves (and gives its leases back) only once the
+//     engines have stopped, so it beats through the shutdown grace. The
+//     sender needs neither engine; stopping after them, it may still send
+//     the notices of their last jobs.
+//  2. The task engine.
+//  3. The schedule engine, whose fires hand jobs to the task engine and
+//     wake it, and which stops first so that no fire reaches a stopping
+//     task engine; beside it, on PostgreSQL, the LISTEN for jobs other
+//     writers insert, which wakes the task engine too.
+//  4. The API, last up and first down, so no request reaches a service
+//     that has not started or has stopped; beside it the settings watcher,
+//     which retunes the services below.
+func (n *node) plan() []stage {
+	s := []stage{
+		{{"mailer", mailerService{n.mailer}}},
+		{{"cluster", n.cluster}, {"notification sender", n.sender}},
+		nil,
+		nil,
+		{{"api", apiService{n.api, n.apiLn}}, {"settings watcher", &loop{run: n.watchSettings}}},
+	}
+	if n.tasks != nil {
+		s[2] = append(s[2], named{"task engine", n.tasks})
+		if n.st.Dialect() == store.Postgres {
+			s[3] = append(s[3], named{"jobs listener", &loop{run: n.listenJobs}})
+		}
+	}
+	if n.sched != nil {
+		s[3] = append(s[3], named{"schedule engine", n.sched})
+	}
+	return slices.DeleteFunc(s, func(st stage) bool { return len(st) == 0 })
+}
+
+// build makes every service of the node, stopped, and plans their stages.
+func (n *node) build(ctx context.Context, opts Options) error {
 	reg := opts.Registry
 	if reg == nil {
 		reg = tasks.Default()
@@ -236,22 +295,43 @@ func (n *node) start(ctx context.Context, opts Options) error {
 	// Always a mailer, off without smtp.host: smtp.* rows can turn email on
 	// or change it while the node runs.
 	n.mailer = &liveMailer{log: n.log, tail: n.st}
-	if err := n.mailer.set(cfg.SMTP); err != nil {
+	if err := n.mailer.set(n.cfg.SMTP); err != nil {
 		return err
 	}
+	// Should what follows fail, stop closes the mailer all the same.
+	n.services.stages = []stage{{{"mailer", mailerService{n.mailer}}}}
 	if !slices.Contains(reg.Kinds(), "sleep") {
 		if err := builtin.Register(reg, builtin.WithSender(n.mailer)); err != nil {
 			return err
 		}
 	}
-	// What can fail on this node alone is checked before it joins the
-	// cluster: a bad api.addr, a port in use or a bad TLS pair must not
-	// leave a node row, a lease or claimed jobs behind.
-	if err := n.prepareAPI(reg); err != nil {
+	if err := n.buildCluster(); err != nil {
 		return err
 	}
-	// Membership first: the task engine's recovery and the scheduler's
-	// election both assume this node is registered and beating.
+	if err := n.buildEngines(ctx, reg, opts); err != nil {
+		return err
+	}
+	// Every node sends from the outbox while it has SMTP, whatever its
+	// roles: notices of jobs failed by failover or canceled need no worker.
+	// smtp.* rows may turn email on or off while it runs.
+	o := senderTuning
+	o.NodeID, o.Logger = n.cfg.Node.ID, n.log
+	o.OnFailure = func(int64, error) { metrics.NotificationFailures.Inc() }
+	var err error
+	if n.sender, err = notify.NewSender(n.st, n.mailer.get, &o); err != nil {
+		return err
+	}
+	// Last: once the listener is open, nothing else can fail to build.
+	if err := n.buildAPI(reg); err != nil {
+		return err
+	}
+	n.services.stages = n.plan()
+	return nil
+}
+
+// buildCluster makes the node's membership, with the roles it plays.
+func (n *node) buildCluster() error {
+	cfg := n.cfg
 	var roles []string
 	if cfg.ScheduleEngine.Enabled {
 		roles = append(roles, "scheduler")
@@ -267,17 +347,26 @@ func (n *node) start(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if err := cn.Start(ctx); err != nil {
-		return err
-	}
 	n.cluster = cn
+	return nil
+}
+
+// buildEngines makes the engines this node's roles ask for.
+func (n *node) buildEngines(ctx context.Context, reg *tasks.Registry, opts Options) error {
+	cfg := n.cfg
 	var wake func()
-	var handoff scheduleengine.Handoff
+	var fires scheduleengine.Store = n.st
 	if cfg.TaskEngine.Enabled {
+		watch, err := n.watchJobs(ctx)
+		if err != nil {
+			return err
+		}
 		te, err := taskengine.New(n.st, &taskengine.Config{
 			NodeID:          cfg.Node.ID,
 			Logger:          n.log,
 			PollInterval:    cfg.TaskEngine.PollInterval.D(),
+			Watch:           watch,
+			WakeInterval:    cfg.TaskEngine.WakeInterval.D(),
 			PoolSize:        cfg.TaskEngine.PoolSize,
 			ControlInterval: cfg.TaskEngine.ControlInterval.D(),
 			ShutdownGrace:   cfg.ShutdownGrace.D(),
@@ -289,133 +378,84 @@ func (n *node) start(ctx context.Context, opts Options) error {
 		if err != nil {
 			return err
 		}
-		// Not ended by ctx: stop stops it after the schedule engine, so
-		// that no fire comes after the task engine has stopped claiming.
-		if err := te.Start(context.WithoutCancel(ctx)); err != nil {
-			return err
-		}
 		n.tasks = te
 		wake = te.Wake
-		handoff = te
-		n.listenJobs(te.Wake)
+		// Fires hand their jobs to this node's workers in their own
+		// transaction, when there are free ones.
+		fires = te.HandoffStore(n.st)
 	}
-	// Every node sends from the outbox while it has SMTP, whatever its
-	// roles: notices of jobs failed by failover or canceled need no worker.
-	// smtp.* rows may turn email on or off while it runs.
-	o := senderTuning
-	o.NodeID, o.Logger = cfg.Node.ID, n.log
-	o.OnFailure = func(int64, error) { metrics.NotificationFailures.Inc() }
-	n.sender = notify.NewSenderFunc(n.mailer.get, n.st, o)
-	if err := n.sender.Start(ctx); err != nil {
+	if !cfg.ScheduleEngine.Enabled {
+		return nil
+	}
+	se, err := scheduleengine.New(fires, &scheduleengine.Config{
+		NodeID:           cfg.Node.ID,
+		Logger:           n.log,
+		SyncInterval:     cfg.ScheduleEngine.SyncInterval.D(),
+		MisfireThreshold: cfg.ScheduleEngine.MisfireThreshold.D(),
+		FireAllCap:       cfg.ScheduleEngine.FireAllCap,
+		BatchSize:        cfg.ScheduleEngine.BatchSize,
+		BatchWait:        cfg.ScheduleEngine.BatchWait.D(),
+		FireAhead:        fireAhead(n.st.Dialect(), cfg),
+		OnFire:           wake,
+		OnFireCommitted:  opts.OnFireCommitted,
+		// The scheduler lease is the cluster's, judged on the
+		// database's clock; the engine follows it.
+		Leadership: n.cluster.SchedulerElector(),
+	})
+	if err != nil {
 		return err
 	}
-	if cfg.ScheduleEngine.Enabled {
-		se, err := scheduleengine.New(n.st, &scheduleengine.Config{
-			NodeID:           cfg.Node.ID,
-			Logger:           n.log,
-			SyncInterval:     cfg.ScheduleEngine.SyncInterval.D(),
-			MisfireThreshold: cfg.ScheduleEngine.MisfireThreshold.D(),
-			FireAllCap:       cfg.ScheduleEngine.FireAllCap,
-			BatchSize:        cfg.ScheduleEngine.BatchSize,
-			BatchWait:        cfg.ScheduleEngine.BatchWait.D(),
-			FireAhead:        fireAhead(n.st.Dialect(), cfg),
-			OnFire:           wake,
-			OnFireCommitted:  opts.OnFireCommitted,
-			// Fires hand their jobs to this node's workers in their own
-			// transaction, when there are free ones.
-			Handoff: handoff,
-			// The scheduler lease is the cluster's, judged on the
-			// database's clock; the engine follows it.
-			Leadership: cn.SchedulerElector(),
-		})
-		if err != nil {
-			return err
-		}
-		if err := se.Start(ctx); err != nil {
-			return err
-		}
-		n.sched = se
-	}
-	if err := n.api.Start(ctx); err != nil {
-		return err
-	}
-	n.apiStarted = true
-	n.watchSettings(ctx)
+	n.sched = se
 	return nil
-}
-
-func (n *node) stop(ctx context.Context) error {
-	var errs []error
-	if n.watchCancel != nil {
-		n.watchCancel()
-		<-n.watchDone
-	}
-	if n.listenCancel != nil {
-		n.listenCancel()
-		<-n.listenDone
-	}
-	if n.api != nil && n.apiStarted {
-		errs = append(errs, n.api.Stop(ctx))
-	} else if n.apiLn != nil {
-		errs = append(errs, n.apiLn.Close())
-	}
-	if n.sched != nil {
-		errs = append(errs, n.sched.Stop(ctx))
-	}
-	if n.tasks != nil {
-		errs = append(errs, n.tasks.Stop(ctx))
-	}
-	if n.sender != nil {
-		errs = append(errs, n.sender.Stop(ctx))
-	}
-	if n.mailer != nil {
-		errs = append(errs, n.mailer.Close(ctx))
-	}
-	if n.cluster != nil {
-		errs = append(errs, n.cluster.Stop(ctx))
-	}
-	return errors.Join(errs...)
 }
 
 // listenJobs, on PostgreSQL, wakes the task engine on every NOTIFY of a due
 // job, so that a job inserted by another node or by plain SQL starts within
-// milliseconds instead of at the next poll. Elsewhere there is no NOTIFY,
-// and nothing to do.
-func (n *node) listenJobs(wake func()) {
-	if n.st.Dialect() != store.Postgres {
-		return
+// milliseconds instead of at the next poll (elsewhere there is no NOTIFY,
+// and plan runs no listener). It returns when ctx ends.
+func (n *node) listenJobs(ctx context.Context) {
+	if err := n.st.ListenJobs(ctx, n.tasks.Wake); err != nil && ctx.Err() == nil {
+		n.log.WithError(err).Warn("not listening for new jobs; they start at the next poll")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	n.listenCancel, n.listenDone = cancel, make(chan struct{})
-	go func() {
-		defer close(n.listenDone)
-		if err := n.st.ListenJobs(ctx, wake); err != nil {
-			n.log.WithError(err).Warn("not listening for new jobs; they start at the next poll")
-		}
-	}()
 }
 
-// prepareAPI builds the API server and opens its listener. The callbacks
-// reach the engines, which start later, through n.
-func (n *node) prepareAPI(reg *tasks.Registry) error {
+// watchJobs returns what the task engine reads every
+// taskengine.wake_interval to learn of jobs other nodes and plain SQL add:
+// nothing on PostgreSQL, where NOTIFY wakes it (see listenJobs), or when
+// the interval is 0.
+func (n *node) watchJobs(ctx context.Context) (taskengine.JobsWatch, error) {
+	if n.st.Dialect() == store.Postgres || n.cfg.TaskEngine.WakeInterval == 0 {
+		return nil, nil
+	}
+	return n.st.WatchJobs(ctx)
+}
+
+// buildAPI builds the API server and opens its listener. The callbacks
+// reach the engines, which start before the API, through n.
+func (n *node) buildAPI(reg *tasks.Registry) (err error) {
 	cfg := n.cfg
 	ln, err := net.Listen("tcp", cfg.API.Addr)
 	if err != nil {
 		return fmt.Errorf("api.addr %s (CHIME_API_ADDR): cannot listen: %w", cfg.API.Addr, err)
 	}
+	defer func() {
+		if err != nil {
+			_ = ln.Close()
+		}
+	}()
 	n.apiLn = ln
 	// Browsers reach the node only over HTTPS when it serves TLS itself or
 	// sits behind a proxy that terminates it.
 	httpsOnly := cfg.API.TLSCert != "" || cfg.API.TLSProxy
-	con, err := console.New(console.Config{
-		Store: n.st, Registry: reg, Token: cfg.API.Token, TokenFile: n.tokenFile(), Secure: httpsOnly,
+	con, err := console.New(n.st, &console.Config{
+		Registry: reg, Token: cfg.API.Token, TokenFile: n.tokenFile(), Secure: httpsOnly,
 		FailoverAfter: cfg.Cluster.FailoverAfter.D(), Logger: n.log, Version: Version,
 	})
 	if err != nil {
 		return err
 	}
-	srv, err := api.New(api.Config{
-		Store: n.st, Registry: reg, Token: cfg.API.Token, Addr: cfg.API.Addr, Listener: ln,
+	srv, err := api.New(n.st, &api.Config{
+		Registry: reg, Token: cfg.API.Token, Addr: cfg.API.Addr, Listener: ln,
 		TLSCert: cfg.API.TLSCert, TLSKey: cfg.API.TLSKey, HSTS: httpsOnly, FailoverAfter: cfg.Cluster.FailoverAfter.D(),
 		Logger: n.log, NodeID: cfg.Node.ID, Settings: n.base,
 		OnSchedulesChanged: func(int64) {
@@ -455,7 +495,7 @@ func (n *node) tokenFile() string {
 
 // senderTuning is the outbox sender's timing; zero fields take
 // notify's defaults. Tests shorten it.
-var senderTuning notify.SenderOptions
+var senderTuning notify.SenderConfig
 
 // warnNoSMTP warns, at start, when definitions ask for email (notify_on)
 // while this node has no smtp.host: their notices are recorded and wait in

@@ -12,6 +12,7 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/configs"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
@@ -24,7 +25,7 @@ import (
 func init() {
 	// Seconds-long production timing would make these tests wait for
 	// nothing; the settle delay stays well above the 20 ms job log flush.
-	senderTuning = notify.SenderOptions{
+	senderTuning = notify.SenderConfig{
 		Interval: 100 * time.Millisecond, Settle: 300 * time.Millisecond,
 		Backoff: 200 * time.Millisecond, MaxBackoff: time.Second,
 	}
@@ -83,12 +84,13 @@ func newNodeEnv(t *testing.T, d store.Dialect, smtpPort int) *nodeEnv {
 	return &nodeEnv{t: t, st: st, cfg: *cfg, log: log, hook: hook}
 }
 
-// serve runs a node (app.Serve, as `chime serve` does) until the returned
-// function stops it.
+// serve runs a node (app.Serve, as `chime serve` does), once it has
+// started, until the returned function stops it.
 func (e *nodeEnv) serve() (stop func()) {
 	t := e.t
 	t.Helper()
 	cfg := e.cfg
+	id := cfg.Node.ID // Serve writes cfg
 	reg := tasks.NewRegistry()
 	reg.MustRegister("chatty", func() tasks.Task { return &chatty{} })
 	ctx, cancel := context.WithCancel(context.Background())
@@ -109,6 +111,16 @@ func (e *nodeEnv) serve() (stop func()) {
 		}
 	}
 	t.Cleanup(stop)
+	// A stop while the node starts would fail its start: its services do
+	// not all start at once, and one may act before another has started.
+	waitFor(t, 30*time.Second, "the node to start", func() bool {
+		for _, en := range e.hook.AllEntries() {
+			if en.Message == "chime node started" && en.Data["node_id"] == id {
+				return true
+			}
+		}
+		return false
+	})
 	return stop
 }
 
@@ -219,7 +231,7 @@ func TestNotifyFailover(t *testing.T) {
 		e := newNodeEnv(t, d, smtp.Port)
 		def := e.definition("orphan", "chatty", models.NotifyFailure)
 		old := store.DBTime(time.Now().Add(-time.Hour))
-		require.NoError(t, e.st.DB().Create(&models.Node{ID: "ghost", StartedAt: old, HeartbeatAt: old, Status: store.NodeDead}).Error)
+		require.NoError(t, e.st.DB().Create(&models.Node{ID: "ghost", StartedAt: old, HeartbeatAt: old, Status: chimedb.NodeDead}).Error)
 		j := testdb.Job(t, e.st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "ghost", Attempt: 1, Heartbeat: &old})
 		e.serve()
 		require.True(t, smtp.WaitAttempts(1, 30*time.Second), "no email")

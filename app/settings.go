@@ -226,11 +226,9 @@ func (l *liveMailer) set(c configs.SMTP) error {
 	var m *notify.Mailer
 	if c.Host != "" {
 		var err error
-		m, err = notify.New(notify.Config{
+		m, err = notify.New(l.tail, &notify.Config{
 			Host: c.Host, Port: c.Port, Username: c.Username, Password: c.Password, From: c.From, TLS: c.TLS,
-		}, &notify.Options{
 			Logger:    l.log,
-			LogTailer: l.tail,
 			OnFailure: func(int64, error) { metrics.NotificationFailures.Inc() },
 		})
 		if err != nil {

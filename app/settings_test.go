@@ -45,6 +45,29 @@ func startNode(t *testing.T, st *store.Store, id string, clock clockwork.Clock) 
 	return n, hook
 }
 
+// putConfiguration sets a configurations row through n's API, as an admin
+// would.
+func putConfiguration(t *testing.T, n *node, key, value string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPut, "/api/v1/configurations/"+key, strings.NewReader(`{"value":"`+value+`"}`))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
+	n.api.Handler().ServeHTTP(rec, req)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+}
+
+// warnings are the warnings logged with a key, by key.
+func warnings(h *test.Hook) map[string]string {
+	warned := map[string]string{}
+	for _, e := range h.AllEntries() {
+		if k, ok := e.Data["key"].(string); ok && e.Level == logrus.WarnLevel {
+			warned[k] = e.Message
+		}
+	}
+	return warned
+}
+
 // A configurations row for a live setting takes effect on every node within
 // the sync interval; a bad row written with plain SQL is logged with its key
 // and ignored, and the nodes keep running with their previous value.
@@ -65,12 +88,7 @@ func TestLiveSettingsOnTwoNodes(t *testing.T) {
 			{"taskengine.pool_size", "3"}, {"taskengine.poll_interval", "750ms"},
 			{"retention_days", "7"}, {"log.level", "debug"}, {"scheduleengine.fire_all_cap", "5"},
 		} {
-			rec := httptest.NewRecorder()
-			req := httptest.NewRequest(http.MethodPut, "/api/v1/configurations/"+kv[0], strings.NewReader(`{"value":"`+kv[1]+`"}`))
-			req.Header.Set("Authorization", "Bearer "+testToken)
-			req.Header.Set("Content-Type", "application/json")
-			n1.api.Handler().ServeHTTP(rec, req)
-			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+			putConfiguration(t, n1, kv[0], kv[1])
 		}
 		// With plain SQL, past the API's checks.
 		admin := st.Admin()
@@ -93,15 +111,6 @@ func TestLiveSettingsOnTwoNodes(t *testing.T) {
 
 		// The pass that applied the live keys may still be logging the
 		// others: wait for its lines rather than read them half-written.
-		warnings := func(h *test.Hook) map[string]string {
-			warned := map[string]string{}
-			for _, e := range h.AllEntries() {
-				if k, ok := e.Data["key"].(string); ok && e.Level == logrus.WarnLevel {
-					warned[k] = e.Message
-				}
-			}
-			return warned
-		}
 		for _, h := range []*test.Hook{hook1, hook2} {
 			require.Eventually(t, func() bool {
 				_, ok := warnings(h)["scheduleengine.fire_all_cap"]

@@ -17,6 +17,9 @@ type AdminListParams struct {
 	Limit int
 	// Name filters definitions and schedules by exact name.
 	Name string
+	// NameContains filters definitions and schedules by a substring of
+	// the name, taken literally (% and _ match only themselves).
+	NameContains string
 	// Status filters schedules and jobs.
 	Status string
 	// ScheduleID and JobDefinitionID filter schedules (definition only) and jobs.
@@ -63,6 +66,42 @@ type AdminQueries interface {
 	SetScheduleStatus(ctx context.Context, id int64, to models.ScheduleStatus, from ...models.ScheduleStatus) (s *models.Schedule, changed bool, err error)
 	DeleteSchedule(ctx context.Context, id int64) error
 	ListNotifications(ctx context.Context, p *AdminListParams, jobID int64) ([]models.Notification, error)
+
+	// The console's reads: counts and names around the lists above.
+
+	// CountJobsByStatus counts the jobs due (run_at) at or after since, by
+	// status; a status without jobs is absent.
+	CountJobsByStatus(ctx context.Context, since time.Time) (map[models.JobStatus]int64, error)
+	// CountJobsPerMinute counts the jobs due in each of the n minutes from
+	// start (a whole minute), and how many of them failed: n buckets, in
+	// order, empty minutes included.
+	CountJobsPerMinute(ctx context.Context, start time.Time, n int) ([]MinuteCount, error)
+	// CountRunningByNode counts the running jobs of each node.
+	CountRunningByNode(ctx context.Context) (map[string]int64, error)
+	// LastJobs returns the latest job (by scheduled_at) of each schedule
+	// of ids that has one, by schedule id, with id, schedule_id, status,
+	// scheduled_at and finished_at set.
+	LastJobs(ctx context.Context, scheduleIDs []int64) (map[int64]models.Job, error)
+	// ScheduleJobs returns a schedule's latest jobs, newest scheduled_at first.
+	ScheduleJobs(ctx context.Context, scheduleID int64, limit int) ([]models.Job, error)
+	// DefinitionNames and ScheduleNames map the ids that exist to names.
+	DefinitionNames(ctx context.Context, ids []int64) (map[int64]string, error)
+	ScheduleNames(ctx context.Context, ids []int64) (map[int64]string, error)
+	// DefinitionChoices lists up to MaxDefinitionChoices definitions by
+	// name, with id, name and task_type set: what a form offers.
+	DefinitionChoices(ctx context.Context) ([]models.JobDefinition, error)
+}
+
+// MaxDefinitionChoices bounds DefinitionChoices; definitions are written
+// one by one by admins, so there are few.
+const MaxDefinitionChoices = 1000
+
+// MinuteCount is one minute of CountJobsPerMinute.
+type MinuteCount struct {
+	Start time.Time
+	// Fires counts the jobs due in the minute, Failures those of them
+	// that failed.
+	Fires, Failures int64
 }
 
 // AdminStore is what the API needs from a database: the admin queries, and
@@ -76,4 +115,16 @@ type AdminStore interface {
 	// unfinished job writes no catch-up on resume.
 	UnfinishedSchedules(ctx context.Context, scheduleIDs []int64) (map[int64]bool, error)
 	Ping(ctx context.Context) error
+}
+
+// ConsoleStore is what the web console reads; it writes through the API.
+type ConsoleStore interface {
+	Admin() AdminQueries
+	// GetLease tells which nodes lead (SchedulerLease, MaintenanceLease).
+	GetLease(ctx context.Context, name string) (*LeaseState, error)
+	// RevokeSession records a console logout until the cookie's expiry,
+	// for every node and across restarts.
+	RevokeSession(ctx context.Context, id string, expires, now time.Time) error
+	// SessionRevoked tells whether a session was logged out.
+	SessionRevoked(ctx context.Context, id string) (bool, error)
 }

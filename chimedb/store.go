@@ -36,7 +36,7 @@ type TaskStore interface {
 // LeaseStore is what a lease elector needs: one row per lease, held until
 // it expires by the database's clock.
 type LeaseStore interface {
-	TryAcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (held bool, expiresAt time.Time, err error)
+	TryAcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (*LeaseTry, error)
 	ReleaseLease(ctx context.Context, name, holder string) error
 }
 

@@ -40,66 +40,47 @@ func newDefinitionCommand() *cobra.Command {
 	cmd.Aliases = []string{"definitions", "def"}
 
 	var (
-		add        = map[string]any{}
+		addBody    editBody
+		d          definitionFlags
 		params     string
-		taskType   string
-		descr      string
-		notifyOn   string
-		emails     string
-		timeout    int
-		attempts   int
-		backoff    int
-		priority   int
-		recovery   bool
 		pf         pageFlags
 		listByName string
 	)
+	d.fields(&addBody)
 	addCmd := &cobra.Command{
 		Use:   "add NAME --task-type TYPE [flags]",
 		Short: "Create a job definition",
 		Example: `  chime definition add nightly-backup --task-type shell --params '{"command":"backup.sh"}' --max-attempts 3
   chime definition add ping --task-type httpcall --params '{"url":"https://example.com/health"}' --notify-on failure --notify-emails ops@example.com`,
 		Args: cobra.ExactArgs(1),
-		RunE: runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
-			add["name"], add["task_type"] = args[0], taskType
-			if params != "" {
-				p, err := jsonFlag("params", params)
-				if err != nil {
-					return err
-				}
-				add["default_params"] = p
-			}
-			return c.post(ctx, out, definitionsPath, add)
-		}),
 	}
-	fl := addCmd.Flags()
-	fl.StringVar(&taskType, "task-type", "", "registered task type (sleep, shell, httpcall, email, or a plugin's)")
-	fl.StringVar(&params, "params", "", "default params, a JSON object")
-	fl.StringVar(&descr, "description", "", "free text")
-	fl.IntVar(&timeout, "timeout", 0, "seconds before a run is stopped (0 = none)")
-	fl.IntVar(&attempts, "max-attempts", 1, "attempts per job, retries included")
-	fl.IntVar(&backoff, "retry-backoff", 10, "seconds between attempts")
-	fl.StringVar(&notifyOn, "notify-on", "never", "email on never, failure, success or always")
-	fl.StringVar(&emails, "notify-emails", "", "comma-separated addresses")
-	fl.BoolVar(&recovery, "requests-recovery", true, "run a job cut off by the loss of its node again without using an attempt (false: fail it)")
-	fl.IntVar(&priority, "priority", models.PriorityDefault, priorityUsage)
-	_ = addCmd.MarkFlagRequired("task-type")
-	addCmd.PreRun = func(cmd *cobra.Command, _ []string) {
-		// Send only what was given, so the server's defaults apply.
-		set := func(flag, key string, v any) {
-			if cmd.Flags().Changed(flag) {
-				add[key] = v
-			}
+	addCmd.RunE = runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
+		body, err := addBody.build(addCmd)
+		if err != nil {
+			return err
 		}
-		set("description", "description", &descr)
-		set("timeout", "timeout_seconds", &timeout)
-		set("max-attempts", "max_attempts", &attempts)
-		set("retry-backoff", "retry_backoff_seconds", &backoff)
-		set("notify-on", "notify_on", &notifyOn)
-		set("notify-emails", "notify_emails", &emails)
-		set("requests-recovery", "requests_recovery", &recovery)
-		set("priority", "priority", &priority)
-	}
+		body["name"] = args[0]
+		if params != "" {
+			p, err := jsonFlag("params", params)
+			if err != nil {
+				return err
+			}
+			body["default_params"] = p
+		}
+		return c.post(ctx, out, definitionsPath, body)
+	})
+	fl := addCmd.Flags()
+	fl.StringVar(&d.taskType, "task-type", "", "registered task type (sleep, shell, httpcall, email, or a plugin's)")
+	fl.StringVar(&params, "params", "", "default params, a JSON object")
+	fl.StringVar(&d.descr, "description", "", "free text")
+	fl.IntVar(&d.timeout, "timeout", 0, "seconds before a run is stopped (0 = none)")
+	fl.IntVar(&d.attempts, "max-attempts", 1, "attempts per job, retries included")
+	fl.IntVar(&d.backoff, "retry-backoff", 10, "seconds between attempts")
+	fl.StringVar(&d.notifyOn, "notify-on", "never", "email on never, failure, success or always")
+	fl.StringVar(&d.emails, "notify-emails", "", "comma-separated addresses")
+	fl.BoolVar(&d.recovery, "requests-recovery", true, "run a job cut off by the loss of its node again without using an attempt (false: fail it)")
+	fl.IntVar(&d.priority, "priority", models.PriorityDefault, priorityUsage)
+	_ = addCmd.MarkFlagRequired("task-type") // so task_type is always sent
 
 	listCmd := &cobra.Command{
 		Use:   "list",
@@ -171,26 +152,13 @@ func newScheduleCommand() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
 			body := map[string]any{"name": args[0]}
-			n := 0
-			for _, s := range []string{cron, every, at} {
-				if s != "" {
-					n++
-				}
-			}
-			if n != 1 {
+			specs := map[string]string{"cron": cron, "every": every, "at": at}
+			kinds := givenSpecs(func(fl string) bool { return specs[fl] != "" })
+			if len(kinds) != 1 {
 				return errors.New("give exactly one of --cron, --every or --at")
 			}
-			switch {
-			case cron != "":
-				body["schedule_type"], body["cron_expr"] = models.ScheduleCron, cron
-			case every != "":
-				d, err := time.ParseDuration(every)
-				if err != nil || d < time.Second || d%time.Second != 0 {
-					return fmt.Errorf("--every %q: want a whole number of seconds such as 30s, 5m or 1h", every)
-				}
-				body["schedule_type"], body["interval_seconds"] = models.ScheduleInterval, int64(d/time.Second)
-			default:
-				body["schedule_type"], body["run_at"] = models.ScheduleOnce, at
+			if err := setSpec(body, kinds[0], cron, every, at); err != nil {
+				return err
 			}
 			for flag, v := range map[string]string{"timezone": tz, "start_at": start, "end_at": end, "misfire_policy": misfire, "concurrency": concurrency,
 				"cron_syntax": syntax, "dst_policy": dst, "calendar": calendar} {
@@ -369,7 +337,11 @@ func spec(s *models.Schedule) string {
 	case s.CronExpr != nil:
 		return *s.CronExpr
 	case s.IntervalSeconds != nil:
-		return "every " + (time.Duration(*s.IntervalSeconds) * time.Second).String()
+		d, err := models.IntervalBound.Duration(int64(*s.IntervalSeconds))
+		if err != nil {
+			return fmt.Sprintf("every %ds (out of range)", *s.IntervalSeconds)
+		}
+		return "every " + d.String()
 	case s.RunAt != nil:
 		return "at " + timeCell(s.RunAt)
 	}

@@ -43,7 +43,7 @@ func startAPIOn(t *testing.T, st *store.Store) string {
 	reg := tasks.NewRegistry()
 	reg.MustRegister(sleep.Kind, sleep.New)
 	log, _ := test.NewNullLogger()
-	srv, err := api.New(api.Config{Store: st, Registry: reg, Token: cliToken, Addr: "127.0.0.1:0", Logger: log})
+	srv, err := api.New(st, &api.Config{Registry: reg, Token: cliToken, Addr: "127.0.0.1:0", Logger: log})
 	require.NoError(t, err)
 	require.NoError(t, srv.Start(context.Background()))
 	t.Cleanup(func() {

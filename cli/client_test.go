@@ -113,7 +113,7 @@ func TestCLIOverTLS(t *testing.T) {
 
 	st := testdb.Open(t, store.SQLite)
 	log, _ := test.NewNullLogger()
-	srv, err := api.New(api.Config{Store: st, Token: cliToken, Addr: "127.0.0.1:0", TLSCert: certFile, TLSKey: keyFile, Logger: log})
+	srv, err := api.New(st, &api.Config{Token: cliToken, Addr: "127.0.0.1:0", TLSCert: certFile, TLSKey: keyFile, Logger: log})
 	require.NoError(t, err)
 	ctx := context.Background()
 	require.NoError(t, srv.Start(ctx))

@@ -15,6 +15,7 @@ import (
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/quartzcron"
 	"github.com/chimesched/chime/trigger"
+	"github.com/chimesched/chime/validate"
 )
 
 // Cron syntaxes a schedule can be written in.
@@ -96,9 +97,10 @@ fires no more after --from, nothing is printed on standard output and
 			if zone == "" {
 				zone = "UTC"
 			}
-			loc, err := time.LoadLocation(zone)
-			if err != nil || zone == "Local" {
-				return usagef("unknown time zone %q (want an IANA name such as Europe/Berlin)", zone)
+			// A schedule's own rule: the preview reads the zone as the engine would.
+			loc, err := validate.Timezone(zone)
+			if err != nil {
+				return usagef("--timezone: %v", err)
 			}
 			start := time.Now()
 			if from != "" {

@@ -70,7 +70,9 @@ func TestCronNext(t *testing.T) {
 		{[]string{"0 0 12 ? * 1"}, `"?" in day-of-month is Quartz syntax, not standard: if the expression is Quartz's, add --syntax quartz; mind the days`},
 		{[]string{"0 0 12 ? * 1 2026"}, "7 fields (a year last) is Quartz syntax"},
 		{[]string{"x * * * *"}, `invalid standard cron expression: bad cron_expr "x * * * *": minute field "x": "x" is not a number`},
-		{[]string{"* * * * *", "--timezone", "Mars/Olympus"}, `unknown time zone "Mars/Olympus"`},
+		{[]string{"* * * * *", "--timezone", "Mars/Olympus"}, `--timezone: unknown timezone "Mars/Olympus"`},
+		// The zone rules of a schedule: nodes may differ on Local.
+		{[]string{"* * * * *", "--timezone", "Local"}, `--timezone: timezone "Local" is not allowed`},
 		{[]string{"* * * * *", "--from", "yesterday"}, "not an RFC3339 time"},
 		{[]string{"* * * * *", "--syntax", "unix"}, `unknown --syntax "unix"`},
 		{[]string{"* * * * *", "--count", "0"}, "--count must be between 1 and 1000"},

@@ -50,21 +50,86 @@ var errNoChange = errors.New("nothing to change: give at least one flag (see --h
 func strVal(p *string) func() (any, error) { return func() (any, error) { return *p, nil } }
 func intVal(p *int) func() (any, error)    { return func() (any, error) { return *p, nil } }
 
-// patch sends body to path and prints the row the API answers with.
-func (c *client) patch(ctx context.Context, out io.Writer, path string, body any) error {
+// definitionFlags are the flags definition add and edit share. Each
+// command registers them with its own help and defaults; both send only
+// the ones given, add leaving the rest to the server's defaults and edit
+// to the stored values.
+type definitionFlags struct {
+	taskType, descr, notifyOn, emails    string
+	timeout, attempts, backoff, priority int
+	recovery                             bool
+}
+
+// fields adds their body keys to b. --params is not among them: add leaves
+// an empty one out, edit refuses it.
+func (d *definitionFlags) fields(b *editBody) {
+	b.add("task-type", "task_type", strVal(&d.taskType))
+	b.add("description", "description", strVal(&d.descr))
+	b.add("timeout", "timeout_seconds", intVal(&d.timeout))
+	b.add("max-attempts", "max_attempts", intVal(&d.attempts))
+	b.add("retry-backoff", "retry_backoff_seconds", intVal(&d.backoff))
+	b.add("notify-on", "notify_on", strVal(&d.notifyOn))
+	b.add("notify-emails", "notify_emails", strVal(&d.emails))
+	b.add("requests-recovery", "requests_recovery", func() (any, error) { return d.recovery, nil })
+	b.add("priority", "priority", intVal(&d.priority))
+}
+
+// edit sends body as a PATCH to the row of path that arg names (id or
+// name; what says what it is) and prints the row the API answers with. An
+// empty body is refused before anything is looked up.
+func (c *client) edit(ctx context.Context, out io.Writer, path, what, arg string, body map[string]any) error {
+	if len(body) == 0 {
+		return errNoChange
+	}
+	id, err := c.resolve(ctx, path, what, arg)
+	if err != nil {
+		return err
+	}
 	var raw json.RawMessage
-	if err := c.do(ctx, "PATCH", path, nil, body, &raw); err != nil {
+	if err := c.do(ctx, "PATCH", path+"/"+id, nil, body, &raw); err != nil {
 		return err
 	}
 	return c.printRow(out, raw)
 }
 
+// specFlags are the flags that choose a schedule's kind, of which add
+// takes exactly one and edit at most one.
+var specFlags = []string{"cron", "every", "at"}
+
+// givenSpecs lists the flags of specFlags that given reports as given.
+func givenSpecs(given func(flag string) bool) []string {
+	var out []string
+	for _, fl := range specFlags {
+		if given(fl) {
+			out = append(out, fl)
+		}
+	}
+	return out
+}
+
+// setSpec writes into body the schedule_type and spec column that flag,
+// one of specFlags, sets, from that flag's value.
+func setSpec(body map[string]any, flag, cron, every, at string) error {
+	switch flag {
+	case "cron":
+		body["schedule_type"], body["cron_expr"] = models.ScheduleCron, cron
+	case "every":
+		d, err := time.ParseDuration(every)
+		if err != nil || d < time.Second || d%time.Second != 0 {
+			return fmt.Errorf("--every %q: want a whole number of seconds such as 30s, 5m or 1h", every)
+		}
+		body["schedule_type"], body["interval_seconds"] = models.ScheduleInterval, int64(d/time.Second)
+	default:
+		body["schedule_type"], body["run_at"] = models.ScheduleOnce, at
+	}
+	return nil
+}
+
 func newDefinitionEditCommand(f *clientFlags) *cobra.Command {
 	var (
-		b                                               editBody
-		name, taskType, params, descr, notifyOn, emails string
-		timeout, attempts, backoff, priority            int
-		recovery                                        bool
+		b            editBody
+		d            definitionFlags
+		name, params string
 	)
 	cmd := &cobra.Command{
 		Use:   "edit ID|NAME [flags]",
@@ -77,42 +142,27 @@ fire on; jobs already written keep the params they were written with.`,
 		Args: cobra.ExactArgs(1),
 	}
 	b.add("name", "name", strVal(&name))
-	b.add("task-type", "task_type", strVal(&taskType))
 	b.add("params", "default_params", func() (any, error) { return jsonFlag("params", params) })
-	b.add("description", "description", strVal(&descr))
-	b.add("timeout", "timeout_seconds", intVal(&timeout))
-	b.add("max-attempts", "max_attempts", intVal(&attempts))
-	b.add("retry-backoff", "retry_backoff_seconds", intVal(&backoff))
-	b.add("notify-on", "notify_on", strVal(&notifyOn))
-	b.add("notify-emails", "notify_emails", strVal(&emails))
-	b.add("requests-recovery", "requests_recovery", func() (any, error) { return recovery, nil })
-	b.add("priority", "priority", intVal(&priority))
+	d.fields(&b)
 	cmd.RunE = runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
 		body, err := b.build(cmd)
 		if err != nil {
 			return err
 		}
-		if len(body) == 0 {
-			return errNoChange
-		}
-		id, err := c.resolve(ctx, definitionsPath, "job definition", args[0])
-		if err != nil {
-			return err
-		}
-		return c.patch(ctx, out, definitionsPath+"/"+id, body)
+		return c.edit(ctx, out, definitionsPath, "job definition", args[0], body)
 	})
 	fl := cmd.Flags()
 	fl.StringVar(&name, "name", "", "new name")
-	fl.StringVar(&taskType, "task-type", "", "registered task type")
+	fl.StringVar(&d.taskType, "task-type", "", "registered task type")
 	fl.StringVar(&params, "params", "", "default params, a JSON object (replaces the stored one)")
-	fl.StringVar(&descr, "description", "", "free text")
-	fl.IntVar(&timeout, "timeout", 0, "seconds before a run is stopped (0 = none)")
-	fl.IntVar(&attempts, "max-attempts", 1, "attempts per job, retries included")
-	fl.IntVar(&backoff, "retry-backoff", 10, "seconds between attempts")
-	fl.StringVar(&notifyOn, "notify-on", "", "email on never, failure, success or always")
-	fl.StringVar(&emails, "notify-emails", "", "comma-separated addresses")
-	fl.BoolVar(&recovery, "requests-recovery", true, "run a job cut off by the loss of its node again without using an attempt")
-	fl.IntVar(&priority, "priority", models.PriorityDefault, priorityUsage+"; jobs already written keep theirs")
+	fl.StringVar(&d.descr, "description", "", "free text")
+	fl.IntVar(&d.timeout, "timeout", 0, "seconds before a run is stopped (0 = none)")
+	fl.IntVar(&d.attempts, "max-attempts", 1, "attempts per job, retries included")
+	fl.IntVar(&d.backoff, "retry-backoff", 10, "seconds between attempts")
+	fl.StringVar(&d.notifyOn, "notify-on", "", "email on never, failure, success or always")
+	fl.StringVar(&d.emails, "notify-emails", "", "comma-separated addresses")
+	fl.BoolVar(&d.recovery, "requests-recovery", true, "run a job cut off by the loss of its node again without using an attempt")
+	fl.IntVar(&d.priority, "priority", models.PriorityDefault, priorityUsage+"; jobs already written keep theirs")
 	return cmd
 }
 
@@ -170,33 +220,19 @@ change at once.`,
 		return jsonFlag("params", params)
 	})
 	cmd.RunE = runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
-		kinds := 0
-		for _, fl := range []string{"cron", "every", "at"} {
-			if cmd.Flags().Changed(fl) {
-				kinds++
-			}
-		}
-		if kinds > 1 {
+		kinds := givenSpecs(cmd.Flags().Changed)
+		if len(kinds) > 1 {
 			return errors.New("give at most one of --cron, --every or --at")
 		}
 		body, err := b.build(cmd)
 		if err != nil {
 			return err
 		}
-		if kinds == 1 {
+		if len(kinds) == 1 {
 			// Switching kind clears the other spec columns.
 			body["cron_expr"], body["interval_seconds"], body["run_at"] = nil, nil, nil
-			switch {
-			case cmd.Flags().Changed("cron"):
-				body["schedule_type"], body["cron_expr"] = models.ScheduleCron, cron
-			case cmd.Flags().Changed("every"):
-				d, err := time.ParseDuration(every)
-				if err != nil || d < time.Second || d%time.Second != 0 {
-					return fmt.Errorf("--every %q: want a whole number of seconds such as 30s, 5m or 1h", every)
-				}
-				body["schedule_type"], body["interval_seconds"] = models.ScheduleInterval, int64(d/time.Second)
-			default:
-				body["schedule_type"], body["run_at"] = models.ScheduleOnce, at
+			if err := setSpec(body, kinds[0], cron, every, at); err != nil {
+				return err
 			}
 		}
 		if cmd.Flags().Changed("definition") {
@@ -206,14 +242,7 @@ change at once.`,
 			}
 			body["job_definition_id"], _ = strconv.ParseInt(id, 10, 64)
 		}
-		if len(body) == 0 {
-			return errNoChange
-		}
-		id, err := c.resolve(ctx, schedulesPath, "schedule", args[0])
-		if err != nil {
-			return err
-		}
-		return c.patch(ctx, out, schedulesPath+"/"+id, body)
+		return c.edit(ctx, out, schedulesPath, "schedule", args[0], body)
 	})
 	fl := cmd.Flags()
 	fl.StringVar(&name, "name", "", "new name")

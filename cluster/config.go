@@ -10,20 +10,13 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/sirupsen/logrus"
+
+	"github.com/chimesched/chime/models"
 )
 
-// Lease names in the leases table.
-const (
-	// SchedulerLease elects the node whose schedule engine fires.
-	SchedulerLease = "scheduler"
-	// MaintenanceLease elects the node that reconciles and deletes old jobs.
-	MaintenanceLease = "maintenance"
-)
-
-// MaxRetentionDays bounds RetentionDays: a century is longer than anyone
-// keeps job history, and days × 24h overflows time.Duration past about
-// 106751 days into a negative age that would delete every finished job.
-const MaxRetentionDays = 36500
+// MaxRetentionDays bounds RetentionDays: models.RetentionBound's, a
+// century.
+const MaxRetentionDays = models.MaxRetentionDays
 
 // Config configures a Node. Zero fields take the defaults given.
 type Config struct {

@@ -13,7 +13,9 @@
 //   - elects: an Elector per lease (leases table, expires_at in database
 //     time). The scheduler Elector is the schedule engine's Leadership;
 //     a second lease, maintenance, picks the one node that
-//     runs the reconciler and retention, whatever its roles;
+//     runs the reconciler and retention, whatever its roles. A standby
+//     cuts an absurd expires_at (chimedb.MaxLeaseTTLs) to now + TTL and
+//     logs it, and logs a holder that is no live node;
 //   - reconciles (maintenance leader): running jobs without a heartbeat for
 //     FailoverAfter are retried or failed, jobs queued for QueuedAfter on a
 //     node that never started them go back to pending, active schedules
@@ -27,10 +29,14 @@
 // the table is stale, and the first node back must not take the others for
 // dead before they have had a chance to beat.
 //
-// Lifecycle: New, then Start(ctx) (registration errors are returned), then
-// Stop(ctx). Both are idempotent and Stop before Start is harmless. The
-// clock in Config only drives timers and the leader's own deadline; every
-// judgement other nodes rely on is made in SQL against the database's clock.
+// Lifecycle: New(st, *Config), then Start(ctx) (registration errors are
+// returned), then Stop(ctx). Both are idempotent and Stop before Start is
+// harmless. An Elector (NewElector(st, *ElectorConfig)) is a
+// startstop.Service of its own: it stops when Stop is called or Start's ctx
+// ends, and starts again after either; only Stop gives the lease back (a
+// run ended by its ctx lets it expire, as a crash would). The clock in
+// Config only drives timers and the leader's own deadline; every judgement
+// other nodes rely on is made in SQL against the database's clock.
 //
 // cluster may import chimedb (chimedb.ClusterStore; store implements it),
 // models, internal/metrics, logrus and clockwork; it never imports store, an

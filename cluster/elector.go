@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/chimesched/chime/chimedb"
+	"github.com/chimesched/chime/internal/startstop"
 )
 
 // leaseStore is what an Elector needs from the database.
@@ -18,7 +20,7 @@ type leaseStore = chimedb.LeaseStore
 
 // ElectorConfig configures an Elector.
 type ElectorConfig struct {
-	// Name is the lease row, e.g. SchedulerLease. Required.
+	// Name is the lease row, e.g. chimedb.SchedulerLease. Required.
 	Name string
 	// Holder is this node's id. Required.
 	Holder string
@@ -46,37 +48,70 @@ type ElectorConfig struct {
 // now + TTL when it executed that request, which was after the request
 // started, so the holder always stops at least Margin before any other node
 // can take the lease, whatever the nodes' wall clocks say.
+//
+// It is a startstop.Service: Start runs the renewal loop until Stop or
+// Start's ctx ends, and a stopped elector starts again.
 type Elector struct {
 	cfg ElectorConfig
 	st  leaseStore
 	log logrus.FieldLogger
 
+	startstop.Base
 	mu       sync.Mutex
 	held     bool      // the last renewal succeeded
 	until    time.Time // on cfg.Clock: lead until then
 	leading  bool      // the state last published to onChange
 	onChange []func(bool)
-	failures int  // consecutive failed renewals, for the log
-	stopping bool // Stop gave the lease up: not a loss worth a warning
-	cancel   context.CancelFunc
-	done     chan struct{}
+	failures int    // consecutive failed renewals, for the log
+	stopping bool   // the run has ended: losing the lead is not worth a warning
+	release  bool   // the last run ended holding the lease: Stop gives it back
+	warned   string // the holder and expiry last reported as no live node's (the renewal loop's own)
 }
 
 // NewElector returns an elector for one lease; it does nothing until Start.
-func NewElector(st leaseStore, cfg ElectorConfig) *Elector {
-	if cfg.Name == "" || cfg.Holder == "" || cfg.TTL <= 0 || cfg.Renew <= 0 || cfg.Margin < 0 || cfg.Margin >= cfg.TTL {
-		panic(fmt.Sprintf("cluster: bad ElectorConfig %+v", cfg))
+// A nil cfg is refused like an incomplete one: Name, Holder, TTL and Renew
+// have no defaults.
+func NewElector(st leaseStore, cfg *ElectorConfig) (*Elector, error) {
+	if st == nil {
+		return nil, errors.New("cluster: NewElector: nil store")
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clockwork.NewRealClock()
+	var c ElectorConfig
+	if cfg != nil {
+		c = *cfg
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = logrus.StandardLogger()
+	if err := c.validate(); err != nil {
+		return nil, err
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = max(cfg.TTL/2, time.Second)
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
 	}
-	return &Elector{cfg: cfg, st: st, log: cfg.Logger.WithField("lease", cfg.Name)}
+	if c.Logger == nil {
+		c.Logger = logrus.StandardLogger()
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = max(c.TTL/2, time.Second)
+	}
+	return &Elector{cfg: c, st: st, log: c.Logger.WithField("lease", c.Name)}, nil
+}
+
+func (c *ElectorConfig) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("cluster: elector %q: "+format, append([]any{c.Name}, args...)...))
+	}
+	if c.Name == "" {
+		bad("Name is required")
+	}
+	if c.Holder == "" {
+		bad("Holder is required")
+	}
+	if c.TTL <= 0 || c.Renew <= 0 {
+		bad("TTL (%s) and Renew (%s) must be positive", c.TTL, c.Renew)
+	}
+	if c.Margin < 0 || c.Margin >= c.TTL {
+		bad("Margin (%s) must be at least 0 and shorter than TTL (%s)", c.Margin, c.TTL)
+	}
+	return errors.Join(errs...)
 }
 
 // Leading reports whether this node holds the lease now. It turns false by
@@ -98,43 +133,50 @@ func (e *Elector) OnChange(fn func(leading bool)) {
 }
 
 // Start runs the renewal loop until Stop or ctx ends. Calling it again
-// while running does nothing.
-func (e *Elector) Start(ctx context.Context) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.cancel != nil {
-		return
-	}
-	ctx, e.cancel = context.WithCancel(ctx)
-	e.done = make(chan struct{})
-	e.stopping = false
-	go e.run(ctx, e.done)
-}
-
-// Stop ends the loop and gives the lease back if this node holds it, so a
-// standby takes over at once. It is safe to call more than once, or before
-// Start.
-func (e *Elector) Stop(ctx context.Context) error {
-	e.mu.Lock()
-	cancel, done := e.cancel, e.done
-	e.cancel, e.done = nil, nil
-	e.mu.Unlock()
-	if cancel == nil {
+// while running does nothing; a stopped elector, whichever way it
+// stopped, starts afresh.
+func (e *Elector) Start(ctx context.Context) error {
+	ctx, finished, ok := e.StartInit(ctx)
+	if !ok {
 		return nil
 	}
-	cancel()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return fmt.Errorf("stop %s elector: %w", e.cfg.Name, ctx.Err())
-	}
 	e.mu.Lock()
-	held := e.held
+	e.stopping = false
+	e.mu.Unlock()
+	go func() {
+		defer finished()
+		e.run(ctx)
+		e.standDown()
+	}()
+	return nil
+}
+
+// standDown ends a run: the node leads no more, and says so at once. The
+// lease row is left as it is: Stop gives it back, and a run that ended
+// with its context (a crash, as far as the others can tell) lets it
+// expire.
+func (e *Elector) standDown() {
+	e.mu.Lock()
+	e.release = e.held
 	e.held = false
 	e.stopping = true
 	e.mu.Unlock()
 	e.publish()
-	if !held {
+}
+
+// Stop ends the loop and gives the lease back if this node held it when
+// the loop ended, so a standby takes over at once. It is safe to call more
+// than once, or before Start.
+func (e *Elector) Stop(ctx context.Context) error {
+	stopped, _ := e.StopInit()
+	if err := startstop.Wait(ctx, stopped); err != nil {
+		return fmt.Errorf("stop %s elector: %w", e.cfg.Name, err)
+	}
+	e.mu.Lock()
+	release := e.release
+	e.release = false
+	e.mu.Unlock()
+	if !release {
 		return nil
 	}
 	if err := e.st.ReleaseLease(ctx, e.cfg.Name, e.cfg.Holder); err != nil {
@@ -144,8 +186,7 @@ func (e *Elector) Stop(ctx context.Context) error {
 	return nil
 }
 
-func (e *Elector) run(ctx context.Context, done chan struct{}) {
-	defer close(done)
+func (e *Elector) run(ctx context.Context) {
 	for {
 		start := e.cfg.Clock.Now()
 		e.renew(ctx)
@@ -174,8 +215,9 @@ func (e *Elector) run(ctx context.Context, done chan struct{}) {
 func (e *Elector) renew(ctx context.Context) {
 	start := e.cfg.Clock.Now()
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
-	held, expires, err := e.st.TryAcquireLease(rctx, e.cfg.Name, e.cfg.Holder, e.cfg.TTL)
+	try, err := e.st.TryAcquireLease(rctx, e.cfg.Name, e.cfg.Holder, e.cfg.TTL)
 	cancel()
+	held := err == nil && try.Held
 	e.mu.Lock()
 	if err == nil {
 		e.failures = 0
@@ -195,10 +237,34 @@ func (e *Elector) renew(ctx context.Context) {
 		e.held = false
 	}
 	e.mu.Unlock()
-	if held && err == nil {
-		e.log.WithField("expires_at", expires).Trace("lease renewed")
+	switch {
+	case held:
+		e.log.WithField("expires_at", try.ExpiresAt).Trace("lease renewed")
+	case err == nil:
+		e.judge(try)
 	}
 	e.publish()
+}
+
+// judge logs what a standby found wrong with the lease row: an expiry it
+// cut (see chimedb.MaxLeaseTTLs), and a holder that is no live node.
+// Each is said once per holder and expiry, not at every renewal.
+func (e *Elector) judge(try *chimedb.LeaseTry) {
+	log := e.log.WithFields(logrus.Fields{"holder": try.Holder, "expires_at": try.ExpiresAt})
+	if try.Cut != "" {
+		log.WithField("was", try.Cut).Warnf("the lease's expires_at lay more than %d TTLs (%s each) past the database's clock; "+
+			"cut to the database's now + TTL: a node takes the lease over then, unless its holder renews it", chimedb.MaxLeaseTTLs, e.cfg.TTL)
+	}
+	key := try.Holder + "\x00" + try.ExpiresAt.String()
+	if try.Holder == "" || try.HolderLive || key == e.warned {
+		if try.HolderLive {
+			e.warned = ""
+		}
+		return
+	}
+	e.warned = key
+	log.Warn("the lease is held by no live node (none of that id in nodes, or it is dead or stopped); " +
+		"it expires at expires_at by the database's clock, and a node takes it over then")
 }
 
 // publish calls onChange if Leading differs from the last state published.

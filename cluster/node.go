@@ -50,23 +50,36 @@ func (n *Node) SetRetentionDays(days int) error {
 // RetentionDays returns how long finished jobs are kept now.
 func (n *Node) RetentionDays() int { return int(n.retentionDays.Load()) }
 
-// New returns a Node for st; it does nothing until Start.
+// New returns a Node for st; it does nothing until Start. cfg is copied;
+// nil is the zero Config, which New refuses for want of a NodeID.
 func New(st chimedb.ClusterStore, cfg *Config) (*Node, error) {
-	c := cfg.WithDefaults()
+	if st == nil {
+		return nil, errors.New("cluster: New: nil store")
+	}
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	c = c.WithDefaults()
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
 	n := &Node{st: st, cfg: c, log: c.Logger.WithField("node_id", c.NodeID), nudged: map[int64]time.Time{}}
 	n.retentionDays.Store(int64(c.RetentionDays))
 	n.members = newMembership(st, &n.cfg)
-	ec := func(name string) ElectorConfig {
-		return ElectorConfig{
+	ec := func(name string) *ElectorConfig {
+		return &ElectorConfig{
 			Name: name, Holder: c.NodeID, TTL: c.FailoverAfter, Renew: c.Heartbeat, Margin: c.LeaseMargin,
 			Timeout: c.opTimeout(), Clock: c.Clock, Logger: c.Logger,
 		}
 	}
-	n.sched = NewElector(st, ec(SchedulerLease))
-	n.maint = NewElector(st, ec(MaintenanceLease))
+	var err error
+	if n.sched, err = NewElector(st, ec(chimedb.SchedulerLease)); err != nil {
+		return nil, err
+	}
+	if n.maint, err = NewElector(st, ec(chimedb.MaintenanceLease)); err != nil {
+		return nil, err
+	}
 	return n, nil
 }
 
@@ -93,10 +106,11 @@ func (n *Node) Start(ctx context.Context) error {
 	n.mu.Lock()
 	n.finished = finished
 	n.mu.Unlock()
+	// Electors start with no database call: they cannot fail here.
 	if hasRole(n.cfg.Roles, "scheduler") {
-		n.sched.Start(ctx)
+		_ = n.sched.Start(ctx)
 	}
-	n.maint.Start(ctx)
+	_ = n.maint.Start(ctx)
 	n.wg.Add(2)
 	go n.beatLoop(ctx)
 	go n.maintLoop(ctx)

@@ -77,7 +77,7 @@ func (n *Node) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 		n.log.WithFields(logrus.Fields{"schedule_id": o.ScheduleID, "next_fire_at": o.NextFireAt, "overdue": o.Overdue.Round(time.Second).String()}).
 			Warn("reconciler: active schedule's next fire is far in the past")
 	}
-	lease, err := n.st.GetLease(ctx, SchedulerLease)
+	lease, err := n.st.GetLease(ctx, chimedb.SchedulerLease)
 	if err != nil {
 		return rep, err
 	}
@@ -138,8 +138,10 @@ func (n *Node) retain(ctx context.Context, leading func() bool) (int, error) {
 	if days <= 0 {
 		return 0, nil
 	}
-	// days is at most MaxRetentionDays, so this cannot overflow.
-	age := time.Duration(days) * 24 * time.Hour
+	age, err := models.RetentionBound.Duration(int64(days))
+	if err != nil {
+		return 0, err
+	}
 	total := 0
 	for leading() {
 		got, err := n.st.DeleteFinishedJobs(ctx, age, n.cfg.RetentionBatch)

@@ -7,6 +7,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -36,7 +37,7 @@ func TestRestartsDoNotPileUpNodeRows(t *testing.T) {
 		require.NoError(t, start("other-5", "other", 5).Stop(ctx))
 		dead := start("box-104", "box", 104)
 		require.NoError(t, dead.Stop(ctx))
-		require.NoError(t, st.SetNodeStatus(ctx, "box-104", store.NodeDead))
+		require.NoError(t, st.SetNodeStatus(ctx, "box-104", chimedb.NodeDead))
 		holding := start("box-105", "box", 105)
 		require.NoError(t, holding.Stop(ctx))
 		def := testdb.Definition(t, st, nil)

@@ -9,6 +9,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/store"
 )
@@ -49,12 +50,12 @@ func TestSkewedClockNeitherStealsNorKills(t *testing.T) {
 					require.False(t, b.sched.Leading(), "b must not take a live lease")
 				}
 				require.GreaterOrEqual(t, b.members.ContactFor(), testFailover, "b was in a position to judge")
-				require.Equal(t, store.NodeAlive, nodeStatus(t, st, "a"), "a live node must not be declared dead")
+				require.Equal(t, chimedb.NodeAlive, nodeStatus(t, st, "a"), "a live node must not be declared dead")
 				aClock.Advance(testHeartbeat)
 				a.beatOnce(ctx)
 				a.sched.renew(ctx)
 				require.True(t, a.sched.Leading(), "the skewed leader keeps its lease")
-				l, err := st.GetLease(ctx, SchedulerLease)
+				l, err := st.GetLease(ctx, chimedb.SchedulerLease)
 				require.NoError(t, err)
 				require.Equal(t, "a", l.Holder)
 				require.True(t, l.Live)
@@ -62,11 +63,11 @@ func TestSkewedClockNeitherStealsNorKills(t *testing.T) {
 				// Control: real silence and a real expiry, by the database's clock.
 				ageNode(t, st, "a", time.Minute)
 				require.NoError(t, st.DB().Exec("UPDATE leases SET expires_at = ? WHERE name = ?",
-					store.DBTime(time.Now().Add(-time.Minute)), SchedulerLease).Error)
+					store.DBTime(time.Now().Add(-time.Minute)), chimedb.SchedulerLease).Error)
 				bClock.Advance(testHeartbeat)
 				b.beatOnce(ctx)
 				b.sched.renew(ctx)
-				require.Equal(t, store.NodeDead, nodeStatus(t, st, "a"))
+				require.Equal(t, chimedb.NodeDead, nodeStatus(t, st, "a"))
 				require.True(t, b.sched.Leading())
 				a.sched.renew(ctx)
 				require.False(t, a.sched.Leading(), "a sees it lost the lease")
@@ -84,7 +85,8 @@ func TestLeaderStopsBeforeLeaseExpires(t *testing.T) {
 		ctx := context.Background()
 		clock := clockwork.NewFakeClockAt(time.Now())
 		// A real TTL long enough that the database lease outlives the test.
-		e := NewElector(st, ElectorConfig{Name: "x", Holder: "a", TTL: time.Minute, Renew: time.Second, Margin: 5 * time.Second, Clock: clock, Logger: testLogger()})
+		e, err := NewElector(st, &ElectorConfig{Name: "x", Holder: "a", TTL: time.Minute, Renew: time.Second, Margin: 5 * time.Second, Clock: clock, Logger: testLogger()})
+		require.NoError(t, err)
 		var changes []bool
 		e.OnChange(func(v bool) { changes = append(changes, v) })
 		e.renew(ctx)
@@ -97,9 +99,9 @@ func TestLeaderStopsBeforeLeaseExpires(t *testing.T) {
 		l, err := st.GetLease(ctx, "x")
 		require.NoError(t, err)
 		require.True(t, l.Live, "the database lease is still live when the leader has stopped")
-		held, _, err := st.TryAcquireLease(ctx, "x", "b", time.Minute)
+		try, err := st.TryAcquireLease(ctx, "x", "b", time.Minute)
 		require.NoError(t, err)
-		require.False(t, held)
+		require.False(t, try.Held)
 		require.Equal(t, []bool{true, false}, changes)
 		e.renew(ctx)
 		require.True(t, e.Leading(), "the holder may renew an unexpired lease")

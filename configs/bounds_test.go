@@ -21,6 +21,7 @@ var wantBounds = map[string][2]time.Duration{
 	"scheduleengine.fire_ahead":        {10 * time.Millisecond, 2 * time.Second}, // or 0: off
 	"taskengine.poll_interval":         {100 * time.Millisecond, 24 * time.Hour},
 	"taskengine.control_interval":      {100 * time.Millisecond, 24 * time.Hour},
+	"taskengine.wake_interval":         {10 * time.Millisecond, 10 * time.Second}, // or 0: off
 	"cluster.heartbeat":                {100 * time.Millisecond, 24 * time.Hour},
 	"cluster.failover_after":           {time.Second, 24 * time.Hour},
 	"shutdown_grace":                   {time.Second, 24 * time.Hour},
@@ -75,8 +76,8 @@ func TestDurationBounds(t *testing.T) {
 				require.Equal(t, before, after)
 			}
 			require.Nil(t, c.CheckSetting(key, b[0].String()), "the minimum of %s", key)
-			if key == "scheduleengine.fire_ahead" {
-				require.Nil(t, c.CheckSetting(key, "0"), "0 turns fire-ahead off")
+			if key == "scheduleengine.fire_ahead" || key == "taskengine.wake_interval" {
+				require.Nil(t, c.CheckSetting(key, "0"), "0 turns it off")
 			}
 		})
 	}

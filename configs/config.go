@@ -97,6 +97,7 @@ type ScheduleEngine struct {
 type TaskEngine struct {
 	Enabled         bool     `yaml:"enabled"`
 	PollInterval    Duration `yaml:"poll_interval"`
+	WakeInterval    Duration `yaml:"wake_interval"`
 	PoolSize        int      `yaml:"pool_size"`
 	ControlInterval Duration `yaml:"control_interval"`
 }
@@ -293,6 +294,9 @@ var durationBounds = []durationBound{
 	{"scheduleengine.fire_ahead", 10 * time.Millisecond, 2 * time.Second, true},
 	{"taskengine.poll_interval", 100 * time.Millisecond, 24 * time.Hour, false},
 	{"taskengine.control_interval", 100 * time.Millisecond, 24 * time.Hour, false},
+	// Below, the watch's reads would cost more than the milliseconds they
+	// save; above, the poll does as well.
+	{"taskengine.wake_interval", 10 * time.Millisecond, 10 * time.Second, true},
 	{"cluster.heartbeat", 100 * time.Millisecond, 24 * time.Hour, false},
 	{"cluster.failover_after", time.Second, 24 * time.Hour, false},
 	// A task's Stop needs time to act.

@@ -20,6 +20,7 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, "sqlite", c.Database.Driver)
 	require.Equal(t, "chime.db", c.Database.DSN)
 	require.Equal(t, 4*time.Second, c.TaskEngine.PollInterval.D())
+	require.Equal(t, 50*time.Millisecond, c.TaskEngine.WakeInterval.D())
 	require.Equal(t, 16, c.TaskEngine.PoolSize)
 	require.Equal(t, 30*time.Second, c.ShutdownGrace.D())
 	require.Equal(t, 200*time.Millisecond, c.ScheduleEngine.FireAhead.D())
@@ -77,6 +78,9 @@ func TestBadSettingsNameTheSetting(t *testing.T) {
 		"ahead<0":  {map[string]string{"CHIME_SCHEDULEENGINE_FIRE_AHEAD": "-1ms"}, "scheduleengine.fire_ahead"},
 		"ahead>=misfire": {map[string]string{"CHIME_SCHEDULEENGINE_FIRE_AHEAD": "1s", "CHIME_SCHEDULEENGINE_MISFIRE_THRESHOLD": "1s"},
 			"below scheduleengine.misfire_threshold"},
+		"wake<min": {map[string]string{"CHIME_TASKENGINE_WAKE_INTERVAL": "5ms"}, "taskengine.wake_interval (CHIME_TASKENGINE_WAKE_INTERVAL): must be 0 (off) or between 10ms and 10s"},
+		"wake>max": {map[string]string{"CHIME_TASKENGINE_WAKE_INTERVAL": "11s"}, "taskengine.wake_interval"},
+		"wake<0":   {map[string]string{"CHIME_TASKENGINE_WAKE_INTERVAL": "-1ms"}, "taskengine.wake_interval"},
 		"tls half": {map[string]string{"CHIME_API_TLS_CERT": "cert.pem"}, "api.tls_key (CHIME_API_TLS_KEY): must be set with api.tls_cert"},
 		"key half": {map[string]string{"CHIME_API_TLS_KEY": "key.pem"}, "api.tls_cert (CHIME_API_TLS_CERT): must be set with api.tls_key"},
 	}
@@ -86,6 +90,18 @@ func TestBadSettingsNameTheSetting(t *testing.T) {
 			_, err := Load("", env(tc.env))
 			require.ErrorContains(t, err, tc.want)
 		})
+	}
+}
+
+// taskengine.wake_interval 0 turns the wake-up reads off; the bounds
+// themselves are allowed.
+func TestWakeIntervalOffAndBounds(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"0", "0s", "10ms", "10s"} {
+		c, err := Load("", env(map[string]string{"CHIME_TASKENGINE_WAKE_INTERVAL": v}))
+		require.NoError(t, err, v)
+		d, _ := time.ParseDuration(v)
+		require.Equal(t, d, c.TaskEngine.WakeInterval.D())
 	}
 }
 

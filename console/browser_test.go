@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chimesched/chime/app"
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/configs"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
@@ -229,7 +230,7 @@ func browserFlow(t *testing.T, ctx context.Context, base string, st *store.Store
 	got = text(t, ctx, `main`)
 	require.Contains(t, got, "browser-made")
 	require.Contains(t, got, "every 10 minutes")
-	rows, err := st.Admin().ListSchedules(ctx, &store.AdminListParams{Name: "browser-made", Limit: 1})
+	rows, err := st.Admin().ListSchedules(ctx, &chimedb.AdminListParams{Name: "browser-made", Limit: 1})
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	made := rows[0].ID

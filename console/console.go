@@ -10,7 +10,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/tasks"
 )
 
@@ -29,8 +29,6 @@ const (
 
 // Config configures the console.
 type Config struct {
-	// Store is the database. Required.
-	Store *store.Store
 	// Registry lists the task types a definition may name (default tasks.Default()).
 	Registry *tasks.Registry
 	// Token is the API token, the console's password. Empty: no login,
@@ -64,6 +62,7 @@ type Config struct {
 
 // Console serves the web console.
 type Console struct {
+	st    chimedb.ConsoleStore
 	cfg   Config
 	log   logrus.FieldLogger
 	pages map[string]*template.Template
@@ -73,10 +72,15 @@ type Console struct {
 	failed chan struct{} // one failed login answered at a time
 }
 
-// New checks cfg and parses the templates.
-func New(cfg Config) (*Console, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("console: Config.Store is required")
+// New checks cfg and parses the templates; the console reads st, and
+// writes through the API. cfg is copied; nil is the zero Config.
+func New(st chimedb.ConsoleStore, c *Config) (*Console, error) {
+	if st == nil {
+		return nil, errors.New("console: New: nil store")
+	}
+	var cfg Config
+	if c != nil {
+		cfg = *c
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = tasks.Default()
@@ -105,7 +109,7 @@ func New(cfg Config) (*Console, error) {
 		return nil, err
 	}
 	return &Console{
-		cfg: cfg, log: cfg.Logger.WithField("component", "console"), pages: pages, key: key,
+		st: st, cfg: cfg, log: cfg.Logger.WithField("component", "console"), pages: pages, key: key,
 		failed: make(chan struct{}, 1),
 	}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chimesched/chime/api"
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/console"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
@@ -45,10 +46,10 @@ func newSiteWith(t testing.TB, st *store.Store, token, tokenFile string) *site {
 	require.NoError(t, builtin.Register(reg))
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
-	con, err := console.New(console.Config{Store: st, Registry: reg, Token: token, TokenFile: tokenFile, Logger: log,
+	con, err := console.New(st, &console.Config{Registry: reg, Token: token, TokenFile: tokenFile, Logger: log,
 		FailedLoginDelay: 10 * time.Millisecond, Version: "test"})
 	require.NoError(t, err)
-	a, err := api.New(api.Config{Store: st, Registry: reg, Token: token, Logger: log, Console: con.Handler})
+	a, err := api.New(st, &api.Config{Registry: reg, Token: token, Logger: log, Console: con.Handler})
 	require.NoError(t, err)
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
@@ -284,7 +285,7 @@ func TestScheduleFormShowsTheAPIsFieldError(t *testing.T) {
 
 		resp, _ = s.post(c, "/schedules/new", form)
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-		rows, err := st.Admin().ListSchedules(context.Background(), &store.AdminListParams{Name: "hourly", Limit: 1})
+		rows, err := st.Admin().ListSchedules(context.Background(), &chimedb.AdminListParams{Name: "hourly", Limit: 1})
 		require.NoError(t, err)
 		require.Len(t, rows, 1)
 		require.Equal(t, "0 * * * *", *rows[0].CronExpr)

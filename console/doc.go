@@ -4,10 +4,11 @@
 // are embedded with go:embed; nothing is fetched from elsewhere, and
 // building needs no front-end toolchain.
 //
-// Reads use the store's admin queries, the indexed, cursor-paginated ones
-// the API serves, plus a few aggregates of its own (queries.go) that stay
-// on the jobs table's (status, run_at) and (schedule_id, scheduled_at)
-// indexes. Every write is an in-process request to the API's own routes
+// Reads go through chimedb.ConsoleStore: the admin queries, the indexed,
+// cursor-paginated ones the API serves, plus the counts and names the
+// pages add (AdminQueries' CountJobsByStatus, LastJobs, ...), which stay
+// on the jobs table's (status, claim_key, id) and (schedule_id,
+// scheduled_at) indexes (TestQueriesUseIndexes). Every write is an in-process request to the API's own routes
 // (see api.Config.Console), so a form is validated, stored and logged
 // exactly as the same JSON request would be, and its field errors come
 // back with the API's words.
@@ -25,7 +26,8 @@
 // results and logs are plugin output. Without a token (loopback only, as
 // for the API) the console opens a session without a login.
 //
-// console may import api, store, models, trigger, scheduleengine, configs
-// (to mask secrets as settings are masked) and tasks; api never imports it
-// (app wires the two).
+// console may import api, chimedb, models, trigger, configs (to mask
+// secrets as settings are masked) and tasks; never store, so no driver
+// (chimedb's TestSeamHasNoDrivers checks it). api never imports it (app
+// wires the two, and hands the console a *store.Store).
 package console

@@ -76,7 +76,7 @@ func plan(t *testing.T, st *store.Store, q string) string {
 
 // TestQueriesUseIndexes pins the plans that keep pages fast with a long
 // history (BenchmarkPages measures them): each query the console runs on
-// jobs reads an index range, never the whole table. Plans, not timings.
+// jobs (store's Admin, admin_console.go) reads an index range, never the whole table. Plans, not timings.
 func TestQueriesUseIndexes(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ids := fillHistory(t, st, 5000)
@@ -87,13 +87,14 @@ func TestQueriesUseIndexes(t *testing.T) {
 		edge := fmt.Sprintf("claim_key >= %d AND claim_key <= %d AND run_at >= '%s'",
 			store.ClaimKeyFrom(day), store.ClaimKeyUntil(day), store.DBTime(day).Format("2006-01-02 15:04:05"))
 		for _, c := range []struct{ name, q, index string }{
-			// statusCounts: the part surely in the window, from the index
-			// alone, and its edge; perMinute reads a range like the edge's.
+			// CountJobsByStatus: the part surely in the window, from the
+			// index alone, and its edge; CountJobsPerMinute reads a range
+			// like the edge's.
 			{"counts by status", "SELECT status, COUNT(*) FROM jobs WHERE " + statuses + " AND " + surely + " GROUP BY status", "idx_jobs_claim_order"},
 			{"counts by status at the window's edge", "SELECT status, COUNT(*) FROM jobs WHERE " + statuses + " AND " + edge + " GROUP BY status", "idx_jobs_claim_order"},
-			// runningByNode.
+			// CountRunningByNode.
 			{"running per node", "SELECT node_id, COUNT(*) FROM jobs WHERE status = 'running' GROUP BY node_id", "idx_jobs_claim_order"},
-			// lastRuns and scheduleJobs.
+			// LastJobs and ScheduleJobs.
 			{"a schedule's latest jobs", fmt.Sprintf("SELECT * FROM jobs WHERE schedule_id = %d ORDER BY scheduled_at DESC LIMIT 20", ids.schedule), `uq_jobs_schedule_fire|sqlite_autoindex_jobs_1 \(schedule_id=`}, // SQLite names the UNIQUE constraint itself
 			// The API's job list filtered by definition (store.Admin.ListJobs).
 			// The job list by time, for a window that holds no job.

@@ -166,8 +166,41 @@ func definitionBody(f *form) map[string]any {
 	return body
 }
 
-func newForm(r *http.Request) *form {
-	return &form{Values: r.PostForm, Errors: map[string]string{}}
+func newForm(v url.Values) *form {
+	return &form{Values: v, Errors: map[string]string{}}
+}
+
+// submit converts the posted form with toBody and sends it to the API.
+// When it cannot, it shows the form again through show, at the field that
+// did not convert (400) or at the API's field and status, and reports
+// false; fields are the form's, the others' errors go on top.
+func (c *Console) submit(r *http.Request, method, path string, toBody func(*form) map[string]any, fields []string,
+	show func(status int, f *form),
+) (*apiResult, bool) {
+	f := newForm(r.PostForm)
+	body := toBody(f)
+	if len(f.Errors) > 0 {
+		show(http.StatusBadRequest, f)
+		return nil, false
+	}
+	res := c.callAPI(r.Context(), method, path, body)
+	if !res.ok() {
+		f.fail(res.Field, res.Err, fields)
+		show(res.Status, f)
+		return nil, false
+	}
+	return res, true
+}
+
+// callThen sends one bodiless call to the API and redirects to next, or
+// shows the API's error.
+func (c *Console) callThen(w http.ResponseWriter, r *http.Request, s *session, method, path, next string) {
+	res := c.callAPI(r.Context(), method, path, nil)
+	if !res.ok() {
+		c.fail(w, r, s, res.Status, res.Err)
+		return
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 type scheduleFormData struct {
@@ -184,12 +217,12 @@ type scheduleFormData struct {
 }
 
 func (c *Console) scheduleForm(w http.ResponseWriter, r *http.Request, s *session, status int, id int64, f *form) {
-	defs, err := allDefinitions(r.Context(), c.cfg.Store)
+	defs, err := c.st.Admin().DefinitionChoices(r.Context())
 	if err != nil {
 		c.dbFail(w, r, s, err)
 		return
 	}
-	cals, err := c.cfg.Store.Admin().ListCalendars(r.Context())
+	cals, err := c.st.Admin().ListCalendars(r.Context())
 	if err != nil {
 		c.dbFail(w, r, s, err)
 		return
@@ -206,7 +239,7 @@ func (c *Console) scheduleForm(w http.ResponseWriter, r *http.Request, s *sessio
 }
 
 func (c *Console) newSchedule(w http.ResponseWriter, r *http.Request, s *session) {
-	f := &form{Values: url.Values{}, Errors: map[string]string{}}
+	f := newForm(url.Values{})
 	f.Values.Set("schedule_type", "cron")
 	f.Values.Set("timezone", "UTC")
 	f.Values.Set("cron_syntax", string(models.SyntaxStandard))
@@ -219,16 +252,10 @@ func (c *Console) newSchedule(w http.ResponseWriter, r *http.Request, s *session
 }
 
 func (c *Console) createSchedule(w http.ResponseWriter, r *http.Request, s *session) {
-	f := newForm(r)
-	body := scheduleBody(f)
-	if len(f.Errors) > 0 {
-		c.scheduleForm(w, r, s, http.StatusBadRequest, 0, f)
-		return
-	}
-	res := c.callAPI(r.Context(), http.MethodPost, api.Prefix+"/schedules", body)
-	if !res.ok() {
-		f.fail(res.Field, res.Err, scheduleFields)
-		c.scheduleForm(w, r, s, res.Status, 0, f)
+	res, ok := c.submit(r, http.MethodPost, api.Prefix+"/schedules", scheduleBody, scheduleFields, func(status int, f *form) {
+		c.scheduleForm(w, r, s, status, 0, f)
+	})
+	if !ok {
 		return
 	}
 	var row models.Schedule
@@ -239,7 +266,7 @@ func (c *Console) createSchedule(w http.ResponseWriter, r *http.Request, s *sess
 // previewSchedule is the form's live preview: the API's dry run answers
 // the next fire times, or the first error with its field.
 func (c *Console) previewSchedule(w http.ResponseWriter, r *http.Request, s *session) {
-	f := newForm(r)
+	f := newForm(r.PostForm)
 	body := scheduleBody(f)
 	out := struct {
 		Fires []string `json:"fires"`
@@ -322,11 +349,11 @@ func scheduleValues(sch *models.Schedule) url.Values {
 }
 
 func (c *Console) editSchedule(w http.ResponseWriter, r *http.Request, s *session) {
-	sch, ok := byID(c, w, r, s, "schedule", c.cfg.Store.Admin().GetSchedule)
+	sch, ok := byID(c, w, r, s, "schedule", c.st.Admin().GetSchedule)
 	if !ok {
 		return
 	}
-	c.scheduleForm(w, r, s, http.StatusOK, sch.ID, &form{Values: scheduleValues(sch), Errors: map[string]string{}})
+	c.scheduleForm(w, r, s, http.StatusOK, sch.ID, newForm(scheduleValues(sch)))
 }
 
 func (c *Console) updateSchedule(w http.ResponseWriter, r *http.Request, s *session) {
@@ -335,16 +362,10 @@ func (c *Console) updateSchedule(w http.ResponseWriter, r *http.Request, s *sess
 		c.fail(w, r, s, http.StatusNotFound, "There is no schedule with this id.")
 		return
 	}
-	f := newForm(r)
-	body := scheduleBody(f)
-	if len(f.Errors) > 0 {
-		c.scheduleForm(w, r, s, http.StatusBadRequest, id, f)
-		return
-	}
-	res := c.callAPI(r.Context(), http.MethodPatch, fmt.Sprintf("%s/schedules/%d", api.Prefix, id), body)
-	if !res.ok() {
-		f.fail(res.Field, res.Err, scheduleFields)
-		c.scheduleForm(w, r, s, res.Status, id, f)
+	_, ok = c.submit(r, http.MethodPatch, fmt.Sprintf("%s/schedules/%d", api.Prefix, id), scheduleBody, scheduleFields, func(status int, f *form) {
+		c.scheduleForm(w, r, s, status, id, f)
+	})
+	if !ok {
 		return
 	}
 	http.Redirect(w, r, fmt.Sprintf("/schedules/%d?done=saved", id), http.StatusSeeOther)
@@ -355,7 +376,7 @@ type confirmData struct {
 }
 
 func (c *Console) confirmDeleteSchedule(w http.ResponseWriter, r *http.Request, s *session) {
-	sch, ok := byID(c, w, r, s, "schedule", c.cfg.Store.Admin().GetSchedule)
+	sch, ok := byID(c, w, r, s, "schedule", c.st.Admin().GetSchedule)
 	if !ok {
 		return
 	}
@@ -366,12 +387,7 @@ func (c *Console) confirmDeleteSchedule(w http.ResponseWriter, r *http.Request, 
 
 func (c *Console) deleteSchedule(w http.ResponseWriter, r *http.Request, s *session) {
 	id, _ := pathID(r)
-	res := c.callAPI(r.Context(), http.MethodDelete, fmt.Sprintf("%s/schedules/%d", api.Prefix, id), nil)
-	if !res.ok() {
-		c.fail(w, r, s, res.Status, res.Err)
-		return
-	}
-	http.Redirect(w, r, "/schedules", http.StatusSeeOther)
+	c.callThen(w, r, s, http.MethodDelete, fmt.Sprintf("%s/schedules/%d", api.Prefix, id), "/schedules")
 }
 
 // scheduleAction is Pause, Resume and Trigger now.
@@ -411,14 +427,9 @@ func (c *Console) jobAction(w http.ResponseWriter, r *http.Request, s *session) 
 		if action == "reset" && r.PostFormValue("force") == "on" {
 			path += "?force=true"
 		}
-		res := c.callAPI(ctx, http.MethodPost, path, nil)
-		if !res.ok() {
-			c.fail(w, r, s, res.Status, res.Err)
-			return
-		}
-		http.Redirect(w, r, fmt.Sprintf("/jobs/%d?done=%s", id, action), http.StatusSeeOther)
+		c.callThen(w, r, s, http.MethodPost, path, fmt.Sprintf("/jobs/%d?done=%s", id, action))
 	case "again":
-		j, err := c.cfg.Store.Admin().GetJob(ctx, id)
+		j, err := c.st.Admin().GetJob(ctx, id)
 		if err != nil {
 			c.notFoundOr(w, r, s, err, "job")
 			return
@@ -466,7 +477,7 @@ func (c *Console) definitionForm(w http.ResponseWriter, s *session, status int, 
 }
 
 func (c *Console) newDefinition(w http.ResponseWriter, r *http.Request, s *session) {
-	f := &form{Values: url.Values{}, Errors: map[string]string{}}
+	f := newForm(url.Values{})
 	for k, v := range map[string]string{"max_attempts": "1", "retry_backoff_seconds": "10", "timeout_seconds": "0",
 		"notify_on": "never", "requests_recovery": "on", "priority": strconv.Itoa(models.PriorityDefault)} {
 		f.Values.Set(k, v)
@@ -475,16 +486,10 @@ func (c *Console) newDefinition(w http.ResponseWriter, r *http.Request, s *sessi
 }
 
 func (c *Console) createDefinition(w http.ResponseWriter, r *http.Request, s *session) {
-	f := newForm(r)
-	body := definitionBody(f)
-	if len(f.Errors) > 0 {
-		c.definitionForm(w, s, http.StatusBadRequest, 0, f)
-		return
-	}
-	res := c.callAPI(r.Context(), http.MethodPost, api.Prefix+"/definitions", body)
-	if !res.ok() {
-		f.fail(res.Field, res.Err, definitionFields)
-		c.definitionForm(w, s, res.Status, 0, f)
+	_, ok := c.submit(r, http.MethodPost, api.Prefix+"/definitions", definitionBody, definitionFields, func(status int, f *form) {
+		c.definitionForm(w, s, status, 0, f)
+	})
+	if !ok {
 		return
 	}
 	http.Redirect(w, r, "/definitions?done=created", http.StatusSeeOther)
@@ -509,11 +514,11 @@ func definitionValues(d *models.JobDefinition) url.Values {
 }
 
 func (c *Console) editDefinition(w http.ResponseWriter, r *http.Request, s *session) {
-	d, ok := byID(c, w, r, s, "job definition", c.cfg.Store.Admin().GetDefinition)
+	d, ok := byID(c, w, r, s, "job definition", c.st.Admin().GetDefinition)
 	if !ok {
 		return
 	}
-	c.definitionForm(w, s, http.StatusOK, d.ID, &form{Values: definitionValues(d), Errors: map[string]string{}})
+	c.definitionForm(w, s, http.StatusOK, d.ID, newForm(definitionValues(d)))
 }
 
 func (c *Console) updateDefinition(w http.ResponseWriter, r *http.Request, s *session) {
@@ -522,23 +527,17 @@ func (c *Console) updateDefinition(w http.ResponseWriter, r *http.Request, s *se
 		c.fail(w, r, s, http.StatusNotFound, "There is no job definition with this id.")
 		return
 	}
-	f := newForm(r)
-	body := definitionBody(f)
-	if len(f.Errors) > 0 {
-		c.definitionForm(w, s, http.StatusBadRequest, id, f)
-		return
-	}
-	res := c.callAPI(r.Context(), http.MethodPatch, fmt.Sprintf("%s/definitions/%d", api.Prefix, id), body)
-	if !res.ok() {
-		f.fail(res.Field, res.Err, definitionFields)
-		c.definitionForm(w, s, res.Status, id, f)
+	_, ok = c.submit(r, http.MethodPatch, fmt.Sprintf("%s/definitions/%d", api.Prefix, id), definitionBody, definitionFields, func(status int, f *form) {
+		c.definitionForm(w, s, status, id, f)
+	})
+	if !ok {
 		return
 	}
 	http.Redirect(w, r, "/definitions?done=saved", http.StatusSeeOther)
 }
 
 func (c *Console) confirmDeleteDefinition(w http.ResponseWriter, r *http.Request, s *session) {
-	d, ok := byID(c, w, r, s, "job definition", c.cfg.Store.Admin().GetDefinition)
+	d, ok := byID(c, w, r, s, "job definition", c.st.Admin().GetDefinition)
 	if !ok {
 		return
 	}
@@ -548,10 +547,5 @@ func (c *Console) confirmDeleteDefinition(w http.ResponseWriter, r *http.Request
 
 func (c *Console) deleteDefinition(w http.ResponseWriter, r *http.Request, s *session) {
 	id, _ := pathID(r)
-	res := c.callAPI(r.Context(), http.MethodDelete, fmt.Sprintf("%s/definitions/%d", api.Prefix, id), nil)
-	if !res.ok() {
-		c.fail(w, r, s, res.Status, res.Err)
-		return
-	}
-	http.Redirect(w, r, "/definitions?done=deleted", http.StatusSeeOther)
+	c.callThen(w, r, s, http.MethodDelete, fmt.Sprintf("%s/definitions/%d", api.Prefix, id), "/definitions?done=deleted")
 }

@@ -11,17 +11,24 @@ import (
 	"time"
 
 	"github.com/chimesched/chime/api"
-	"github.com/chimesched/chime/cluster"
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/trigger"
 )
 
 const pageSize = 50
 
+// chartMinutes is how many minutes the overview's chart shows.
+const chartMinutes = 60
+
+var allJobStatuses = []models.JobStatus{
+	models.JobPending, models.JobQueued, models.JobRunning, models.JobPaused,
+	models.JobSucceeded, models.JobFailed, models.JobStopped, models.JobCanceled,
+}
+
 // listParams reads the page cursor the way the API does: the id to go below.
-func listParams(q url.Values) *store.AdminListParams {
-	p := &store.AdminListParams{Limit: pageSize + 1}
+func listParams(q url.Values) *chimedb.AdminListParams {
+	p := &chimedb.AdminListParams{Limit: pageSize + 1}
 	if id, err := strconv.ParseInt(q.Get("cursor"), 10, 64); err == nil && id > 0 {
 		p.BeforeID = id
 	}
@@ -40,7 +47,7 @@ func nextCursor[T any](items []T, id func(*T) int64) ([]T, string) {
 type overviewData struct {
 	Hour, Day         map[models.JobStatus]int64
 	Statuses          []models.JobStatus
-	Minutes           []minuteBucket
+	Minutes           []chimedb.MinuteCount
 	MaxFires          int64
 	Nodes             []nodeRow
 	Leader            string
@@ -53,12 +60,13 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) {
 	ctx := r.Context()
 	now := c.cfg.Now()
 	d := overviewData{Statuses: allJobStatuses, Now: now}
+	admin := c.st.Admin()
 	var err error
-	if d.Hour, err = statusCounts(ctx, c.cfg.Store, now.Add(-time.Hour)); err != nil {
+	if d.Hour, err = admin.CountJobsByStatus(ctx, now.Add(-time.Hour)); err != nil {
 		c.dbFail(w, r, s, err)
 		return
 	}
-	if d.Day, err = statusCounts(ctx, c.cfg.Store, now.Add(-24*time.Hour)); err != nil {
+	if d.Day, err = admin.CountJobsByStatus(ctx, now.Add(-24*time.Hour)); err != nil {
 		c.dbFail(w, r, s, err)
 		return
 	}
@@ -68,7 +76,9 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) {
 	for _, n := range d.Day {
 		d.TotalD += n
 	}
-	if d.Minutes, err = perMinute(ctx, c.cfg.Store, now, 60); err != nil {
+	// The last chartMinutes minutes, the current one last.
+	first := now.UTC().Truncate(time.Minute).Add(-(chartMinutes - 1) * time.Minute)
+	if d.Minutes, err = admin.CountJobsPerMinute(ctx, first, chartMinutes); err != nil {
 		c.dbFail(w, r, s, err)
 		return
 	}
@@ -79,7 +89,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) {
 		c.dbFail(w, r, s, err)
 		return
 	}
-	failed, err := c.cfg.Store.Admin().ListJobs(ctx, &store.AdminListParams{Status: string(models.JobFailed), Limit: 10})
+	failed, err := admin.ListJobs(ctx, &chimedb.AdminListParams{Status: string(models.JobFailed), Limit: 10})
 	if err != nil {
 		c.dbFail(w, r, s, err)
 		return
@@ -102,19 +112,20 @@ type nodeRow struct {
 
 func (c *Console) nodeRows(r *http.Request) ([]nodeRow, string, error) {
 	ctx := r.Context()
-	nodes, err := c.cfg.Store.Admin().ListNodes(ctx)
+	admin := c.st.Admin()
+	nodes, err := admin.ListNodes(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	running, err := runningByNode(ctx, c.cfg.Store)
+	running, err := admin.CountRunningByNode(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	sched, err := c.cfg.Store.GetLease(ctx, cluster.SchedulerLease)
+	sched, err := c.st.GetLease(ctx, chimedb.SchedulerLease)
 	if err != nil {
 		return nil, "", err
 	}
-	maint, err := c.cfg.Store.GetLease(ctx, cluster.MaintenanceLease)
+	maint, err := c.st.GetLease(ctx, chimedb.MaintenanceLease)
 	if err != nil {
 		return nil, "", err
 	}
@@ -171,13 +182,10 @@ func (c *Console) schedules(w http.ResponseWriter, r *http.Request, s *session) 
 	if st := q.Get("status"); slices.Contains(scheduleStatuses, models.ScheduleStatus(st)) {
 		p.Status, d.Status = st, st
 	}
-	var rows []models.Schedule
-	var err error
-	if d.Q != "" {
-		rows, err = searchSchedules(ctx, c.cfg.Store, p, d.Q)
-	} else {
-		rows, err = c.cfg.Store.Admin().ListSchedules(ctx, p)
-	}
+	// The schedules table holds what admins wrote, small enough to scan
+	// for a name.
+	p.NameContains = d.Q
+	rows, err := c.st.Admin().ListSchedules(ctx, p)
 	if err != nil {
 		c.dbFail(w, r, s, err)
 		return
@@ -198,19 +206,20 @@ func (c *Console) scheduleRows(r *http.Request, rows []models.Schedule) ([]sched
 		ids[i] = rows[i].ID
 		defIDs = append(defIDs, rows[i].JobDefinitionID)
 	}
-	last, err := lastRuns(ctx, c.cfg.Store, ids)
+	admin := c.st.Admin()
+	last, err := admin.LastJobs(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
-	names, err := definitionNames(ctx, c.cfg.Store, defIDs)
+	names, err := admin.DefinitionNames(ctx, defIDs)
 	if err != nil {
 		return nil, err
 	}
-	trig, err := c.cfg.Store.Admin().ScheduleTriggers(ctx, ids)
+	trig, err := admin.ScheduleTriggers(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
-	cals, err := c.cfg.Store.Admin().Calendars(ctx, calendarIDs(rows))
+	cals, err := admin.Calendars(ctx, calendarIDs(rows))
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +297,7 @@ func byID[T any](c *Console, w http.ResponseWriter, r *http.Request, s *session,
 }
 
 func (c *Console) notFoundOr(w http.ResponseWriter, r *http.Request, s *session, err error, what string) {
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, chimedb.ErrNotFound) {
 		c.fail(w, r, s, http.StatusNotFound, "There is no "+what+" with this id.")
 		return
 	}
@@ -296,17 +305,17 @@ func (c *Console) notFoundOr(w http.ResponseWriter, r *http.Request, s *session,
 }
 
 func (c *Console) schedule(w http.ResponseWriter, r *http.Request, s *session) {
-	sch, ok := byID(c, w, r, s, "schedule", c.cfg.Store.Admin().GetSchedule)
+	sch, ok := byID(c, w, r, s, "schedule", c.st.Admin().GetSchedule)
 	if !ok {
 		return
 	}
 	id := sch.ID
 	ctx := r.Context()
-	admin := c.cfg.Store.Admin()
+	admin := c.st.Admin()
 	d := scheduleData{S: sch, Spec: specWords(sch), Done: doneWords[r.URL.Query().Get("done")]}
 	if def, err := admin.GetDefinition(ctx, sch.JobDefinitionID); err == nil {
 		d.Definition = def
-	} else if !errors.Is(err, store.ErrNotFound) {
+	} else if !errors.Is(err, chimedb.ErrNotFound) {
 		c.dbFail(w, r, s, err)
 		return
 	}
@@ -331,7 +340,7 @@ func (c *Console) schedule(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 	}
 	d.Fires = fires(sch, trig, cals, c.cfg.Now(), 10, used)
-	jobs, err := scheduleJobs(ctx, c.cfg.Store, id, 20)
+	jobs, err := admin.ScheduleJobs(ctx, id, 20)
 	if err != nil {
 		c.dbFail(w, r, s, err)
 		return
@@ -383,11 +392,12 @@ func (c *Console) jobRows(r *http.Request, jobs []models.Job) ([]jobRow, error) 
 			schIDs = append(schIDs, *jobs[i].ScheduleID)
 		}
 	}
-	defs, err := definitionNames(r.Context(), c.cfg.Store, slices.Compact(slices.Sorted(slices.Values(defIDs))))
+	admin := c.st.Admin()
+	defs, err := admin.DefinitionNames(r.Context(), slices.Compact(slices.Sorted(slices.Values(defIDs))))
 	if err != nil {
 		return nil, err
 	}
-	schs, err := scheduleNames(r.Context(), c.cfg.Store, slices.Compact(slices.Sorted(slices.Values(schIDs))))
+	schs, err := admin.ScheduleNames(r.Context(), slices.Compact(slices.Sorted(slices.Values(schIDs))))
 	if err != nil {
 		return nil, err
 	}
@@ -441,7 +451,7 @@ func (c *Console) jobs(w http.ResponseWriter, r *http.Request, s *session) {
 			p.Since, d.Since = c.cfg.Now().Add(-ch.D), ch.Key
 		}
 	}
-	jobs, err := c.cfg.Store.Admin().ListJobs(ctx, p)
+	jobs, err := c.st.Admin().ListJobs(ctx, p)
 	if err != nil {
 		c.dbFail(w, r, s, err)
 		return
@@ -451,12 +461,12 @@ func (c *Console) jobs(w http.ResponseWriter, r *http.Request, s *session) {
 		c.dbFail(w, r, s, err)
 		return
 	}
-	if d.Definitions, err = allDefinitions(ctx, c.cfg.Store); err != nil {
+	if d.Definitions, err = c.st.Admin().DefinitionChoices(ctx); err != nil {
 		c.dbFail(w, r, s, err)
 		return
 	}
 	if d.Schedule != 0 {
-		names, err := scheduleNames(ctx, c.cfg.Store, []int64{d.Schedule})
+		names, err := c.st.Admin().ScheduleNames(ctx, []int64{d.Schedule})
 		if err != nil {
 			c.dbFail(w, r, s, err)
 			return
@@ -484,13 +494,13 @@ type timelineEntry struct {
 const logPage = 500
 
 func (c *Console) job(w http.ResponseWriter, r *http.Request, s *session) {
-	j, ok := byID(c, w, r, s, "job", c.cfg.Store.Admin().GetJob)
+	j, ok := byID(c, w, r, s, "job", c.st.Admin().GetJob)
 	if !ok {
 		return
 	}
 	id := j.ID
 	ctx := r.Context()
-	admin := c.cfg.Store.Admin()
+	admin := c.st.Admin()
 	rows, err := c.jobRows(r, []models.Job{*j})
 	if err != nil {
 		c.dbFail(w, r, s, err)
@@ -567,22 +577,22 @@ func (c *Console) jobActions(r *http.Request, j *models.Job) (jobActions, error)
 // silent tells whether a queued, running or paused job has lost its node:
 // the node is gone, not alive or silent past the failover window, or the
 // job itself was not heard from within it. It is the rule the API's reset
-// applies (store's refuseLive) on the console's clock; the API judges
+// applies (a store's reset) on the console's clock; the API judges
 // again on the database's.
 func (c *Console) silent(r *http.Request, j *models.Job) (bool, error) {
 	if j.NodeID == "" {
 		return true, nil
 	}
-	nodes, err := c.cfg.Store.Admin().ListNodes(r.Context())
+	nodes, err := c.st.Admin().ListNodes(r.Context())
 	if err != nil {
 		return false, err
 	}
 	now := c.cfg.Now()
 	i := slices.IndexFunc(nodes, func(n models.Node) bool { return n.ID == j.NodeID })
-	if i < 0 || nodes[i].Status != store.NodeAlive || now.Sub(nodes[i].HeartbeatAt) > c.cfg.FailoverAfter {
+	if i < 0 || nodes[i].Status != chimedb.NodeAlive || now.Sub(nodes[i].HeartbeatAt) > c.cfg.FailoverAfter {
 		return true, nil
 	}
-	return now.Sub(store.JobLastHeard(j)) > c.cfg.FailoverAfter, nil
+	return now.Sub(chimedb.JobLastHeard(j)) > c.cfg.FailoverAfter, nil
 }
 
 // jobLog is the live follow: the lines after ?after=, and the job's status
@@ -595,10 +605,10 @@ func (c *Console) jobLog(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
 	ctx := r.Context()
-	admin := c.cfg.Store.Admin()
+	admin := c.st.Admin()
 	j, err := admin.GetJob(ctx, id)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, chimedb.ErrNotFound) {
 			http.Error(w, "no such job", http.StatusNotFound)
 			return
 		}
@@ -633,7 +643,7 @@ func (c *Console) jobLog(w http.ResponseWriter, r *http.Request, s *session) {
 func (c *Console) definitions(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	p := listParams(q)
-	defs, err := c.cfg.Store.Admin().ListDefinitions(r.Context(), p)
+	defs, err := c.st.Admin().ListDefinitions(r.Context(), p)
 	if err != nil {
 		c.dbFail(w, r, s, err)
 		return
@@ -670,15 +680,15 @@ const definitionShown = 50
 // definition is a job definition's page: its fields, its schedules and
 // its recent jobs.
 func (c *Console) definition(w http.ResponseWriter, r *http.Request, s *session) {
-	def, ok := byID(c, w, r, s, "job definition", c.cfg.Store.Admin().GetDefinition)
+	def, ok := byID(c, w, r, s, "job definition", c.st.Admin().GetDefinition)
 	if !ok {
 		return
 	}
 	id := def.ID
 	ctx := r.Context()
-	admin := c.cfg.Store.Admin()
+	admin := c.st.Admin()
 	d := definitionData{D: def}
-	scheds, err := admin.ListSchedules(ctx, &store.AdminListParams{JobDefinitionID: id, Limit: definitionShown + 1})
+	scheds, err := admin.ListSchedules(ctx, &chimedb.AdminListParams{JobDefinitionID: id, Limit: definitionShown + 1})
 	if err != nil {
 		c.dbFail(w, r, s, err)
 		return
@@ -690,7 +700,7 @@ func (c *Console) definition(w http.ResponseWriter, r *http.Request, s *session)
 		c.dbFail(w, r, s, err)
 		return
 	}
-	jobs, err := admin.ListJobs(ctx, &store.AdminListParams{JobDefinitionID: id, Limit: 20})
+	jobs, err := admin.ListJobs(ctx, &chimedb.AdminListParams{JobDefinitionID: id, Limit: 20})
 	if err != nil {
 		c.dbFail(w, r, s, err)
 		return

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -33,7 +34,7 @@ func TestScheduleFormSyntaxAndCalendar(t *testing.T) {
 			"timezone": {"UTC"}, "misfire_policy": {"fire_once"}, "concurrency": {"allow"}, "status": {"active"}}
 		resp, _ := s.post(c, "/schedules/new", form)
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-		rows, err := st.Admin().ListSchedules(context.Background(), &store.AdminListParams{Name: "sundays", Limit: 1})
+		rows, err := st.Admin().ListSchedules(context.Background(), &chimedb.AdminListParams{Name: "sundays", Limit: 1})
 		require.NoError(t, err)
 		require.Len(t, rows, 1)
 		require.Equal(t, models.SyntaxQuartz, rows[0].CronSyntax)

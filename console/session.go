@@ -103,7 +103,7 @@ func (c *Console) readSession(r *http.Request) (*session, error) {
 		return nil, nil
 	}
 	nonce := payload[:sessionNonceSize]
-	gone, err := c.cfg.Store.SessionRevoked(r.Context(), hex.EncodeToString(nonce))
+	gone, err := c.st.SessionRevoked(r.Context(), hex.EncodeToString(nonce))
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +252,7 @@ func (c *Console) slowDown(r *http.Request) {
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) {
 	// The cookie dies in this browser, and a copy of it on every node of
 	// the cluster, restarted or not, until it would have expired anyway.
-	if err := c.cfg.Store.RevokeSession(r.Context(), hex.EncodeToString([]byte(s.nonce)), s.expires, c.cfg.Now()); err != nil {
+	if err := c.st.RevokeSession(r.Context(), hex.EncodeToString([]byte(s.nonce)), s.expires, c.cfg.Now()); err != nil {
 		// Not logged out: the browser keeps its cookie and can try again.
 		c.dbFail(w, r, s, err)
 		return

@@ -30,10 +30,10 @@ func node(t *testing.T, cfg store.Config, now func() time.Time) (*site, func()) 
 	require.NoError(t, builtin.Register(reg))
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
-	con, err := console.New(console.Config{Store: st, Registry: reg, Token: testToken, Logger: log,
+	con, err := console.New(st, &console.Config{Registry: reg, Token: testToken, Logger: log,
 		FailedLoginDelay: 10 * time.Millisecond, Now: now})
 	require.NoError(t, err)
-	a, err := api.New(api.Config{Store: st, Registry: reg, Token: testToken, Logger: log, Console: con.Handler})
+	a, err := api.New(st, &api.Config{Registry: reg, Token: testToken, Logger: log, Console: con.Handler})
 	require.NoError(t, err)
 	s := &site{t: t, st: st}
 	s.srv, s.h = httptest.NewServer(a.Handler()), a.Handler()
@@ -130,9 +130,9 @@ func TestSecureCookiesBehindTLSProxy(t *testing.T) {
 	require.NoError(t, builtin.Register(reg))
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
-	con, err := console.New(console.Config{Store: st, Registry: reg, Token: testToken, Logger: log, Secure: true})
+	con, err := console.New(st, &console.Config{Registry: reg, Token: testToken, Logger: log, Secure: true})
 	require.NoError(t, err)
-	a, err := api.New(api.Config{Store: st, Registry: reg, Token: testToken, Logger: log, Console: con.Handler, HSTS: true})
+	a, err := api.New(st, &api.Config{Registry: reg, Token: testToken, Logger: log, Console: con.Handler, HSTS: true})
 	require.NoError(t, err)
 	// The proxy's side: HTTPS to the browser.
 	srv := httptest.NewTLSServer(a.Handler())

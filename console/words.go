@@ -81,7 +81,11 @@ func specWords(s *models.Schedule) string {
 		if s.IntervalSeconds == nil {
 			return "interval without a length"
 		}
-		return "every " + durationWords(time.Duration(*s.IntervalSeconds)*time.Second)
+		d, err := models.IntervalBound.Duration(int64(*s.IntervalSeconds))
+		if err != nil {
+			return fmt.Sprintf("every %d seconds (out of range)", *s.IntervalSeconds)
+		}
+		return "every " + durationWords(d)
 	case models.ScheduleOnce:
 		if s.RunAt == nil {
 			return "once, without a time"

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/chimesched/chime/models"
 )
 
 func TestCronWords(t *testing.T) {
@@ -24,4 +26,12 @@ func TestCronWords(t *testing.T) {
 	} {
 		require.Equal(t, want, cronWords(expr), expr)
 	}
+}
+
+// An interval out of models.IntervalBound (written by SQL on SQLite) is
+// shown as the row holds it, not as a duration that wrapped negative.
+func TestIntervalWordsOutOfRange(t *testing.T) {
+	t.Parallel()
+	v := 9223372037
+	require.Equal(t, "every 9223372037 seconds (out of range)", specWords(&models.Schedule{ScheduleType: models.ScheduleInterval, IntervalSeconds: &v}))
 }

@@ -30,6 +30,12 @@ type JobDefinition struct {
 	Priority            int       `gorm:"column:priority;default:5" json:"priority"`
 	CreatedAt           time.Time `gorm:"column:created_at" json:"created_at"`
 	UpdatedAt           time.Time `gorm:"column:updated_at" json:"updated_at"`
+
+	// Unreadable is no column: the engines' reads set it, with only ID
+	// and Name, when a column holds a value its type cannot (SQLite keeps
+	// what plain SQL writes: text in an INTEGER column), and say which.
+	// Such a definition cannot be run.
+	Unreadable string `gorm:"-" json:"-"`
 }
 
 // TableName implements gorm's tabler.
@@ -62,6 +68,12 @@ type Schedule struct {
 	Priority             *int           `gorm:"column:priority" json:"priority"`
 	CreatedAt            time.Time      `gorm:"column:created_at" json:"created_at"`
 	UpdatedAt            time.Time      `gorm:"column:updated_at" json:"updated_at"`
+
+	// Unreadable is no column: the schedule engine's read sets it, with
+	// only ID, Name, JobDefinitionID and Status, when a column of the row
+	// or of its time_triggers row holds a value its type cannot, and says
+	// which. Such a schedule cannot be scheduled.
+	Unreadable string `gorm:"-" json:"-"`
 }
 
 // TableName implements gorm's tabler.
@@ -146,6 +158,13 @@ type Job struct {
 	Error           *string    `gorm:"column:error" json:"error"`
 	CreatedAt       time.Time  `gorm:"column:created_at" json:"created_at"`
 	UpdatedAt       time.Time  `gorm:"column:updated_at" json:"updated_at"`
+
+	// Unreadable is no column: the admin's reads set it when a column
+	// holds a value its field cannot (that field is then zero), or a
+	// counter or time is out of its bound (see CheckBounds; a time out of
+	// it is zero too, which JSON can show), and say which. The engines
+	// fail such a row instead.
+	Unreadable string `gorm:"-" json:"-"`
 }
 
 // TableName implements gorm's tabler.
@@ -278,6 +297,9 @@ type Notification struct {
 	CreatedAt time.Time  `gorm:"column:created_at" json:"created_at"`
 	SentAt    *time.Time `gorm:"column:sent_at" json:"sent_at"`
 	UpdatedAt time.Time  `gorm:"column:updated_at" json:"updated_at"`
+
+	// Unreadable is Job.Unreadable for a notice.
+	Unreadable string `gorm:"-" json:"-"`
 }
 
 // TableName implements gorm's tabler.

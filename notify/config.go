@@ -1,10 +1,14 @@
 package notify
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/mail"
 	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
 
 	"github.com/chimesched/chime/internal/loopback"
 )
@@ -16,7 +20,9 @@ const (
 	TLSImplicit = "tls"      // TLS from the first byte (SMTPS, port 465)
 )
 
-// Config is the SMTP setup, as found under smtp: in chime.yaml.
+// Config configures a Mailer: the SMTP setup, as found under smtp: in
+// chime.yaml, and the tuning of its queue and deliveries, whose zero
+// values take the defaults given.
 type Config struct {
 	Host     string // required
 	Port     int    // default: 25 for none, 587 for starttls, 465 for tls
@@ -24,6 +30,22 @@ type Config struct {
 	Password string
 	From     string // required; "chime <chime@example.com>" or a bare address
 	TLS      string // TLSNone, TLSStartTLS or TLSImplicit; default TLSStartTLS
+
+	QueueSize     int           // pending notices; default 100
+	Workers       int           // concurrent deliveries; default 2
+	Attempts      int           // tries per notice, the first included; default 3
+	Backoff       time.Duration // wait before the first retry, doubled after; default 2s
+	SendTimeout   time.Duration // per attempt, dial to QUIT; default 30s
+	LogTailLines  int           // default 20
+	SubjectPrefix string        // default "[chime]"
+	Logger        *logrus.Logger
+	// TLSConfig overrides the default (verify Host, TLS 1.2+), e.g. for a
+	// private CA.
+	TLSConfig *tls.Config
+	// OnFailure is called for each notice finally lost, on a worker
+	// goroutine, or on Notify's caller for a dropped one; for metrics. It
+	// must be quick.
+	OnFailure func(jobID int64, err error)
 }
 
 // WithDefaults returns c with zero fields filled.
@@ -40,6 +62,27 @@ func (c Config) WithDefaults() Config {
 		default:
 			c.Port = 587
 		}
+	}
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.QueueSize, 100)
+	def(&c.Workers, 2)
+	def(&c.Attempts, 3)
+	def(&c.LogTailLines, 20)
+	if c.Backoff <= 0 {
+		c.Backoff = 2 * time.Second
+	}
+	if c.SendTimeout <= 0 {
+		c.SendTimeout = 30 * time.Second
+	}
+	if c.SubjectPrefix == "" {
+		c.SubjectPrefix = "[chime]"
+	}
+	if c.Logger == nil {
+		c.Logger = logrus.StandardLogger()
 	}
 	return c
 }

@@ -36,14 +36,14 @@ func TestConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := notify.New(tt.cfg, nil)
+			_, err := notify.New(nil, &tt.cfg)
 			require.ErrorContains(t, err, tt.wantErr)
 		})
 	}
 
 	t.Run("Valid", func(t *testing.T) {
 		t.Parallel()
-		m, err := notify.New(notify.Config{Host: "127.0.0.1", From: "chime <c@example.com>", TLS: "none", Username: "u"}, nil)
+		m, err := notify.New(nil, &notify.Config{Host: "127.0.0.1", From: "chime <c@example.com>", TLS: "none", Username: "u"})
 		require.NoError(t, err)
 		require.NoError(t, m.Close(t.Context()))
 	})

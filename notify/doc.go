@@ -17,11 +17,11 @@
 // retried with backoff (a permanent 5xx reply is not); a notice that is
 // finally lost — or dropped because the queue is full — is logged with its
 // job_id, written to the job's own log, counted by Failures and passed to
-// Options.OnFailure. Close drains the queue.
+// Config.OnFailure. Close drains the queue.
 //
 // Usage:
 //
-//	m, err := notify.New(notify.Config{Host: "smtp.example.com", From: "chime@example.com"}, &notify.Options{LogTailer: store})
+//	m, err := notify.New(store, &notify.Config{Host: "smtp.example.com", From: "chime@example.com"})
 //	...
 //	job.Notifier = m // the engine, for each job
 //	...

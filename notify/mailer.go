@@ -19,54 +19,6 @@ import (
 	"github.com/chimesched/chime/tasks"
 )
 
-// Options tune a Mailer; the zero value is usable.
-type Options struct {
-	QueueSize     int           // pending notices; default 100
-	Workers       int           // concurrent deliveries; default 2
-	Attempts      int           // tries per notice, the first included; default 3
-	Backoff       time.Duration // wait before the first retry, doubled after; default 2s
-	SendTimeout   time.Duration // per attempt, dial to QUIT; default 30s
-	LogTailer     LogTailer     // source of the log tail in notices; nil: none
-	LogTailLines  int           // default 20
-	SubjectPrefix string        // default "[chime]"
-	Logger        *logrus.Logger
-	// TLSConfig overrides the default (verify Host, TLS 1.2+), e.g. for a
-	// private CA.
-	TLSConfig *tls.Config
-	// OnFailure is called for each notice finally lost, on a worker
-	// goroutine, or on Notify's caller for a dropped one; for metrics. It
-	// must be quick.
-	OnFailure func(jobID int64, err error)
-}
-
-func (o Options) withDefaults() Options {
-	if o.QueueSize <= 0 {
-		o.QueueSize = 100
-	}
-	if o.Workers <= 0 {
-		o.Workers = 2
-	}
-	if o.Attempts <= 0 {
-		o.Attempts = 3
-	}
-	if o.Backoff <= 0 {
-		o.Backoff = 2 * time.Second
-	}
-	if o.SendTimeout <= 0 {
-		o.SendTimeout = 30 * time.Second
-	}
-	if o.LogTailLines <= 0 {
-		o.LogTailLines = 20
-	}
-	if o.SubjectPrefix == "" {
-		o.SubjectPrefix = "[chime]"
-	}
-	if o.Logger == nil {
-		o.Logger = logrus.StandardLogger()
-	}
-	return o
-}
-
 // Errors Notify returns.
 var (
 	ErrClosed    = errors.New("notify: mailer closed")
@@ -78,7 +30,7 @@ var (
 // tasks.Notifier.
 type Mailer struct {
 	cfg  Config
-	opts Options
+	tail LogTailer // nil: notices carry no log tail
 
 	mu     sync.RWMutex // guards closed against sends on a closed queue
 	closed bool
@@ -96,20 +48,22 @@ type Mailer struct {
 
 var _ tasks.Notifier = (*Mailer)(nil)
 
-// New checks cfg and starts the workers. Call Close when done.
-func New(cfg Config, opts *Options) (*Mailer, error) {
-	cfg = cfg.WithDefaults()
-	if err := cfg.validate(); err != nil {
+// New checks cfg and starts the workers; call Close when done. tail is
+// where a queued notice (Notify) gets its job's last log lines; nil: none.
+// cfg is copied; nil is the zero Config, which New refuses for want of a
+// host.
+func New(tail LogTailer, cfg *Config) (*Mailer, error) {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	c = c.WithDefaults()
+	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	o = o.withDefaults()
-	m := &Mailer{cfg: cfg, opts: o, queue: make(chan notice, o.QueueSize)}
+	m := &Mailer{cfg: c, tail: tail, queue: make(chan notice, c.QueueSize)}
 	m.stop, m.cancel = context.WithCancel(context.Background())
-	for range o.Workers {
+	for range c.Workers {
 		m.wg.Go(m.work)
 	}
 	return m, nil
@@ -131,7 +85,7 @@ func (m *Mailer) Send(ctx context.Context, to []string, subject, body string) er
 }
 
 // SendMessage delivers msg now, in one attempt bounded by ctx and
-// Options.SendTimeout.
+// Config.SendTimeout.
 func (m *Mailer) SendMessage(ctx context.Context, msg Message) error {
 	if len(msg.To) == 0 {
 		return errors.New("notify: send: no recipients")
@@ -193,7 +147,7 @@ func (m *Mailer) SendMessage(ctx context.Context, msg Message) error {
 	}
 	opts := []mail.Option{
 		mail.WithPort(m.cfg.Port),
-		mail.WithTimeout(m.opts.SendTimeout),
+		mail.WithTimeout(m.cfg.SendTimeout),
 		mail.WithTLSPolicy(policy),
 		mail.WithTLSConfig(m.tlsConfig()),
 		mail.WithDialContextFunc(dial),
@@ -218,8 +172,8 @@ func (m *Mailer) SendMessage(ctx context.Context, msg Message) error {
 }
 
 func (m *Mailer) tlsConfig() *tls.Config {
-	if m.opts.TLSConfig != nil {
-		return m.opts.TLSConfig
+	if m.cfg.TLSConfig != nil {
+		return m.cfg.TLSConfig
 	}
 	return &tls.Config{ServerName: m.cfg.Host, MinVersion: tls.VersionTLS12}
 }
@@ -281,14 +235,14 @@ func (m *Mailer) work() {
 func (m *Mailer) deliver(n notice) {
 	msg := Message{
 		To:          n.to,
-		Subject:     n.subject(m.opts.SubjectPrefix),
+		Subject:     n.subject(m.cfg.SubjectPrefix),
 		Text:        n.text(m.logTail(n.id)),
 		Attachments: n.attachments,
 	}
-	backoff := m.opts.Backoff
+	backoff := m.cfg.Backoff
 	var err error
 	for attempt := 1; ; attempt++ {
-		ctx, cancel := context.WithTimeout(m.stop, m.opts.SendTimeout)
+		ctx, cancel := context.WithTimeout(m.stop, m.cfg.SendTimeout)
 		err = m.SendMessage(ctx, msg)
 		cancel()
 		if err == nil {
@@ -296,11 +250,11 @@ func (m *Mailer) deliver(n notice) {
 			m.logger(n).Debug("notify: completion email sent")
 			return
 		}
-		if attempt >= m.opts.Attempts || permanent(err) || !m.wait(backoff) {
+		if attempt >= m.cfg.Attempts || permanent(err) || !m.wait(backoff) {
 			break
 		}
 		m.logger(n).WithError(err).Warnf("notify: completion email failed, retry %d of %d in %v",
-			attempt, m.opts.Attempts-1, backoff)
+			attempt, m.cfg.Attempts-1, backoff)
 		backoff *= 2
 	}
 	m.fail(n, err)
@@ -324,23 +278,23 @@ func (m *Mailer) wait(d time.Duration) bool {
 }
 
 func (m *Mailer) logTail(jobID int64) ([]string, error) {
-	if m.opts.LogTailer == nil {
+	if m.tail == nil {
 		return nil, nil
 	}
-	ctx, cancel := context.WithTimeout(m.stop, m.opts.SendTimeout)
+	ctx, cancel := context.WithTimeout(m.stop, m.cfg.SendTimeout)
 	defer cancel()
-	return m.opts.LogTailer.TailLogs(ctx, jobID, m.opts.LogTailLines)
+	return m.tail.TailLogs(ctx, jobID, m.cfg.LogTailLines)
 }
 
 func (m *Mailer) logger(n notice) *logrus.Entry {
-	return m.opts.Logger.WithFields(logrus.Fields{"job_id": n.id, "schedule_id": n.scheduleID})
+	return m.cfg.Logger.WithFields(logrus.Fields{"job_id": n.id, "schedule_id": n.scheduleID})
 }
 
 func (m *Mailer) fail(n notice, err error) {
 	m.failures.Add(1)
 	m.logger(n).WithError(err).WithField("to", n.to).Error("notify: completion email not sent")
 	n.job.Log().WithError(err).Warn("notify: completion email not sent")
-	if m.opts.OnFailure != nil {
-		m.opts.OnFailure(n.id, err)
+	if m.cfg.OnFailure != nil {
+		m.cfg.OnFailure(n.id, err)
 	}
 }

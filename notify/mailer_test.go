@@ -43,24 +43,25 @@ type bundle struct {
 	failures []int64 // job ids passed to OnFailure
 }
 
-func setup(t *testing.T, opts *notify.Options, srvOpts ...smtptest.Option) *bundle {
+// setup starts a mailer on a test SMTP server; cfg tunes it (its SMTP
+// fields are the server's), tail gives notices their log tail.
+func setup(t *testing.T, tail notify.LogTailer, cfg *notify.Config, srvOpts ...smtptest.Option) *bundle {
 	t.Helper()
 	b := &bundle{srv: smtptest.New(t, srvOpts...)}
 	logger, hook := logtest.NewNullLogger()
 	b.logs = hook
-	o := notify.Options{Backoff: 5 * time.Millisecond, SendTimeout: 5 * time.Second}
-	if opts != nil {
-		o = *opts
+	c := notify.Config{Backoff: 5 * time.Millisecond, SendTimeout: 5 * time.Second}
+	if cfg != nil {
+		c = *cfg
 	}
-	o.Logger = logger
-	o.OnFailure = func(jobID int64, _ error) {
+	c.Host, c.Port, c.TLS, c.From = b.srv.Host, b.srv.Port, notify.TLSNone, "chime <chime@example.com>"
+	c.Logger = logger
+	c.OnFailure = func(jobID int64, _ error) {
 		b.mu.Lock()
 		b.failures = append(b.failures, jobID)
 		b.mu.Unlock()
 	}
-	m, err := notify.New(notify.Config{
-		Host: b.srv.Host, Port: b.srv.Port, TLS: notify.TLSNone, From: "chime <chime@example.com>",
-	}, &o)
+	m, err := notify.New(tail, &c)
 	require.NoError(t, err)
 	b.mailer = m
 	t.Cleanup(func() {
@@ -105,7 +106,7 @@ func succeeded() tasks.Result {
 
 func TestSendMessage(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
+	b := setup(t, nil, nil)
 	err := b.mailer.SendMessage(context.Background(), notify.Message{
 		To:      []string{"a@example.com"},
 		Subject: "weekly numbers",
@@ -151,10 +152,10 @@ func TestSendWithAuth(t *testing.T) {
 		password string
 		wantErr  bool
 	}{{"s3cret", false}, {"wrong", true}} {
-		m, err := notify.New(notify.Config{
+		m, err := notify.New(nil, &notify.Config{
 			Host: srv.Host, Port: srv.Port, TLS: notify.TLSNone, From: "chime@example.com",
-			Username: "chime", Password: tt.password,
-		}, &notify.Options{SendTimeout: 5 * time.Second})
+			Username: "chime", Password: tt.password, SendTimeout: 5 * time.Second,
+		})
 		require.NoError(t, err)
 		err = m.Send(context.Background(), []string{"a@example.com"}, "hi", "body")
 		if tt.wantErr {
@@ -176,7 +177,7 @@ func TestNotify(t *testing.T) {
 		for i := range tail {
 			tail[i] = fmt.Sprintf("line %d", i+1)
 		}
-		b := setup(t, &notify.Options{LogTailer: fixedTailer{lines: tail}, LogTailLines: 5})
+		b := setup(t, fixedTailer{lines: tail}, &notify.Config{LogTailLines: 5})
 		job := newJob(nil)
 		job.Attach(tasks.Attachment{Name: "rows.csv", Data: []byte("a,b\n")})
 		require.NoError(t, b.mailer.Notify(context.Background(), job, succeeded()))
@@ -210,7 +211,7 @@ func TestNotify(t *testing.T) {
 
 	t.Run("FailureEmail", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, &notify.Options{LogTailer: fixedTailer{err: errors.New("db gone")}})
+		b := setup(t, fixedTailer{err: errors.New("db gone")}, nil)
 		job := newJob(nil)
 		job.ScheduleID, job.ScheduleName = 0, ""
 		r := tasks.Result{Status: tasks.StatusFailed, Err: errors.New("shell: command failed: exit status 3"), StartedAt: t0, FinishedAt: t0}
@@ -228,7 +229,7 @@ func TestNotify(t *testing.T) {
 
 	t.Run("RetriesATemporaryRejection", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, nil)
+		b := setup(t, nil, nil)
 		b.srv.RejectNext(smtptest.TempFailure)
 		require.NoError(t, b.mailer.Notify(context.Background(), newJob(nil), succeeded()))
 		b.close(t)
@@ -244,7 +245,7 @@ func TestNotify(t *testing.T) {
 
 	t.Run("GivesUpAfterAttempts", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, &notify.Options{Attempts: 3, Backoff: time.Millisecond, SendTimeout: 5 * time.Second})
+		b := setup(t, nil, &notify.Config{Attempts: 3, Backoff: time.Millisecond, SendTimeout: 5 * time.Second})
 		b.srv.RejectAll(smtptest.TempFailure)
 		jobLogger, jobLogs := logtest.NewNullLogger()
 		require.NoError(t, b.mailer.Notify(context.Background(), newJob(jobLogger), succeeded()))
@@ -261,7 +262,7 @@ func TestNotify(t *testing.T) {
 
 	t.Run("PermanentRejectionIsNotRetried", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, nil)
+		b := setup(t, nil, nil)
 		b.srv.RejectAll(smtptest.PermFailure)
 		require.NoError(t, b.mailer.Notify(context.Background(), newJob(nil), succeeded()))
 		b.close(t)
@@ -271,7 +272,7 @@ func TestNotify(t *testing.T) {
 
 	t.Run("NoRecipients", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, nil)
+		b := setup(t, nil, nil)
 		job := newJob(nil)
 		job.Notify.Emails = nil
 		require.NoError(t, b.mailer.Notify(context.Background(), job, succeeded()))
@@ -281,7 +282,7 @@ func TestNotify(t *testing.T) {
 
 	t.Run("AfterClose", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, nil)
+		b := setup(t, nil, nil)
 		b.close(t)
 		require.ErrorIs(t, b.mailer.Notify(context.Background(), newJob(nil), succeeded()), notify.ErrClosed)
 		b.close(t) // idempotent
@@ -289,7 +290,7 @@ func TestNotify(t *testing.T) {
 
 	t.Run("DoesNotBlockOnAHungServer", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, &notify.Options{Workers: 1, QueueSize: 2, SendTimeout: time.Minute})
+		b := setup(t, nil, &notify.Config{Workers: 1, QueueSize: 2, SendTimeout: time.Minute})
 		b.srv.Hang()
 
 		start := time.Now()
@@ -317,7 +318,7 @@ func TestNotify(t *testing.T) {
 
 	t.Run("CloseDrains", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, &notify.Options{Workers: 2, QueueSize: 20})
+		b := setup(t, nil, &notify.Config{Workers: 2, QueueSize: 20})
 		for i := range 10 {
 			job := newJob(nil)
 			job.ID = int64(i + 1)
@@ -331,7 +332,7 @@ func TestNotify(t *testing.T) {
 
 func TestBaseOnCompleteSendsThroughMailer(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
+	b := setup(t, nil, nil)
 	type task struct{ tasks.Base }
 	job := newJob(nil)
 	job.Notify.On = tasks.NotifyFailure

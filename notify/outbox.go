@@ -26,8 +26,8 @@ type OutboxStore interface {
 	LogTailer
 }
 
-// SenderOptions tune a Sender; zero fields take the defaults.
-type SenderOptions struct {
+// SenderConfig configures a Sender; zero fields take the defaults.
+type SenderConfig struct {
 	NodeID string // recorded on each notice this node tries
 	// Interval is how often the outbox is read for due notices (default 2s).
 	Interval time.Duration
@@ -55,7 +55,7 @@ type SenderOptions struct {
 	OnFailure func(jobID int64, err error)
 }
 
-func (o SenderOptions) withDefaults() SenderOptions {
+func (o SenderConfig) withDefaults() SenderConfig {
 	if o.Interval <= 0 {
 		o.Interval = 2 * time.Second
 	}
@@ -96,22 +96,26 @@ func (o SenderOptions) withDefaults() SenderOptions {
 type Sender struct {
 	mailer func() *Mailer
 	st     OutboxStore
-	opts   SenderOptions
+	cfg    SenderConfig
 	wake   chan struct{}
 	startstop.Base
 }
 
-// NewSender returns a Sender of st's notices through m; Start runs it.
-func NewSender(m *Mailer, st OutboxStore, opts SenderOptions) *Sender {
-	return NewSenderFunc(func() *Mailer { return m }, st, opts)
-}
-
-// NewSenderFunc returns a Sender through whatever mailer current returns
-// at each pass, so SMTP settings changed while the node runs apply to the
-// next notice. While current returns nil (email off), notices stay in the
-// outbox for a node, or a later setting, that can send them.
-func NewSenderFunc(current func() *Mailer, st OutboxStore, opts SenderOptions) *Sender {
-	return &Sender{mailer: current, st: st, opts: opts.withDefaults(), wake: make(chan struct{}, 1)}
+// NewSender returns a Sender of st's notices through whatever mailer
+// returns at each pass, so SMTP settings changed while the node runs apply
+// to the next notice (a fixed mailer m: func() *Mailer { return m }).
+// While mailer returns nil (email off), notices stay in the outbox for a
+// node, or a later setting, that can send them. Start runs it. cfg is
+// copied; nil takes every default.
+func NewSender(st OutboxStore, mailer func() *Mailer, cfg *SenderConfig) (*Sender, error) {
+	if st == nil || mailer == nil {
+		return nil, errors.New("notify: NewSender: a store and a mailer are required")
+	}
+	var c SenderConfig
+	if cfg != nil {
+		c = *cfg
+	}
+	return &Sender{mailer: mailer, st: st, cfg: c.withDefaults(), wake: make(chan struct{}, 1)}, nil
 }
 
 // Start runs the sender until Stop. Only ctx's values are kept: a notice
@@ -152,10 +156,10 @@ func (s *Sender) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if n >= s.opts.Batch {
+		if n >= s.cfg.Batch {
 			continue // more may be due
 		}
-		t := s.opts.Clock.NewTimer(s.opts.Interval)
+		t := s.cfg.Clock.NewTimer(s.cfg.Interval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -174,11 +178,11 @@ func (s *Sender) pass(ctx context.Context) int {
 		return 0
 	}
 	ds, err := s.st.ClaimNotifications(ctx, &models.NotificationClaim{
-		NodeID: s.opts.NodeID, Limit: s.opts.Batch, Settle: s.opts.Settle, Lease: lease(m), MaxAge: s.opts.MaxAge,
+		NodeID: s.cfg.NodeID, Limit: s.cfg.Batch, Settle: s.cfg.Settle, Lease: lease(m), MaxAge: s.cfg.MaxAge,
 	})
 	if err != nil {
 		if ctx.Err() == nil {
-			s.opts.Logger.WithError(err).Warn("notify: reading the outbox failed; retrying")
+			s.cfg.Logger.WithError(err).Warn("notify: reading the outbox failed; retrying")
 		}
 		return 0
 	}
@@ -190,11 +194,11 @@ func (s *Sender) pass(ctx context.Context) int {
 
 // lease outlasts one try: reading the log tail and one SMTP conversation,
 // each bounded by the mailer's SendTimeout.
-func lease(m *Mailer) time.Duration { return 2*m.opts.SendTimeout + 30*time.Second }
+func lease(m *Mailer) time.Duration { return 2*m.cfg.SendTimeout + 30*time.Second }
 
 // try sends one claimed notice and records how it went.
 func (s *Sender) try(ctx context.Context, m *Mailer, d *models.NotificationDelivery) {
-	log := s.opts.Logger.WithFields(logrus.Fields{"job_id": d.JobID, "notification_id": d.ID, "attempt": d.Attempts})
+	log := s.cfg.Logger.WithFields(logrus.Fields{"job_id": d.JobID, "notification_id": d.ID, "attempt": d.Attempts})
 	res := &models.NotificationResult{ID: d.ID, JobID: d.JobID, Attempts: d.Attempts}
 	err := s.send(ctx, m, d)
 	switch {
@@ -205,7 +209,7 @@ func (s *Sender) try(ctx context.Context, m *Mailer, d *models.NotificationDeliv
 		// Shutdown cut the try off: it is not the notice's fault, try it
 		// again soon, on whichever node is up.
 		res.Error, res.RetryIn = "interrupted: the node stopped during the try: "+err.Error(), time.Millisecond
-	case d.Attempts >= s.opts.Attempts || isPermanent(err):
+	case d.Attempts >= s.cfg.Attempts || isPermanent(err):
 		res.Error = err.Error()
 		res.JobLog = fmt.Sprintf("notify: completion email not sent after %d attempts: %v", d.Attempts, err)
 	default:
@@ -228,8 +232,8 @@ func (s *Sender) try(ctx context.Context, m *Mailer, d *models.NotificationDeliv
 	default:
 		log.WithError(err).WithField("to", d.Recipients).Error("notify: completion email not sent")
 		m.failures.Add(1)
-		if s.opts.OnFailure != nil {
-			s.opts.OnFailure(d.JobID, err)
+		if s.cfg.OnFailure != nil {
+			s.cfg.OnFailure(d.JobID, err)
 		}
 	}
 }
@@ -257,14 +261,14 @@ func (s *Sender) send(ctx context.Context, m *Mailer, d *models.NotificationDeli
 			n.attachments = append(n.attachments, tasks.Attachment{Name: a.Name, ContentType: a.ContentType, Data: a.Data})
 		}
 	}
-	tctx, cancel := context.WithTimeout(ctx, m.opts.SendTimeout)
-	tail, tailErr := s.st.TailLogs(tctx, d.JobID, m.opts.LogTailLines)
+	tctx, cancel := context.WithTimeout(ctx, m.cfg.SendTimeout)
+	tail, tailErr := s.st.TailLogs(tctx, d.JobID, m.cfg.LogTailLines)
 	cancel()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	msg := Message{To: n.to, Subject: n.subject(m.opts.SubjectPrefix), Text: n.text(tail, tailErr), Attachments: n.attachments}
-	sctx, cancel := context.WithTimeout(ctx, m.opts.SendTimeout)
+	msg := Message{To: n.to, Subject: n.subject(m.cfg.SubjectPrefix), Text: n.text(tail, tailErr), Attachments: n.attachments}
+	sctx, cancel := context.WithTimeout(ctx, m.cfg.SendTimeout)
 	defer cancel()
 	if err := m.SendMessage(sctx, msg); err != nil {
 		return err
@@ -293,14 +297,16 @@ func recipients(s string) ([]string, error) {
 }
 
 // backoff is the wait after failed try number attempt: Backoff doubled
-// per earlier retry, within ±20%, capped.
+// per earlier retry, within ±20%, capped. attempt comes from
+// notifications.attempts, which SQL may set to anything: below 1 it counts
+// as the first (a negative shift panics).
 func (s *Sender) backoff(attempt int) time.Duration {
-	d := s.opts.Backoff << min(attempt-1, 20)
-	if d <= 0 || d > s.opts.MaxBackoff {
-		d = s.opts.MaxBackoff
+	d := s.cfg.Backoff << min(max(attempt-1, 0), 20)
+	if d <= 0 || d > s.cfg.MaxBackoff {
+		d = s.cfg.MaxBackoff
 	}
 	d = time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
-	return max(min(d, s.opts.MaxBackoff), time.Millisecond)
+	return max(min(d, s.cfg.MaxBackoff), time.Millisecond)
 }
 
 // deliveryNotice renders a claimed notice the way Notify renders a queued

@@ -24,7 +24,7 @@ func TestSenderGivesUpOnPermanentFailures(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		srv := smtptest.New(t)
 		srv.RejectNext(smtptest.PermFailure)
-		m, err := notify.New(notify.Config{Host: srv.Host, Port: srv.Port, From: "chime@example.com", TLS: notify.TLSNone}, nil)
+		m, err := notify.New(nil, &notify.Config{Host: srv.Host, Port: srv.Port, From: "chime@example.com", TLS: notify.TLSNone})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = m.Close(context.Background()) })
 
@@ -41,8 +41,9 @@ func TestSenderGivesUpOnPermanentFailures(t *testing.T) {
 		var failures atomic.Int32
 		log := logrus.New()
 		log.SetLevel(logrus.PanicLevel)
-		s := notify.NewSender(m, st, notify.SenderOptions{NodeID: "n1", Interval: 50 * time.Millisecond, Settle: time.Millisecond,
-			Logger: log, OnFailure: func(int64, error) { failures.Add(1) }})
+		s, err := notify.NewSender(st, func() *notify.Mailer { return m }, &notify.SenderConfig{NodeID: "n1", Interval: 50 * time.Millisecond,
+			Settle: time.Millisecond, Logger: log, OnFailure: func(int64, error) { failures.Add(1) }})
+		require.NoError(t, err)
 		require.NoError(t, s.Start(t.Context()))
 		t.Cleanup(func() { _ = s.Stop(context.Background()) })
 

@@ -4,9 +4,10 @@
 // schedules. It is what `chime import quartz` runs; docs/quartz.md
 // ("Moving from Quartz") has the mapping and the report.
 //
-// Every object is checked by the API's own validation (api.Validate*) and
-// written through chimedb.AdminQueries, one object per store call, so an
-// import writes nothing the API would refuse. Objects are found by name:
+// Every object is checked by the API's own rules (package validate:
+// Calendar, Definition, Schedule) and written through
+// chimedb.AdminQueries, one object per store call, so an import writes
+// nothing the API would refuse. Objects are found by name:
 // a second run finds what the first created and changes nothing, and a
 // chime object of the same name that differs is left alone and reported.
 //
@@ -15,8 +16,9 @@
 // a crash. The table prefix is put into SQL, so only identifier characters
 // are accepted.
 //
-// quartzimport may import api (validation only), chimedb, models, tasks,
-// trigger, internal/javaser and the MySQL driver, which it uses only to
-// read the Quartz store; chime's own database is reached only through
-// chimedb. It never imports store, app or cli.
+// quartzimport may import validate, chimedb, models, tasks, trigger,
+// internal/javaser and the MySQL driver, which it uses only to read the
+// Quartz store; chime's own database is reached only through chimedb. It
+// never imports store, api, app or cli (chimedb's TestSeamHasNoDrivers
+// checks the store and the ORM).
 package quartzimport

@@ -12,11 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chimesched/chime/api"
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/tasks"
-	"github.com/chimesched/chime/trigger"
+	"github.com/chimesched/chime/validate"
 )
 
 // Options say what to import and how.
@@ -200,7 +199,7 @@ func (im *importer) calendar(ctx context.Context, q *qCalendar) error {
 		tz = "UTC"
 		line.Notes = append(line.Notes, "no time zone in Quartz (it used the JVM's default): read in UTC")
 	}
-	row, err := api.ValidateCalendar(&models.Calendar{Name: q.name, Kind: qc.Kind, Definition: models.JSON(qc.Definition),
+	row, err := validate.Calendar(&models.Calendar{Name: q.name, Kind: qc.Kind, Definition: models.JSON(qc.Definition),
 		Timezone: tz, Description: qc.Description})
 	if err != nil {
 		return notMapped("%v", err)
@@ -255,7 +254,7 @@ func (im *importer) definition(ctx context.Context, q *qJob) error {
 	if q.nonConcurrent {
 		line.Notes = append(line.Notes, "@DisallowConcurrentExecution: its schedules get concurrency forbid (per schedule, not across them)")
 	}
-	row, err := api.ValidateDefinition(im.o.Registry, &models.JobDefinition{Name: name, TaskType: task, Description: q.description.String,
+	row, err := validate.Definition(im.o.Registry, &models.JobDefinition{Name: name, TaskType: task, Description: q.description.String,
 		DefaultParams: params, MaxAttempts: 1, RetryBackoffSeconds: 10, NotifyOn: models.NotifyNever, RequestsRecovery: q.recovery,
 		Priority: models.PriorityDefault})
 	if err != nil {
@@ -574,16 +573,11 @@ func (im *importer) placeStart(s *models.Schedule, start, next time.Time, def *m
 			f := from
 			c.StartAt = &f
 		}
-		row, err := api.ValidateSchedule(im.o.Registry, &c, def, cal, created)
+		row, trig, err := validate.Schedule(im.o.Registry, &c, def, cal, created)
 		if err != nil {
-			var ve *api.ValidationError
-			if errors.As(err, &ve) && ve.Field != "" {
+			if ve, ok := errors.AsType[*validate.Error](err); ok && ve.Field != "" {
 				return nil, ve.Field + ": " + err.Error()
 			}
-			return nil, err.Error()
-		}
-		trig, err := trigger.New(row, cal)
-		if err != nil {
 			return nil, err.Error()
 		}
 		first := trig.Next(created.Add(-time.Nanosecond))

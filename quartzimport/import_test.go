@@ -16,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/quartzimport"
@@ -167,7 +168,7 @@ func TestImport(t *testing.T) {
 
 		admin := st.Admin()
 		defs := map[string]models.JobDefinition{}
-		list, err := admin.ListDefinitions(ctx, &store.AdminListParams{Limit: 100})
+		list, err := admin.ListDefinitions(ctx, &chimedb.AdminListParams{Limit: 100})
 		require.NoError(t, err)
 		for _, d := range list {
 			defs[d.Name] = d
@@ -201,7 +202,7 @@ func TestImport(t *testing.T) {
 			require.Equal(t, kind, calByName[name].Kind, name)
 		}
 
-		scheds, err := admin.ListSchedules(ctx, &store.AdminListParams{Limit: 100})
+		scheds, err := admin.ListSchedules(ctx, &chimedb.AdminListParams{Limit: 100})
 		require.NoError(t, err)
 		byName := map[string]models.Schedule{}
 		for _, s := range scheds {
@@ -461,7 +462,7 @@ func TestImportBadStore(t *testing.T) {
 	require.Contains(t, line(t, rep, "schedule reports.month-end").Detail, "CRON_TRIGGERS row is missing")
 	require.Contains(t, line(t, rep, "schedule ops.new-year").Detail, "unknown misfire instruction 9")
 	require.Equal(t, quartzimport.Created, got["schedule ops.every-90s"]) // the rest goes on
-	rows, err := st.Admin().ListSchedules(ctx, &store.AdminListParams{Name: "ops.every-90s", Limit: 1})
+	rows, err := st.Admin().ListSchedules(ctx, &chimedb.AdminListParams{Name: "ops.every-90s", Limit: 1})
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	require.Nil(t, rows[0].EndAt) // its last time is after the year 9999
@@ -474,7 +475,7 @@ func TestImportBadStore(t *testing.T) {
 	require.Contains(t, line(t, rep, "schedule ops.fired-cron").Detail,
 		"chime would fire it first at 2030-01-04T01:00:00Z, Quartz next at 2030-01-03T10:00:00Z")
 	for name, zone := range map[string]string{"ops.ignore-misfires": "Etc/GMT-5", "ops.exclusive-minutely": "America/Los_Angeles"} {
-		rows, err := st.Admin().ListSchedules(ctx, &store.AdminListParams{Name: name, Limit: 1})
+		rows, err := st.Admin().ListSchedules(ctx, &chimedb.AdminListParams{Name: name, Limit: 1})
 		require.NoError(t, err)
 		require.Len(t, rows, 1, name)
 		require.Equal(t, zone, rows[0].Timezone, name)
@@ -556,7 +557,7 @@ func TestImportOverdue(t *testing.T) {
 		require.NoError(t, err)
 		ids := map[string]int64{}
 		for _, name := range []string{"ops.overdue", "ops.overdue-skip", "ops.every-90s"} {
-			rows, err := st.Admin().ListSchedules(ctx, &store.AdminListParams{Name: name, Limit: 1})
+			rows, err := st.Admin().ListSchedules(ctx, &chimedb.AdminListParams{Name: name, Limit: 1})
 			require.NoError(t, err)
 			require.Len(t, rows, 1, name)
 			ids[name] = rows[0].ID

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -23,7 +24,7 @@ func newAheadStore(st *store.Store) *aheadStore {
 	return &aheadStore{Store: st, prepared: make(chan time.Time, 16)}
 }
 
-func (a *aheadStore) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFiresResult, error) {
+func (a *aheadStore) WriteFires(ctx context.Context, p *chimedb.WriteFiresParams) (*chimedb.WriteFiresResult, error) {
 	if wait := p.BeforeCommit; wait != nil {
 		at := p.Now
 		p.BeforeCommit = func(ctx context.Context) error {
@@ -218,6 +219,7 @@ func TestFireAheadDoesNotHoldUpFiresDueNow(t *testing.T) {
 		a := b.schedule(t, models.Schedule{Name: "a", ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")}, start)
 		bb := every("b", 1100*time.Millisecond, models.ConcurrencyAllow)
 		c := every("c", 900*time.Millisecond, models.ConcurrencyForbid) // no lead: due at +0.9
+		b.e.testSignals.fired.Init(t)
 		b.at(t, start)
 		b.at(t, start.Add(600*time.Millisecond))
 
@@ -227,7 +229,9 @@ func TestFireAheadDoesNotHoldUpFiresDueNow(t *testing.T) {
 		require.ElementsMatch(t, []time.Time{start.Add(time.Second), start.Add(1100 * time.Millisecond)}, got)
 
 		b.clock.Advance(50 * time.Millisecond) // +0.9: c is due
-		require.Eventually(t, func() bool { return len(jobsOf(t, st, c.ID)) == 1 }, 10*time.Second, 5*time.Millisecond,
+		// The prepared batches wait for the clock, which stays at +0.9:
+		// c's fire can only come before them.
+		waitFired(t, b.e, func() bool { return len(jobsOf(t, st, c.ID)) == 1 },
 			"c's fire waited behind batches prepared for later instants")
 		require.Len(t, jobsOf(t, st, a.ID), 1, "a's second fire is not due yet")
 

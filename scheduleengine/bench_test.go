@@ -14,6 +14,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -45,7 +46,7 @@ func newRecordingStore(st *store.Store) *recordingStore {
 	return &recordingStore{Store: st, commits: map[fireKey]time.Time{}}
 }
 
-func (r *recordingStore) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFiresResult, error) {
+func (r *recordingStore) WriteFires(ctx context.Context, p *chimedb.WriteFiresParams) (*chimedb.WriteFiresResult, error) {
 	res, err := r.Store.WriteFires(ctx, p)
 	if err != nil {
 		return res, err
@@ -196,18 +197,25 @@ func BenchmarkOnceHerd(b *testing.B) {
 	}
 }
 
+// benchSeconds is CHIME_BENCH_SECONDS, default 60.
+func benchSeconds(b *testing.B) int {
+	v := os.Getenv("CHIME_BENCH_SECONDS")
+	if v == "" {
+		return 60
+	}
+	seconds, err := strconv.Atoi(v)
+	if err != nil || seconds < 1 {
+		b.Fatalf("CHIME_BENCH_SECONDS=%q: want a positive integer", v)
+	}
+	return seconds
+}
+
 // BenchmarkEverySecond is (b): 1,000 schedules firing every second for
 // CHIME_BENCH_SECONDS (default 60). Metrics: p50/p99 of commit time minus
 // scheduled_at; missed and duplicate fires, which must be zero.
 func BenchmarkEverySecond(b *testing.B) {
 	const n = 1000
-	seconds := 60
-	if v := os.Getenv("CHIME_BENCH_SECONDS"); v != "" {
-		var err error
-		if seconds, err = strconv.Atoi(v); err != nil || seconds < 1 {
-			b.Fatalf("CHIME_BENCH_SECONDS=%q: want a positive integer", v)
-		}
-	}
+	seconds := benchSeconds(b)
 	for range b.N {
 		st := benchStore(b)
 		def := benchDefinition(b, st)

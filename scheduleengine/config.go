@@ -7,8 +7,6 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/sirupsen/logrus"
-
-	"github.com/chimesched/chime/chimedb"
 )
 
 // Config configures an Engine. Zero fields take the default named in their
@@ -66,28 +64,10 @@ type Config struct {
 	// clock at the commit. Benchmarks read fire latency from it; it must
 	// not block.
 	OnFireCommitted func(due, committed time.Time)
-	// Handoff, if set, is this node's task engine: each fire batch reserves
-	// free workers from it and writes up to that many of its new jobs
-	// straight as running on this node, which then get to the workers
-	// without a claim (see chimedb.WriteFiresParams.HandoffNode). Nil on a
-	// node without a task engine: every job is written pending.
-	Handoff Handoff
 	// Clock is the engine's only source of time (default: the real clock).
 	Clock clockwork.Clock
 	// Logger receives the engine's lines (default: logrus's standard logger).
 	Logger logrus.FieldLogger
-}
-
-// Handoff is the task engine of this node as a fire sees it
-// (*taskengine.Engine implements it).
-type Handoff interface {
-	// ReserveHandoff reserves up to n free workers and names the task
-	// types whose jobs may be handed off; nothing when slots is 0.
-	ReserveHandoff(n int) (slots int, kinds []string)
-	// DeliverHandoff, called exactly once after a reservation of slots > 0,
-	// hands over the jobs written as running (none when the write failed)
-	// and gives back the slots they did not take.
-	DeliverHandoff(jobs []chimedb.ClaimedJob, slots int)
 }
 
 // maxFireAhead bounds Config.FireAhead: the prepared batch holds its

@@ -2,8 +2,11 @@
 // fire of a schedule (cron, interval, once) it writes one pending job and
 // advances the schedule's time_triggers row, in one transaction per batch.
 // The task engine picks the jobs up; the two engines never call each other.
+// On a node that runs both, the task engine's decorator of the store
+// (taskengine.HandoffStore) hands fired jobs to its free workers inside the
+// fire's transaction; the engine writes through it unawares.
 //
-//	e, err := scheduleengine.New(st, &scheduleengine.Config{NodeID: id, Leadership: node.SchedulerElector(), OnFire: te.Wake})
+//	e, err := scheduleengine.New(te.HandoffStore(st), &scheduleengine.Config{NodeID: id, Leadership: node.SchedulerElector(), OnFire: te.Wake})
 //	err = e.Start(ctx) // returns at once; runs until Stop or ctx ends
 //	e.Refresh()        // after the API changed a schedule: sync now
 //	err = e.Stop(ctx)
@@ -44,7 +47,7 @@
 // With Config.FireAhead, the heap orders entries by their next fire less
 // that lead, so a herd is taken up early, planned for its instant, and
 // grouped by instant; the writer runs the batch's statements at once and
-// holds its COMMIT until the instant (WriteFiresParams.BeforeCommit), then
+// holds its COMMIT until the instant (chimedb.WriteFiresParams.BeforeCommit), then
 // asks for the lead once more; while it waits it gives its turn to run
 // statements up, so a fire due now is not held behind it. Forbid schedules
 // have no lead.

@@ -7,6 +7,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -278,7 +279,7 @@ func TestPreviewResumeIsWhatResumeWrites(t *testing.T) {
 		for _, s := range scheds {
 			s = reload(t, st, s)
 			tt := triggerOf(t, st, s.ID)
-			if p, ok := PreviewResume(ScheduleRow{Schedule: s, Definition: &b.def, Trigger: &tt}, ResumeOptions{}, resumeAt); ok {
+			if p, ok := PreviewResume(chimedb.ScheduleRow{Schedule: s, Definition: &b.def, Trigger: &tt}, ResumeOptions{}, resumeAt); ok {
 				previews[s.Name] = p
 			}
 		}
@@ -313,12 +314,12 @@ func TestPreviewResumeIsWhatResumeWrites(t *testing.T) {
 		s := reload(t, st, scheds[0])
 		s.Status, s.Concurrency = models.SchedulePaused, models.ConcurrencyForbid
 		tt := triggerOf(t, st, s.ID)
-		_, ok := PreviewResume(ScheduleRow{Schedule: s, Definition: &b.def, Trigger: &tt}, ResumeOptions{Busy: true}, later)
+		_, ok := PreviewResume(chimedb.ScheduleRow{Schedule: s, Definition: &b.def, Trigger: &tt}, ResumeOptions{Busy: true}, later)
 		require.False(t, ok)
-		_, ok = PreviewResume(ScheduleRow{Schedule: s, Definition: &b.def, Trigger: &tt}, ResumeOptions{}, later)
+		_, ok = PreviewResume(chimedb.ScheduleRow{Schedule: s, Definition: &b.def, Trigger: &tt}, ResumeOptions{}, later)
 		require.True(t, ok)
 		// No definition: the engine would mark it invalid.
-		_, ok = PreviewResume(ScheduleRow{Schedule: s, Trigger: &tt}, ResumeOptions{}, later)
+		_, ok = PreviewResume(chimedb.ScheduleRow{Schedule: s, Trigger: &tt}, ResumeOptions{}, later)
 		require.False(t, ok)
 	})
 }

@@ -12,8 +12,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/internal/startstop"
+	"github.com/chimesched/chime/internal/testsignal"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/trigger"
 )
@@ -46,8 +48,8 @@ type Engine struct {
 	inflight map[int64]bool   // schedules in a batch a writer has not finished
 	queued   int              // batches handed to writers and not finished
 	invalid  map[int64]string
-	missing  map[int64]TriggerRow  // triggers to create
-	respec   map[int64]TriggerSpec // timing changes to record in the trigger rows
+	missing  map[int64]chimedb.TriggerRow  // triggers to create
+	respec   map[int64]chimedb.TriggerSpec // timing changes to record in the trigger rows
 
 	cache      *trigger.Cache                  // parsed expressions, calendars and zones shared by the entries
 	specs      map[specKey]string              // specHash by the timing columns: a few distinct among many rows
@@ -62,6 +64,29 @@ type Engine struct {
 	stale                                  bool      // leading, but no full sync read since it started leading
 	leadGen                                int       // counts gains of the lead
 	leaderSince                            time.Time // every occurrence before it is missed (the restore rule)
+
+	testSignals testSignals
+}
+
+// testSignals let a test wait for what the engine did instead of polling
+// the database for it. Each is a no-op until a test Inits it; a test Inits
+// only those it reads (the engine does not wait for readers).
+type testSignals struct {
+	fired  testsignal.Signal[firedBatch] // a fire batch finished, written or not
+	synced testsignal.Signal[syncedRead] // a sync read finished: its last page merged, or it failed
+}
+
+// firedBatch is what one fire batch did.
+type firedBatch struct {
+	jobs      int   // jobs written, catch-ups included
+	handedOff int   // of them, written running on this node
+	err       error // the batch was not written
+}
+
+// syncedRead is how one sync read ended.
+type syncedRead struct {
+	full bool
+	err  error
 }
 
 // settledState is what the run loop last published: the asked count it
@@ -76,7 +101,7 @@ type syncResult struct {
 	gen   int  // leadGen when the read started
 	full  bool // the read is of every active schedule
 	final bool // the read's last page, or its error
-	res   *LoadSchedulesResult
+	res   *chimedb.LoadSchedulesResult
 	err   error
 }
 
@@ -150,7 +175,7 @@ func (e *Engine) reset(cron gocron.Scheduler) {
 // entries and the work pending on them.
 func (e *Engine) clearSchedules() {
 	e.entries, e.heap, e.due, e.complete, e.inflight = map[int64]*entry{}, nil, map[int64]*entry{}, map[int64]bool{}, map[int64]bool{}
-	e.invalid, e.missing, e.respec = map[int64]string{}, map[int64]TriggerRow{}, map[int64]TriggerSpec{}
+	e.invalid, e.missing, e.respec = map[int64]string{}, map[int64]chimedb.TriggerRow{}, map[int64]chimedb.TriggerSpec{}
 	e.cache, e.specs, e.defaults = trigger.NewCache(), map[specKey]string{}, map[*models.JobDefinition]error{}
 }
 

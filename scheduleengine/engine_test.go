@@ -283,6 +283,7 @@ func TestStartStop(t *testing.T) {
 		log.SetLevel(logrus.WarnLevel)
 		e, err := New(st, &Config{NodeID: "n1", Leadership: leading(), Logger: log, SyncInterval: 200 * time.Millisecond})
 		require.NoError(t, err)
+		e.testSignals.fired.Init(t)
 		ctx := t.Context()
 		require.NoError(t, e.Stop(ctx), "stop before start is harmless")
 		<-e.Stopped()
@@ -295,16 +296,15 @@ func TestStartStop(t *testing.T) {
 			Timezone: "UTC", MisfirePolicy: models.MisfireFireOnce, Concurrency: models.ConcurrencyAllow, Status: models.ScheduleActive}
 		require.NoError(t, st.DB().Create(&s).Error)
 		e.Refresh()
-		require.Eventually(t, func() bool { return len(jobsOf(t, st, s.ID)) >= 2 }, 5*time.Second, 50*time.Millisecond)
+		waitFired(t, e, func() bool { return len(jobsOf(t, st, s.ID)) >= 2 })
 		require.NoError(t, e.Stop(ctx))
 		require.NoError(t, e.Stop(ctx))
 		<-e.Stopped()
 		require.False(t, e.IsLeader())
 
-		require.NoError(t, e.Start(ctx), "an engine restarts")
-		require.Eventually(t, e.IsLeader, 2*time.Second, 20*time.Millisecond)
 		n := len(jobsOf(t, st, s.ID))
-		require.Eventually(t, func() bool { return len(jobsOf(t, st, s.ID)) > n }, 5*time.Second, 50*time.Millisecond)
+		require.NoError(t, e.Start(ctx), "an engine restarts")
+		waitFired(t, e, func() bool { return len(jobsOf(t, st, s.ID)) > n })
 		require.NoError(t, e.Stop(ctx))
 
 		// A context that ends stops the engine too, and it may start again.

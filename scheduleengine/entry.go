@@ -2,10 +2,12 @@ package scheduleengine
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/trigger"
 )
@@ -18,7 +20,8 @@ type entry struct {
 	trig        trigger.Trigger
 	params      models.JSON // definition defaults merged with the schedule's params
 	maxAttempts int
-	last        *time.Time // last_fire_at
+	window      *time.Duration // catchup_window_seconds; nil when none
+	last        *time.Time     // last_fire_at
 	fired       int64
 	misfired    int64
 	next        time.Time     // first occurrence after last; zero when used up
@@ -28,7 +31,7 @@ type entry struct {
 	since       *time.Time    // the timing was changed then; occurrences count from it (time_triggers.spec_changed_at)
 	seen        uint32        // the last full read (Engine.epoch) that returned the row
 	lead        time.Duration // how long before next its fire is prepared (Config.FireAhead; 0 for forbid)
-	hold        int64         // UnixNano before which it is not tried again: its row was held (WriteFiresResult.Busy); 0 when not
+	hold        int64         // UnixNano before which it is not tried again: its row was held (chimedb.WriteFiresResult.Busy); 0 when not
 }
 
 // wake is when the engine takes the entry up: its next fire, less the
@@ -80,8 +83,8 @@ func (e *entry) usedUp() bool {
 	return e.next.IsZero() || (r != nil && *r == 0)
 }
 
-func (e *entry) triggerRow() TriggerRow {
-	t := TriggerRow{ScheduleID: e.sched.ID, LastFireAt: e.last, FiredCount: e.fired, RemainingCount: e.remaining(), MisfiredCount: e.misfired,
+func (e *entry) triggerRow() chimedb.TriggerRow {
+	t := chimedb.TriggerRow{ScheduleID: e.sched.ID, LastFireAt: e.last, FiredCount: e.fired, RemainingCount: e.remaining(), MisfiredCount: e.misfired,
 		SpecHash: e.spec, SpecChangedAt: e.since}
 	if !e.usedUp() { // max_runs may be spent with occurrences left
 		n := e.next
@@ -92,11 +95,11 @@ func (e *entry) triggerRow() TriggerRow {
 
 // newEntry builds the entry of an active schedule row, or returns the reason
 // it cannot be scheduled.
-func newEntry(r *ScheduleRow) (*entry, error) {
+func newEntry(r *chimedb.ScheduleRow) (*entry, error) {
 	return buildEntry(r, trigger.NewCache(), map[specKey]string{}, map[*models.JobDefinition]error{})
 }
 
-func (e *Engine) newEntry(r *ScheduleRow) (*entry, error) {
+func (e *Engine) newEntry(r *chimedb.ScheduleRow) (*entry, error) {
 	en, err := buildEntry(r, e.cache, e.specs, e.defaults)
 	if err == nil && en.sched.Concurrency != models.ConcurrencyForbid {
 		// A forbid schedule's fire depends on whether its last job has
@@ -113,14 +116,28 @@ func (e *Engine) newEntry(r *ScheduleRow) (*entry, error) {
 // (defaults), which are a schedule's params when it has none of its own.
 // A restore of a million schedules of a few expressions then parses,
 // hashes and allocates per expression, not per schedule.
-func buildEntry(r *ScheduleRow, cache *trigger.Cache, specs map[specKey]string, defaults map[*models.JobDefinition]error) (*entry, error) {
+func buildEntry(r *chimedb.ScheduleRow, cache *trigger.Cache, specs map[specKey]string, defaults map[*models.JobDefinition]error) (*entry, error) {
 	s := r.Schedule
+	if s.Unreadable != "" {
+		return nil, errors.New(s.Unreadable)
+	}
 	if r.Definition == nil {
 		return nil, fmt.Errorf("job definition %d does not exist", s.JobDefinitionID)
+	}
+	if _, _, err := r.Definition.Durations(); err != nil {
+		return nil, fmt.Errorf("job definition %d: %w", s.JobDefinitionID, err)
 	}
 	trig, err := cache.New(&s, r.Calendar)
 	if err != nil {
 		return nil, err
+	}
+	var window *time.Duration
+	if w := s.CatchupWindowSeconds; w != nil {
+		d, err := models.CatchupWindowBound.Duration(int64(*w))
+		if err != nil {
+			return nil, err
+		}
+		window = &d
 	}
 	var params models.JSON
 	if noParams(s.Params) {
@@ -146,10 +163,14 @@ func buildEntry(r *ScheduleRow, cache *trigger.Cache, specs map[specKey]string, 
 		specs[k] = spec
 	}
 	e := &entry{sched: s, def: r.Definition, cal: r.Calendar, trig: trig, params: params, maxAttempts: max(r.Definition.MaxAttempts, 1), hidx: -1,
-		spec: spec}
+		spec: spec, window: window}
 	t := r.Trigger
 	if t == nil {
 		t = &models.TimeTrigger{}
+	}
+	if err := models.CheckTimes(models.TimeColumn{Column: "time_triggers.last_fire_at", T: t.LastFireAt},
+		models.TimeColumn{Column: "time_triggers.spec_changed_at", T: t.SpecChangedAt}); err != nil {
+		return nil, err
 	}
 	if t.SpecChangedAt != nil && t.SpecHash == e.spec {
 		c := t.SpecChangedAt.UTC()
@@ -172,7 +193,7 @@ func noParams(p models.JSON) bool {
 // unchanged reports whether r is the row en was built from, with no fire
 // recorded in it that en has not seen: re-applying it would build the same
 // entry.
-func (e *entry) unchanged(r *ScheduleRow) bool {
+func (e *entry) unchanged(r *chimedb.ScheduleRow) bool {
 	if r.Definition == nil || !reflect.DeepEqual(e.sched, r.Schedule) || !reflect.DeepEqual(e.def, r.Definition) ||
 		!reflect.DeepEqual(e.cal, r.Calendar) {
 		return false

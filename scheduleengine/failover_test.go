@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -23,7 +24,7 @@ type heldStore struct {
 	release chan struct{} // close to let it commit
 }
 
-func (h *heldStore) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFiresResult, error) {
+func (h *heldStore) WriteFires(ctx context.Context, p *chimedb.WriteFiresParams) (*chimedb.WriteFiresResult, error) {
 	if h.hold.CompareAndSwap(true, false) {
 		close(h.entered)
 		<-h.release

@@ -4,13 +4,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"github.com/chimesched/chime/chimedb"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/models"
 )
@@ -42,9 +42,9 @@ type planned struct {
 
 // writeReq is one batch on its way through a writer.
 type writeReq struct {
-	batch     *WriteFiresParams
+	batch     *chimedb.WriteFiresParams
 	items     []planned
-	res       *WriteFiresResult
+	res       *chimedb.WriteFiresResult
 	err       error
 	committed time.Time
 	// at is the instant of a batch prepared ahead (Config.FireAhead): its
@@ -211,7 +211,7 @@ func (e *Engine) writable() bool {
 
 // batchOf turns planned schedules into one WriteFires call.
 func (e *Engine) batchOf(items []planned) *writeReq {
-	batch := &WriteFiresParams{}
+	batch := &chimedb.WriteFiresParams{}
 	for _, it := range items {
 		en, p := it.en, &it.p
 		if it.completeOnly {
@@ -222,7 +222,7 @@ func (e *Engine) batchOf(items []planned) *writeReq {
 			continue
 		}
 		for _, f := range p.fires {
-			batch.Jobs = append(batch.Jobs, FireJob{
+			batch.Jobs = append(batch.Jobs, chimedb.FireJob{
 				ScheduleID: en.sched.ID, JobDefinitionID: en.sched.JobDefinitionID, ScheduledAt: f.at,
 				MaxAttempts: en.maxAttempts, Params: en.params, CatchUp: f.catchUp, MissedFires: f.missedFires,
 			})
@@ -269,7 +269,7 @@ func (e *Engine) write(ctx context.Context, r *writeReq) {
 	if !e.cfg.Leadership.Leading() {
 		r.err = errNotLeader // the next leader restores these fires from the tables
 	} else {
-		r.res, r.err = e.writeFires(ctx, r.batch)
+		r.res, r.err = e.store.WriteFires(ctx, r.batch)
 	}
 	r.committed = e.cfg.Clock.Now()
 }
@@ -293,39 +293,6 @@ func (e *Engine) awaitInstant(ctx context.Context, at time.Time) error {
 	return nil
 }
 
-// writeFires writes one batch. With a task engine on this node
-// (Config.Handoff), it first reserves free workers for the batch's on-time
-// jobs, so the transaction writes up to that many of them as running here,
-// and after it delivers them to the task engine: the claim's round trip
-// after the commit is what stood between a fire and its start. Whatever
-// happens, every reserved worker not used is given back.
-func (e *Engine) writeFires(ctx context.Context, b *WriteFiresParams) (*WriteFiresResult, error) {
-	h := e.cfg.Handoff
-	if h == nil {
-		return e.store.WriteFires(ctx, b)
-	}
-	onTime := 0
-	for _, j := range b.Jobs {
-		if !j.CatchUp {
-			onTime++
-		}
-	}
-	slots, kinds := h.ReserveHandoff(onTime)
-	if slots == 0 {
-		b.HandoffNode, b.HandoffKinds, b.HandoffSlots = "", nil, 0
-		return e.store.WriteFires(ctx, b)
-	}
-	b.HandoffNode, b.HandoffKinds, b.HandoffSlots = e.cfg.NodeID, kinds, slots
-	var handed []chimedb.ClaimedJob
-	defer func() { h.DeliverHandoff(handed, slots) }()
-	res, err := e.store.WriteFires(ctx, b)
-	if err != nil {
-		return nil, err
-	}
-	handed = res.HandedOff
-	return res, nil
-}
-
 func (e *Engine) planInput(en *entry, busy bool) planInput {
 	in := planInput{
 		trig: en.trig, after: en.after(), fired: en.fired, maxRuns: en.sched.MaxRuns,
@@ -335,10 +302,7 @@ func (e *Engine) planInput(en *entry, busy bool) planInput {
 	if e.leaderSince.After(in.restoreUpTo) {
 		in.restoreUpTo = e.leaderSince
 	}
-	if w := en.sched.CatchupWindowSeconds; w != nil {
-		d := time.Duration(*w) * time.Second
-		in.window = &d
-	}
+	in.window = en.window
 	return in
 }
 
@@ -359,7 +323,7 @@ func (e *Engine) busySchedules(ctx context.Context, due []*entry) (map[int64]boo
 // advancedRow is en's trigger row after p. FromLastFireAt: the row must
 // still be where this plan started, or another writer has moved it on and
 // the plan is stale (store.WriteFires writes nothing for it).
-func advancedRow(en *entry, p *plan) TriggerRow {
+func advancedRow(en *entry, p *plan) chimedb.TriggerRow {
 	row := en.triggerRow()
 	row.FiredCount, row.MisfiredCount, row.FromLastFireAt, row.NextFireAt = p.fired, en.misfired+p.misfired, en.last, nil
 	if p.remaining != nil {
@@ -391,10 +355,12 @@ func (e *Engine) finish(r *writeReq) {
 			e.log.WithError(r.err).Warn("writing fires failed; retrying")
 		}
 		e.fireRetry = r.committed.Add(e.cfg.RetryDelay)
+		e.testSignals.fired.Signal(firedBatch{err: r.err})
 		return
 	}
 	res := r.res
-	stale := make(map[int64]TriggerRow, len(res.Stale))
+	defer e.testSignals.fired.Signal(firedBatch{jobs: res.Inserted + res.InsertedCatchUp, handedOff: len(res.HandedOff)})
+	stale := make(map[int64]chimedb.TriggerRow, len(res.Stale))
 	for _, t := range res.Stale {
 		stale[t.ScheduleID] = t
 	}

@@ -80,7 +80,7 @@ type failFirstWrite struct {
 	calls atomic.Int64
 }
 
-func (f *failFirstWrite) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFiresResult, error) {
+func (f *failFirstWrite) WriteFires(ctx context.Context, p *chimedb.WriteFiresParams) (*chimedb.WriteFiresResult, error) {
 	if f.calls.Add(1) == 1 {
 		dead, cancel := context.WithCancel(ctx)
 		cancel()
@@ -121,27 +121,37 @@ func newHandoffNode(t *testing.T, st Store, pool int, gate <-chan struct{}, with
 	log.SetLevel(logrus.WarnLevel)
 	var opts []func(*Config)
 	if withTasks {
-		te, err := taskengine.New(n.claims, &taskengine.Config{
-			NodeID: node, Logger: log, PollInterval: time.Hour, PoolSize: pool, Registry: reg, Clock: clock,
-			ControlInterval: 50 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond, ShutdownGrace: 5 * time.Second,
-		})
-		require.NoError(t, err)
-		require.NoError(t, te.Start(context.Background()))
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			require.NoError(t, te.Stop(ctx))
-		})
+		te := startTaskEngine(t, n.claims, taskengine.Config{NodeID: node, Logger: log, PoolSize: pool, Registry: reg, Clock: clock})
 		// The start's own claim, returned (it reserves the free workers
 		// while it runs): every claim after it is one a fire caused.
 		require.Eventually(t, func() bool { return n.claims.done.Load() == 1 }, 10*time.Second, time.Millisecond)
 		n.te = te
-		opts = append(opts, func(c *Config) { c.Handoff = te; c.OnFire = te.Wake })
+		// As app wires them: fires go through the task engine's
+		// decorator of the store, and nudge its claim.
+		st = te.HandoffStore(st)
+		opts = append(opts, func(c *Config) { c.OnFire = te.Wake })
 	}
 	// Registered after the task engine: its Stop runs first at cleanup,
 	// as in chime serve.
 	n.bundle = setupWithClock(t, st, node, clock, opts...)
 	return n
+}
+
+// startTaskEngine starts a task engine on st with cfg, whose poll never
+// ticks (fires wake it) and whose other loops are quick, and stops it at
+// cleanup, before the schedule engine set up after it.
+func startTaskEngine(t *testing.T, st chimedb.TaskStore, cfg taskengine.Config) *taskengine.Engine {
+	t.Helper()
+	cfg.PollInterval, cfg.ControlInterval, cfg.HeartbeatInterval, cfg.ShutdownGrace = time.Hour, 50*time.Millisecond, 100*time.Millisecond, 5*time.Second
+	te, err := taskengine.New(st, &cfg)
+	require.NoError(t, err)
+	require.NoError(t, te.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, te.Stop(ctx))
+	})
+	return te
 }
 
 // schedule adds an every-minute interval schedule of kind's definition,
@@ -235,23 +245,25 @@ func TestHandoffBoundedByFreeWorkers(t *testing.T) {
 		for _, name := range []string{"a", "b", "c", "d", "e"} {
 			ids = append(ids, n.schedule(t, name, gateKind, models.ConcurrencyAllow, start))
 		}
+		n.e.testSignals.fired.Init(t)
 		n.at(t, start)
+		require.Equal(t, firedBatch{jobs: 5, handedOff: 2}, n.e.testSignals.fired.WaitOrTimeout(),
+			"one batch, two of its jobs handed off")
+		// The fire's transaction wrote both states; the gate holds the two
+		// workers, so nothing has moved since.
+		var rows []models.Job
+		require.NoError(t, n.st.DB().Where("schedule_id IN ?", ids).Find(&rows).Error)
 		var running, pending int
-		require.Eventually(t, func() bool {
-			var rows []models.Job
-			require.NoError(t, n.st.DB().Where("schedule_id IN ?", ids).Find(&rows).Error)
-			running, pending = 0, 0
-			for _, r := range rows {
-				switch r.Status {
-				case models.JobRunning:
-					require.True(t, n.handedOff(r, start), "the running jobs are the handed-off ones")
-					running++
-				case models.JobPending:
-					pending++
-				}
+		for _, r := range rows {
+			switch r.Status {
+			case models.JobRunning:
+				require.True(t, n.handedOff(r, start), "the running jobs are the handed-off ones")
+				running++
+			case models.JobPending:
+				pending++
 			}
-			return running == 2 && pending == 3
-		}, 20*time.Second, 5*time.Millisecond, "running %d pending %d", running, pending)
+		}
+		require.Equal(t, []int{2, 3}, []int{running, pending}, "running, pending")
 		open()
 		jobs := n.waitJobs(t, models.JobSucceeded, ids...)
 		claimed := 0
@@ -294,8 +306,13 @@ func TestHandoffSchedulerOnlyWritesPending(t *testing.T) {
 		n := newHandoffNode(t, st, 0, nil, false)
 		start := n.clock.Now()
 		a := n.schedule(t, "a", sleep.Kind, models.ConcurrencyAllow, start)
+		n.e.testSignals.fired.Init(t)
 		n.at(t, start)
-		j := n.waitJobs(t, models.JobPending, a)[a]
+		require.Equal(t, firedBatch{jobs: 1}, n.e.testSignals.fired.WaitOrTimeout())
+		jobs := jobsOf(t, n.st, a)
+		require.Len(t, jobs, 1)
+		j := jobs[0]
+		require.Equal(t, models.JobPending, j.Status)
 		require.Empty(t, j.NodeID)
 		require.Zero(t, j.Attempt)
 		require.Nil(t, j.StartedAt)

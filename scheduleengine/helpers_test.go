@@ -13,6 +13,7 @@ import (
 
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/taskengine"
 )
 
 // switchLeadership is the tests' Leadership: a switch flipped by hand, as
@@ -58,6 +59,19 @@ func settle(t *testing.T, e *Engine) {
 		s := e.settled.Load()
 		return s != nil && s.asked >= asked && s.until.After(e.cfg.Clock.Now())
 	}, 10*time.Second, time.Millisecond, "the engine did not settle at %s", e.cfg.Clock.Now())
+}
+
+// waitFired waits until cond holds, looking again after each fire batch
+// the engine finishes: what cond reads changes with a fire, not with
+// time. The engine's fired signal must have been Init'ed before Start.
+func waitFired(t *testing.T, e *Engine, cond func() bool, msg ...any) {
+	t.Helper()
+	for !cond() {
+		e.testSignals.fired.WaitOrTimeout()
+		if t.Failed() {
+			t.Fatal(msg...)
+		}
+	}
 }
 
 // bundle is one engine on a fresh database with a fake clock.
@@ -106,6 +120,9 @@ func setupWithClock(t *testing.T, st Store, nodeID string, clock *clockwork.Fake
 }
 
 func dbOf(st Store) *store.Store {
+	if h, ok := st.(*taskengine.HandoffStore); ok {
+		return dbOf(h.ScheduleStore)
+	}
 	if h, ok := st.(*heldStore); ok {
 		return h.Store
 	}

@@ -1,6 +1,7 @@
 package scheduleengine
 
 import (
+	"math"
 	"time"
 
 	"github.com/chimesched/chime/models"
@@ -10,6 +11,11 @@ import (
 // maxWalk bounds how many missed occurrences one plan enumerates, so a
 // per-second cron that missed a year costs milliseconds, not minutes.
 const maxWalk = 100_000
+
+// maxSteps bounds one plan's walk in all: maxWalk missed fires, the jump,
+// and the on-time fires of the longest misfire threshold (a day, one per
+// second) fit well within it.
+const maxSteps = 3 * maxWalk
 
 // planFire is one job row a plan wants written.
 type planFire struct {
@@ -127,6 +133,12 @@ func (p *plan) walk(in planInput, now time.Time) (missed []time.Time, missedCoun
 		}
 	}
 	for n := 0; !t.IsZero() && !t.After(now); n++ {
+		if n == maxSteps {
+			// The jump below lands on the last missed fire, so only a
+			// trigger whose Next is not monotone gets here: stop, and
+			// leave the rest (p.next is due) to the next turn.
+			break
+		}
 		switch {
 		case t.After(cutoff):
 			onTime = append(onTime, t)
@@ -148,22 +160,53 @@ func (p *plan) walk(in planInput, now time.Time) (missed []time.Time, missedCoun
 	return missed, missedCount, onTime
 }
 
-// latestAtOrBefore finds the last occurrence in [from, upto] by walking
-// windows of growing size back from upto, since a Trigger only walks forward.
+// latestAtOrBefore finds the last occurrence in [from, upto], from being
+// one. A Trigger only walks forward, so it looks back from upto in windows
+// growing ×4 for the span the occurrence lies in, then bisects that span:
+// it asks trig some 150 times at most, however many occurrences the span
+// holds and however far back from lies.
 func latestAtOrBefore(trig trigger.Trigger, from, upto time.Time) time.Time {
-	for w := time.Minute; ; w *= 4 {
+	// has: an occurrence lies in (after, upto].
+	has := func(after time.Time) bool {
+		n := trig.Next(after)
+		return !n.IsZero() && !n.After(upto)
+	}
+	lo, hi := from.Add(-time.Nanosecond), upto // has(lo), !has(hi)
+	for w := time.Minute; w <= maxLookBack; w *= 4 {
 		start := upto.Add(-w)
-		if start.Before(from) {
-			start = from.Add(-time.Nanosecond)
+		if !start.After(lo) {
+			break
 		}
-		var last time.Time
-		t := trig.Next(start)
-		for n := 0; !t.IsZero() && !t.After(upto) && n < maxWalk; n++ {
-			last = t
-			t = trig.Next(t)
+		if has(start) {
+			lo = start
+			break
 		}
-		if !last.IsZero() || !start.After(from) {
-			return last
+		hi = start
+	}
+	for {
+		mid := midpoint(lo, hi)
+		if !mid.After(lo) || !mid.Before(hi) {
+			// hi is lo + 1ns: the occurrence after lo is the last.
+			return trig.Next(lo)
+		}
+		if has(mid) {
+			lo = mid
+		} else {
+			hi = mid
 		}
 	}
+}
+
+// maxLookBack is the widest window latestAtOrBefore looks back, far from
+// time.Duration's overflow; a wider span is bisected.
+const maxLookBack = 64 * 365 * 24 * time.Hour
+
+// midpoint is halfway between a and b (a before b), to the second when
+// they lie farther apart than a time.Duration reaches.
+func midpoint(a, b time.Time) time.Time {
+	if d := b.Sub(a); d < math.MaxInt64 {
+		return a.Add(d / 2)
+	}
+	as, bs := a.Unix(), b.Unix()
+	return time.Unix(as/2+bs/2, 0).UTC()
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/trigger"
 )
@@ -127,7 +128,7 @@ func BenchmarkComputePlan(b *testing.B) {
 func TestUsedUpEntryHasNoNextFire(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	en, err := newEntry(&ScheduleRow{
+	en, err := newEntry(&chimedb.ScheduleRow{
 		Schedule:   models.Schedule{ID: 1, ScheduleType: models.ScheduleCron, CronExpr: ptr("*/10 * * * * *"), MaxRuns: ptr(2), CreatedAt: start},
 		Definition: &models.JobDefinition{},
 	})

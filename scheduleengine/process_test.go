@@ -69,17 +69,7 @@ func TestKilledAndRestarted(t *testing.T) {
 			require.NoError(t, db.Exec(`INSERT INTO schedules (name, job_definition_id, schedule_type, cron_expr)
 				VALUES ('every-second', (SELECT id FROM job_definitions WHERE name = 'tick'), 'cron', '* * * * * *')`).Error)
 
-			child := exec.Command(os.Args[0], "-test.run=^TestHelperEngineProcess$")
-			child.Env = append(os.Environ(), envChildNode+"=n1", envChildDriver+"="+string(cfg.Driver), envChildDSN+"="+cfg.DSN)
-			child.Stderr = os.Stderr
-			require.NoError(t, child.Start())
-			killed := false
-			t.Cleanup(func() {
-				if !killed {
-					_ = child.Process.Kill()
-					_ = child.Wait()
-				}
-			})
+			child := startChild(t, cfg)
 
 			jobs := func() []models.Job {
 				var js []models.Job
@@ -87,9 +77,7 @@ func TestKilledAndRestarted(t *testing.T) {
 				return js
 			}
 			require.Eventually(t, func() bool { return len(jobs()) >= 4 }, 15*time.Second, 50*time.Millisecond)
-			require.NoError(t, child.Process.Kill()) // SIGKILL: no stop, no lease release
-			_ = child.Wait()
-			killed = true
+			child.kill(t) // SIGKILL: no stop, no lease release
 			// The child may have started late enough to miss its first
 			// occurrence (a slow -race start): count misfires from here.
 			var trBefore models.TimeTrigger
@@ -104,13 +92,18 @@ func TestKilledAndRestarted(t *testing.T) {
 			time.Sleep(7 * time.Second)
 			log := logrus.New()
 			log.SetLevel(logrus.WarnLevel)
-			e, err := New(st, &Config{NodeID: "n1", Leadership: leading(), Logger: log, SyncInterval: 200 * time.Millisecond})
+			e, err := New(st, &Config{NodeID: "n1", Leadership: leading(), Logger: log})
 			require.NoError(t, err)
+			e.testSignals.fired.Init(t)
+			e.testSignals.synced.Init(t)
 			require.NoError(t, e.Start(ctx))
-			require.Eventually(t, func() bool {
+			restore := e.testSignals.synced.WaitOrTimeout()
+			require.True(t, restore.full, "a start reads every schedule")
+			require.NoError(t, restore.err)
+			waitFired(t, e, func() bool {
 				js := jobs()
 				return js[len(js)-1].ScheduledAt.After(last.Add(9 * time.Second))
-			}, 10*time.Second, 50*time.Millisecond, "fires resume after the restart")
+			}, "fires resume after the restart")
 			require.NoError(t, e.Stop(ctx))
 
 			after := jobs()[len(before):]
@@ -133,6 +126,37 @@ func TestKilledAndRestarted(t *testing.T) {
 			require.EqualValues(t, c.MissedFires, tr.MisfiredCount-trBefore.MisfiredCount, "every missed fire is counted, the one written for them included")
 		})
 	}
+}
+
+// child is TestHelperEngineProcess run as a process of its own.
+type child struct {
+	cmd    *exec.Cmd
+	killed bool
+}
+
+// startChild starts an engine process on cfg's database; it is killed at
+// the end of the test, unless kill has killed it.
+func startChild(t *testing.T, cfg store.Config) *child {
+	t.Helper()
+	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^TestHelperEngineProcess$")}
+	c.cmd.Env = append(os.Environ(), envChildNode+"=n1", envChildDriver+"="+string(cfg.Driver), envChildDSN+"="+cfg.DSN)
+	c.cmd.Stderr = os.Stderr
+	require.NoError(t, c.cmd.Start())
+	t.Cleanup(func() {
+		if !c.killed {
+			_ = c.cmd.Process.Kill()
+			_ = c.cmd.Wait()
+		}
+	})
+	return c
+}
+
+// kill kills the process without a word.
+func (c *child) kill(t *testing.T) {
+	t.Helper()
+	require.NoError(t, c.cmd.Process.Kill())
+	_ = c.cmd.Wait()
+	c.killed = true
 }
 
 // requireOnePerSecond checks that jobs, in scheduled_at order, are on whole

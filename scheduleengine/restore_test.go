@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -21,10 +22,10 @@ type pagedStore struct {
 	mu    sync.Mutex
 	reads [][]int64 // ids returned, one slice per full read
 	calls []int64   // AfterID of every full read's page, in order
-	hook  func(ctx context.Context, p *LoadSchedulesParams)
+	hook  func(ctx context.Context, p *chimedb.LoadSchedulesParams)
 }
 
-func (s *pagedStore) LoadSchedules(ctx context.Context, p *LoadSchedulesParams) (*LoadSchedulesResult, error) {
+func (s *pagedStore) LoadSchedules(ctx context.Context, p *chimedb.LoadSchedulesParams) (*chimedb.LoadSchedulesResult, error) {
 	s.mu.Lock()
 	hook := s.hook
 	s.mu.Unlock()
@@ -65,7 +66,7 @@ func TestPagedRestoreSeesEveryScheduleOnce(t *testing.T) {
 		}
 		var added models.Schedule
 		var once sync.Once
-		ps.hook = func(_ context.Context, p *LoadSchedulesParams) {
+		ps.hook = func(_ context.Context, p *chimedb.LoadSchedulesParams) {
 			if p.ChangedSince != nil || p.AfterID == 0 {
 				return
 			}
@@ -119,7 +120,7 @@ func TestLeadDuringReadStartsAFreshRead(t *testing.T) {
 		}
 		entered, release := make(chan struct{}), make(chan struct{})
 		var once sync.Once
-		ps.hook = func(_ context.Context, p *LoadSchedulesParams) {
+		ps.hook = func(_ context.Context, p *chimedb.LoadSchedulesParams) {
 			if p.ChangedSince == nil && p.AfterID > 0 {
 				once.Do(func() {
 					close(entered)

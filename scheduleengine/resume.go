@@ -7,6 +7,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
@@ -44,7 +45,7 @@ type ResumeOptions struct {
 // was missed, misfire_policy skip, the catch-up window or max_runs left
 // nothing, a forbid schedule is busy, or the engine would mark the row
 // invalid. The API's schedule show and the console call it.
-func PreviewResume(r ScheduleRow, opts ResumeOptions, now time.Time) (catchUp ResumeCatchUp, ok bool) {
+func PreviewResume(r chimedb.ScheduleRow, opts ResumeOptions, now time.Time) (catchUp ResumeCatchUp, ok bool) {
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	cfg := Config{MisfireThreshold: opts.MisfireThreshold, FireAllCap: opts.FireAllCap,

@@ -26,7 +26,7 @@ const syncOverlap = 10 * time.Second
 // (once no longer stale) are written between pages.
 func (e *Engine) startSync(ctx context.Context, now time.Time) {
 	full := !now.Before(e.fullDue)
-	p := LoadSchedulesParams{Limit: e.cfg.SyncPageSize}
+	p := chimedb.LoadSchedulesParams{Limit: e.cfg.SyncPageSize}
 	if !full && !e.watermark.IsZero() {
 		since := e.watermark.Add(-syncOverlap)
 		p.ChangedSince = &since
@@ -68,7 +68,11 @@ func (e *Engine) afterLoad(ctx context.Context, r syncResult) {
 		e.syncing = false
 		e.syncCancel = nil
 	}
-	if err := e.merge(ctx, r); err != nil {
+	err := e.merge(ctx, r)
+	if r.final {
+		defer e.testSignals.synced.Signal(syncedRead{full: r.full, err: err})
+	}
+	if err != nil {
 		if r.err != nil && errors.Is(r.err, context.Canceled) && ctx.Err() == nil {
 			// Stopped by follow for a read started as leader: that one
 			// is due now.
@@ -137,7 +141,7 @@ func (e *Engine) merge(ctx context.Context, r syncResult) error {
 // apply replaces the engine's view of one schedule with the row's. What
 // is already due (a restore, a resume, a new leader) comes off the heap at
 // the next tick. It returns the entry the schedule has now, nil when none.
-func (e *Engine) apply(r *ScheduleRow) *entry {
+func (e *Engine) apply(r *chimedb.ScheduleRow) *entry {
 	id := r.Schedule.ID
 	old := e.entries[id]
 	if r.Schedule.Status != models.ScheduleActive {
@@ -197,14 +201,14 @@ func (e *Engine) apply(r *ScheduleRow) *entry {
 // engine saw it, and the leader records that instant for a restart or
 // another leader. An empty fingerprint (a row from before spec_hash
 // existed) is adopted as it is.
-func (e *Engine) respecced(r *ScheduleRow, en, old *entry) {
+func (e *Engine) respecced(r *chimedb.ScheduleRow, en, old *entry) {
 	id := en.sched.ID
 	t := r.Trigger
 	if t == nil || t.SpecHash == en.spec {
 		delete(e.respec, id)
 		return
 	}
-	sp := TriggerSpec{ScheduleID: id, From: t.SpecHash, Hash: en.spec}
+	sp := chimedb.TriggerSpec{ScheduleID: id, From: t.SpecHash, Hash: en.spec}
 	if t.SpecHash != "" {
 		at := chimedb.DBTime(e.cfg.Clock.Now())
 		if old != nil && old.spec == en.spec && old.since != nil {
@@ -240,21 +244,21 @@ func (e *Engine) remove(id int64) {
 func (e *Engine) writeBookkeeping(ctx context.Context, now time.Time) error {
 	for id, reason := range e.invalid {
 		e.log.WithFields(logrus.Fields{"schedule_id": id, "reason": reason}).Warn("schedule cannot be scheduled; marking it invalid")
-		if err := e.store.MarkInvalid(ctx, &MarkInvalidParams{ScheduleID: id, Reason: reason, Now: now}); err != nil {
+		if err := e.store.MarkInvalid(ctx, &chimedb.MarkInvalidParams{ScheduleID: id, Reason: reason, Now: now}); err != nil {
 			return err
 		}
 		delete(e.invalid, id)
 	}
 	if len(e.missing) > 0 {
-		rows := slices.SortedFunc(maps.Values(e.missing), func(a, b TriggerRow) int { return cmp.Compare(a.ScheduleID, b.ScheduleID) })
-		if err := e.store.EnsureTriggers(ctx, &EnsureTriggersParams{Triggers: rows, Now: now}); err != nil {
+		rows := slices.SortedFunc(maps.Values(e.missing), func(a, b chimedb.TriggerRow) int { return cmp.Compare(a.ScheduleID, b.ScheduleID) })
+		if err := e.store.EnsureTriggers(ctx, &chimedb.EnsureTriggersParams{Triggers: rows, Now: now}); err != nil {
 			return err
 		}
 		clear(e.missing)
 	}
 	if len(e.respec) > 0 {
 		specs := slices.Collect(maps.Values(e.respec))
-		if err := e.store.SetTriggerSpecs(ctx, &SetTriggerSpecsParams{Specs: specs, Now: now}); err != nil {
+		if err := e.store.SetTriggerSpecs(ctx, &chimedb.SetTriggerSpecsParams{Specs: specs, Now: now}); err != nil {
 			return err
 		}
 		clear(e.respec)

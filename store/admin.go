@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -21,23 +22,23 @@ type Admin struct{ s *Store }
 // Admin returns the admin queries of s.
 func (s *Store) Admin() chimedb.AdminQueries { return &Admin{s: s} }
 
-// Sentinels the admin queries wrap; they live in chimedb so that the API
-// matches them without importing store.
-var (
-	ErrNotFound     = chimedb.ErrNotFound
-	ErrConflict     = chimedb.ErrConflict
-	ErrNoDefinition = chimedb.ErrNoDefinition
-	ErrInUse        = chimedb.ErrInUse
-	ErrJobState     = chimedb.ErrJobState
-)
+func (a *Admin) page(ctx context.Context, p *chimedb.AdminListParams, timeCol string, out any) error {
+	return a.pageQuery(ctx, p, timeCol).Find(out).Error
+}
 
-func (a *Admin) page(ctx context.Context, p *AdminListParams, timeCol string, out any) error {
+// pageQuery is the query of page, for a caller that reads it itself.
+func (a *Admin) pageQuery(ctx context.Context, p *chimedb.AdminListParams, timeCol string) *gorm.DB {
 	q := a.s.db.WithContext(ctx).Order("id DESC").Limit(max(p.Limit, 1))
 	if p.BeforeID > 0 {
 		q = q.Where("id < ?", p.BeforeID)
 	}
 	if p.Name != "" {
 		q = q.Where("name = ?", p.Name)
+	}
+	if p.NameContains != "" {
+		// '!' escapes: a backslash means different things to MySQL and SQLite.
+		esc := strings.NewReplacer("!", "!!", "%", "!%", "_", "!_").Replace(p.NameContains)
+		q = q.Where(`name LIKE ? ESCAPE '!'`, "%"+esc+"%")
 	}
 	if p.Status != "" {
 		q = q.Where("status = ?", p.Status)
@@ -55,11 +56,11 @@ func (a *Admin) page(ctx context.Context, p *AdminListParams, timeCol string, ou
 	if !p.Until.IsZero() {
 		q = q.Where(timeCol+" < ?", DBTime(p.Until))
 	}
-	return q.Find(out).Error
+	return q
 }
 
 // ListDefinitions returns a page of job_definitions.
-func (a *Admin) ListDefinitions(ctx context.Context, p *AdminListParams) ([]models.JobDefinition, error) {
+func (a *Admin) ListDefinitions(ctx context.Context, p *chimedb.AdminListParams) ([]models.JobDefinition, error) {
 	var out []models.JobDefinition
 	if err := a.page(ctx, p, "created_at", &out); err != nil {
 		return nil, fmt.Errorf("list job definitions: %w", err)
@@ -68,7 +69,7 @@ func (a *Admin) ListDefinitions(ctx context.Context, p *AdminListParams) ([]mode
 }
 
 // ListSchedules returns a page of schedules.
-func (a *Admin) ListSchedules(ctx context.Context, p *AdminListParams) ([]models.Schedule, error) {
+func (a *Admin) ListSchedules(ctx context.Context, p *chimedb.AdminListParams) ([]models.Schedule, error) {
 	var out []models.Schedule
 	if err := a.page(ctx, p, "created_at", &out); err != nil {
 		return nil, fmt.Errorf("list schedules: %w", err)
@@ -76,10 +77,12 @@ func (a *Admin) ListSchedules(ctx context.Context, p *AdminListParams) ([]models
 	return out, nil
 }
 
-// ListJobs returns a page of jobs; Since and Until bound scheduled_at.
-func (a *Admin) ListJobs(ctx context.Context, p *AdminListParams) ([]models.Job, error) {
-	var out []models.Job
-	if err := a.page(ctx, p, "scheduled_at", &out); err != nil {
+// ListJobs returns a page of jobs; Since and Until bound scheduled_at. A
+// row written without the API that chime cannot run as it is comes back
+// with Unreadable set (see shownJobs).
+func (a *Admin) ListJobs(ctx context.Context, p *chimedb.AdminListParams) ([]models.Job, error) {
+	out, err := shownJobs(a.pageQuery(ctx, p, "scheduled_at").Model(&models.Job{}))
+	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	return out, nil
@@ -150,7 +153,7 @@ func (a *Admin) ListConfigurations(ctx context.Context) ([]models.Configuration,
 	return out, nil
 }
 
-// GetConfiguration returns one configuration row or ErrNotFound.
+// GetConfiguration returns one configuration row or chimedb.ErrNotFound.
 func (a *Admin) GetConfiguration(ctx context.Context, name string) (*models.Configuration, error) {
 	var c models.Configuration
 	if err := first(a.s.db.WithContext(ctx).Where("name = ?", name), &c); err != nil {
@@ -172,28 +175,28 @@ func (a *Admin) SetConfiguration(ctx context.Context, c *models.Configuration) e
 	return nil
 }
 
-// conflict makes gorm's duplicate-key error match ErrConflict too, so that
+// conflict makes gorm's duplicate-key error match chimedb.ErrConflict too, so that
 // callers need not know gorm; gorm's stays in the chain for the log.
 func conflict(err error) error {
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
-		return fmt.Errorf("%w (%w)", ErrConflict, err)
+		return fmt.Errorf("%w (%w)", chimedb.ErrConflict, err)
 	}
 	return err
 }
 
-// first reads one row into out, turning gorm's not-found into ErrNotFound.
+// first reads one row into out, turning gorm's not-found into chimedb.ErrNotFound.
 func first(q *gorm.DB, out any) error {
 	err := q.Limit(1).Find(out)
 	if err.Error != nil {
 		return err.Error
 	}
 	if err.RowsAffected == 0 {
-		return ErrNotFound
+		return chimedb.ErrNotFound
 	}
 	return nil
 }
 
-// GetDefinition returns one job definition or ErrNotFound.
+// GetDefinition returns one job definition or chimedb.ErrNotFound.
 func (a *Admin) GetDefinition(ctx context.Context, id int64) (*models.JobDefinition, error) {
 	var d models.JobDefinition
 	if err := first(a.s.db.WithContext(ctx).Where("id = ?", id), &d); err != nil {
@@ -203,7 +206,7 @@ func (a *Admin) GetDefinition(ctx context.Context, id int64) (*models.JobDefinit
 }
 
 // CreateDefinition inserts d and fills its id and times. A duplicate name
-// returns an error wrapping ErrConflict.
+// returns an error wrapping chimedb.ErrConflict.
 func (a *Admin) CreateDefinition(ctx context.Context, d *models.JobDefinition) error {
 	now := DBTime(time.Now())
 	d.ID, d.CreatedAt, d.UpdatedAt = 0, now, now
@@ -217,7 +220,7 @@ var definitionColumns = []string{"name", "task_type", "description", "default_pa
 	"max_attempts", "retry_backoff_seconds", "notify_on", "notify_emails", "requests_recovery", "priority", "updated_at"}
 
 // UpdateDefinition writes every admin-owned column of d (row d.ID); a
-// duplicate name wraps ErrConflict.
+// duplicate name wraps chimedb.ErrConflict.
 func (a *Admin) UpdateDefinition(ctx context.Context, d *models.JobDefinition) error {
 	d.UpdatedAt = DBTime(time.Now())
 	r := a.s.db.WithContext(ctx).Model(&models.JobDefinition{}).Where("id = ?", d.ID).
@@ -226,13 +229,13 @@ func (a *Admin) UpdateDefinition(ctx context.Context, d *models.JobDefinition) e
 		return fmt.Errorf("update job definition %d: %w", d.ID, conflict(r.Error))
 	}
 	if r.RowsAffected == 0 {
-		return fmt.Errorf("job definition %d: %w", d.ID, ErrNotFound)
+		return fmt.Errorf("job definition %d: %w", d.ID, chimedb.ErrNotFound)
 	}
 	return nil
 }
 
 // DeleteDefinition deletes definition id unless a schedule or an
-// unfinished job still refers to it (ErrInUse): deleting it would leave
+// unfinished job still refers to it (chimedb.ErrInUse): deleting it would leave
 // them unable to run.
 func (a *Admin) DeleteDefinition(ctx context.Context, id int64) error {
 	return a.s.InTx(ctx, func(tx *gorm.DB) error {
@@ -252,7 +255,7 @@ func (a *Admin) DeleteDefinition(ctx context.Context, id int64) error {
 		}
 		if schedules > 0 || jobs > 0 {
 			return fmt.Errorf("job definition %d is used by %d schedule(s) and %d unfinished job(s); delete or move those first: %w",
-				id, schedules, jobs, ErrInUse)
+				id, schedules, jobs, chimedb.ErrInUse)
 		}
 		if err := tx.Delete(&models.JobDefinition{}, id).Error; err != nil {
 			return fmt.Errorf("delete job definition %d: %w", id, err)

@@ -8,10 +8,11 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
-// GetSchedule returns one schedule or ErrNotFound.
+// GetSchedule returns one schedule or chimedb.ErrNotFound.
 func (a *Admin) GetSchedule(ctx context.Context, id int64) (*models.Schedule, error) {
 	var s models.Schedule
 	if err := first(a.s.db.WithContext(ctx).Where("id = ?", id), &s); err != nil {
@@ -55,8 +56,8 @@ func normalizeSchedule(s *models.Schedule) {
 // CreateSchedule inserts s and fills its id and times. The definition row
 // is locked while the schedule is written, so a concurrent DeleteDefinition
 // cannot leave the schedule pointing at nothing; a definition that is gone
-// returns ErrNoDefinition; so does its calendar (ErrNoCalendar). A duplicate
-// name wraps ErrConflict.
+// returns chimedb.ErrNoDefinition; so does its calendar (chimedb.ErrNoCalendar). A duplicate
+// name wraps chimedb.ErrConflict.
 func (a *Admin) CreateSchedule(ctx context.Context, s *models.Schedule) error {
 	normalizeSchedule(s)
 	now := DBTime(time.Now())
@@ -84,8 +85,8 @@ func (a *Admin) CreateSchedule(ctx context.Context, s *models.Schedule) error {
 func (a *Admin) lockDefinition(tx *gorm.DB, id int64) error {
 	var d models.JobDefinition
 	err := first(a.s.forUpdate(tx.Select("id").Where("id = ?", id)), &d)
-	if errors.Is(err, ErrNotFound) {
-		return fmt.Errorf("job definition %d: %w", id, ErrNoDefinition)
+	if errors.Is(err, chimedb.ErrNotFound) {
+		return fmt.Errorf("job definition %d: %w", id, chimedb.ErrNoDefinition)
 	}
 	if err != nil {
 		return fmt.Errorf("lock job definition %d: %w", id, err)
@@ -98,7 +99,7 @@ var scheduleColumns = []string{"name", "job_definition_id", "schedule_type", "cr
 	"concurrency", "params", "status", "status_reason", "priority", "updated_at"}
 
 // UpdateSchedule writes every admin-owned column of s (row s.ID), with the
-// same definition lock as CreateSchedule; a duplicate name wraps ErrConflict.
+// same definition lock as CreateSchedule; a duplicate name wraps chimedb.ErrConflict.
 func (a *Admin) UpdateSchedule(ctx context.Context, s *models.Schedule) error {
 	normalizeSchedule(s)
 	s.UpdatedAt = DBTime(time.Now())
@@ -114,7 +115,7 @@ func (a *Admin) UpdateSchedule(ctx context.Context, s *models.Schedule) error {
 			return fmt.Errorf("update schedule %d: %w", s.ID, conflict(r.Error))
 		}
 		if r.RowsAffected == 0 {
-			return fmt.Errorf("schedule %d: %w", s.ID, ErrNotFound)
+			return fmt.Errorf("schedule %d: %w", s.ID, chimedb.ErrNotFound)
 		}
 		return nil
 	})
@@ -146,7 +147,7 @@ func (a *Admin) DeleteSchedule(ctx context.Context, id int64) error {
 			return fmt.Errorf("delete schedule %d: %w", id, r.Error)
 		}
 		if r.RowsAffected == 0 {
-			return fmt.Errorf("schedule %d: %w", id, ErrNotFound)
+			return fmt.Errorf("schedule %d: %w", id, chimedb.ErrNotFound)
 		}
 		if err := tx.Where("schedule_id = ?", id).Delete(&models.TimeTrigger{}).Error; err != nil {
 			return fmt.Errorf("delete time trigger of schedule %d: %w", id, err)

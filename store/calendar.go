@@ -13,9 +13,6 @@ import (
 	"github.com/chimesched/chime/models"
 )
 
-// ErrNoCalendar is chimedb's: a schedule names a calendar that does not exist.
-var ErrNoCalendar = chimedb.ErrNoCalendar
-
 // maxCalendars bounds ListCalendars: calendars are few, kept whole.
 const maxCalendars = 10_000
 
@@ -28,7 +25,7 @@ func (a *Admin) ListCalendars(ctx context.Context) ([]models.Calendar, error) {
 	return out, nil
 }
 
-// GetCalendar returns one calendar or ErrNotFound.
+// GetCalendar returns one calendar or chimedb.ErrNotFound.
 func (a *Admin) GetCalendar(ctx context.Context, id int64) (*models.Calendar, error) {
 	var c models.Calendar
 	if err := first(a.s.db.WithContext(ctx).Where("id = ?", id), &c); err != nil {
@@ -37,7 +34,7 @@ func (a *Admin) GetCalendar(ctx context.Context, id int64) (*models.Calendar, er
 	return &c, nil
 }
 
-// GetCalendarByName returns the calendar called name or ErrNotFound.
+// GetCalendarByName returns the calendar called name or chimedb.ErrNotFound.
 func (a *Admin) GetCalendarByName(ctx context.Context, name string) (*models.Calendar, error) {
 	var c models.Calendar
 	if err := first(a.s.db.WithContext(ctx).Where("name = ?", name), &c); err != nil {
@@ -92,12 +89,12 @@ func (a *Admin) UpdateCalendar(ctx context.Context, c *models.Calendar) error {
 		return fmt.Errorf("update calendar %d: %w", c.ID, conflict(r.Error))
 	}
 	if r.RowsAffected == 0 {
-		return fmt.Errorf("calendar %d: %w", c.ID, ErrNotFound)
+		return fmt.Errorf("calendar %d: %w", c.ID, chimedb.ErrNotFound)
 	}
 	return nil
 }
 
-// DeleteCalendar deletes calendar id unless a schedule names it (ErrInUse).
+// DeleteCalendar deletes calendar id unless a schedule names it (chimedb.ErrInUse).
 func (a *Admin) DeleteCalendar(ctx context.Context, id int64) error {
 	return a.s.InTx(ctx, func(tx *gorm.DB) error {
 		var c models.Calendar
@@ -111,7 +108,7 @@ func (a *Admin) DeleteCalendar(ctx context.Context, id int64) error {
 			return fmt.Errorf("count schedules of calendar %d: %w", id, err)
 		}
 		if n > 0 {
-			return fmt.Errorf("calendar %q is used by %d schedule(s); change or delete those first: %w", c.Name, n, ErrInUse)
+			return fmt.Errorf("calendar %q is used by %d schedule(s); change or delete those first: %w", c.Name, n, chimedb.ErrInUse)
 		}
 		if err := tx.Delete(&models.Calendar{}, id).Error; err != nil {
 			return fmt.Errorf("delete calendar %d: %w", id, err)
@@ -126,8 +123,8 @@ func (a *Admin) lockCalendar(tx *gorm.DB, id *int64) error {
 	}
 	var c models.Calendar
 	err := first(a.s.forUpdate(tx.Select("id").Where("id = ?", *id)), &c)
-	if errors.Is(err, ErrNotFound) {
-		return fmt.Errorf("calendar %d: %w", *id, ErrNoCalendar)
+	if errors.Is(err, chimedb.ErrNotFound) {
+		return fmt.Errorf("calendar %d: %w", *id, chimedb.ErrNoCalendar)
 	}
 	if err != nil {
 		return fmt.Errorf("lock calendar %d: %w", *id, err)

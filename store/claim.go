@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
@@ -33,24 +34,30 @@ var activeStatuses = []models.JobStatus{models.JobQueued, models.JobRunning, mod
 // instead (see startClaimed): their definitions are then read inside the
 // transaction, and a failed read fails the claim.
 //
+// A picked row that cannot be run as it is (a value its field cannot
+// hold, or out of its models.Bound: see readJobs) is failed in the claim,
+// with the reason, and logged; the claim goes on with the others.
+//
 // An error means nothing was claimed. Once the transaction has committed,
 // the rows are the caller's and ClaimJobs returns them with a nil error,
 // whatever happens after (ctx ending, the definitions' read failing): a row
 // whose definition could not be read carries the reason in LoadErr.
-func (s *Store) ClaimJobs(ctx context.Context, p *ClaimParams) (*ClaimResult, error) {
+func (s *Store) ClaimJobs(ctx context.Context, p *chimedb.ClaimParams) (*chimedb.ClaimResult, error) {
 	if p.Limit <= 0 {
-		return &ClaimResult{}, nil
+		return &chimedb.ClaimResult{}, nil
 	}
-	res := &ClaimResult{}
+	res := &chimedb.ClaimResult{}
 	schedNames := map[int64]string{}
-	err := s.InTx(ctx, func(tx *gorm.DB) error {
-		*res = ClaimResult{}
+	var bad badJobs
+	err := s.InTx(claimContext(ctx), func(tx *gorm.DB) error {
+		*res, bad = chimedb.ClaimResult{}, badJobs{}
 		clear(schedNames)
-		return s.claimTx(tx, p, res, schedNames)
+		return s.claimTx(tx, p, res, schedNames, &bad)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim jobs for node %s: %w", p.NodeID, err)
 	}
+	s.logBadJobs(bad, "the claim of node "+p.NodeID)
 	if len(res.Jobs) > 0 && len(p.StartKinds) == 0 {
 		// Committed: from here on nothing may lose the rows. The read goes
 		// on after ctx ends (Stop cancels claims in flight), bounded by
@@ -62,39 +69,76 @@ func (s *Store) ClaimJobs(ctx context.Context, p *ClaimParams) (*ClaimResult, er
 	return res, nil
 }
 
+// claimPlanSettings hold a claim's transaction on PostgreSQL to ordered
+// index scans of idx_jobs_claim_order, whatever the statistics of jobs.
+// On a table never analyzed (a backlog written right after the migration,
+// before autovacuum's first ANALYZE, as chime bench does) the planner
+// takes its default selectivities, estimates the claim's rows at a
+// handful, and prices a Bitmap Heap Scan of every pending row after the
+// floor, a Sort and the LIMIT just under the index scan that stops at the
+// LIMIT: mid-drain it read and sorted 17,399 rows to claim 50 (10–96 ms
+// against 0.08 ms). No shape of the query moves that crossover for good:
+// it is decided by an estimate that has nothing to go on. Without bitmap
+// scans the choice left is the ordered index scan or a sequential scan,
+// which on such a table costs far more. The other statements of a claim
+// read by primary key or by a few active rows, which a plain index scan
+// serves as well. The settings ride on the BEGIN's round trip (see
+// withBeginSQL) and end with the transaction.
+const claimPlanSettings = "SET LOCAL enable_bitmapscan = off"
+
+// claimContext marks ctx so that the claim's transaction begins with
+// claimPlanSettings.
+func claimContext(ctx context.Context) context.Context {
+	return withBeginSQL(ctx, claimPlanSettings)
+}
+
 // claimLoadTimeout bounds the read of claimed jobs' definitions, which
 // outlives the claim's context.
 const claimLoadTimeout = 10 * time.Second
 
 // claimTx picks and marks the rows of one claim inside tx (see ClaimJobs),
-// filling res and the names of the schedules it read.
-func (s *Store) claimTx(tx *gorm.DB, p *ClaimParams, res *ClaimResult, schedNames map[int64]string) error {
+// filling res and the names of the schedules it read, and fails the
+// picked rows that cannot be run, noting them in bad.
+func (s *Store) claimTx(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimResult, schedNames map[int64]string, bad *badJobs) error {
 	began := time.Now()
 	now := DBTime(p.Now)
-	rows, last, err := s.selectDue(tx, p.Limit, now, p.After, nil)
+	pick, err := s.selectDue(tx, p.Limit, now, p.After, nil)
 	if err != nil {
 		return err
 	}
+	bad.rows = append(bad.rows, pick.bad...)
 	forbid := map[int64]bool{}
-	if err := readSchedules(tx, rows, schedNames, forbid); err != nil {
+	if err := readSchedules(tx, pick.rows, schedNames, forbid); err != nil {
 		return err
 	}
 	// Schedules that forbid overlap and have a job holding a worker.
 	// Looked up only when a picked row belongs to a forbid schedule: most
 	// claims pick none, and this saves them a statement.
 	var blocked, held []int64
-	if pickedForbid(rows, forbid) {
-		if rows, last, blocked, held, err = s.dropBusyForbid(tx, p, now, rows, last, schedNames, forbid); err != nil {
+	if pickedForbid(pick.rows, forbid) {
+		if pick, blocked, held, err = s.dropBusyForbid(tx, p, now, pick, schedNames, forbid); err != nil {
+			return err
+		}
+		bad.rows = append(bad.rows, pick.bad...)
+	}
+	if len(bad.rows) > 0 {
+		if bad.failed, err = s.failBadJobs(tx, bad.rows, now, []models.JobStatus{models.JobPending}); err != nil {
+			return err
+		}
+		if err := s.enqueueNotices(tx, bad.failed); err != nil {
 			return err
 		}
 	}
-	res.Selected, res.Last = len(rows), last
+	rows := pick.rows
+	// A row failed here took its place in the claim like any other: the
+	// scan's count says whether rows are left beyond it.
+	res.Selected, res.Last = len(rows)+len(pick.bad), pick.last
 	taken := map[int64]bool{}
 	ids := make([]int64, 0, len(rows))
 	for _, r := range rows {
 		if r.ScheduleID != nil && forbid[*r.ScheduleID] {
 			if slices.Contains(held, *r.ScheduleID) {
-				continue // left pending: see ClaimResult.Held
+				continue // left pending: see chimedb.ClaimResult.Held
 			}
 			if taken[*r.ScheduleID] || slices.Contains(blocked, *r.ScheduleID) {
 				blocked = append(blocked, *r.ScheduleID)
@@ -103,7 +147,7 @@ func (s *Store) claimTx(tx *gorm.DB, p *ClaimParams, res *ClaimResult, schedName
 			taken[*r.ScheduleID] = true
 		}
 		r.Status, r.NodeID, r.QueuedAt, r.Outcome = models.JobQueued, p.NodeID, &now, models.OutcomeNone
-		res.Jobs = append(res.Jobs, ClaimedJob{Job: r})
+		res.Jobs = append(res.Jobs, chimedb.ClaimedJob{Job: r})
 		ids = append(ids, r.ID)
 	}
 	res.Blocked, res.Held = blocked, held
@@ -137,7 +181,7 @@ func (s *Store) claimTx(tx *gorm.DB, p *ClaimParams, res *ClaimResult, schedName
 // started_at is the engine's clock at the claim plus the time the claim
 // has taken so far: the time of this UPDATE, a commit's round trip before
 // the job reaches a worker that is already reserved for it.
-func (s *Store) startClaimed(tx *gorm.DB, p *ClaimParams, res *ClaimResult, schedNames map[int64]string, began time.Time) ([]int64, error) {
+func (s *Store) startClaimed(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimResult, schedNames map[int64]string, began time.Time) ([]int64, error) {
 	defs, err := readDefinitions(tx, res.Jobs)
 	if err != nil {
 		return nil, err
@@ -168,41 +212,40 @@ func (s *Store) startClaimed(tx *gorm.DB, p *ClaimParams, res *ClaimResult, sche
 }
 
 // dropBusyForbid finds the forbid schedules that have a job holding a
-// worker and, when rows holds one of theirs, picks again without them. It
-// returns the rows to claim, the busy schedules, and the held ones (see
+// worker and, when pick holds one of theirs, picks again without them. It
+// returns the pick to claim, the busy schedules, and the held ones (see
 // lockForbid), whose rows the claim must leave. The range on
 // idx_jobs_claim_order covers only active rows, which are few. The pick
-// again starts from the same floor (p.After) as the first, so last is its
-// end.
-func (s *Store) dropBusyForbid(tx *gorm.DB, p *ClaimParams, now time.Time, rows []models.Job, last *ClaimCursor,
-	schedNames map[int64]string, forbid map[int64]bool) ([]models.Job, *ClaimCursor, []int64, []int64, error) {
-	held, err := s.lockForbid(tx, rows, forbid)
+// again starts from the same floor (p.After) as the first, so its last is
+// its end; its bad rows are those of the first again, or more.
+func (s *Store) dropBusyForbid(tx *gorm.DB, p *chimedb.ClaimParams, now time.Time, pick duePick,
+	schedNames map[int64]string, forbid map[int64]bool) (duePick, []int64, []int64, error) {
+	held, err := s.lockForbid(tx, pick.rows, forbid)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return duePick{}, nil, nil, err
 	}
 	var blocked []int64
 	if err := tx.Raw(`SELECT DISTINCT a.schedule_id FROM jobs a JOIN schedules s ON s.id = a.schedule_id
 		WHERE a.status IN ? AND s.concurrency = ?`, activeStatuses, models.ConcurrencyForbid).
 		Scan(&blocked).Error; err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("find busy forbid schedules: %w", err)
+		return duePick{}, nil, nil, fmt.Errorf("find busy forbid schedules: %w", err)
 	}
-	if !pickedAny(rows, blocked) && !pickedAny(rows, held) {
-		return rows, last, blocked, held, nil
+	if !pickedAny(pick.rows, blocked) && !pickedAny(pick.rows, held) {
+		return pick, blocked, held, nil
 	}
 	// Rows of busy or held schedules took places that eligible rows may
 	// have: pick again without them.
-	rows, last, err = s.selectDue(tx, p.Limit, now, p.After, append(slices.Clone(blocked), held...))
+	if pick, err = s.selectDue(tx, p.Limit, now, p.After, append(slices.Clone(blocked), held...)); err != nil {
+		return duePick{}, nil, nil, err
+	}
+	if err := readSchedules(tx, pick.rows, schedNames, forbid); err != nil {
+		return duePick{}, nil, nil, err
+	}
+	more, err := s.lockForbid(tx, pick.rows, forbid)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return duePick{}, nil, nil, err
 	}
-	if err := readSchedules(tx, rows, schedNames, forbid); err != nil {
-		return nil, nil, nil, nil, err
-	}
-	more, err := s.lockForbid(tx, rows, forbid)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	return rows, last, blocked, append(held, more...), nil
+	return pick, blocked, append(held, more...), nil
 }
 
 // loadClaimed attaches definitions and schedule names to the claimed jobs
@@ -210,7 +253,7 @@ func (s *Store) dropBusyForbid(tx *gorm.DB, p *ClaimParams, now time.Time, rows 
 // holds row locks (and on SQLite the write lock), so it stays as short as
 // it can. The read is tried a few times; when it still fails, every job
 // gets the error as LoadErr.
-func (s *Store) loadClaimed(ctx context.Context, res *ClaimResult, schedNames map[int64]string) {
+func (s *Store) loadClaimed(ctx context.Context, res *chimedb.ClaimResult, schedNames map[int64]string) {
 	var defs []models.JobDefinition
 	var err error
 	for try := 1; ; try++ {
@@ -226,16 +269,18 @@ func (s *Store) loadClaimed(ctx context.Context, res *ClaimResult, schedNames ma
 	attach(res, defs, err, schedNames)
 }
 
-// readDefinitions reads the definitions of jobs.
-func readDefinitions(db *gorm.DB, jobs []ClaimedJob) ([]models.JobDefinition, error) {
+// readDefinitions reads the definitions of jobs; one that cannot be read
+// comes back Unreadable (see definitionsByID), and its job fails before
+// starting.
+func readDefinitions(db *gorm.DB, jobs []chimedb.ClaimedJob) ([]models.JobDefinition, error) {
 	defIDs := make([]int64, 0, 4)
 	for _, j := range jobs {
 		if !slices.Contains(defIDs, j.JobDefinitionID) {
 			defIDs = append(defIDs, j.JobDefinitionID)
 		}
 	}
-	var defs []models.JobDefinition
-	if err := db.Where("id IN ?", defIDs).Find(&defs).Error; err != nil {
+	defs, err := definitionsByID(db, defIDs)
+	if err != nil {
 		return nil, fmt.Errorf("read definitions of claimed jobs: %w", err)
 	}
 	return defs, nil
@@ -243,7 +288,7 @@ func readDefinitions(db *gorm.DB, jobs []ClaimedJob) ([]models.JobDefinition, er
 
 // attach sets the definition (or the error of its read) and the schedule
 // name of every job of res.
-func attach(res *ClaimResult, defs []models.JobDefinition, err error, schedNames map[int64]string) {
+func attach(res *chimedb.ClaimResult, defs []models.JobDefinition, err error, schedNames map[int64]string) {
 	byID := make(map[int64]*models.JobDefinition, len(defs))
 	for i := range defs {
 		byID[defs[i].ID] = &defs[i]
@@ -282,40 +327,62 @@ func attach(res *ClaimResult, defs []models.JobDefinition, err error, schedNames
 // claim had locked and rolled back) waits for the first claim without a
 // floor: the order above then holds plus at most the floor's age, which
 // the caller bounds (taskengine drops its floor after floorMaxAge).
-func (s *Store) selectDue(tx *gorm.DB, limit int, now time.Time, after *ClaimCursor, exclude []int64) ([]models.Job, *ClaimCursor, error) {
+func (s *Store) selectDue(tx *gorm.DB, limit int, now time.Time, after *chimedb.ClaimCursor, exclude []int64) (duePick, error) {
 	if after == nil {
-		rows, err := s.selectDueIn(tx, limit, now, "", nil, exclude)
-		return rows, lastOf(rows), err
+		return s.selectDueIn(tx, limit, now, "", nil, exclude)
 	}
 	where, args := s.aboveFloor(after)
 	above, err := s.selectDueIn(tx, limit, now, where, args, exclude)
-	if err != nil || len(above) >= limit {
-		return above, lastOf(above), err
+	if err != nil || above.n() >= limit {
+		return above, err
 	}
 	where, args = s.atOrBelowFloor(after)
-	below, err := s.selectDueIn(tx, limit-len(above), now, where, args, exclude)
+	below, err := s.selectDueIn(tx, limit-above.n(), now, where, args, exclude)
 	if err != nil {
-		return nil, nil, err
+		return duePick{}, err
 	}
-	last := lastOf(above)
-	if len(below) > 0 {
-		last = lastOf(below)
+	if below.last == nil {
+		below.last = above.last
 	}
 	// Every row below is at or before the floor, every row above after it.
-	return append(below, above...), last, nil
+	below.rows, below.bad = append(below.rows, above.rows...), append(below.bad, above.bad...)
+	return below, nil
 }
 
+// duePick is what scans of a claim read: the rows to claim, in claim
+// order; the rows that cannot be run as they are (see readJobs); and
+// where the scan ended (nil when it read none).
+type duePick struct {
+	rows []models.Job
+	bad  []badRow
+	last *chimedb.ClaimCursor
+}
+
+// n is how many rows the scans took.
+func (p *duePick) n() int { return len(p.rows) + len(p.bad) }
+
 // selectDueIn is one scan of selectDue, narrowed by the condition where.
-func (s *Store) selectDueIn(tx *gorm.DB, limit int, now time.Time, where string, args []any, exclude []int64) ([]models.Job, error) {
+func (s *Store) selectDueIn(tx *gorm.DB, limit int, now time.Time, where string, args []any, exclude []int64) (duePick, error) {
 	sql, sqlArgs := s.claimSQL(limit, now, where, args, exclude)
 	if s.rowLocks() {
 		sql += " FOR UPDATE SKIP LOCKED"
 	}
-	var rows []models.Job
-	if err := tx.Raw(sql, sqlArgs...).Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("select due jobs: %w", err)
+	rows, bad, err := readJobs(tx.Raw(sql, sqlArgs...), true)
+	if err != nil {
+		return duePick{}, fmt.Errorf("select due jobs: %w", err)
 	}
-	return rows, nil
+	p := duePick{rows: rows, bad: bad, last: lastOf(rows)}
+	// The scan is in claim order: it ended at the greatest of its rows.
+	for _, b := range bad {
+		if c := (chimedb.ClaimCursor{ClaimKey: b.claimKey, ID: b.id}); p.last == nil || cursorLess(*p.last, c) {
+			p.last = &c
+		}
+	}
+	return p, nil
+}
+
+func cursorLess(a, b chimedb.ClaimCursor) bool {
+	return a.ClaimKey < b.ClaimKey || a.ClaimKey == b.ClaimKey && a.ID < b.ID
 }
 
 // claimSQL is the pick of one scan of a claim, without its lock clause:
@@ -356,26 +423,26 @@ func (s *Store) claimFrom() string {
 // (...)" it bounds only claim_key, and a drain's rows often share one).
 // On a small table MariaDB may read the index from the start by ref on
 // status instead, still in its order.
-func (s *Store) aboveFloor(c *ClaimCursor) (string, []any) {
+func (s *Store) aboveFloor(c *chimedb.ClaimCursor) (string, []any) {
 	if s.dialect == MySQL {
 		return "(claim_key > ? OR (claim_key = ? AND id > ?))", []any{c.ClaimKey, c.ClaimKey, c.ID}
 	}
 	return "(claim_key, id) > (?, ?)", []any{c.ClaimKey, c.ID}
 }
 
-func (s *Store) atOrBelowFloor(c *ClaimCursor) (string, []any) {
+func (s *Store) atOrBelowFloor(c *chimedb.ClaimCursor) (string, []any) {
 	if s.dialect == MySQL {
 		return "(claim_key < ? OR (claim_key = ? AND id <= ?))", []any{c.ClaimKey, c.ClaimKey, c.ID}
 	}
 	return "(claim_key, id) <= (?, ?)", []any{c.ClaimKey, c.ID}
 }
 
-func lastOf(rows []models.Job) *ClaimCursor {
+func lastOf(rows []models.Job) *chimedb.ClaimCursor {
 	if len(rows) == 0 {
 		return nil
 	}
 	r := rows[len(rows)-1]
-	return &ClaimCursor{ClaimKey: r.ClaimKey, ID: r.ID}
+	return &chimedb.ClaimCursor{ClaimKey: r.ClaimKey, ID: r.ID}
 }
 
 // readSchedules reads name and concurrency of the schedules of rows not
@@ -461,11 +528,11 @@ func pickedAny(rows []models.Job, schedules []int64) bool {
 
 // WaitingJobs lists due pending jobs of p.ScheduleIDs: the jobs a forbid
 // schedule holds back, so the engine can say once why they wait.
-func (s *Store) WaitingJobs(ctx context.Context, p *WaitingJobsParams) ([]WaitingJob, error) {
+func (s *Store) WaitingJobs(ctx context.Context, p *chimedb.WaitingJobsParams) ([]chimedb.WaitingJob, error) {
 	if len(p.ScheduleIDs) == 0 {
 		return nil, nil
 	}
-	var out []WaitingJob
+	var out []chimedb.WaitingJob
 	err := s.db.WithContext(ctx).Raw(`SELECT id, schedule_id FROM jobs
 		WHERE status = ? AND claim_key <= ? AND run_at <= ? AND schedule_id IN ? ORDER BY claim_key, id LIMIT ?`,
 		models.JobPending, ClaimKeyUntil(p.Now), DBTime(p.Now), p.ScheduleIDs, max(p.Limit, 1)).Scan(&out).Error
@@ -482,8 +549,8 @@ func (s *Store) ExplainClaim(ctx context.Context, now time.Time, limit int) (str
 }
 
 // ExplainClaimAfter returns the plans of the two scans of a claim with a
-// floor (ClaimParams.After): the rows after it, and those up to it.
-func (s *Store) ExplainClaimAfter(ctx context.Context, now time.Time, limit int, after ClaimCursor) (above, below string, err error) {
+// floor (chimedb.ClaimParams.After): the rows after it, and those up to it.
+func (s *Store) ExplainClaimAfter(ctx context.Context, now time.Time, limit int, after chimedb.ClaimCursor) (above, below string, err error) {
 	where, args := s.aboveFloor(&after)
 	if above, err = s.explainClaim(ctx, now, limit, where, args); err != nil {
 		return "", "", err
@@ -495,7 +562,13 @@ func (s *Store) ExplainClaimAfter(ctx context.Context, now time.Time, limit int,
 
 func (s *Store) explainClaim(ctx context.Context, now time.Time, limit int, where string, whereArgs []any) (string, error) {
 	sql, args := s.claimSQL(limit, now, where, whereArgs, nil)
-	plan, err := s.explain(ctx, sql, args...)
+	// In a transaction begun as the claim's, under its settings.
+	var plan string
+	err := s.InTx(claimContext(ctx), func(tx *gorm.DB) error {
+		var err error
+		plan, err = explainIn(tx, s.dialect, sql, args...)
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("explain claim: %w", err)
 	}

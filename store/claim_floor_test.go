@@ -7,12 +7,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
 )
 
-func claimedIDs(res *store.ClaimResult) []int64 {
+func claimedIDs(res *chimedb.ClaimResult) []int64 {
 	ids := make([]int64, len(res.Jobs))
 	for i, j := range res.Jobs {
 		ids[i] = j.ID
@@ -20,10 +21,10 @@ func claimedIDs(res *store.ClaimResult) []int64 {
 	return ids
 }
 
-func cursorOf(t *testing.T, st *store.Store, id int64) *store.ClaimCursor {
+func cursorOf(t *testing.T, st *store.Store, id int64) *chimedb.ClaimCursor {
 	t.Helper()
 	j := jobByID(t, st, id)
-	return &store.ClaimCursor{ClaimKey: j.ClaimKey, ID: j.ID}
+	return &chimedb.ClaimCursor{ClaimKey: j.ClaimKey, ID: j.ID}
 }
 
 // A claim with a floor takes the rows after it first and, when they run
@@ -39,9 +40,9 @@ func TestClaimFloor(t *testing.T) {
 		for i := range ids {
 			ids[i] = testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, RunAt: base.Add(time.Duration(i) * time.Second)}).ID
 		}
-		claim := func(limit int, after *store.ClaimCursor) *store.ClaimResult {
+		claim := func(limit int, after *chimedb.ClaimCursor) *chimedb.ClaimResult {
 			t.Helper()
-			res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "n", Now: time.Now(), Limit: limit, After: after})
+			res, err := st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: "n", Now: time.Now(), Limit: limit, After: after})
 			require.NoError(t, err)
 			return res
 		}
@@ -96,7 +97,7 @@ func TestClaimFloorUsesIndex(t *testing.T) {
 		backlog := claimBacklog(t, st, def.ID, 300)
 		mid := jobByID(t, st, backlog[150].ID)
 		above, below, err := st.ExplainClaimAfter(context.Background(), time.Now(), 10,
-			store.ClaimCursor{ClaimKey: mid.ClaimKey, ID: mid.ID})
+			chimedb.ClaimCursor{ClaimKey: mid.ClaimKey, ID: mid.ID})
 		require.NoError(t, err)
 		for _, plan := range []string{above, below} {
 			t.Log(plan)
@@ -123,7 +124,7 @@ func TestClaimFloorRangesOnIDWhenKeysTie(t *testing.T) {
 	require.NoError(t, st.DB().CreateInBatches(&backlog, 500).Error)
 	require.NoError(t, st.DB().Exec("ANALYZE TABLE jobs").Error)
 	mid := jobByID(t, st, backlog[1000].ID)
-	above, _, err := st.ExplainClaimAfter(context.Background(), time.Now(), 50, store.ClaimCursor{ClaimKey: mid.ClaimKey, ID: mid.ID})
+	above, _, err := st.ExplainClaimAfter(context.Background(), time.Now(), 50, chimedb.ClaimCursor{ClaimKey: mid.ClaimKey, ID: mid.ID})
 	require.NoError(t, err)
 	t.Log(above)
 	require.Regexp(t, `"access_type":\s*"range"`, above)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -20,7 +21,7 @@ import (
 // failure injected between the commit and the return.
 func onDefinitionRead(t *testing.T, st *store.Store, fn func(db *gorm.DB)) {
 	t.Helper()
-	require.NoError(t, st.DB().Callback().Query().Before("gorm:query").Register("test:definition_read", func(db *gorm.DB) {
+	require.NoError(t, st.DB().Callback().Row().Before("gorm:row").Register("test:definition_read", func(db *gorm.DB) {
 		if db.Statement.Table == "job_definitions" {
 			fn(db)
 		}
@@ -45,8 +46,8 @@ func TestClaimJobsReturnsCommittedRows(t *testing.T) {
 					cancel() // as Stop does to a claim in flight
 				}
 			})
-			defer func() { require.NoError(t, st.DB().Callback().Query().Remove("test:definition_read")) }()
-			res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "n1", Now: time.Now(), Limit: 5})
+			defer func() { require.NoError(t, st.DB().Callback().Row().Remove("test:definition_read")) }()
+			res, err := st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: "n1", Now: time.Now(), Limit: 5})
 			require.NoError(t, err)
 			require.Len(t, res.Jobs, 1)
 			require.Equal(t, job.ID, res.Jobs[0].ID)
@@ -59,8 +60,8 @@ func TestClaimJobsReturnsCommittedRows(t *testing.T) {
 
 		t.Run("DefinitionReadFails", func(t *testing.T) {
 			onDefinitionRead(t, st, func(db *gorm.DB) { _ = db.AddError(errors.New("injected: connection lost")) })
-			defer func() { require.NoError(t, st.DB().Callback().Query().Remove("test:definition_read")) }()
-			res, err := st.ClaimJobs(context.Background(), &store.ClaimParams{NodeID: "n1", Now: time.Now(), Limit: 5})
+			defer func() { require.NoError(t, st.DB().Callback().Row().Remove("test:definition_read")) }()
+			res, err := st.ClaimJobs(context.Background(), &chimedb.ClaimParams{NodeID: "n1", Now: time.Now(), Limit: 5})
 			require.NoError(t, err)
 			require.Len(t, res.Jobs, 1)
 			require.Equal(t, job.ID, res.Jobs[0].ID)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -37,7 +38,7 @@ func TestClaimPassesOverHeldForbidSchedule(t *testing.T) {
 
 		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
-		res, err := st.ClaimJobs(cctx, &store.ClaimParams{NodeID: "n", Now: time.Now(), Limit: 5})
+		res, err := st.ClaimJobs(cctx, &chimedb.ClaimParams{NodeID: "n", Now: time.Now(), Limit: 5})
 		require.NoError(t, err, "the claim waited on the held schedule")
 		require.Len(t, res.Jobs, 1)
 		require.Equal(t, free.ID, res.Jobs[0].ID)
@@ -46,7 +47,7 @@ func TestClaimPassesOverHeldForbidSchedule(t *testing.T) {
 		require.Equal(t, models.JobPending, testdb.GetJob(t, st, held.ID).Status)
 
 		require.NoError(t, admin.Commit())
-		res, err = st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "n", Now: time.Now(), Limit: 5})
+		res, err = st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: "n", Now: time.Now(), Limit: 5})
 		require.NoError(t, err)
 		require.Len(t, res.Jobs, 1)
 		require.Equal(t, held.ID, res.Jobs[0].ID)

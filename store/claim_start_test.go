@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -29,10 +30,10 @@ func TestClaimJobsStartKinds(t *testing.T) {
 		other := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: hooked.ID})
 
 		now := time.Now()
-		res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "n1", Now: now, Limit: 10, StartKinds: []string{"sleep", "shell"}})
+		res, err := st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: "n1", Now: now, Limit: 10, StartKinds: []string{"sleep", "shell"}})
 		require.NoError(t, err)
 		require.Len(t, res.Jobs, 2)
-		byID := map[int64]store.ClaimedJob{}
+		byID := map[int64]chimedb.ClaimedJob{}
 		for _, j := range res.Jobs {
 			require.NotNil(t, j.Definition, "read inside the claim")
 			require.NoError(t, j.LoadErr)
@@ -62,13 +63,13 @@ func TestClaimJobsStartKinds(t *testing.T) {
 
 		// A release for another run's started_at (a later claim of the
 		// same row) leaves it alone.
-		ids, err := st.ReleaseJobs(ctx, &store.ReleaseJobsParams{NodeID: "n1", IDs: []int64{retry.ID}, Started: true,
+		ids, err := st.ReleaseJobs(ctx, &chimedb.ReleaseJobsParams{NodeID: "n1", IDs: []int64{retry.ID}, Started: true,
 			StartedAt: s.StartedAt.Add(-time.Second), Now: time.Now(), Reason: "test"})
 		require.NoError(t, err)
 		require.Empty(t, ids)
 		require.Equal(t, models.JobRunning, testdb.GetJob(t, st, retry.ID).Status)
 
-		ids, err = st.ReleaseJobs(ctx, &store.ReleaseJobsParams{NodeID: "n1", IDs: []int64{retry.ID}, Started: true,
+		ids, err = st.ReleaseJobs(ctx, &chimedb.ReleaseJobsParams{NodeID: "n1", IDs: []int64{retry.ID}, Started: true,
 			StartedAt: *s.StartedAt, Now: time.Now(), Reason: "released to pending: test"})
 		require.NoError(t, err)
 		require.Equal(t, []int64{retry.ID}, ids)
@@ -92,19 +93,19 @@ func TestClaimJobsStartKindsDefinitionReadFails(t *testing.T) {
 		def := testdb.Definition(t, st, nil)
 		job := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID})
 		const name = "test:fail_definitions_in_claim"
-		require.NoError(t, st.DB().Callback().Query().Before("gorm:query").Register(name, func(db *gorm.DB) {
+		require.NoError(t, st.DB().Callback().Row().Before("gorm:row").Register(name, func(db *gorm.DB) {
 			if db.Statement.Table == "job_definitions" {
 				_ = db.AddError(errors.New("injected: connection lost"))
 			}
 		}))
-		_, err := st.ClaimJobs(context.Background(), &store.ClaimParams{NodeID: "n1", Now: time.Now(), Limit: 5, StartKinds: []string{"sleep"}})
-		require.NoError(t, st.DB().Callback().Query().Remove(name))
+		_, err := st.ClaimJobs(context.Background(), &chimedb.ClaimParams{NodeID: "n1", Now: time.Now(), Limit: 5, StartKinds: []string{"sleep"}})
+		require.NoError(t, st.DB().Callback().Row().Remove(name))
 		require.ErrorContains(t, err, "injected: connection lost")
 		row := testdb.GetJob(t, st, job.ID)
 		require.Equal(t, models.JobPending, row.Status)
 		require.Equal(t, 0, row.Attempt)
 
-		res, err := st.ClaimJobs(context.Background(), &store.ClaimParams{NodeID: "n1", Now: time.Now(), Limit: 5, StartKinds: []string{"sleep"}})
+		res, err := st.ClaimJobs(context.Background(), &chimedb.ClaimParams{NodeID: "n1", Now: time.Now(), Limit: 5, StartKinds: []string{"sleep"}})
 		require.NoError(t, err)
 		require.Len(t, res.Jobs, 1)
 		require.True(t, res.Jobs[0].Started)

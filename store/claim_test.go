@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -40,7 +41,7 @@ func TestClaimJobsConcurrentClaimersAreDisjoint(t *testing.T) {
 			node := string(rune('a' + w))
 			wg.Go(func() {
 				for {
-					res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: node, Now: time.Now(), Limit: 7})
+					res, err := st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: node, Now: time.Now(), Limit: 7})
 					if err != nil {
 						t.Error(err)
 						return
@@ -92,7 +93,7 @@ func TestCompleteJobsIsGuarded(t *testing.T) {
 		canceled, other := mk(models.JobCanceled, "n"), mk(models.JobRunning, "m")
 		res := "out"
 		msg := "boom"
-		applied, err := st.CompleteJobs(ctx, &store.CompleteJobsParams{NodeID: "n", Outcomes: []store.JobOutcome{
+		applied, err := st.CompleteJobs(ctx, &chimedb.CompleteJobsParams{NodeID: "n", Outcomes: []chimedb.JobOutcome{
 			{ID: ok1, Status: models.JobSucceeded, FinishedAt: now, Result: &res},
 			{ID: ok2, Status: models.JobPending, RunAt: now.Add(time.Minute), Error: &msg},
 			{ID: canceled, Status: models.JobSucceeded, FinishedAt: now},
@@ -141,23 +142,23 @@ func TestStartJobsIsGuarded(t *testing.T) {
 		stopAsked, reclaimed := mk(models.JobQueued, "n", 0, models.ControlStop), mk(models.JobQueued, "n", 1, "")
 
 		// Every row matches: no read needed.
-		started, err := st.StartJobs(ctx, &store.StartJobsParams{NodeID: "n", Now: now,
-			Jobs: []store.StartJob{{ID: fresh, Attempt: 0}, {ID: retry, Attempt: 2}}})
+		started, err := st.StartJobs(ctx, &chimedb.StartJobsParams{NodeID: "n", Now: now,
+			Jobs: []chimedb.StartJob{{ID: fresh, Attempt: 0}, {ID: retry, Attempt: 2}}})
 		require.NoError(t, err)
 		require.Equal(t, map[int64]int{fresh: 1, retry: 3}, started)
 
 		// Some do not: the job of another node, a canceled one, one asked to
 		// stop, one whose attempt moved on since its claim, and a duplicate.
 		later := now.Add(time.Second)
-		started, err = st.StartJobs(ctx, &store.StartJobsParams{NodeID: "n", Now: later,
-			Jobs: []store.StartJob{{ID: fresh, Attempt: 0}, {ID: otherNode, Attempt: 0}, {ID: canceled, Attempt: 0},
+		started, err = st.StartJobs(ctx, &chimedb.StartJobsParams{NodeID: "n", Now: later,
+			Jobs: []chimedb.StartJob{{ID: fresh, Attempt: 0}, {ID: otherNode, Attempt: 0}, {ID: canceled, Attempt: 0},
 				{ID: stopAsked, Attempt: 0}, {ID: reclaimed, Attempt: 0}}})
 		require.NoError(t, err)
 		require.Empty(t, started)
 
 		require.NoError(t, db.Exec("UPDATE jobs SET status = 'queued' WHERE id = ?", fresh).Error)
-		started, err = st.StartJobs(ctx, &store.StartJobsParams{NodeID: "n", Now: later.Add(time.Second),
-			Jobs: []store.StartJob{{ID: fresh, Attempt: 1}, {ID: fresh, Attempt: 1}, {ID: reclaimed, Attempt: 0}}})
+		started, err = st.StartJobs(ctx, &chimedb.StartJobsParams{NodeID: "n", Now: later.Add(time.Second),
+			Jobs: []chimedb.StartJob{{ID: fresh, Attempt: 1}, {ID: fresh, Attempt: 1}, {ID: reclaimed, Attempt: 0}}})
 		require.NoError(t, err)
 		require.Equal(t, map[int64]int{fresh: 2}, started)
 
@@ -198,7 +199,7 @@ func TestClaimJobsSkipsBusyForbidSchedules(t *testing.T) {
 		a := mk(&free, models.JobPending, time.Minute)
 		b := mk(nil, models.JobPending, time.Second)
 
-		res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "n", Now: time.Now(), Limit: 2})
+		res, err := st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: "n", Now: time.Now(), Limit: 2})
 		require.NoError(t, err)
 		var got []int64
 		for _, j := range res.Jobs {
@@ -230,7 +231,7 @@ func TestConcurrentClaimsRespectForbid(t *testing.T) {
 			claimed := make([]int, 2)
 			for n := range 2 {
 				wg.Go(func() {
-					res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: fmt.Sprint("n", n), Now: time.Now(), Limit: 4})
+					res, err := st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: fmt.Sprint("n", n), Now: time.Now(), Limit: 4})
 					assert.NoError(t, err)
 					if res != nil {
 						claimed[n] = len(res.Jobs)

@@ -13,13 +13,6 @@ import (
 	"github.com/chimesched/chime/models"
 )
 
-// Node statuses in nodes.status.
-const (
-	NodeAlive   = chimedb.NodeAlive
-	NodeStopped = chimedb.NodeStopped
-	NodeDead    = chimedb.NodeDead
-)
-
 // sqliteTimeLayout is how the SQLite driver writes a time.Time, and so how
 // dbNowExpr must write one: SQLite compares timestamps as text.
 const sqliteTimeLayout = "2006-01-02 15:04:05.999999999-07:00"
@@ -40,19 +33,6 @@ func (s *Store) dbNowExpr(off time.Duration) (string, any) {
 		return "(statement_timestamp() + CAST(? AS BIGINT) * INTERVAL '1 microsecond')", off.Microseconds()
 	}
 	return "strftime('%Y-%m-%d %H:%M:%f+00:00', 'now', ?)", fmt.Sprintf("%+.3f seconds", off.Seconds())
-}
-
-// UnixMinuteSQL is an SQL expression for the Unix minute (seconds since
-// 1970 / 60, rounded down) of the timestamp column col, for grouping by
-// minute in the database.
-func (s *Store) UnixMinuteSQL(col string) string {
-	switch s.dialect {
-	case MySQL:
-		return "FLOOR(UNIX_TIMESTAMP(" + col + ") / 60)"
-	case Postgres:
-		return "CAST(FLOOR(EXTRACT(EPOCH FROM " + col + ") / 60) AS BIGINT)"
-	}
-	return "CAST(strftime('%s', " + col + ") AS INTEGER) / 60"
 }
 
 // DBNow returns the database's clock, UTC. Callers that must pass a time to
@@ -85,7 +65,7 @@ func (s *Store) DBNow(ctx context.Context) (time.Time, error) {
 // RegisterNode writes p as an alive node whose started_at and heartbeat_at
 // are the database's now. A row left by an earlier process with the same id
 // is taken over: the id names the node, not the process.
-func (s *Store) RegisterNode(ctx context.Context, p *RegisterNodeParams) error {
+func (s *Store) RegisterNode(ctx context.Context, p *chimedb.RegisterNodeParams) error {
 	now, arg := s.dbNowExpr(0)
 	q := "INSERT INTO nodes (id, hostname, pid, version, roles, started_at, heartbeat_at, status) VALUES (?, ?, ?, ?, ?, " +
 		now + ", " + now + ", ?) "
@@ -96,7 +76,7 @@ func (s *Store) RegisterNode(ctx context.Context, p *RegisterNodeParams) error {
 		q += "ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, pid = excluded.pid, version = excluded.version, " +
 			"roles = excluded.roles, started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, status = excluded.status"
 	}
-	if _, err := s.sqlDB.ExecContext(ctx, q, p.ID, p.Hostname, p.PID, p.Version, p.Roles, arg, arg, NodeAlive); err != nil {
+	if _, err := s.sqlDB.ExecContext(ctx, q, p.ID, p.Hostname, p.PID, p.Version, p.Roles, arg, arg, chimedb.NodeAlive); err != nil {
 		return fmt.Errorf("register node %s: %w", p.ID, err)
 	}
 	return nil
@@ -106,16 +86,16 @@ func (s *Store) RegisterNode(ctx context.Context, p *RegisterNodeParams) error {
 // status to alive, and returns the status it had before: "alive" normally,
 // "dead" when other nodes gave up on it (its jobs were handed over), ""
 // when the row had gone, in which case it is registered again from p.
-func (s *Store) HeartbeatNode(ctx context.Context, p *RegisterNodeParams) (string, error) {
+func (s *Store) HeartbeatNode(ctx context.Context, p *chimedb.RegisterNodeParams) (string, error) {
 	now, arg := s.dbNowExpr(0)
 	// The common case is one UPDATE; only when it matches nothing do we look
 	// closer, so a healthy cluster pays one statement per node and beat.
-	res, err := s.sqlDB.ExecContext(ctx, "UPDATE nodes SET heartbeat_at = "+now+" WHERE id = ? AND status = ?", arg, p.ID, NodeAlive)
+	res, err := s.sqlDB.ExecContext(ctx, "UPDATE nodes SET heartbeat_at = "+now+" WHERE id = ? AND status = ?", arg, p.ID, chimedb.NodeAlive)
 	if err != nil {
 		return "", fmt.Errorf("heartbeat of node %s: %w", p.ID, err)
 	}
 	if n, err := res.RowsAffected(); err == nil && n > 0 {
-		return NodeAlive, nil
+		return chimedb.NodeAlive, nil
 	}
 	var prev string
 	err = s.InTx(ctx, func(tx *gorm.DB) error {
@@ -132,7 +112,7 @@ func (s *Store) HeartbeatNode(ctx context.Context, p *RegisterNodeParams) (strin
 			return err
 		}
 		_, err = tx.Statement.ConnPool.ExecContext(tx.Statement.Context,
-			"UPDATE nodes SET heartbeat_at = "+now+", status = ? WHERE id = ?", arg, NodeAlive, p.ID)
+			"UPDATE nodes SET heartbeat_at = "+now+", status = ? WHERE id = ?", arg, chimedb.NodeAlive, p.ID)
 		return err
 	})
 	if err != nil {
@@ -158,19 +138,19 @@ func (s *Store) SetNodeStatus(ctx context.Context, id, status string) error {
 // taken by a guarded UPDATE, so when several nodes reap at once each dead
 // node is declared exactly once, and a node whose heartbeat lands first is
 // left alone.
-func (s *Store) DeclareDeadNodes(ctx context.Context, failoverAfter time.Duration) ([]DeadNode, error) {
+func (s *Store) DeclareDeadNodes(ctx context.Context, failoverAfter time.Duration) ([]chimedb.DeadNode, error) {
 	dbNow, err := s.DBNow(ctx)
 	if err != nil {
 		return nil, err
 	}
 	cutoff, cutArg := s.dbNowExpr(-failoverAfter)
-	rows, err := s.sqlDB.QueryContext(ctx, "SELECT id, heartbeat_at FROM nodes WHERE status = ? AND heartbeat_at < "+cutoff, NodeAlive, cutArg)
+	rows, err := s.sqlDB.QueryContext(ctx, "SELECT id, heartbeat_at FROM nodes WHERE status = ? AND heartbeat_at < "+cutoff, chimedb.NodeAlive, cutArg)
 	if err != nil {
 		return nil, fmt.Errorf("find silent nodes: %w", err)
 	}
-	var silent []DeadNode
+	var silent []chimedb.DeadNode
 	for rows.Next() {
-		var d DeadNode
+		var d chimedb.DeadNode
 		if err := rows.Scan(&d.ID, &d.HeartbeatAt); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("find silent nodes: %w", err)
@@ -181,10 +161,10 @@ func (s *Store) DeclareDeadNodes(ctx context.Context, failoverAfter time.Duratio
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("find silent nodes: %w", err)
 	}
-	var dead []DeadNode
+	var dead []chimedb.DeadNode
 	for _, d := range silent {
 		res, err := s.sqlDB.ExecContext(ctx, "UPDATE nodes SET status = ? WHERE id = ? AND status = ? AND heartbeat_at < "+cutoff,
-			NodeDead, d.ID, NodeAlive, cutArg)
+			chimedb.NodeDead, d.ID, chimedb.NodeAlive, cutArg)
 		if err != nil {
 			return dead, fmt.Errorf("declare node %s dead: %w", d.ID, err)
 		}
@@ -205,7 +185,7 @@ func (s *Store) OrphanNodes(ctx context.Context) ([]string, error) {
 	var ids []string
 	err := s.db.WithContext(ctx).Raw(
 		"SELECT DISTINCT node_id FROM jobs WHERE status IN ? AND node_id <> '' "+
-			"AND node_id NOT IN (SELECT id FROM nodes WHERE status = ?)", activeStatuses, NodeAlive).
+			"AND node_id NOT IN (SELECT id FROM nodes WHERE status = ?)", activeStatuses, chimedb.NodeAlive).
 		Scan(&ids).Error
 	if err != nil {
 		return nil, fmt.Errorf("find nodes holding jobs without being alive: %w", err)
@@ -227,7 +207,7 @@ func (s *Store) DeleteReplacedNodes(ctx context.Context, hostname, keep string) 
 		return nil, nil
 	}
 	rows, err := s.sqlDB.QueryContext(ctx, "SELECT id, pid FROM nodes WHERE hostname = ? AND id <> ? AND status IN (?, ?)",
-		hostname, keep, NodeStopped, NodeDead)
+		hostname, keep, chimedb.NodeStopped, chimedb.NodeDead)
 	if err != nil {
 		return nil, fmt.Errorf("find replaced nodes of %s: %w", hostname, err)
 	}
@@ -253,7 +233,7 @@ func (s *Store) DeleteReplacedNodes(ctx context.Context, hostname, keep string) 
 		// given jobs, since the SELECT.
 		res := s.db.WithContext(ctx).Exec(`DELETE FROM nodes WHERE id = ? AND status IN ?
 			AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.node_id = ? AND jobs.status IN ?)`,
-			id, []string{NodeStopped, NodeDead}, id, activeStatuses)
+			id, []string{chimedb.NodeStopped, chimedb.NodeDead}, id, activeStatuses)
 		if res.Error != nil {
 			return gone, fmt.Errorf("delete replaced node %s: %w", id, res.Error)
 		}

@@ -2,10 +2,13 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/chimesched/chime/chimedb"
 )
 
 // TryAcquireLease takes or renews the lease called name for holder, with
@@ -14,19 +17,29 @@ import (
 // expired by the database's clock): a node with a skewed clock can neither
 // steal a live lease nor keep one alive by writing a far-future time.
 //
-// expiresAt is in database time, for logs and the API. A holder must not
+// A caller that does not get the lease also learns whether its holder is
+// a live node, and cuts an absurd expires_at (more than
+// chimedb.MaxLeaseTTLs × ttl past the database's now, or something the
+// database does not compare as a time before that, such as PostgreSQL's
+// 'infinity') to now + ttl: a row written by hand then expires on the
+// database's clock like any other, and the caller takes it over after
+// ttl. A holder renews to now + its own TTL, so a live holder's row is
+// never absurd while the nodes' TTLs agree within MaxLeaseTTLs.
+//
+// ExpiresAt is in database time, for logs and the API. A holder must not
 // compare it with its own clock; it should count ttl from when it sent the
 // request, on its monotonic clock, minus a safety margin (see
 // cluster.Elector).
-func (s *Store) TryAcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (held bool, expiresAt time.Time, err error) {
+func (s *Store) TryAcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (*chimedb.LeaseTry, error) {
 	if holder == "" {
-		return false, time.Time{}, fmt.Errorf("acquire lease %q: empty holder", name)
+		return nil, fmt.Errorf("acquire lease %q: empty holder", name)
 	}
 	now, nowArg := s.dbNowExpr(0)
 	until, untilArg := s.dbNowExpr(ttl)
-	var got string
-	err = s.InTx(ctx, func(tx *gorm.DB) error {
-		got, expiresAt = "", time.Time{}
+	limit, limitArg := s.dbNowExpr(chimedb.MaxLeaseTTLs * ttl)
+	var out *chimedb.LeaseTry
+	err := s.InTx(ctx, func(tx *gorm.DB) error {
+		out = &chimedb.LeaseTry{}
 		conn, c := tx.Statement.ConnPool, tx.Statement.Context
 		res, err := conn.ExecContext(c, "UPDATE leases SET holder = ?, expires_at = "+until+
 			" WHERE name = ? AND (holder = ? OR holder = '' OR expires_at < "+now+")",
@@ -47,13 +60,62 @@ func (s *Store) TryAcquireLease(ctx context.Context, name, holder string, ttl ti
 			if _, err := conn.ExecContext(c, ins, name, holder, untilArg); err != nil {
 				return err
 			}
+			if err := s.checkLease(c, conn, out, name, until, untilArg, limit, limitArg); err != nil {
+				return err
+			}
 		}
-		return conn.QueryRowContext(c, "SELECT holder, expires_at FROM leases WHERE name = ?", name).Scan(&got, &expiresAt)
+		var exp leaseTime
+		if err := conn.QueryRowContext(c, "SELECT holder, expires_at FROM leases WHERE name = ?", name).Scan(&out.Holder, &exp); err != nil {
+			return err
+		}
+		out.ExpiresAt = exp.t
+		return nil
 	})
 	if err != nil {
-		return false, time.Time{}, fmt.Errorf("acquire lease %q for %s: %w", name, holder, err)
+		return nil, fmt.Errorf("acquire lease %q for %s: %w", name, holder, err)
 	}
-	return got == holder, expiresAt.UTC(), nil
+	out.Held = out.Holder == holder
+	return out, nil
+}
+
+// checkLease is what a caller that did not get the lease looks at: whether
+// the holder is a live node, and whether the expiry is absurd, which it
+// cuts to until (now + the caller's TTL).
+func (s *Store) checkLease(c context.Context, conn gorm.ConnPool, out *chimedb.LeaseTry, name, until string, untilArg any, limit string, limitArg any) error {
+	var seen string
+	var exp sql.NullString
+	var absurd, live int
+	err := conn.QueryRowContext(c, "SELECT l.holder, l.expires_at, CASE WHEN l.expires_at <= "+limit+" THEN 0 ELSE 1 END, "+
+		"CASE WHEN n.status = ? THEN 1 ELSE 0 END FROM leases l LEFT JOIN nodes n ON n.id = l.holder WHERE l.name = ?",
+		limitArg, chimedb.NodeAlive, name).Scan(&seen, &exp, &absurd, &live)
+	if err != nil {
+		return err
+	}
+	out.HolderLive = live == 1
+	if absurd == 0 {
+		return nil
+	}
+	res, err := conn.ExecContext(c, "UPDATE leases SET expires_at = "+until+" WHERE name = ? AND holder = ? AND NOT (expires_at <= "+limit+")",
+		untilArg, name, seen, limitArg)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		out.Cut = exp.String
+	}
+	return nil
+}
+
+// leaseTime reads expires_at as the driver gives it when that is a time,
+// and as the zero time when not (SQLite text, PostgreSQL's infinities):
+// it is for logs, and the row is judged in SQL.
+type leaseTime struct{ t time.Time }
+
+func (l *leaseTime) Scan(v any) error {
+	if t, ok := v.(time.Time); ok {
+		l.t = t.UTC()
+	}
+	return nil
 }
 
 // ReleaseLease gives up name if holder holds it, so a standby can take it
@@ -68,9 +130,9 @@ func (s *Store) ReleaseLease(ctx context.Context, name, holder string) error {
 }
 
 // GetLease reads a lease; a missing row is a free lease.
-func (s *Store) GetLease(ctx context.Context, name string) (*LeaseState, error) {
+func (s *Store) GetLease(ctx context.Context, name string) (*chimedb.LeaseState, error) {
 	now, arg := s.dbNowExpr(0)
-	out := &LeaseState{Name: name}
+	out := &chimedb.LeaseState{Name: name}
 	rows, err := s.sqlDB.QueryContext(ctx,
 		"SELECT holder, expires_at, CASE WHEN holder <> '' AND expires_at > "+now+" THEN 1 ELSE 0 END FROM leases WHERE name = ?",
 		arg, name)
@@ -80,11 +142,11 @@ func (s *Store) GetLease(ctx context.Context, name string) (*LeaseState, error) 
 	defer rows.Close()
 	if rows.Next() {
 		var live int
-		if err := rows.Scan(&out.Holder, &out.ExpiresAt, &live); err != nil {
+		var exp leaseTime
+		if err := rows.Scan(&out.Holder, &exp, &live); err != nil {
 			return nil, fmt.Errorf("read lease %q: %w", name, err)
 		}
-		out.Live = live == 1
-		out.ExpiresAt = out.ExpiresAt.UTC()
+		out.Live, out.ExpiresAt = live == 1, exp.t
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read lease %q: %w", name, err)

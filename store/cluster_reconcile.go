@@ -7,6 +7,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
@@ -24,22 +25,28 @@ var stalledStatuses = []models.JobStatus{models.JobRunning, models.JobPaused}
 // attempts remain or failed with the reason; one asked to stop is stopped. This should never happen while
 // nodes heartbeat their jobs; it catches what a bug or a lost update left.
 // Every move is guarded by the job's status, as all moves out of running.
-func (s *Store) RecoverStalledJobs(ctx context.Context, silentFor time.Duration) (*RecoverNodeResult, error) {
+func (s *Store) RecoverStalledJobs(ctx context.Context, silentFor time.Duration) (*chimedb.RecoverNodeResult, error) {
 	now, err := s.DBNow(ctx)
 	if err != nil {
 		return nil, err
 	}
 	cutoff := now.Add(-silentFor)
-	res := &RecoverNodeResult{}
+	res := &chimedb.RecoverNodeResult{}
+	var bad badJobs
 	err = s.InTx(ctx, func(tx *gorm.DB) error {
-		*res = RecoverNodeResult{}
+		*res, bad = chimedb.RecoverNodeResult{}, badJobs{}
 		var jobs []models.Job
-		if err := s.lockMatching(tx, &jobs, "id, job_definition_id, status, control, attempt, max_attempts, recoveries, node_id, heartbeat_at", 1000,
+		var err error
+		if bad.rows, err = s.lockMatching(tx, &jobs, "id, job_definition_id, status, control, attempt, max_attempts, recoveries, node_id, heartbeat_at", 1000,
 			"status IN ? AND COALESCE(heartbeat_at, started_at, updated_at) < ? AND updated_at < ?", stalledStatuses, cutoff, cutoff); err != nil {
 			return fmt.Errorf("select stalled jobs: %w", err)
 		}
+		if bad.failed, err = s.failBadJobs(tx, bad.rows, now, stalledStatuses); err != nil {
+			return err
+		}
+		res.Failed = bad.failed
 		if len(jobs) == 0 {
-			return nil
+			return s.enqueueNotices(tx, res.Failed)
 		}
 		pols, err := definitionPolicies(tx, jobs)
 		if err != nil {
@@ -59,6 +66,7 @@ func (s *Store) RecoverStalledJobs(ctx context.Context, silentFor time.Duration)
 	if err != nil {
 		return nil, fmt.Errorf("recover stalled jobs: %w", err)
 	}
+	s.logBadJobs(bad, "the reconciler")
 	return res, nil
 }
 
@@ -77,12 +85,20 @@ func (s *Store) ReleaseStuckQueued(ctx context.Context, olderThan time.Duration)
 	}
 	cutoff := now.Add(-olderThan)
 	var ids []int64
+	var bad badJobs
 	err = s.InTx(ctx, func(tx *gorm.DB) error {
-		ids = nil
+		ids, bad = nil, badJobs{}
 		var jobs []models.Job
-		if err := s.lockMatching(tx, &jobs, "id, node_id", 1000,
+		var err error
+		if bad.rows, err = s.lockMatching(tx, &jobs, "id, node_id", 1000,
 			"status = ? AND COALESCE(queued_at, updated_at) < ? AND updated_at < ?", models.JobQueued, cutoff, cutoff); err != nil {
 			return fmt.Errorf("select stuck queued jobs: %w", err)
+		}
+		if bad.failed, err = s.failBadJobs(tx, bad.rows, now, []models.JobStatus{models.JobQueued}); err != nil {
+			return err
+		}
+		if err := s.enqueueNotices(tx, bad.failed); err != nil {
+			return err
 		}
 		var logs []models.JobLog
 		for _, j := range jobs {
@@ -103,6 +119,7 @@ func (s *Store) ReleaseStuckQueued(ctx context.Context, olderThan time.Duration)
 	if err != nil {
 		return nil, fmt.Errorf("release stuck queued jobs: %w", err)
 	}
+	s.logBadJobs(bad, "the reconciler")
 	return ids, nil
 }
 
@@ -112,7 +129,7 @@ func (s *Store) ReleaseStuckQueued(ctx context.Context, olderThan time.Duration)
 // The attempt count is kept, so the next run is the next attempt. A node
 // still running it cannot report it afterwards: completions are guarded by
 // node_id and status. A pending job is returned unchanged; a finished one is
-// ErrJobState, a missing one ErrNotFound.
+// chimedb.ErrJobState, a missing one chimedb.ErrNotFound.
 func (s *Store) ResetJob(ctx context.Context, id int64, reason string) (*models.Job, error) {
 	return s.resetJob(ctx, id, reason, 0)
 }
@@ -120,7 +137,7 @@ func (s *Store) ResetJob(ctx context.Context, id int64, reason string) (*models.
 // ResetSilentJob is ResetJob for a job no node looks after any more: its
 // node is not alive in nodes or has not beaten for failoverAfter, or the
 // job itself (heartbeat_at, and updated_at on the database's clock) has
-// been silent that long. A job a live node still runs is ErrJobState with
+// been silent that long. A job a live node still runs is chimedb.ErrJobState with
 // the node and the heartbeat ages in the message: resetting it would start
 // attempt n+1 beside a process nobody can stop any more.
 func (s *Store) ResetSilentJob(ctx context.Context, id int64, reason string, failoverAfter time.Duration) (*models.Job, error) {
@@ -183,7 +200,7 @@ func (s *Store) resetJob(ctx context.Context, id int64, reason string, liveWithi
 		case job.Status == models.JobPending:
 			return nil
 		case job.Status.Finished():
-			return fmt.Errorf("job %d is %s: %w", id, job.Status, ErrJobState)
+			return fmt.Errorf("job %d is %s: %w", id, job.Status, chimedb.ErrJobState)
 		}
 		if liveWithin > 0 {
 			if err := s.refuseLive(tx, &job, now, liveWithin); err != nil {
@@ -198,6 +215,9 @@ func (s *Store) resetJob(ctx context.Context, id int64, reason string, liveWithi
 		if err := s.insertJobLogs(tx, []models.JobLog{{JobID: id, Level: "warning", Message: msg, CreatedAt: now}}); err != nil {
 			return err
 		}
+		// Read into an empty row: gorm leaves a field as it was when its
+		// column is NULL, and the reset cleared queued_at.
+		job = models.Job{}
 		return first(tx.Where("id = ?", id), &job)
 	})
 	if err != nil {
@@ -206,26 +226,7 @@ func (s *Store) resetJob(ctx context.Context, id int64, reason string, liveWithi
 	return &job, nil
 }
 
-// JobLastHeard is when a queued, running or paused job was last heard
-// from: its latest sign of life (heartbeat, else start, else queueing) or
-// its row's last write, whichever is later. heartbeat_at is on the node's
-// clock, updated_at on the database's: the job is silent only when both
-// are old, as in RecoverStalledJobs. The console judges with it which jobs
-// to offer a reset.
-func JobLastHeard(job *models.Job) time.Time {
-	last := job.UpdatedAt
-	for _, t := range []*time.Time{job.HeartbeatAt, job.StartedAt, job.QueuedAt} {
-		if t != nil {
-			if t.After(last) {
-				last = *t
-			}
-			break
-		}
-	}
-	return last
-}
-
-// refuseLive returns ErrJobState when job's node is alive in nodes and beat
+// refuseLive returns chimedb.ErrJobState when job's node is alive in nodes and beat
 // within window, and the job itself was written within window: the same
 // judgements the dead-node reaper and RecoverStalledJobs make, so a reset
 // is allowed exactly when failover or the reconciler would act. now is the
@@ -243,17 +244,17 @@ func (s *Store) refuseLive(tx *gorm.DB, job *models.Job, now time.Time, window t
 		return fmt.Errorf("read node %s: %w", job.NodeID, res.Error)
 	}
 	cutoff := now.Add(-window)
-	if res.RowsAffected == 0 || node.Status != NodeAlive || node.HeartbeatAt.Before(cutoff) {
+	if res.RowsAffected == 0 || node.Status != chimedb.NodeAlive || node.HeartbeatAt.Before(cutoff) {
 		return nil
 	}
-	last := JobLastHeard(job)
+	last := chimedb.JobLastHeard(job)
 	if last.Before(cutoff) {
 		return nil
 	}
 	return fmt.Errorf("job %d is %s on node %s, which is alive (its last heartbeat %s ago, the job's %s ago, "+
 		"by the database's clock); a reset would start another attempt beside the running one. "+
 		"Stop it, or wait until the node is silent for %s, or force the reset (it asks the job to stop first): %w",
-		job.ID, job.Status, job.NodeID, age(now, node.HeartbeatAt), age(now, last), window, ErrJobState)
+		job.ID, job.Status, job.NodeID, age(now, node.HeartbeatAt), age(now, last), window, chimedb.ErrJobState)
 }
 
 func age(now, t time.Time) time.Duration {
@@ -268,13 +269,13 @@ func age(now, t time.Time) time.Duration {
 // trigger row, and triggers whose next_fire_at is more than overdueAfter
 // behind the database's clock. Schedules created in the last overdueAfter
 // are left out: the schedule engine creates their trigger on its next sync.
-func (s *Store) FindScheduleAnomalies(ctx context.Context, overdueAfter time.Duration, limit int) (*ScheduleAnomalies, error) {
+func (s *Store) FindScheduleAnomalies(ctx context.Context, overdueAfter time.Duration, limit int) (*chimedb.ScheduleAnomalies, error) {
 	now, err := s.DBNow(ctx)
 	if err != nil {
 		return nil, err
 	}
 	cutoff := now.Add(-overdueAfter)
-	out := &ScheduleAnomalies{}
+	out := &chimedb.ScheduleAnomalies{}
 	db := s.db.WithContext(ctx)
 	err = db.Raw(`SELECT s.id FROM schedules s LEFT JOIN time_triggers t ON t.schedule_id = s.id
 		WHERE s.status = ? AND t.id IS NULL AND s.updated_at < ? ORDER BY s.id LIMIT ?`,
@@ -291,7 +292,7 @@ func (s *Store) FindScheduleAnomalies(ctx context.Context, overdueAfter time.Dur
 	}
 	for _, t := range trigs {
 		if t.NextFireAt != nil {
-			out.Overdue = append(out.Overdue, OverdueTrigger{ScheduleID: t.ScheduleID, NextFireAt: t.NextFireAt.UTC(), Overdue: now.Sub(*t.NextFireAt)})
+			out.Overdue = append(out.Overdue, chimedb.OverdueTrigger{ScheduleID: t.ScheduleID, NextFireAt: t.NextFireAt.UTC(), Overdue: now.Sub(*t.NextFireAt)})
 		}
 	}
 	return out, nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -31,16 +32,16 @@ func TestLeaseTakeoverOnlyAfterExpiry(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		held, exp, err := st.TryAcquireLease(ctx, "scheduler", "a", time.Minute)
+		held, exp, err := tryLease(st, "scheduler", "a", time.Minute)
 		require.NoError(t, err)
 		require.True(t, held)
 		require.WithinDuration(t, time.Now().Add(time.Minute), exp, 5*time.Second)
 
-		held, _, err = st.TryAcquireLease(ctx, "scheduler", "b", time.Minute)
+		held, _, err = tryLease(st, "scheduler", "b", time.Minute)
 		require.NoError(t, err)
 		require.False(t, held, "b must not take a live lease")
 
-		held, exp2, err := st.TryAcquireLease(ctx, "scheduler", "a", time.Minute)
+		held, exp2, err := tryLease(st, "scheduler", "a", time.Minute)
 		require.NoError(t, err)
 		require.True(t, held, "the holder renews")
 		require.False(t, exp2.Before(exp))
@@ -50,10 +51,10 @@ func TestLeaseTakeoverOnlyAfterExpiry(t *testing.T) {
 		l, err := st.GetLease(ctx, "scheduler")
 		require.NoError(t, err)
 		require.False(t, l.Live)
-		held, _, err = st.TryAcquireLease(ctx, "scheduler", "b", time.Minute)
+		held, _, err = tryLease(st, "scheduler", "b", time.Minute)
 		require.NoError(t, err)
 		require.True(t, held, "b takes an expired lease")
-		held, _, err = st.TryAcquireLease(ctx, "scheduler", "a", time.Minute)
+		held, _, err = tryLease(st, "scheduler", "a", time.Minute)
 		require.NoError(t, err)
 		require.False(t, held, "a lost it")
 
@@ -63,7 +64,7 @@ func TestLeaseTakeoverOnlyAfterExpiry(t *testing.T) {
 		require.Equal(t, "b", l.Holder)
 		require.True(t, l.Live)
 		require.NoError(t, st.ReleaseLease(ctx, "scheduler", "b"))
-		held, _, err = st.TryAcquireLease(ctx, "scheduler", "a", time.Minute)
+		held, _, err = tryLease(st, "scheduler", "a", time.Minute)
 		require.NoError(t, err)
 		require.True(t, held, "a released lease is free at once")
 	})
@@ -76,7 +77,7 @@ func TestDeclareDeadNodes(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		for _, id := range []string{"fresh", "old"} {
-			require.NoError(t, st.RegisterNode(ctx, &store.RegisterNodeParams{ID: id, Hostname: "h", PID: 1, Roles: "worker"}))
+			require.NoError(t, st.RegisterNode(ctx, &chimedb.RegisterNodeParams{ID: id, Hostname: "h", PID: 1, Roles: "worker"}))
 		}
 		dbNow, err := st.DBNow(ctx)
 		require.NoError(t, err)
@@ -91,22 +92,22 @@ func TestDeclareDeadNodes(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, dead, "declared once")
 
-		prev, err := st.HeartbeatNode(ctx, &store.RegisterNodeParams{ID: "old"})
+		prev, err := st.HeartbeatNode(ctx, &chimedb.RegisterNodeParams{ID: "old"})
 		require.NoError(t, err)
-		require.Equal(t, store.NodeDead, prev)
-		prev, err = st.HeartbeatNode(ctx, &store.RegisterNodeParams{ID: "fresh"})
+		require.Equal(t, chimedb.NodeDead, prev)
+		prev, err = st.HeartbeatNode(ctx, &chimedb.RegisterNodeParams{ID: "fresh"})
 		require.NoError(t, err)
-		require.Equal(t, store.NodeAlive, prev)
-		prev, err = st.HeartbeatNode(ctx, &store.RegisterNodeParams{ID: "gone", Roles: "worker"})
+		require.Equal(t, chimedb.NodeAlive, prev)
+		prev, err = st.HeartbeatNode(ctx, &chimedb.RegisterNodeParams{ID: "gone", Roles: "worker"})
 		require.NoError(t, err)
 		require.Empty(t, prev, "a missing row is registered again")
 		var nodes []models.Node
 		require.NoError(t, st.DB().Order("id").Find(&nodes).Error)
 		require.Len(t, nodes, 3)
 		for _, n := range nodes {
-			require.Equal(t, store.NodeAlive, n.Status, n.ID)
+			require.Equal(t, chimedb.NodeAlive, n.Status, n.ID)
 		}
-		require.NoError(t, st.SetNodeStatus(ctx, "fresh", store.NodeStopped))
+		require.NoError(t, st.SetNodeStatus(ctx, "fresh", chimedb.NodeStopped))
 		// SQLite's clock has millisecond steps: let the heartbeats above fall
 		// strictly behind "now", or a zero window finds them all equal to it.
 		time.Sleep(5 * time.Millisecond)
@@ -121,9 +122,9 @@ func TestOrphanNodes(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
 		def := testdb.Definition(t, st, nil)
-		require.NoError(t, st.RegisterNode(ctx, &store.RegisterNodeParams{ID: "live"}))
-		require.NoError(t, st.RegisterNode(ctx, &store.RegisterNodeParams{ID: "stopped"}))
-		require.NoError(t, st.SetNodeStatus(ctx, "stopped", store.NodeStopped))
+		require.NoError(t, st.RegisterNode(ctx, &chimedb.RegisterNodeParams{ID: "live"}))
+		require.NoError(t, st.RegisterNode(ctx, &chimedb.RegisterNodeParams{ID: "stopped"}))
+		require.NoError(t, st.SetNodeStatus(ctx, "stopped", chimedb.NodeStopped))
 		testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "live", Attempt: 1})
 		testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobQueued, NodeID: "stopped"})
 		testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "unknown", Attempt: 1})
@@ -188,9 +189,9 @@ func TestResetJob(t *testing.T) {
 		require.Empty(t, j.NodeID)
 		require.Equal(t, 1, j.Attempt, "the attempt count is kept")
 		_, err = st.ResetJob(ctx, done.ID, "test")
-		require.ErrorIs(t, err, store.ErrJobState)
+		require.ErrorIs(t, err, chimedb.ErrJobState)
 		_, err = st.ResetJob(ctx, 999999, "test")
-		require.ErrorIs(t, err, store.ErrNotFound)
+		require.ErrorIs(t, err, chimedb.ErrNotFound)
 	})
 }
 
@@ -273,7 +274,7 @@ func TestRecoveryOnNodeLoss(t *testing.T) {
 		failed := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: off.ID, Status: models.JobRunning, NodeID: "lost", Attempt: 1, Heartbeat: &hb})
 		retried := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: offRetry.ID, Status: models.JobRunning, NodeID: "lost", Attempt: 1, Heartbeat: &hb})
 
-		res, err := st.RecoverNode(ctx, &store.RecoverNodeParams{NodeID: "lost", Now: time.Now()})
+		res, err := st.RecoverNode(ctx, &chimedb.RecoverNodeParams{NodeID: "lost", Now: time.Now()})
 		require.NoError(t, err)
 		require.Equal(t, []int64{recovered.ID, paused.ID}, res.Recovered)
 		require.Equal(t, []int64{capped.ID, failed.ID}, res.Failed)
@@ -358,7 +359,7 @@ func TestRecoverStalledJobsDoesNotWaitOnLiveRows(t *testing.T) {
 
 		// So does the reaper of a dead node, beside a live node's row.
 		dead := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "gone", Attempt: 1, Heartbeat: &old})
-		res, err = st.RecoverNode(rctx, &store.RecoverNodeParams{NodeID: "gone", Now: now})
+		res, err = st.RecoverNode(rctx, &chimedb.RecoverNodeParams{NodeID: "gone", Now: now})
 		require.NoError(t, err, "the reaper waited on a live job's lock")
 		require.Len(t, append(res.Retried, res.Recovered...), 1)
 		require.Equal(t, models.JobPending, testdb.GetJob(t, st, dead.ID).Status)

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
@@ -46,19 +47,19 @@ const completeChunk = 250
 // status, no result, and an error saying why it could not be stored. A
 // row that refuses even that is left as it is and logged. So one poison
 // outcome never holds back the others, nor is retried forever.
-func (s *Store) CompleteJobs(ctx context.Context, p *CompleteJobsParams) ([]int64, error) {
+func (s *Store) CompleteJobs(ctx context.Context, p *chimedb.CompleteJobsParams) ([]int64, error) {
 	if len(p.Outcomes) == 0 {
 		return nil, nil
 	}
 	// One outcome per row: of two for one id (a job claimed twice) the
 	// first is written, the other reported as not applied.
-	outs := make([]JobOutcome, 0, len(p.Outcomes))
+	outs := make([]chimedb.JobOutcome, 0, len(p.Outcomes))
 	seen := make(map[int64]bool, len(p.Outcomes))
 	for _, o := range p.Outcomes {
 		if !seen[o.ID] {
 			seen[o.ID] = true
-			o.Result = s.storablePtr(o.Result, MaxResultBytes)
-			o.Error = s.storablePtr(o.Error, MaxErrorBytes)
+			o.Result = s.storablePtr(o.Result, chimedb.MaxResultBytes)
+			o.Error = s.storablePtr(o.Error, chimedb.MaxErrorBytes)
 			outs = append(outs, o)
 		}
 	}
@@ -126,7 +127,7 @@ func (s *Store) CompleteJobs(ctx context.Context, p *CompleteJobsParams) ([]int6
 
 // withOutcomeLogs is logs followed by the lines of the outcomes in outs
 // that were written (all of them when written is nil).
-func withOutcomeLogs(logs []models.JobLog, outs []JobOutcome, written map[int64]bool) []models.JobLog {
+func withOutcomeLogs(logs []models.JobLog, outs []chimedb.JobOutcome, written map[int64]bool) []models.JobLog {
 	all := logs
 	for i := range outs {
 		o := &outs[i]
@@ -145,8 +146,8 @@ func withOutcomeLogs(logs []models.JobLog, outs []JobOutcome, written map[int64]
 
 // outcomeChunks splits outs into UPDATEs of at most completeChunk rows and
 // about stmtTextBudget bytes of results and errors.
-func outcomeChunks(outs []JobOutcome) [][]JobOutcome {
-	var chunks [][]JobOutcome
+func outcomeChunks(outs []chimedb.JobOutcome) [][]chimedb.JobOutcome {
+	var chunks [][]chimedb.JobOutcome
 	start, size := 0, 0
 	for i, o := range outs {
 		n := textLen(o.Result) + textLen(o.Error)
@@ -181,7 +182,7 @@ type refusedOutcome struct {
 
 // completeLocked locks the rows of outs still active on nodeID, then
 // writes their outcomes (see writeContained); it returns the ids written.
-func (s *Store) completeLocked(tx *gorm.DB, nodeID string, outs []JobOutcome, refused *[]refusedOutcome) ([]int64, error) {
+func (s *Store) completeLocked(tx *gorm.DB, nodeID string, outs []chimedb.JobOutcome, refused *[]refusedOutcome) ([]int64, error) {
 	ids := make([]int64, len(outs))
 	for i, o := range outs {
 		ids[i] = o.ID
@@ -198,7 +199,7 @@ func (s *Store) completeLocked(tx *gorm.DB, nodeID string, outs []JobOutcome, re
 	for _, id := range live {
 		keep[id] = true
 	}
-	mine := make([]JobOutcome, 0, len(live))
+	mine := make([]chimedb.JobOutcome, 0, len(live))
 	for _, o := range outs {
 		if keep[o.ID] {
 			mine = append(mine, o)
@@ -245,7 +246,7 @@ func (s *Store) completeLocked(tx *gorm.DB, nodeID string, outs []JobOutcome, re
 // each half on its own, down to single rows: a single refused row is
 // written with a placeholder instead, or left out. A transient error ends
 // the whole write, to be retried.
-func (s *Store) writeContained(tx *gorm.DB, nodeID string, outs []JobOutcome, refused *[]refusedOutcome) error {
+func (s *Store) writeContained(tx *gorm.DB, nodeID string, outs []chimedb.JobOutcome, refused *[]refusedOutcome) error {
 	err := s.savepoint(tx, func() error {
 		_, err := s.writeOutcomes(tx, nodeID, outs)
 		return err
@@ -261,10 +262,10 @@ func (s *Store) writeContained(tx *gorm.DB, nodeID string, outs []JobOutcome, re
 		return s.writeContained(tx, nodeID, outs[half:], refused)
 	}
 	o := outs[0]
-	msg := s.storable("chime: outcome could not be stored: "+err.Error(), MaxErrorBytes)
+	msg := s.storable("chime: outcome could not be stored: "+err.Error(), chimedb.MaxErrorBytes)
 	o.Result, o.Error = nil, &msg
 	perr := s.savepoint(tx, func() error {
-		_, err := s.writeOutcomes(tx, nodeID, []JobOutcome{o})
+		_, err := s.writeOutcomes(tx, nodeID, []chimedb.JobOutcome{o})
 		return err
 	})
 	if perr != nil && transient(perr) {
@@ -283,7 +284,7 @@ func (s *Store) writeContained(tx *gorm.DB, nodeID string, outs []JobOutcome, re
 // for each row it updates, one WHEN after another, so n rows cost n²/2
 // comparisons per column. In the common batch (all succeeded, same result,
 // no error) only finished_at still needs a CASE.
-func (s *Store) writeOutcomes(tx *gorm.DB, nodeID string, outs []JobOutcome) (int, error) {
+func (s *Store) writeOutcomes(tx *gorm.DB, nodeID string, outs []chimedb.JobOutcome) (int, error) {
 	var b strings.Builder
 	args := make([]any, 0, 3*len(outs)+16)
 	ids := make([]int64, 0, len(outs))
@@ -291,7 +292,7 @@ func (s *Store) writeOutcomes(tx *gorm.DB, nodeID string, outs []JobOutcome) (in
 		ids = append(ids, o.ID)
 	}
 	sep := ""
-	set := func(col string, val func(o *JobOutcome) any) {
+	set := func(col string, val func(o *chimedb.JobOutcome) any) {
 		b.WriteString(sep)
 		sep = ", "
 		if v, ok := uniform(outs, val); ok {
@@ -316,24 +317,29 @@ func (s *Store) writeOutcomes(tx *gorm.DB, nodeID string, outs []JobOutcome) (in
 		b.WriteString(" END")
 	}
 	b.WriteString("UPDATE " + s.jobsByID() + " SET ")
-	set("status", func(o *JobOutcome) any { return string(o.Status) })
-	set("finished_at", func(o *JobOutcome) any {
+	set("status", func(o *chimedb.JobOutcome) any { return string(o.Status) })
+	set("finished_at", func(o *chimedb.JobOutcome) any {
 		if o.Status == models.JobPending {
 			return nil
 		}
 		return DBTime(o.FinishedAt)
 	})
-	// A retry is due at RunAt; a final state keeps its run_at.
-	set("run_at", func(o *JobOutcome) any {
-		if o.Status == models.JobPending {
-			return DBTime(o.RunAt)
-		}
-		return gorm.Expr("run_at")
-	})
-	set("result", func(o *JobOutcome) any { return o.Result })
-	set("error", func(o *JobOutcome) any { return o.Error })
+	// A retry is due at RunAt; a final state keeps its run_at. A batch
+	// without a retry leaves run_at out of its SET: on PostgreSQL a column
+	// named there fires chime_jobs_priority (BEFORE UPDATE OF run_at) for
+	// every row, whatever the value, to recompute an unchanged claim_key.
+	if slices.ContainsFunc(outs, func(o chimedb.JobOutcome) bool { return o.Status == models.JobPending }) {
+		set("run_at", func(o *chimedb.JobOutcome) any {
+			if o.Status == models.JobPending {
+				return DBTime(o.RunAt)
+			}
+			return gorm.Expr("run_at")
+		})
+	}
+	set("result", func(o *chimedb.JobOutcome) any { return o.Result })
+	set("error", func(o *chimedb.JobOutcome) any { return o.Error })
 	// A retried job leaves the node so that any node may claim it.
-	set("node_id", func(o *JobOutcome) any {
+	set("node_id", func(o *chimedb.JobOutcome) any {
 		if o.Status == models.JobPending {
 			return ""
 		}
@@ -353,7 +359,7 @@ func (s *Store) writeOutcomes(tx *gorm.DB, nodeID string, outs []JobOutcome) (in
 // them all the same one. Values are what writeOutcomes binds: nil, a
 // string, a *string (compared by what it points to), a time.Time or a
 // gorm expression without arguments.
-func uniform(outs []JobOutcome, val func(o *JobOutcome) any) (any, bool) {
+func uniform(outs []chimedb.JobOutcome, val func(o *chimedb.JobOutcome) any) (any, bool) {
 	first := val(&outs[0])
 	for i := 1; i < len(outs); i++ {
 		if !sameValue(first, val(&outs[i])) {
@@ -390,7 +396,7 @@ func sameValue(a, b any) bool {
 // writeOutcomes, and for snoozes gives the attempt back (as a recovery
 // does, see recoverCutOff) and counts the snooze. A batch without typed
 // outcomes, the common case, costs one constant clause and no placeholder.
-func (s *Store) writeTypedOutcomes(b *strings.Builder, args []any, outs []JobOutcome) []any {
+func (s *Store) writeTypedOutcomes(b *strings.Builder, args []any, outs []chimedb.JobOutcome) []any {
 	var typed, snoozed []int64
 	for i := range outs {
 		o := &outs[i]

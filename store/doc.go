@@ -1,11 +1,17 @@
-// Package store is chime's only door to the database. It opens MySQL
-// (MariaDB) or SQLite through GORM, applies the embedded migrations, and holds
-// every query beyond plain CRUD: fire, claim, complete, heartbeat, lease,
-// recover. Engines declare the small interfaces they need; store implements
-// them, and the differences between dialects live here and nowhere else.
+// Package store is the only package of a node with SQL on chime's
+// database (internal/bench seeds its tables with plain INSERTs, as an
+// admin's SQL would). It opens MySQL (MariaDB), PostgreSQL or SQLite
+// through GORM, applies the embedded migrations, and holds every query:
+// fire, claim, complete, heartbeat, lease, recover, and the admin queries
+// behind the API and the console. chimedb declares the interfaces the
+// engines, cluster, api and console call (ScheduleStore, TaskStore,
+// ClusterStore, AdminStore, ConsoleStore) and their parameter and row
+// types; store implements them, and the differences between dialects live
+// here and nowhere else. app opens a Store and hands it to each; the CLI
+// reaches it through app (and internal/bench, for chime bench).
 //
-// store may import models, sql and third-party database libraries; it never
-// imports an engine, the API or the CLI.
+// store may import chimedb, models, sql and third-party database
+// libraries; it never imports an engine, the API, the console or the CLI.
 //
 // Times written by store are UTC truncated to the microsecond (see DBTime):
 // MySQL keeps DATETIME(6), and SQLite compares timestamps as text, which is

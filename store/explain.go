@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"gorm.io/gorm"
 )
 
 // explain returns the database's plan for a statement written with gorm's
@@ -11,14 +13,19 @@ import (
 // names the key parts a range uses, SQLite's EXPLAIN QUERY PLAN and
 // PostgreSQL's EXPLAIN, one "column=value" line per row of the answer.
 func (s *Store) explain(ctx context.Context, sql string, args ...any) (string, error) {
+	return explainIn(s.db.WithContext(ctx), s.dialect, sql, args...)
+}
+
+// explainIn is explain on db, which may be a transaction.
+func explainIn(db *gorm.DB, dialect Dialect, sql string, args ...any) (string, error) {
 	prefix := "EXPLAIN "
-	switch s.dialect {
+	switch dialect {
 	case MySQL:
 		prefix = "EXPLAIN FORMAT=JSON "
 	case SQLite:
 		prefix = "EXPLAIN QUERY PLAN "
 	}
-	rows, err := s.db.WithContext(ctx).Raw(prefix+sql, args...).Rows()
+	rows, err := db.Raw(prefix+sql, args...).Rows()
 	if err != nil {
 		return "", fmt.Errorf("explain: %w", err)
 	}

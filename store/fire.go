@@ -11,6 +11,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
@@ -37,10 +38,10 @@ import (
 // different instant, so the unique key on (schedule_id, scheduled_at) would
 // let both catch-up jobs in; with the check, whichever commits second
 // writes nothing for that schedule and learns the row's state from Stale.
-func (s *Store) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFiresResult, error) {
-	var res *WriteFiresResult
+func (s *Store) WriteFires(ctx context.Context, p *chimedb.WriteFiresParams) (*chimedb.WriteFiresResult, error) {
+	var res *chimedb.WriteFiresResult
 	err := s.InTx(ctx, func(tx *gorm.DB) error {
-		res = &WriteFiresResult{}
+		res = &chimedb.WriteFiresResult{}
 		seen, err := s.lockFireRows(tx, p)
 		if err != nil {
 			return err
@@ -60,7 +61,7 @@ func (s *Store) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFire
 				ok[t.ScheduleID] = true
 			}
 		}
-		var normal, catchUp []FireJob
+		var normal, catchUp []chimedb.FireJob
 		for _, j := range p.Jobs {
 			switch {
 			case !ok[j.ScheduleID]:
@@ -94,7 +95,7 @@ func (s *Store) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFire
 			return err
 		}
 		res.Duplicates = len(normal) + len(catchUp) - res.Inserted - res.InsertedCatchUp
-		var trigs []TriggerRow
+		var trigs []chimedb.TriggerRow
 		for _, t := range p.Triggers {
 			if ok[t.ScheduleID] {
 				trigs = append(trigs, t)
@@ -128,12 +129,12 @@ func (s *Store) WriteFires(ctx context.Context, p *WriteFiresParams) (*WriteFire
 
 // fireRow is what lockFireRows read of one active schedule.
 type fireRow struct {
-	busy     bool       // another transaction holds the schedule's row: nothing else is set
-	exists   bool       // it has a time_triggers row
-	row      TriggerRow // that row, when it exists
-	priority int        // its jobs' priority: its own, else its definition's
-	name     string     // the schedule's name, for jobs handed off
-	forbid   bool       // concurrency = 'forbid': its jobs are never handed off
+	busy     bool               // another transaction holds the schedule's row: nothing else is set
+	exists   bool               // it has a time_triggers row
+	row      chimedb.TriggerRow // that row, when it exists
+	priority int                // its jobs' priority: its own, else its definition's
+	name     string             // the schedule's name, for jobs handed off
+	forbid   bool               // concurrency = 'forbid': its jobs are never handed off
 }
 
 // lockFireRows reads, inside the transaction, which of the batch's
@@ -158,7 +159,7 @@ type fireRow struct {
 // statement of their own and waited for: on MySQL SKIP LOCKED in an outer
 // join would pass over a held trigger row and return its schedule as if
 // it had none.
-func (s *Store) lockFireRows(tx *gorm.DB, p *WriteFiresParams) (map[int64]fireRow, error) {
+func (s *Store) lockFireRows(tx *gorm.DB, p *chimedb.WriteFiresParams) (map[int64]fireRow, error) {
 	ids := make([]int64, 0, len(p.Triggers))
 	for _, t := range p.Triggers {
 		ids = append(ids, t.ScheduleID)
@@ -246,7 +247,7 @@ func (s *Store) lockFireChunk(tx *gorm.DB, chunk []int64, out map[int64]fireRow)
 		}
 		r := out[id]
 		r.exists = true
-		r.row = TriggerRow{ScheduleID: id, NextFireAt: nullTime(next), LastFireAt: nullTime(last), FiredCount: fired.Int64, MisfiredCount: missed.Int64}
+		r.row = chimedb.TriggerRow{ScheduleID: id, NextFireAt: nullTime(next), LastFireAt: nullTime(last), FiredCount: fired.Int64, MisfiredCount: missed.Int64}
 		if rem.Valid {
 			v := rem.Int64
 			r.row.RemainingCount = &v
@@ -319,12 +320,12 @@ func idList(ids []int64) string {
 }
 
 // pickHandoff splits the batch's on-time jobs into those written pending
-// and those handed off to p.HandoffNode (see WriteFiresParams.HandoffNode).
+// and those handed off to p.HandoffNode (see chimedb.WriteFiresParams.HandoffNode).
 // It reads the definitions of the batch's jobs, one statement, only when
 // there are slots: their task types decide which jobs may be handed off,
 // and the handed-off jobs carry them to the task engine.
-func (s *Store) pickHandoff(tx *gorm.DB, p *WriteFiresParams, normal []FireJob, seen map[int64]fireRow) (
-	pending, handoff []FireJob, defs map[int64]*models.JobDefinition, err error) {
+func (s *Store) pickHandoff(tx *gorm.DB, p *chimedb.WriteFiresParams, normal []chimedb.FireJob, seen map[int64]fireRow) (
+	pending, handoff []chimedb.FireJob, defs map[int64]*models.JobDefinition, err error) {
 	if p.HandoffNode == "" || p.HandoffSlots <= 0 || len(p.HandoffKinds) == 0 || len(normal) == 0 {
 		return normal, nil, nil, nil
 	}
@@ -337,18 +338,20 @@ func (s *Store) pickHandoff(tx *gorm.DB, p *WriteFiresParams, normal []FireJob, 
 	if len(ids) == 0 {
 		return normal, nil, nil, nil
 	}
-	var rows []models.JobDefinition
-	if err := tx.Where("id IN ?", ids).Find(&rows).Error; err != nil {
+	rows, err := definitionsByID(tx, ids)
+	if err != nil {
 		return nil, nil, nil, fmt.Errorf("read definitions of jobs to hand off: %w", err)
 	}
 	defs = make(map[int64]*models.JobDefinition, len(rows))
 	for i := range rows {
 		defs[rows[i].ID] = &rows[i]
 	}
-	pending = make([]FireJob, 0, len(normal))
+	pending = make([]chimedb.FireJob, 0, len(normal))
 	for _, j := range normal {
 		d := defs[j.JobDefinitionID]
-		if len(handoff) < p.HandoffSlots && d != nil && !seen[j.ScheduleID].forbid && slices.Contains(p.HandoffKinds, d.TaskType) {
+		// An unreadable definition's job is written pending: the claim
+		// fails it with the reason.
+		if len(handoff) < p.HandoffSlots && d != nil && d.Unreadable == "" && !seen[j.ScheduleID].forbid && slices.Contains(p.HandoffKinds, d.TaskType) {
 			handoff = append(handoff, j)
 			continue
 		}
@@ -365,8 +368,8 @@ func (s *Store) pickHandoff(tx *gorm.DB, p *WriteFiresParams, normal []FireJob, 
 // column is what insertJobs wrote, so the jobs are built from handoff,
 // which saves the server sending, and gorm scanning, a few hundred whole
 // rows inside the fire's transaction.
-func (s *Store) readHandedOff(tx *gorm.DB, p *WriteFiresParams, handoff []FireJob, seen map[int64]fireRow,
-	defs map[int64]*models.JobDefinition) ([]ClaimedJob, error) {
+func (s *Store) readHandedOff(tx *gorm.DB, p *chimedb.WriteFiresParams, handoff []chimedb.FireJob, seen map[int64]fireRow,
+	defs map[int64]*models.JobDefinition) ([]chimedb.ClaimedJob, error) {
 	var ids []int64
 	var ats []time.Time
 	for _, j := range handoff {
@@ -409,7 +412,7 @@ func (s *Store) readHandedOff(tx *gorm.DB, p *WriteFiresParams, handoff []FireJo
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read jobs handed off: %w", err)
 	}
-	idOf := func(j FireJob) (int64, bool) {
+	idOf := func(j chimedb.FireJob) (int64, bool) {
 		at := DBTime(j.ScheduledAt)
 		if id, ok := got[key{j.ScheduleID, at}]; ok {
 			return id, true
@@ -423,7 +426,7 @@ func (s *Store) readHandedOff(tx *gorm.DB, p *WriteFiresParams, handoff []FireJo
 		return 0, false
 	}
 	now := DBTime(p.Now)
-	out := make([]ClaimedJob, 0, len(got))
+	out := make([]chimedb.ClaimedJob, 0, len(got))
 	for _, j := range handoff {
 		id, ok := idOf(j)
 		if !ok {
@@ -435,7 +438,7 @@ func (s *Store) readHandedOff(tx *gorm.DB, p *WriteFiresParams, handoff []FireJo
 			Status: models.JobRunning, Attempt: 1, MaxAttempts: j.MaxAttempts, Params: j.Params, MissedFires: j.MissedFires,
 			NodeID: p.HandoffNode, QueuedAt: &now, StartedAt: &now, HeartbeatAt: &now, CreatedAt: now, UpdatedAt: now,
 			Priority: r.priority}
-		out = append(out, ClaimedJob{Job: job, Definition: defs[j.JobDefinitionID], ScheduleName: r.name, Started: true})
+		out = append(out, chimedb.ClaimedJob{Job: job, Definition: defs[j.JobDefinitionID], ScheduleName: r.name, Started: true})
 	}
 	return out, nil
 }
@@ -446,8 +449,8 @@ const handoffInstants = 64
 
 // insertJobs writes the fires in jobs, each with its schedule's priority as
 // lockFireRows read it in seen: pending, or, with node set, running on node
-// as its first attempt (handed off, see WriteFiresParams.HandoffNode).
-func (s *Store) insertJobs(tx *gorm.DB, jobs []FireJob, seen map[int64]fireRow, now time.Time, node string) (int, error) {
+// as its first attempt (handed off, see chimedb.WriteFiresParams.HandoffNode).
+func (s *Store) insertJobs(tx *gorm.DB, jobs []chimedb.FireJob, seen map[int64]fireRow, now time.Time, node string) (int, error) {
 	if len(jobs) == 0 {
 		return 0, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -45,7 +46,7 @@ func BenchmarkWriteFires500(b *testing.B) {
 				b.Fatal(err)
 			}
 			base := time.Now().UTC().Truncate(time.Second)
-			params := func(k int) *store.WriteFiresParams {
+			params := func(k int) *chimedb.WriteFiresParams {
 				at := base.Add(time.Duration(k) * time.Second)
 				next := at.Add(time.Second)
 				var from *time.Time // where the previous iteration left the trigger
@@ -53,10 +54,10 @@ func BenchmarkWriteFires500(b *testing.B) {
 					prev := at.Add(-time.Second)
 					from = &prev
 				}
-				p := &store.WriteFiresParams{Now: time.Now()}
+				p := &chimedb.WriteFiresParams{Now: time.Now()}
 				for _, s := range scheds {
-					p.Jobs = append(p.Jobs, store.FireJob{ScheduleID: s.ID, JobDefinitionID: def.ID, ScheduledAt: at, MaxAttempts: 1})
-					p.Triggers = append(p.Triggers, store.TriggerRow{ScheduleID: s.ID, LastFireAt: &at, NextFireAt: &next, FiredCount: int64(k + 1), FromLastFireAt: from})
+					p.Jobs = append(p.Jobs, chimedb.FireJob{ScheduleID: s.ID, JobDefinitionID: def.ID, ScheduledAt: at, MaxAttempts: 1})
+					p.Triggers = append(p.Triggers, chimedb.TriggerRow{ScheduleID: s.ID, LastFireAt: &at, NextFireAt: &next, FiredCount: int64(k + 1), FromLastFireAt: from})
 					if complete {
 						p.Complete = append(p.Complete, s.ID)
 					}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -40,10 +41,10 @@ func TestWriteFiresPassesOverHeldSchedules(t *testing.T) {
 		require.NoError(t, err)
 
 		at := time.Now().UTC().Truncate(time.Second)
-		p := &store.WriteFiresParams{Now: at}
+		p := &chimedb.WriteFiresParams{Now: at}
 		for _, id := range ids {
-			p.Jobs = append(p.Jobs, store.FireJob{ScheduleID: id, JobDefinitionID: def.ID, ScheduledAt: at, MaxAttempts: 1})
-			p.Triggers = append(p.Triggers, store.TriggerRow{ScheduleID: id, LastFireAt: &at})
+			p.Jobs = append(p.Jobs, chimedb.FireJob{ScheduleID: id, JobDefinitionID: def.ID, ScheduledAt: at, MaxAttempts: 1})
+			p.Triggers = append(p.Triggers, chimedb.TriggerRow{ScheduleID: id, LastFireAt: &at})
 		}
 		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
@@ -63,9 +64,9 @@ func TestWriteFiresPassesOverHeldSchedules(t *testing.T) {
 
 		// Once the admin commits, the schedule fires like any other.
 		require.NoError(t, admin.Commit())
-		p2 := &store.WriteFiresParams{Now: at,
-			Jobs:     []store.FireJob{{ScheduleID: held, JobDefinitionID: def.ID, ScheduledAt: at, MaxAttempts: 1}},
-			Triggers: []store.TriggerRow{{ScheduleID: held, LastFireAt: &at}}}
+		p2 := &chimedb.WriteFiresParams{Now: at,
+			Jobs:     []chimedb.FireJob{{ScheduleID: held, JobDefinitionID: def.ID, ScheduledAt: at, MaxAttempts: 1}},
+			Triggers: []chimedb.TriggerRow{{ScheduleID: held, LastFireAt: &at}}}
 		res, err = st.WriteFires(ctx, p2)
 		require.NoError(t, err)
 		require.Empty(t, res.Busy)
@@ -93,11 +94,11 @@ func TestWriteFiresBesideAHeldBatch(t *testing.T) {
 		}
 		require.NoError(t, db.CreateInBatches(&scheds, 500).Error)
 		at := time.Now().UTC().Truncate(time.Second)
-		batch := func(ss []models.Schedule, at time.Time) *store.WriteFiresParams {
-			p := &store.WriteFiresParams{Now: at}
+		batch := func(ss []models.Schedule, at time.Time) *chimedb.WriteFiresParams {
+			p := &chimedb.WriteFiresParams{Now: at}
 			for _, s := range ss {
-				p.Jobs = append(p.Jobs, store.FireJob{ScheduleID: s.ID, JobDefinitionID: def.ID, ScheduledAt: at, MaxAttempts: 1})
-				p.Triggers = append(p.Triggers, store.TriggerRow{ScheduleID: s.ID, LastFireAt: &at})
+				p.Jobs = append(p.Jobs, chimedb.FireJob{ScheduleID: s.ID, JobDefinitionID: def.ID, ScheduledAt: at, MaxAttempts: 1})
+				p.Triggers = append(p.Triggers, chimedb.TriggerRow{ScheduleID: s.ID, LastFireAt: &at})
 			}
 			return p
 		}
@@ -108,7 +109,7 @@ func TestWriteFiresBesideAHeldBatch(t *testing.T) {
 
 		next := at.Add(time.Second)
 		first, second := batch(scheds[:500], next), batch(scheds[500:], next)
-		for _, p := range []*store.WriteFiresParams{first, second} {
+		for _, p := range []*chimedb.WriteFiresParams{first, second} {
 			for i := range p.Triggers {
 				p.Triggers[i].FromLastFireAt = &at
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -40,7 +41,7 @@ func TestWriteFiresHandoff(t *testing.T) {
 
 		at := time.Now().UTC().Truncate(time.Second)
 		now := at.Add(3 * time.Millisecond)
-		p := &store.WriteFiresParams{Now: now, HandoffNode: "n1", HandoffKinds: []string{"sleep", "shell"}, HandoffSlots: 2}
+		p := &chimedb.WriteFiresParams{Now: now, HandoffNode: "n1", HandoffKinds: []string{"sleep", "shell"}, HandoffSlots: 2}
 		// forbid and other come first: they must not take the slots.
 		for _, id := range []int64{forbid, other, a, b, c} {
 			def := free.ID
@@ -51,11 +52,11 @@ func TestWriteFiresHandoff(t *testing.T) {
 			if id == a {
 				params = models.JSON(`{"duration": "0s"}`)
 			}
-			p.Jobs = append(p.Jobs, store.FireJob{ScheduleID: id, JobDefinitionID: def, ScheduledAt: at, MaxAttempts: 1, Params: params})
+			p.Jobs = append(p.Jobs, chimedb.FireJob{ScheduleID: id, JobDefinitionID: def, ScheduledAt: at, MaxAttempts: 1, Params: params})
 		}
-		p.Jobs = append(p.Jobs, store.FireJob{ScheduleID: late, JobDefinitionID: free.ID, ScheduledAt: at.Add(-time.Minute), MaxAttempts: 1, CatchUp: true, MissedFires: 3})
+		p.Jobs = append(p.Jobs, chimedb.FireJob{ScheduleID: late, JobDefinitionID: free.ID, ScheduledAt: at.Add(-time.Minute), MaxAttempts: 1, CatchUp: true, MissedFires: 3})
 		for _, id := range []int64{a, b, c, forbid, other, late} {
-			p.Triggers = append(p.Triggers, store.TriggerRow{ScheduleID: id, LastFireAt: &at})
+			p.Triggers = append(p.Triggers, chimedb.TriggerRow{ScheduleID: id, LastFireAt: &at})
 		}
 		res, err := st.WriteFires(ctx, p)
 		require.NoError(t, err)
@@ -147,14 +148,14 @@ func TestWriteFiresNoHandoff(t *testing.T) {
 			MisfirePolicy: models.MisfireFireOnce, Concurrency: models.ConcurrencyAllow, Status: models.ScheduleActive}
 		require.NoError(t, db.Create(&s).Error)
 		at := time.Now().UTC().Truncate(time.Second)
-		for i, p := range []*store.WriteFiresParams{
+		for i, p := range []*chimedb.WriteFiresParams{
 			{HandoffNode: "n1", HandoffKinds: []string{"sleep"}}, // no slots
 			{HandoffKinds: []string{"sleep"}, HandoffSlots: 5},   // no node
 		} {
 			at := at.Add(time.Duration(i) * time.Second)
 			p.Now = at
-			p.Jobs = []store.FireJob{{ScheduleID: s.ID, JobDefinitionID: free.ID, ScheduledAt: at, MaxAttempts: 1}}
-			p.Triggers = []store.TriggerRow{{ScheduleID: s.ID, LastFireAt: &at}}
+			p.Jobs = []chimedb.FireJob{{ScheduleID: s.ID, JobDefinitionID: free.ID, ScheduledAt: at, MaxAttempts: 1}}
+			p.Triggers = []chimedb.TriggerRow{{ScheduleID: s.ID, LastFireAt: &at}}
 			if i > 0 {
 				prev := at.Add(-time.Second)
 				p.Triggers[0].FromLastFireAt = &prev

@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
@@ -30,20 +31,24 @@ func (s *Store) forUpdate(q *gorm.DB) *gorm.DB {
 // row for a dead node's, waited on each row a completion or a fire held
 // and held the live rows it had passed meanwhile (1.4 s seen at 14,000
 // jobs/s). The rows the sweep wants are rarely locked by anyone else.
-func (s *Store) lockMatching(tx *gorm.DB, out *[]models.Job, cols string, limit int, where string, args ...any) error {
+//
+// A row that cannot be run as it is (see readJobs) is not in out but in
+// bad, locked too: the sweep fails it (failBadJobs).
+func (s *Store) lockMatching(tx *gorm.DB, out *[]models.Job, cols string, limit int, where string, args ...any) (bad []badRow, err error) {
 	var ids []int64
 	q := tx.Model(&models.Job{}).Where(where, args...).Order("id")
 	if limit > 0 {
 		q = q.Limit(limit)
 	}
 	if err := q.Pluck("id", &ids).Error; err != nil {
-		return err
+		return nil, err
 	}
 	if len(ids) == 0 {
 		*out = nil
-		return nil
+		return nil, nil
 	}
-	return s.forUpdate(tx.Table(s.jobsByID()).Select(cols).Where("id IN ?", ids).Where(where, args...).Order("id")).Find(out).Error
+	*out, bad, err = readJobs(s.forUpdate(tx.Table(s.jobsByID()).Select(cols).Where("id IN ?", ids).Where(where, args...).Order("id")), true)
+	return bad, err
 }
 
 // jobsByID names the jobs table for statements that pick rows by id. On
@@ -79,7 +84,7 @@ func (s *Store) lockClause() string {
 // unnecessary, and when every row matched (the rule) the new attempts are
 // known without reading anything. Only when some row did not match does it
 // read which ones moved: the rows running on p.NodeID since p.Now.
-func (s *Store) StartJobs(ctx context.Context, p *StartJobsParams) (map[int64]int, error) {
+func (s *Store) StartJobs(ctx context.Context, p *chimedb.StartJobsParams) (map[int64]int, error) {
 	started := make(map[int64]int, len(p.Jobs))
 	if len(p.Jobs) == 0 {
 		return started, nil
@@ -137,10 +142,10 @@ func (s *Store) StartJobs(ctx context.Context, p *StartJobsParams) (map[int64]in
 // ids released.
 //
 // With p.Started it releases instead jobs of p.IDs that a claim moved
-// straight to running (ClaimedJob.Started) and that never began: still
+// straight to running (chimedb.ClaimedJob.Started) and that never began: still
 // running on p.NodeID since p.StartedAt. Their attempt is given back and
 // started_at cleared, as if the claim had never happened.
-func (s *Store) ReleaseJobs(ctx context.Context, p *ReleaseJobsParams) ([]int64, error) {
+func (s *Store) ReleaseJobs(ctx context.Context, p *chimedb.ReleaseJobsParams) ([]int64, error) {
 	if p.IDs != nil && len(p.IDs) == 0 || p.Started && len(p.IDs) == 0 {
 		return nil, nil
 	}
@@ -233,8 +238,8 @@ func (s *Store) CancelStopRequested(ctx context.Context, now time.Time) ([]int64
 
 // ControlRequests lists this node's running or paused jobs whose control
 // column asks for something (idx_jobs_claim_order bounds it to the live rows).
-func (s *Store) ControlRequests(ctx context.Context, nodeID string) ([]ControlRequest, error) {
-	var out []ControlRequest
+func (s *Store) ControlRequests(ctx context.Context, nodeID string) ([]chimedb.ControlRequest, error) {
+	var out []chimedb.ControlRequest
 	err := s.db.WithContext(ctx).Model(&models.Job{}).Select("id, status, control").
 		Where("node_id = ? AND status IN ? AND control <> ''", nodeID,
 			[]models.JobStatus{models.JobRunning, models.JobPaused}).
@@ -248,7 +253,7 @@ func (s *Store) ControlRequests(ctx context.Context, nodeID string) ([]ControlRe
 // SetControlOutcome clears control and, when p.To is set, moves the job to
 // it, provided the job is still running or paused on p.NodeID. It reports
 // whether the row was there to change.
-func (s *Store) SetControlOutcome(ctx context.Context, p *ControlOutcomeParams) (bool, error) {
+func (s *Store) SetControlOutcome(ctx context.Context, p *chimedb.ControlOutcomeParams) (bool, error) {
 	set := map[string]any{"control": models.ControlNone}
 	if p.To != "" {
 		set["status"] = p.To

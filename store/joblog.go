@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
@@ -93,7 +94,7 @@ func (s *Store) insertContained(tx *gorm.DB, logs []models.JobLog, refused *[]re
 		return s.insertContained(tx, logs[half:], refused)
 	}
 	l := logs[0]
-	l.Message = s.storable("chime: log line could not be stored: "+err.Error(), MaxLogMessageBytes)
+	l.Message = s.storable("chime: log line could not be stored: "+err.Error(), chimedb.MaxLogMessageBytes)
 	perr := s.savepoint(tx, func() error { return execLogInsert(tx, []models.JobLog{l}) })
 	if perr != nil && transient(perr) {
 		return perr
@@ -117,8 +118,8 @@ func (s *Store) insertJobLogs(db *gorm.DB, logs []models.JobLog) error {
 func (s *Store) storableLogs(logs []models.JobLog) []models.JobLog {
 	out := logs
 	for i := range logs {
-		msg := s.storable(logs[i].Message, MaxLogMessageBytes)
-		level := s.storable(logs[i].Level, MaxLogLevelBytes)
+		msg := s.storable(logs[i].Message, chimedb.MaxLogMessageBytes)
+		level := s.storable(logs[i].Level, chimedb.MaxLogLevelBytes)
 		if len(msg) == len(logs[i].Message) && len(level) == len(logs[i].Level) && msg == logs[i].Message && level == logs[i].Level {
 			continue
 		}

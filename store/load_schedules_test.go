@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -51,11 +52,11 @@ func TestLoadSchedulesPagesMatchGorm(t *testing.T) {
 		require.NoError(t, db.Find(&trigs).Error)
 
 		for _, limit := range []int{0, 1, 3, 8, 100} {
-			var got []store.ScheduleRow
+			var got []chimedb.ScheduleRow
 			var after int64
 			for calls := 0; ; calls++ {
 				require.Less(t, calls, 20, "pages never end")
-				res, err := st.LoadSchedules(t.Context(), &store.LoadSchedulesParams{AfterID: after, Limit: limit})
+				res, err := st.LoadSchedules(t.Context(), &chimedb.LoadSchedulesParams{AfterID: after, Limit: limit})
 				require.NoError(t, err)
 				got = append(got, res.Rows...)
 				if limit == 0 || len(res.Rows) < limit {
@@ -90,7 +91,7 @@ func TestLoadSchedulesPagesMatchGorm(t *testing.T) {
 
 		// A ChangedSince read pages too, and returns every status.
 		since := time.Now().Add(-time.Hour)
-		res, err := st.LoadSchedules(t.Context(), &store.LoadSchedulesParams{ChangedSince: &since, AfterID: ids[0], Limit: 100})
+		res, err := st.LoadSchedules(t.Context(), &chimedb.LoadSchedulesParams{ChangedSince: &since, AfterID: ids[0], Limit: 100})
 		require.NoError(t, err)
 		require.Len(t, res.Rows, len(ids)-1)
 		require.False(t, res.MaxUpdatedAt.IsZero())

@@ -10,7 +10,6 @@ import (
 	"github.com/chimesched/chime/internal/syncbuf"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/store"
 )
 
 // Bound values can be credentials (an smtp.password row, a task's params),
@@ -21,22 +20,16 @@ func TestSQLLogsHoldNoBoundValues(t *testing.T) {
 	for _, d := range testdb.Dialects {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			cfg := testdb.Config(t, d)
 			var out syncbuf.Buffer
 			log := logrus.New()
 			log.SetOutput(&out)
 			log.SetLevel(logrus.TraceLevel)
-			cfg.Logger = log
+			st := testdb.OpenLogged(t, d, log)
 			ctx := context.Background()
-			st, err := store.Open(ctx, cfg)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = st.Close() })
-			_, err = st.Migrate(ctx)
-			require.NoError(t, err)
 
 			const secret = "hunter2-do-not-log"
 			require.NoError(t, st.Admin().SetConfiguration(ctx, &models.Configuration{Name: "smtp.password", Value: secret}))
-			_, err = st.Admin().GetConfiguration(ctx, secret)
+			_, err := st.Admin().GetConfiguration(ctx, secret)
 			require.Error(t, err)
 			require.Error(t, st.DB().Exec("SELECT * FROM no_such_table WHERE x = ?", secret).Error)
 

@@ -42,8 +42,9 @@ func TestApplyMigrationsSaysWhich(t *testing.T) {
 	require.Empty(t, again.Applied)
 	require.Equal(t, res.Version, again.Version)
 
-	// After a rollback of the last two, exactly those two.
-	require.NoError(t, st.MigrateDownTo(ctx, res.Version-2))
+	// After a rollback of the last two, exactly those two. (Versions may
+	// have gaps: branches take their numbers before they merge.)
+	require.NoError(t, st.MigrateDownTo(ctx, res.Applied[len(res.Applied)-3].Version))
 	partial, err := st.ApplyMigrations(ctx)
 	require.NoError(t, err)
 	require.Equal(t, res.Applied[len(res.Applied)-2:], partial.Applied)

@@ -7,6 +7,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
@@ -23,18 +24,24 @@ const MaxRecoveries = 5
 // attempt. Its running or paused jobs were cut off: see recoverCutOff.
 // Every change is logged to job_logs in the same transaction, and the
 // failed and stopped jobs' notices are recorded in it.
-func (s *Store) RecoverNode(ctx context.Context, p *RecoverNodeParams) (*RecoverNodeResult, error) {
+func (s *Store) RecoverNode(ctx context.Context, p *chimedb.RecoverNodeParams) (*chimedb.RecoverNodeResult, error) {
 	now := DBTime(p.Now)
-	res := &RecoverNodeResult{}
+	res := &chimedb.RecoverNodeResult{}
+	var bad badJobs
 	err := s.InTx(ctx, func(tx *gorm.DB) error {
-		*res = RecoverNodeResult{}
+		*res, bad = chimedb.RecoverNodeResult{}, badJobs{}
 		var jobs []models.Job
-		if err := s.lockMatching(tx, &jobs, "id, job_definition_id, status, control, attempt, max_attempts, recoveries", 0,
+		var err error
+		if bad.rows, err = s.lockMatching(tx, &jobs, "id, job_definition_id, status, control, attempt, max_attempts, recoveries", 0,
 			"node_id = ? AND status IN ?", p.NodeID, activeStatuses); err != nil {
 			return fmt.Errorf("select jobs left by the dead process: %w", err)
 		}
+		if bad.failed, err = s.failBadJobs(tx, bad.rows, now, activeStatuses); err != nil {
+			return err
+		}
+		res.Failed = bad.failed
 		if len(jobs) == 0 {
-			return nil
+			return s.enqueueNotices(tx, res.Failed)
 		}
 		pols, err := definitionPolicies(tx, jobs)
 		if err != nil {
@@ -69,6 +76,7 @@ func (s *Store) RecoverNode(ctx context.Context, p *RecoverNodeParams) (*Recover
 	if err != nil {
 		return nil, fmt.Errorf("recover jobs of node %s: %w", p.NodeID, err)
 	}
+	s.logBadJobs(bad, "the recovery of node "+p.NodeID)
 	return res, nil
 }
 
@@ -87,7 +95,7 @@ func (s *Store) RecoverNode(ctx context.Context, p *RecoverNodeParams) (*Recover
 // why says what cut the attempt off, for jobs.error and job_logs; by names
 // who decided ("by the reconciler"), or is empty. Every move is guarded by
 // status, as all moves out of running are.
-func recoverCutOff(tx *gorm.DB, jobs []models.Job, pols map[int64]defPolicy, now time.Time, res *RecoverNodeResult,
+func recoverCutOff(tx *gorm.DB, jobs []models.Job, pols map[int64]defPolicy, now time.Time, res *chimedb.RecoverNodeResult,
 	by string, why func(j models.Job, maxAttempts int) string) ([]models.JobLog, error) {
 	if by != "" {
 		by = " " + by
@@ -160,13 +168,15 @@ func definitionPolicies(tx *gorm.DB, jobs []models.Job) (map[int64]defPolicy, er
 	for _, j := range jobs {
 		ids = append(ids, j.JobDefinitionID)
 	}
-	var defs []models.JobDefinition
-	if err := tx.Select("id, max_attempts, requests_recovery").Where("id IN ?", ids).Find(&defs).Error; err != nil {
+	defs, err := definitionsByID(tx, ids)
+	if err != nil {
 		return nil, fmt.Errorf("read max_attempts and requests_recovery of definitions: %w", err)
 	}
 	out := make(map[int64]defPolicy, len(defs))
 	for _, d := range defs {
-		out[d.ID] = defPolicy{maxAttempts: d.MaxAttempts, recovery: d.RequestsRecovery}
+		if d.Unreadable == "" { // else as if gone: the rerun fails at once, with the reason
+			out[d.ID] = defPolicy{maxAttempts: d.MaxAttempts, recovery: d.RequestsRecovery}
+		}
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"gorm.io/gorm"
@@ -21,9 +22,6 @@ import (
 // unique key (job_id, job_status, attempt) keeps two paths from writing two.
 // Nodes with SMTP configured claim due rows (ClaimNotifications) and report
 // each try (FinishNotification).
-
-// MaxNoticeAttachmentBytes is chimedb.MaxNoticeAttachmentBytes.
-const MaxNoticeAttachmentBytes = chimedb.MaxNoticeAttachmentBytes
 
 // notifyWantsSQL is job_definitions.notify_on asking for a notice of the
 // job's status, over the aliases d and j. A stopped or canceled job counts
@@ -65,7 +63,7 @@ const noticeBytesPerInsert = 6 << 20
 // insertOutcomeNotices records the notices of the final outcomes in outs
 // that carry one (only those in keep, when keep is not nil), inside the
 // completer's transaction.
-func (s *Store) insertOutcomeNotices(tx *gorm.DB, outs []JobOutcome, keep map[int64]bool) error {
+func (s *Store) insertOutcomeNotices(tx *gorm.DB, outs []chimedb.JobOutcome, keep map[int64]bool) error {
 	var b strings.Builder
 	var args []any
 	size := 0
@@ -115,6 +113,11 @@ func (s *Store) insertOutcomeNotices(tx *gorm.DB, outs []JobOutcome, keep map[in
 // to the end of the lease. Each row is taken by an UPDATE guarded by the
 // attempts count it was read with, so of several nodes claiming at once
 // exactly one gets each notice.
+//
+// A notice that cannot be sent as it is (a value its field cannot hold,
+// or out of its models.Bound: see readNotices), or whose job's row cannot
+// be read, is failed with the reason as last_error, and logged; the
+// others are claimed.
 func (s *Store) ClaimNotifications(ctx context.Context, p *models.NotificationClaim) ([]models.NotificationDelivery, error) {
 	now, err := s.DBNow(ctx)
 	if err != nil {
@@ -128,11 +131,14 @@ func (s *Store) ClaimNotifications(ctx context.Context, p *models.NotificationCl
 			return nil, fmt.Errorf("expire old notices: %w", err)
 		}
 	}
-	var due []models.Notification
-	if err := db.Select("id, attempts").Where("status = ? AND next_attempt_at <= ? AND created_at <= ?",
-		models.NotificationPending, now, now.Add(-p.Settle)).
-		Order("next_attempt_at, id").Limit(max(p.Limit, 1)).Find(&due).Error; err != nil {
+	due, bad, err := readNotices(db.Model(&models.Notification{}).Select("id, attempts").
+		Where("status = ? AND next_attempt_at <= ? AND created_at <= ?", models.NotificationPending, now, now.Add(-p.Settle)).
+		Order("next_attempt_at, id").Limit(max(p.Limit, 1)), false)
+	if err != nil {
 		return nil, fmt.Errorf("find due notices: %w", err)
+	}
+	if err := s.failBadNotices(ctx, bad); err != nil {
+		return nil, err
 	}
 	var ids []int64
 	for _, n := range due {
@@ -156,18 +162,33 @@ func (s *Store) ClaimNotifications(ctx context.Context, p *models.NotificationCl
 // and schedules.
 func (s *Store) notificationDeliveries(ctx context.Context, ids []int64) ([]models.NotificationDelivery, error) {
 	db := s.db.WithContext(ctx)
-	var ns []models.Notification
-	if err := db.Where("id IN ?", ids).Order("id").Find(&ns).Error; err != nil {
+	ns, bad, err := readNotices(db.Model(&models.Notification{}).Where("id IN ?", ids).Order("id"), true)
+	if err != nil {
 		return nil, fmt.Errorf("read claimed notices: %w", err)
 	}
 	jobIDs := make([]int64, 0, len(ns))
 	for _, n := range ns {
 		jobIDs = append(jobIDs, n.JobID)
 	}
-	var jobs []models.Job
-	if err := db.Where("id IN ?", jobIDs).Find(&jobs).Error; err != nil {
+	// Only unreadable: a job's counters and times out of their bounds
+	// harm no email.
+	jobs, badJobRows, err := readJobs(db.Model(&models.Job{}).Where("id IN ?", jobIDs), false)
+	if err != nil {
 		return nil, fmt.Errorf("read the jobs of notices: %w", err)
 	}
+	for _, b := range badJobRows {
+		for _, n := range ns {
+			if n.JobID == b.id {
+				bad = append(bad, badRow{id: n.ID, reason: "its job's row cannot be read: " + b.reason})
+			}
+		}
+	}
+	if err := s.failBadNotices(ctx, bad); err != nil {
+		return nil, err
+	}
+	ns = slices.DeleteFunc(ns, func(n models.Notification) bool {
+		return slices.ContainsFunc(bad, func(b badRow) bool { return b.id == n.ID })
+	})
 	byID := make(map[int64]*models.Job, len(jobs))
 	var defIDs, schedIDs []int64
 	for i := range jobs {
@@ -214,6 +235,23 @@ func (s *Store) notificationDeliveries(ctx context.Context, ids []int64) ([]mode
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// failBadNotices fails the pending notices of bad, with their reasons as
+// last_error, and logs them.
+func (s *Store) failBadNotices(ctx context.Context, bad []badRow) error {
+	for _, b := range bad {
+		msg := "the notice cannot be sent as it is (written without the API?): " + b.reason
+		res := s.db.WithContext(ctx).Exec(`UPDATE notifications SET status = ?, last_error = ? WHERE id = ? AND status = ?`,
+			models.NotificationFailed, msg, b.id, models.NotificationPending)
+		if res.Error != nil {
+			return fmt.Errorf("fail notice %d: %w", b.id, res.Error)
+		}
+		if res.RowsAffected > 0 {
+			s.log.WithField("notification_id", b.id).WithField("reason", b.reason).Error("the outbox failed a notice that cannot be sent as it is")
+		}
+	}
+	return nil
 }
 
 // FinishNotification records the end of one claimed try. The write is
@@ -273,8 +311,9 @@ func (s *Store) NotifyingDefinitions(ctx context.Context, limit int) ([]string, 
 }
 
 // ListNotifications returns a page of notices, newest first, of job jobID
-// when it is not 0 and of status p.Status when set.
-func (a *Admin) ListNotifications(ctx context.Context, p *AdminListParams, jobID int64) ([]models.Notification, error) {
+// when it is not 0 and of status p.Status when set; a row written without
+// the API that cannot be sent as it is comes back with Unreadable set.
+func (a *Admin) ListNotifications(ctx context.Context, p *chimedb.AdminListParams, jobID int64) ([]models.Notification, error) {
 	q := a.s.db.WithContext(ctx).Model(&models.Notification{})
 	if jobID > 0 {
 		q = q.Where("job_id = ?", jobID)
@@ -285,8 +324,8 @@ func (a *Admin) ListNotifications(ctx context.Context, p *AdminListParams, jobID
 	if p.BeforeID > 0 {
 		q = q.Where("id < ?", p.BeforeID)
 	}
-	var out []models.Notification
-	if err := q.Order("id DESC").Limit(max(p.Limit, 1)).Find(&out).Error; err != nil {
+	out, err := shownNotices(q.Order("id DESC").Limit(max(p.Limit, 1)))
+	if err != nil {
 		return nil, fmt.Errorf("list notifications: %w", err)
 	}
 	return out, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -30,14 +31,14 @@ func TestNoticesRecordedOnceWithTheFinalState(t *testing.T) {
 		require.NoError(t, st.DB().Exec("UPDATE job_definitions SET notify_on = 'failure', notify_emails = 'ops@example.com' WHERE id = ?", def.ID).Error)
 		old := store.DBTime(time.Now().Add(-time.Hour))
 		j := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "gone", Attempt: 1, Heartbeat: &old})
-		res, err := st.RecoverNode(ctx, &store.RecoverNodeParams{NodeID: "gone", Now: time.Now()})
+		res, err := st.RecoverNode(ctx, &chimedb.RecoverNodeParams{NodeID: "gone", Now: time.Now()})
 		require.NoError(t, err)
 		require.Equal(t, []int64{j.ID}, res.Failed)
 		// The reconciler finds nothing left; a stop through the API is refused.
 		_, err = st.RecoverStalledJobs(ctx, time.Second)
 		require.NoError(t, err)
 		_, err = st.Admin().ControlJob(ctx, j.ID, models.ControlStop)
-		require.ErrorIs(t, err, store.ErrJobState)
+		require.ErrorIs(t, err, chimedb.ErrJobState)
 		ns := notices(t, st)
 		require.Len(t, ns, 1)
 		require.Equal(t, j.ID, ns[0].JobID)
@@ -48,10 +49,10 @@ func TestNoticesRecordedOnceWithTheFinalState(t *testing.T) {
 		// The completer's path writes its notice with the outcome, once even
 		// when the same outcome is written twice.
 		k := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobRunning, NodeID: "n1", Attempt: 1, Heartbeat: &old})
-		out := store.JobOutcome{ID: k.ID, Status: models.JobStopped, FinishedAt: time.Now(),
-			Notice: &store.OutcomeNotice{Attempt: 1, Recipients: "a@example.com",
+		out := chimedb.JobOutcome{ID: k.ID, Status: models.JobStopped, FinishedAt: time.Now(),
+			Notice: &chimedb.OutcomeNotice{Attempt: 1, Recipients: "a@example.com",
 				Attachments: []models.NotificationAttachment{{Name: "r.csv", Data: []byte("a,b\n")}}}}
-		applied, err := st.CompleteJobs(ctx, &store.CompleteJobsParams{NodeID: "n1", Outcomes: []store.JobOutcome{out, out}})
+		applied, err := st.CompleteJobs(ctx, &chimedb.CompleteJobsParams{NodeID: "n1", Outcomes: []chimedb.JobOutcome{out, out}})
 		require.NoError(t, err)
 		require.Equal(t, []int64{k.ID}, applied)
 		ns = notices(t, st)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -29,7 +30,7 @@ func TestSucceededLogLineIsDerived(t *testing.T) {
 		require.NoError(t, st.DB().Model(&models.Job{}).Where("id IN ?", ids).Update("scheduled_at", sched).Error)
 		fin := sched.Add(1234 * time.Millisecond)
 		boom := "boom"
-		_, err := st.CompleteJobs(ctx, &store.CompleteJobsParams{NodeID: "n", Outcomes: []store.JobOutcome{
+		_, err := st.CompleteJobs(ctx, &chimedb.CompleteJobsParams{NodeID: "n", Outcomes: []chimedb.JobOutcome{
 			{ID: ids[0], Status: models.JobSucceeded, FinishedAt: fin},
 			{ID: ids[1], Status: models.JobFailed, FinishedAt: fin, Error: &boom},
 			{ID: ids[2], Status: models.JobSucceeded, FinishedAt: fin},

@@ -122,6 +122,48 @@ func (c *pgConn) QueryContext(ctx context.Context, query string, args []driver.N
 	return c.Conn.QueryContext(ctx, rebind(query), args)
 }
 
+// pgBeginKey is the context key of withBeginSQL.
+type pgBeginKey struct{}
+
+// withBeginSQL marks ctx so that a PostgreSQL transaction begun with it
+// runs set (SET LOCAL statements) right after BEGIN, in the same round
+// trip: its settings hold for the whole transaction and cost it nothing.
+// The other dialects' connections ignore the mark.
+func withBeginSQL(ctx context.Context, set string) context.Context {
+	return context.WithValue(ctx, pgBeginKey{}, set)
+}
+
+// BeginTx begins as pgx's database/sql connection does, or, for a context
+// marked by withBeginSQL, with BEGIN and the mark's statements sent as one
+// simple query (pgx sends a query without arguments by the simple
+// protocol, which takes several statements).
+func (c *pgConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	set, _ := ctx.Value(pgBeginKey{}).(string)
+	if set == "" || sql.IsolationLevel(opts.Isolation) != sql.LevelDefault || opts.ReadOnly {
+		return c.Conn.BeginTx(ctx, opts)
+	}
+	conn := c.Conn.Conn()
+	if conn.IsClosed() {
+		return nil, driver.ErrBadConn
+	}
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + set})
+	if err != nil {
+		return nil, err
+	}
+	return pgTx{ctx: ctx, tx: tx}, nil
+}
+
+// pgTx is a transaction begun by pgConn.BeginTx, as pgx's database/sql
+// wrapper has it.
+type pgTx struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+func (t pgTx) Commit() error { return t.tx.Commit(t.ctx) }
+
+func (t pgTx) Rollback() error { return t.tx.Rollback(t.ctx) }
+
 // rebind turns each '?' placeholder of q into $1, $2, ... It leaves alone
 // what is inside string literals, quoted identifiers, dollar-quoted bodies
 // and comments, where a '?' is text.

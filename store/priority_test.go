@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -183,7 +184,7 @@ func TestClaimOrderByPriority(t *testing.T) {
 		notDue := mk(10, -time.Second)
 		var got []int64
 		for {
-			res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "n", Now: now, Limit: 1})
+			res, err := st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: "n", Now: now, Limit: 1})
 			require.NoError(t, err)
 			if len(res.Jobs) == 0 {
 				break
@@ -218,7 +219,7 @@ func TestClaimPriorityStarvationBound(t *testing.T) {
 				low := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Priority: models.PriorityMin, RunAt: tLow})
 				high := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Priority: models.PriorityMax, RunAt: tLow.Add(c.highAfter)})
 				clock := tLow.Add(c.highAfter + time.Minute) // both due
-				res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "n", Now: clock, Limit: 1})
+				res, err := st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: "n", Now: clock, Limit: 1})
 				require.NoError(t, err)
 				require.Len(t, res.Jobs, 1)
 				want := high.ID
@@ -266,11 +267,11 @@ func TestWriteFiresWritesEffectivePriority(t *testing.T) {
 		own := mk("own", new(9))
 		inherits := mk("inherits", nil)
 		at := time.Now().UTC().Truncate(time.Second)
-		p := &store.WriteFiresParams{Now: time.Now()}
+		p := &chimedb.WriteFiresParams{Now: time.Now()}
 		for _, s := range []models.Schedule{own, inherits} {
-			p.Jobs = append(p.Jobs, store.FireJob{ScheduleID: s.ID, JobDefinitionID: def.ID, ScheduledAt: at, MaxAttempts: 1})
-			p.Jobs = append(p.Jobs, store.FireJob{ScheduleID: s.ID, JobDefinitionID: def.ID, ScheduledAt: at.Add(-time.Minute), MaxAttempts: 1, CatchUp: true})
-			p.Triggers = append(p.Triggers, store.TriggerRow{ScheduleID: s.ID, LastFireAt: &at, FiredCount: 1})
+			p.Jobs = append(p.Jobs, chimedb.FireJob{ScheduleID: s.ID, JobDefinitionID: def.ID, ScheduledAt: at, MaxAttempts: 1})
+			p.Jobs = append(p.Jobs, chimedb.FireJob{ScheduleID: s.ID, JobDefinitionID: def.ID, ScheduledAt: at.Add(-time.Minute), MaxAttempts: 1, CatchUp: true})
+			p.Triggers = append(p.Triggers, chimedb.TriggerRow{ScheduleID: s.ID, LastFireAt: &at, FiredCount: 1})
 		}
 		res, err := st.WriteFires(ctx, p)
 		require.NoError(t, err)
@@ -300,10 +301,10 @@ func TestRescheduledJobsKeepPriority(t *testing.T) {
 		job := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Priority: 9})
 		claimStart := func() {
 			t.Helper()
-			res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "n", Now: time.Now(), Limit: 1})
+			res, err := st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: "n", Now: time.Now(), Limit: 1})
 			require.NoError(t, err)
 			require.Len(t, res.Jobs, 1)
-			_, err = st.StartJobs(ctx, &store.StartJobsParams{NodeID: "n", Now: time.Now(), Jobs: []store.StartJob{{ID: job.ID, Attempt: res.Jobs[0].Attempt}}})
+			_, err = st.StartJobs(ctx, &chimedb.StartJobsParams{NodeID: "n", Now: time.Now(), Jobs: []chimedb.StartJob{{ID: job.ID, Attempt: res.Jobs[0].Attempt}}})
 			require.NoError(t, err)
 		}
 		check := func(what string) {
@@ -317,26 +318,26 @@ func TestRescheduledJobsKeepPriority(t *testing.T) {
 		}
 
 		claimStart()
-		_, err := st.CompleteJobs(ctx, &store.CompleteJobsParams{NodeID: "n", Outcomes: []store.JobOutcome{
+		_, err := st.CompleteJobs(ctx, &chimedb.CompleteJobsParams{NodeID: "n", Outcomes: []chimedb.JobOutcome{
 			{ID: job.ID, Status: models.JobPending, RunAt: time.Now().Add(time.Hour)}}})
 		require.NoError(t, err)
 		check("retry")
 
 		claimStart()
-		_, err = st.CompleteJobs(ctx, &store.CompleteJobsParams{NodeID: "n", Outcomes: []store.JobOutcome{
+		_, err = st.CompleteJobs(ctx, &chimedb.CompleteJobsParams{NodeID: "n", Outcomes: []chimedb.JobOutcome{
 			{ID: job.ID, Status: models.JobPending, Outcome: models.OutcomeSnoozed, RunAt: time.Now().Add(time.Hour)}}})
 		require.NoError(t, err)
 		check("snooze")
 
-		res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "n", Now: time.Now(), Limit: 1})
+		res, err := st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: "n", Now: time.Now(), Limit: 1})
 		require.NoError(t, err)
 		require.Len(t, res.Jobs, 1)
-		_, err = st.ReleaseJobs(ctx, &store.ReleaseJobsParams{NodeID: "n", Now: time.Now(), Reason: "test"})
+		_, err = st.ReleaseJobs(ctx, &chimedb.ReleaseJobsParams{NodeID: "n", Now: time.Now(), Reason: "test"})
 		require.NoError(t, err)
 		check("release")
 
 		claimStart()
-		_, err = st.RecoverNode(ctx, &store.RecoverNodeParams{NodeID: "n", Now: time.Now()})
+		_, err = st.RecoverNode(ctx, &chimedb.RecoverNodeParams{NodeID: "n", Now: time.Now()})
 		require.NoError(t, err)
 		check("recovery")
 	})

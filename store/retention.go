@@ -7,6 +7,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
@@ -106,7 +107,7 @@ func (s *Store) DeleteGoneNodes(ctx context.Context, olderThan time.Duration) (i
 	}
 	res := s.db.WithContext(ctx).Exec(`DELETE FROM nodes WHERE status IN ? AND heartbeat_at < ?
 		AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.node_id = nodes.id AND jobs.status IN ?)`,
-		[]string{NodeStopped, NodeDead}, now.Add(-olderThan), activeStatuses)
+		[]string{chimedb.NodeStopped, chimedb.NodeDead}, now.Add(-olderThan), activeStatuses)
 	if res.Error != nil {
 		return 0, fmt.Errorf("delete nodes gone for %s: %w", olderThan, res.Error)
 	}

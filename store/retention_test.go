@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -56,11 +57,11 @@ func TestDeleteFinishedJobsInBatches(t *testing.T) {
 		require.EqualValues(t, 4, logCount, "only the kept jobs' logs remain")
 
 		for _, id := range []string{"alive", "gone", "holding", "recent"} {
-			require.NoError(t, st.RegisterNode(ctx, &store.RegisterNodeParams{ID: id}))
+			require.NoError(t, st.RegisterNode(ctx, &chimedb.RegisterNodeParams{ID: id}))
 		}
-		require.NoError(t, db.Exec("UPDATE nodes SET status = ?, heartbeat_at = ? WHERE id IN ?", store.NodeDead, old, []string{"gone", "holding"}).Error)
+		require.NoError(t, db.Exec("UPDATE nodes SET status = ?, heartbeat_at = ? WHERE id IN ?", chimedb.NodeDead, old, []string{"gone", "holding"}).Error)
 		require.NoError(t, db.Exec("UPDATE nodes SET heartbeat_at = ? WHERE id = ?", old, "alive").Error)
-		require.NoError(t, st.SetNodeStatus(ctx, "recent", store.NodeStopped))
+		require.NoError(t, st.SetNodeStatus(ctx, "recent", chimedb.NodeStopped))
 		testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID, Status: models.JobQueued, NodeID: "holding"})
 		n, err := st.DeleteGoneNodes(ctx, 30*24*time.Hour)
 		require.NoError(t, err)
@@ -81,8 +82,8 @@ func TestDeleteFinishedJobsRefusesNonPositiveAge(t *testing.T) {
 		done := store.DBTime(time.Now().Add(-time.Minute))
 		job := models.Job{JobDefinitionID: def.ID, ScheduledAt: done, RunAt: done, Status: models.JobSucceeded, FinishedAt: &done}
 		require.NoError(t, st.DB().Create(&job).Error)
-		require.NoError(t, st.RegisterNode(ctx, &store.RegisterNodeParams{ID: "gone"}))
-		require.NoError(t, st.SetNodeStatus(ctx, "gone", store.NodeStopped))
+		require.NoError(t, st.RegisterNode(ctx, &chimedb.RegisterNodeParams{ID: "gone"}))
+		require.NoError(t, st.SetNodeStatus(ctx, "gone", chimedb.NodeStopped))
 
 		days := 200000 // a variable: as a constant the compiler refuses the overflow
 		overflowed := time.Duration(days) * 24 * time.Hour

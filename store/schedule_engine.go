@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
@@ -37,7 +38,7 @@ var (
 // node. The strings most rows share (types, policies, time zones, cron
 // expressions) are interned, so a million schedules of a few expressions
 // hold a few copies, not a million.
-func (s *Store) LoadSchedules(ctx context.Context, p *LoadSchedulesParams) (*LoadSchedulesResult, error) {
+func (s *Store) LoadSchedules(ctx context.Context, p *chimedb.LoadSchedulesParams) (*chimedb.LoadSchedulesResult, error) {
 	db := s.DB().WithContext(ctx)
 	var b strings.Builder
 	b.WriteString("SELECT ")
@@ -65,9 +66,9 @@ func (s *Store) LoadSchedules(ctx context.Context, p *LoadSchedulesParams) (*Loa
 	if p.Limit > 0 {
 		b.WriteString(" LIMIT " + strconv.Itoa(p.Limit))
 	}
-	res := &LoadSchedulesResult{}
+	res := &chimedb.LoadSchedulesResult{}
 	if p.Limit > 0 {
-		res.Rows = make([]ScheduleRow, 0, p.Limit)
+		res.Rows = make([]chimedb.ScheduleRow, 0, p.Limit)
 	}
 	rows, err := s.sqlDB.QueryContext(ctx, b.String(), args...)
 	if err != nil {
@@ -104,16 +105,14 @@ func (s *Store) LoadSchedules(ctx context.Context, p *LoadSchedulesParams) (*Loa
 	slices.Sort(defIDs)
 	defIDs = slices.Compact(defIDs)
 	defs := make(map[int64]*models.JobDefinition, len(defIDs))
-	for chunk := range slices.Chunk(defIDs, scheduleInChunk) {
-		var rows []models.JobDefinition
-		if err := db.Where("id IN ?", chunk).Find(&rows).Error; err != nil {
-			return nil, fmt.Errorf("load job definitions: %w", err)
-		}
-		for i := range rows {
-			defs[rows[i].ID] = &rows[i]
-			if rows[i].UpdatedAt.After(res.MaxUpdatedAt) {
-				res.MaxUpdatedAt = rows[i].UpdatedAt
-			}
+	rows2, err := definitionsByID(db, defIDs)
+	if err != nil {
+		return nil, fmt.Errorf("load job definitions: %w", err)
+	}
+	for i := range rows2 {
+		defs[rows2[i].ID] = &rows2[i]
+		if rows2[i].UpdatedAt.After(res.MaxUpdatedAt) {
+			res.MaxUpdatedAt = rows2[i].UpdatedAt
 		}
 	}
 	cals, err := calendarsByID(db, calIDs)
@@ -146,15 +145,27 @@ type rowScan struct {
 	created, updated                                                              time.Time
 }
 
-func (r *rowScan) scan(rows *sql.Rows, in *interner) (ScheduleRow, error) {
+func (r *rowScan) scan(rows *sql.Rows, in *interner) (chimedb.ScheduleRow, error) {
 	*r = rowScan{}
-	err := rows.Scan(&r.id, &r.name, &r.def, &r.typ, &r.cron, &r.syntax, &r.dst, &r.cal, &r.interval, &r.runAt, &r.tz,
+	dest := []any{&r.id, &r.name, &r.def, &r.typ, &r.cron, &r.syntax, &r.dst, &r.cal, &r.interval, &r.runAt, &r.tz,
 		&r.startAt, &r.endAt, &r.maxRuns, &r.misfire, &r.window, &r.conc, &r.params, &r.status, &r.reason, &r.created, &r.updated, &r.priority,
-		&r.tid, &r.tsid, &r.tnext, &r.tlast, &r.tfired, &r.trem, &r.tmissed, &r.tcreated, &r.tupdated, &r.spec, &r.tchanged)
+		&r.tid, &r.tsid, &r.tnext, &r.tlast, &r.tfired, &r.trem, &r.tmissed, &r.tcreated, &r.tupdated, &r.spec, &r.tchanged}
+	bad, raw, err := scanChecked(rows, dest)
 	if err != nil {
-		return ScheduleRow{}, err
+		return chimedb.ScheduleRow{}, err
 	}
-	out := ScheduleRow{Schedule: models.Schedule{
+	if bad >= 0 {
+		var col string
+		if bad < len(loadScheduleColumns) {
+			col = "schedules." + loadScheduleColumns[bad]
+		} else {
+			col = "time_triggers." + loadTriggerColumns[bad-len(loadScheduleColumns)]
+		}
+		return chimedb.ScheduleRow{Schedule: models.Schedule{ID: rawInt64(raw[0]), Name: rawString(raw[1]), JobDefinitionID: rawInt64(raw[2]),
+			Status:     models.ScheduleStatus(rawString(raw[slices.Index(loadScheduleColumns, "status")])),
+			Unreadable: unreadable(col, dest[bad], raw[bad])}}, nil
+	}
+	out := chimedb.ScheduleRow{Schedule: models.Schedule{
 		ID: r.id, Name: string(r.name), JobDefinitionID: r.def, ScheduleType: models.ScheduleType(in.str(r.typ)),
 		CronSyntax: models.CronSyntax(in.str(r.syntax)), DSTPolicy: models.DSTPolicy(in.str(r.dst)),
 		CalendarID: nullInt64(r.cal), IntervalSeconds: nullInt(r.interval), RunAt: nullTime(r.runAt), Timezone: in.str(r.tz),
@@ -258,11 +269,17 @@ func (s *Store) UnfinishedSchedules(ctx context.Context, scheduleIDs []int64) (m
 // unfinishedJobs are the statuses that make a forbid-overlap schedule busy.
 var unfinishedJobs = []models.JobStatus{models.JobPending, models.JobQueued, models.JobRunning, models.JobPaused}
 
-func (s *Store) MarkInvalid(ctx context.Context, p *MarkInvalidParams) error {
-	reason := p.Reason
-	if len(reason) > 1000 {
-		reason = reason[:1000]
-	}
+// maxInvalidReasonBytes bounds schedules.status_reason as MarkInvalid
+// writes it, well within the column on every dialect.
+const maxInvalidReasonBytes = 1000
+
+// MarkInvalid sets an active schedule invalid with the reason. The reason
+// may quote what an admin wrote (a cron expression, a time zone), so it is
+// made storable first: a cut in the middle of a character, or a byte the
+// column refuses, would fail the write, and the engine would retry it on
+// every sync.
+func (s *Store) MarkInvalid(ctx context.Context, p *chimedb.MarkInvalidParams) error {
+	reason := s.storable(p.Reason, maxInvalidReasonBytes)
 	err := s.DB().WithContext(ctx).Model(&models.Schedule{}).
 		Where("id = ? AND status = ?", p.ScheduleID, models.ScheduleActive).
 		Updates(map[string]any{"status": models.ScheduleInvalid, "status_reason": reason, "updated_at": DBTime(p.Now)}).Error

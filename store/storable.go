@@ -15,15 +15,6 @@ import (
 	"github.com/chimesched/chime/chimedb"
 )
 
-// Caps on the text that tasks produce, in bytes; see chimedb, where they
-// live so that the task engine can cap text without importing store.
-const (
-	MaxErrorBytes      = chimedb.MaxErrorBytes
-	MaxLogMessageBytes = chimedb.MaxLogMessageBytes
-	MaxLogLevelBytes   = chimedb.MaxLogLevelBytes
-	MaxResultBytes     = chimedb.MaxResultBytes
-)
-
 // stmtTextBudget bounds the task text (results, errors, log lines) one
 // multi-row statement carries, so that a batch of large values is split
 // into several statements that each fit max_allowed_packet. A row larger

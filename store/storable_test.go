@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -22,8 +23,8 @@ func TestStorable(t *testing.T) {
 	require.Equal(t, "a\uFFFDb", store.Storable("a\xff\xfeb", 100), "a run of bad bytes is one U+FFFD")
 
 	long := strings.Repeat("é", 50_000) // 100,000 bytes
-	got := store.Storable(long, store.MaxErrorBytes)
-	require.LessOrEqual(t, len(got), store.MaxErrorBytes)
+	got := store.Storable(long, chimedb.MaxErrorBytes)
+	require.LessOrEqual(t, len(got), chimedb.MaxErrorBytes)
 	require.True(t, utf8.ValidString(got))
 	cut := len(long) - strings.Index(got, "…[truncated")
 	require.True(t, strings.HasSuffix(got, fmt.Sprintf("…[truncated %d bytes]", cut)), got[len(got)-40:])
@@ -52,10 +53,10 @@ func TestTextCapsMatchSchema(t *testing.T) {
 		require.Positive(t, n, "%s.%s", table, col)
 		return n
 	}
-	require.EqualValues(t, octets("jobs", "error"), store.MaxErrorBytes)
-	require.EqualValues(t, octets("job_logs", "message"), store.MaxLogMessageBytes)
-	require.EqualValues(t, octets("job_logs", "level")/4, store.MaxLogLevelBytes, "VARCHAR(16) in utf8mb4")
-	require.LessOrEqual(t, int64(store.MaxResultBytes), octets("jobs", "result"))
+	require.EqualValues(t, octets("jobs", "error"), chimedb.MaxErrorBytes)
+	require.EqualValues(t, octets("job_logs", "message"), chimedb.MaxLogMessageBytes)
+	require.EqualValues(t, octets("job_logs", "level")/4, chimedb.MaxLogLevelBytes, "VARCHAR(16) in utf8mb4")
+	require.LessOrEqual(t, int64(chimedb.MaxResultBytes), octets("jobs", "result"))
 }
 
 func runningJobs(t *testing.T, st *store.Store, node string, n int) []int64 {
@@ -81,8 +82,8 @@ func TestCompleteJobsStoresUnstorableText(t *testing.T) {
 		nul := "a\x00b" // valid UTF-8 that MySQL and SQLite keep as it is
 		badResult := "HTTP 200 \xE9"
 		longErr := strings.Repeat("x", 70_000)
-		bigResult := strings.Repeat("r", store.MaxResultBytes+10)
-		applied, err := st.CompleteJobs(ctx, &store.CompleteJobsParams{NodeID: "n", Outcomes: []store.JobOutcome{
+		bigResult := strings.Repeat("r", chimedb.MaxResultBytes+10)
+		applied, err := st.CompleteJobs(ctx, &chimedb.CompleteJobsParams{NodeID: "n", Outcomes: []chimedb.JobOutcome{
 			{ID: ids[0], Status: models.JobSucceeded, FinishedAt: now, Result: &badResult},
 			{ID: ids[1], Status: models.JobFailed, FinishedAt: now, Error: &longErr},
 			{ID: ids[2], Status: models.JobSucceeded, FinishedAt: now, Result: &bigResult},
@@ -94,11 +95,11 @@ func TestCompleteJobsStoresUnstorableText(t *testing.T) {
 		require.Equal(t, "HTTP 200 \uFFFD", *j.Result)
 		j = testdb.GetJob(t, st, ids[1])
 		require.Equal(t, models.JobFailed, j.Status)
-		require.LessOrEqual(t, len(*j.Error), store.MaxErrorBytes)
-		require.Greater(t, len(*j.Error), store.MaxErrorBytes-8, "the marker is sized for the longest count")
+		require.LessOrEqual(t, len(*j.Error), chimedb.MaxErrorBytes)
+		require.Greater(t, len(*j.Error), chimedb.MaxErrorBytes-8, "the marker is sized for the longest count")
 		require.True(t, strings.HasSuffix(*j.Error, fmt.Sprintf("…[truncated %d bytes]", 70_000-strings.Count(*j.Error, "x"))))
 		j = testdb.GetJob(t, st, ids[2])
-		require.LessOrEqual(t, len(*j.Result), store.MaxResultBytes)
+		require.LessOrEqual(t, len(*j.Result), chimedb.MaxResultBytes)
 		require.Contains(t, *j.Result, "…[truncated ")
 		j = testdb.GetJob(t, st, ids[3])
 		if st.Dialect() == store.Postgres {
@@ -143,15 +144,15 @@ func TestCompleteJobsContainsRefusedRow(t *testing.T) {
 		refuse(t, st, "jobs", "UPDATE", "result", "poison")
 		ids := runningJobs(t, st, "n", 7)
 		now := store.DBTime(time.Now())
-		var outs []store.JobOutcome
+		var outs []chimedb.JobOutcome
 		for i, id := range ids {
 			res := fmt.Sprintf("ok %d", i)
 			if i == 4 {
 				res = "poison"
 			}
-			outs = append(outs, store.JobOutcome{ID: id, Status: models.JobSucceeded, FinishedAt: now, Result: &res})
+			outs = append(outs, chimedb.JobOutcome{ID: id, Status: models.JobSucceeded, FinishedAt: now, Result: &res})
 		}
-		applied, err := st.CompleteJobs(ctx, &store.CompleteJobsParams{NodeID: "n", Outcomes: outs})
+		applied, err := st.CompleteJobs(ctx, &chimedb.CompleteJobsParams{NodeID: "n", Outcomes: outs})
 		require.NoError(t, err)
 		require.ElementsMatch(t, ids, applied)
 		for i, id := range ids {
@@ -172,7 +173,7 @@ func TestCompleteJobsContainsRefusedRow(t *testing.T) {
 		ids = runningJobs(t, st, "n", 3)
 		require.NoError(t, st.DB().Exec(`UPDATE jobs SET status = 'canceled' WHERE id = ?`, ids[0]).Error)
 		poison, fine := "poison", "fine"
-		applied, err = st.CompleteJobs(ctx, &store.CompleteJobsParams{NodeID: "n", Outcomes: []store.JobOutcome{
+		applied, err = st.CompleteJobs(ctx, &chimedb.CompleteJobsParams{NodeID: "n", Outcomes: []chimedb.JobOutcome{
 			{ID: ids[0], Status: models.JobSucceeded, FinishedAt: now, Result: &fine},
 			{ID: ids[1], Status: models.JobFailed, FinishedAt: now, Result: &poison},
 			{ID: ids[2], Status: models.JobSucceeded, FinishedAt: now, Result: &fine},
@@ -218,7 +219,7 @@ func TestInsertJobLogsContainsRefusedLine(t *testing.T) {
 			require.Equal(t, fmt.Sprintf("line %d", i), r.Message)
 		}
 		require.Equal(t, "status 200 \uFFFD", rows[9].Message)
-		require.LessOrEqual(t, len(rows[10].Message), store.MaxLogMessageBytes)
+		require.LessOrEqual(t, len(rows[10].Message), chimedb.MaxLogMessageBytes)
 		require.Contains(t, rows[10].Message, "…[truncated ")
 	})
 }
@@ -231,12 +232,12 @@ func TestCompleteJobsSplitsLargeBatches(t *testing.T) {
 		ctx := context.Background()
 		ids := runningJobs(t, st, "n", 20)
 		now := store.DBTime(time.Now())
-		big := strings.Repeat("z", store.MaxResultBytes-100)
-		var outs []store.JobOutcome
+		big := strings.Repeat("z", chimedb.MaxResultBytes-100)
+		var outs []chimedb.JobOutcome
 		for _, id := range ids {
-			outs = append(outs, store.JobOutcome{ID: id, Status: models.JobSucceeded, FinishedAt: now, Result: &big})
+			outs = append(outs, chimedb.JobOutcome{ID: id, Status: models.JobSucceeded, FinishedAt: now, Result: &big})
 		}
-		applied, err := st.CompleteJobs(ctx, &store.CompleteJobsParams{NodeID: "n", Outcomes: outs})
+		applied, err := st.CompleteJobs(ctx, &chimedb.CompleteJobsParams{NodeID: "n", Outcomes: outs})
 		require.NoError(t, err)
 		require.Len(t, applied, len(ids))
 		var n int64
@@ -244,7 +245,7 @@ func TestCompleteJobsSplitsLargeBatches(t *testing.T) {
 		require.EqualValues(t, len(ids), n)
 
 		var logs []models.JobLog
-		line := strings.Repeat("l", store.MaxLogMessageBytes)
+		line := strings.Repeat("l", chimedb.MaxLogMessageBytes)
 		for i := 0; i < 300; i++ { // 19.7 MiB
 			logs = append(logs, models.JobLog{JobID: 1, Level: "info", Message: line})
 		}
@@ -275,7 +276,7 @@ func TestCompleteJobsUniformAndMixedColumns(t *testing.T) {
 		other := "other"
 		boom := "boom"
 		at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
-		batches := [][]store.JobOutcome{
+		batches := [][]chimedb.JobOutcome{
 			// Uniform: status, result, error, node_id and run_at agree.
 			{
 				{ID: ids[0], Status: models.JobSucceeded, FinishedAt: at(0), Result: &same},
@@ -293,7 +294,7 @@ func TestCompleteJobsUniformAndMixedColumns(t *testing.T) {
 			{{ID: ids[7], Status: models.JobStopped, FinishedAt: at(7), Error: &boom}},
 		}
 		for _, b := range batches {
-			applied, err := st.CompleteJobs(ctx, &store.CompleteJobsParams{NodeID: "n", Outcomes: b})
+			applied, err := st.CompleteJobs(ctx, &chimedb.CompleteJobsParams{NodeID: "n", Outcomes: b})
 			require.NoError(t, err)
 			require.Len(t, applied, len(b))
 		}
@@ -360,7 +361,7 @@ func TestCompleteJobsWritesLines(t *testing.T) {
 				logs = append(logs, models.JobLog{JobID: ids[1], Level: "info", Message: "poison", CreatedAt: now})
 			}
 			boom := "boom"
-			applied, err := st.CompleteJobs(ctx, &store.CompleteJobsParams{NodeID: "n", Logs: logs, Outcomes: []store.JobOutcome{
+			applied, err := st.CompleteJobs(ctx, &chimedb.CompleteJobsParams{NodeID: "n", Logs: logs, Outcomes: []chimedb.JobOutcome{
 				{ID: ids[0], Status: models.JobFailed, FinishedAt: now, Error: &boom,
 					Log: &models.JobLog{Level: "error", Message: "failed (attempt 1 of 1): boom", CreatedAt: now}},
 				{ID: ids[1], Status: models.JobSucceeded, FinishedAt: now},

@@ -10,6 +10,7 @@ import (
 	mysqldrv "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -140,7 +141,7 @@ func TestAdminSessionTimeZoneMySQL(t *testing.T) {
 			requireNow(t, st, job.CreatedAt, "jobs.created_at")
 			now, err := st.DBNow(ctx)
 			require.NoError(t, err)
-			res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "n1", Now: now, Limit: 10})
+			res, err := st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: "n1", Now: now, Limit: 10})
 			require.NoError(t, err)
 			require.Len(t, res.Jobs, 1, "an ad-hoc job inserted from a %s session is not due", zone)
 
@@ -315,7 +316,7 @@ func TestSQLiteAdHocJobDueWithAnyLiteral(t *testing.T) {
 	} {
 		_, err := admin.Exec(`INSERT INTO jobs (job_definition_id, run_at) VALUES (?, ?)`, def.ID, lit)
 		require.NoError(t, err, lit)
-		res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "n1", Now: now, Limit: 10})
+		res, err := st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: "n1", Now: now, Limit: 10})
 		require.NoError(t, err)
 		require.Len(t, res.Jobs, 1, "a job with run_at %q is not due at %s", lit, now)
 	}
@@ -323,7 +324,7 @@ func TestSQLiteAdHocJobDueWithAnyLiteral(t *testing.T) {
 	later := now.Add(30 * time.Second).In(time.FixedZone("", 8*3600)).Format("2006-01-02 15:04:05-07:00")
 	_, err = admin.Exec(`INSERT INTO jobs (job_definition_id, run_at) VALUES (?, ?)`, def.ID, later)
 	require.NoError(t, err)
-	res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "n1", Now: now, Limit: 10})
+	res, err := st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: "n1", Now: now, Limit: 10})
 	require.NoError(t, err)
 	require.Empty(t, res.Jobs, "a job with run_at %q is due at %s", later, now)
 }

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/chimesched/chime/chimedb"
 )
 
-func (s *Store) EnsureTriggers(ctx context.Context, p *EnsureTriggersParams) error {
+func (s *Store) EnsureTriggers(ctx context.Context, p *chimedb.EnsureTriggersParams) error {
 	for chunk := range slices.Chunk(p.Triggers, 500) {
 		q, args := s.triggerUpsert(chunk, p.Now, false)
 		if err := s.InTx(ctx, func(tx *gorm.DB) error {
@@ -33,7 +35,7 @@ const (
 	groupedTriggerMax = 8
 )
 
-// triggerState is a TriggerRow without its schedule: the group key.
+// triggerState is a chimedb.TriggerRow without its schedule: the group key.
 type triggerState struct {
 	next, last int64 // UnixNano; -1 for NULL
 	fired, rem int64 // rem -1 for NULL
@@ -49,7 +51,7 @@ type triggerState struct {
 // than it names (a trigger row the engine has not created yet, or one that
 // already held exactly these values) is written again by the upsert, which
 // is idempotent; so are the rows in groups too small to be worth it.
-func (s *Store) advanceTriggers(tx *gorm.DB, rows []TriggerRow, now time.Time) error {
+func (s *Store) advanceTriggers(tx *gorm.DB, rows []chimedb.TriggerRow, now time.Time) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -72,11 +74,11 @@ func (s *Store) advanceTriggers(tx *gorm.DB, rows []TriggerRow, now time.Time) e
 		groups[k] = append(groups[k], r.ScheduleID)
 	}
 	slices.SortStableFunc(order, func(a, b triggerState) int { return len(groups[b]) - len(groups[a]) })
-	rowOf := make(map[int64]TriggerRow, len(rows))
+	rowOf := make(map[int64]chimedb.TriggerRow, len(rows))
 	for _, r := range rows {
 		rowOf[r.ScheduleID] = r
 	}
-	var rest []TriggerRow
+	var rest []chimedb.TriggerRow
 	for i, k := range order {
 		ids := groups[k]
 		if i >= groupedTriggerMax || len(ids) < groupedTriggerMin {
@@ -113,7 +115,7 @@ func (s *Store) advanceTriggers(tx *gorm.DB, rows []TriggerRow, now time.Time) e
 // replaces the firing state, otherwise existing rows are left as they are.
 // The spec columns are written only with a new row: SetTriggerSpecs owns
 // them afterwards.
-func (s *Store) triggerUpsert(rows []TriggerRow, now time.Time, overwrite bool) (string, []any) {
+func (s *Store) triggerUpsert(rows []chimedb.TriggerRow, now time.Time, overwrite bool) (string, []any) {
 	var b strings.Builder
 	b.WriteString("INSERT INTO time_triggers (schedule_id, next_fire_at, last_fire_at, fired_count, remaining_count, misfired_count, spec_hash, spec_changed_at, created_at, updated_at) VALUES ")
 	args := make([]any, 0, len(rows)*10)
@@ -153,7 +155,7 @@ func (s *Store) triggerUpsert(rows []TriggerRow, now time.Time, overwrite bool) 
 	return b.String(), args
 }
 
-func (s *Store) SetTriggerSpecs(ctx context.Context, p *SetTriggerSpecsParams) error {
+func (s *Store) SetTriggerSpecs(ctx context.Context, p *chimedb.SetTriggerSpecsParams) error {
 	if len(p.Specs) == 0 {
 		return nil
 	}
@@ -163,7 +165,7 @@ func (s *Store) SetTriggerSpecs(ctx context.Context, p *SetTriggerSpecsParams) e
 	type adopt struct{ hash string }
 	groups := map[adopt][]int64{}
 	var order []adopt
-	var single []TriggerSpec
+	var single []chimedb.TriggerSpec
 	for _, sp := range p.Specs {
 		if sp.ChangedAt == nil {
 			k := adopt{sp.Hash}
@@ -187,7 +189,7 @@ func (s *Store) SetTriggerSpecs(ctx context.Context, p *SetTriggerSpecsParams) e
 				}
 			}
 		}
-		slices.SortFunc(single, func(a, b TriggerSpec) int { return cmp.Compare(a.ScheduleID, b.ScheduleID) })
+		slices.SortFunc(single, func(a, b chimedb.TriggerSpec) int { return cmp.Compare(a.ScheduleID, b.ScheduleID) })
 		for _, sp := range single {
 			if _, err := rawExec(tx, "UPDATE time_triggers SET spec_hash = ?, spec_changed_at = ?, next_fire_at = ?, updated_at = ? WHERE schedule_id = ? AND spec_hash = ?",
 				sp.Hash, DBTime(*sp.ChangedAt), dbTimeOrNil(sp.NextFireAt), ts, sp.ScheduleID, sp.From); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -179,7 +180,7 @@ func BenchmarkClaimWithHistory(b *testing.B) {
 				b.Logf("plan:\n%s", plan)
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					res, err := st.ClaimJobs(ctx, &store.ClaimParams{NodeID: "bench", Now: time.Now(), Limit: 100})
+					res, err := st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: "bench", Now: time.Now(), Limit: 100})
 					require.NoError(b, err)
 					require.Len(b, res.Jobs, 100)
 					b.StopTimer()

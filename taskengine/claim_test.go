@@ -29,7 +29,7 @@ func TestClaimedRowsSurviveAFailureAfterCommit(t *testing.T) {
 		// every time it is tried; later claims read them fine.
 		var failing atomic.Bool
 		failing.Store(true)
-		require.NoError(t, db.Callback().Query().Before("gorm:query").Register("test:fail_definitions", func(tx *gorm.DB) {
+		require.NoError(t, db.Callback().Row().Before("gorm:row").Register("test:fail_definitions", func(tx *gorm.DB) {
 			if tx.Statement.Table == "job_definitions" && failing.Load() {
 				_ = tx.AddError(errors.New("injected: connection lost"))
 			}

@@ -28,6 +28,13 @@ type Config struct {
 	// PollInterval is how often the engine looks for due jobs when nothing
 	// wakes it (default 4s, the paper's value; jittered by ±10%).
 	PollInterval time.Duration
+	// Watch, when set, is read every WakeInterval, and a change it reports
+	// wakes the engine as Wake does: how jobs that other nodes and plain
+	// SQL add start within about WakeInterval on databases without
+	// NOTIFY. nil: no such reads (on PostgreSQL, LISTEN calls Wake).
+	Watch JobsWatch
+	// WakeInterval is how often Watch is read (default 50ms).
+	WakeInterval time.Duration
 	// PoolSize is the number of jobs run at once (default 16).
 	PoolSize int
 	// ControlInterval is how often jobs.control is read (default 1s; a
@@ -52,6 +59,7 @@ type Config struct {
 // Defaults.
 const (
 	DefaultPollInterval      = 4 * time.Second
+	DefaultWakeInterval      = 50 * time.Millisecond
 	DefaultPoolSize          = 16
 	DefaultControlInterval   = time.Second
 	DefaultHeartbeatInterval = 5 * time.Second
@@ -70,6 +78,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.PollInterval == 0 {
 		c.PollInterval = DefaultPollInterval
+	}
+	if c.WakeInterval == 0 {
+		c.WakeInterval = DefaultWakeInterval
 	}
 	if c.PoolSize == 0 {
 		c.PoolSize = DefaultPoolSize
@@ -105,6 +116,9 @@ func (c Config) validate() error {
 	}
 	if c.PollInterval < 0 {
 		bad("PollInterval", "must be positive, got %v", c.PollInterval)
+	}
+	if c.WakeInterval < 0 {
+		bad("WakeInterval", "must be positive, got %v", c.WakeInterval)
 	}
 	if c.PoolSize < 0 {
 		bad("PoolSize", "must be at least 1, got %d", c.PoolSize)

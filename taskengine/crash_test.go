@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/syncbuf"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
@@ -130,7 +131,7 @@ func TestNodeLossRecovery(t *testing.T) {
 			kill()
 
 			// What the reaper of a live node does once the lost one is declared dead.
-			res, err := st.RecoverNode(context.Background(), &store.RecoverNodeParams{NodeID: lost, Now: time.Now()})
+			res, err := st.RecoverNode(context.Background(), &chimedb.RecoverNodeParams{NodeID: lost, Now: time.Now()})
 			require.NoError(t, err)
 			require.Equal(t, []int64{on}, res.Recovered)
 			require.Equal(t, []int64{off}, res.Failed)
@@ -168,7 +169,7 @@ func TestRecoveryFailsJobWithoutAttemptsLeft(t *testing.T) {
 		now := store.DBTime(time.Now())
 		require.NoError(t, db.Exec(`UPDATE jobs SET status = 'running', attempt = 1, node_id = ?, started_at = ? WHERE id = ?`, node, now, running).Error)
 		require.NoError(t, db.Exec(`UPDATE jobs SET status = 'queued', node_id = ?, queued_at = ? WHERE id = ?`, node, now, queued).Error)
-		res, err := st.RecoverNode(context.Background(), &store.RecoverNodeParams{NodeID: node, Now: time.Now()})
+		res, err := st.RecoverNode(context.Background(), &chimedb.RecoverNodeParams{NodeID: node, Now: time.Now()})
 		require.NoError(t, err)
 		require.Equal(t, []int64{running}, res.Failed)
 		require.Equal(t, []int64{queued}, res.Released)

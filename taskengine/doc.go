@@ -38,10 +38,11 @@
 //
 // # Lifecycle of a job
 //
-// The producer claims due pending rows (every PollInterval, on Wake, and
-// at once again while claims come back full), never more than the pool has
-// free workers, and moves them to queued on this node in one transaction
-// (FOR UPDATE SKIP LOCKED on MySQL and PostgreSQL). The jobs of a task
+// The producer claims due pending rows (every PollInterval, on Wake, when
+// Config.Watch reports rows added to jobs, and at once again while claims
+// come back full), never more than the pool has free workers, and moves
+// them to queued on this node in one transaction (FOR UPDATE SKIP LOCKED
+// on MySQL and PostgreSQL). The jobs of a task
 // that declares tasks.QueueFree (its OnQueue does nothing) go straight to
 // running instead, in the same UPDATE kind as StartJobs writes, and reach
 // the worker their claim reserved without another round trip; Stop gives

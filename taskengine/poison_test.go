@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -99,17 +100,17 @@ func TestPoisonOutcomeContained(t *testing.T) {
 		j = waitOutcome(t, eng, st, poisonJob, models.JobFailed)
 		e := deref(j.Error)
 		require.True(t, utf8.ValidString(e))
-		require.LessOrEqual(t, len(e), store.MaxErrorBytes)
+		require.LessOrEqual(t, len(e), chimedb.MaxErrorBytes)
 		require.True(t, strings.HasPrefix(e, "status \uFFFD eee"), e[:40])
 		require.Contains(t, e[len(e)-40:], "…[truncated ")
 		r := deref(j.Result)
-		require.LessOrEqual(t, len(r), store.MaxResultBytes)
+		require.LessOrEqual(t, len(r), chimedb.MaxResultBytes)
 		require.True(t, strings.HasPrefix(r, "HTTP 200 \uFFFD\nrrr"))
 		require.Contains(t, r[len(r)-40:], "…[truncated ")
 		requireLog(t, db, poisonJob, "info: bad byte \uFFFD in a long line lll")
 		requireLog(t, db, poisonJob, "failed (attempt 1 of 1): status \uFFFD eee")
 		for _, l := range jobLogs(t, db, poisonJob) {
-			require.LessOrEqual(t, len(l), len("error: ")+store.MaxLogMessageBytes)
+			require.LessOrEqual(t, len(l), len("error: ")+chimedb.MaxLogMessageBytes)
 		}
 	})
 }

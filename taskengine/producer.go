@@ -40,7 +40,7 @@ const heldRetry = 250 * time.Millisecond
 // floorMaxAge bounds how long the poll loop's claim floor stands, by the
 // engine's clock from the start of the claim that last scanned from the
 // start. Claims under a backlog start after the floor (see
-// store.ClaimParams.After), so a row that appears below it (a higher
+// chimedb.ClaimParams.After), so a row that appears below it (a higher
 // priority fired, a job released or recovered, an admin's write) waits for
 // the next claim without one: the claim order's bound holds plus at most
 // this. Long enough that a drain's claims mostly skip the dead entries
@@ -79,9 +79,10 @@ type claimResult struct {
 }
 
 // producer claims due jobs and hands them to the executor: at start,
-// every PollInterval (jittered), on Wake, heldRetry after a claim left
-// jobs of held forbid schedules, and again at once while claims come back
-// full (there is a backlog), as soon as workers are free for it. Its loop
+// every PollInterval (jittered), on Wake (also from the watch, see
+// watchLoop), heldRetry after a claim left jobs of held forbid schedules,
+// and again at once while claims come back full (there is a backlog), as
+// soon as workers are free for it. Its loop
 // decides every claim; the claims run on their own goroutines, at most
 // maxClaims at once, each for the workers it reserved.
 type producer struct {
@@ -162,6 +163,9 @@ func (p *producer) newPollState() *pollState {
 }
 
 func (p *producer) loop(ctx context.Context, s *pollState) {
+	// Stop waits for this loop, so this loop waits for the watch that
+	// wakes it.
+	defer p.startWatch(ctx)()
 	defer func() {
 		s.poll.Stop()
 		s.cooldown.Stop()

@@ -98,10 +98,14 @@ func (x *executor) prepare(cr *claimedRun) bool {
 	case def == nil:
 		err = fmt.Errorf("job definition %d does not exist", cj.JobDefinitionID)
 	default:
-		if cr.task, err = x.cfg.Registry.New(def.TaskType); err == nil {
-			return true
+		// Seconds out of their models.Bound (a row an admin wrote by SQL),
+		// or a task type not registered: the registry's error names the
+		// type and the registered kinds.
+		if cr.timeout, cr.backoff, err = def.Durations(); err == nil {
+			if cr.task, err = x.cfg.Registry.New(def.TaskType); err == nil {
+				return true
+			}
 		}
-		// The registry's error names the type and the registered kinds.
 		err = fmt.Errorf("cannot run definition %q: %w", def.Name, err)
 	}
 	x.finishUnstarted(job, err)

@@ -95,7 +95,8 @@ func splitEmails(s string) []string {
 	return out
 }
 
-// claimedRun is a claimed job on its way to a worker.
+// claimedRun is a claimed job on its way to a worker, with what prepare
+// checked of its definition.
 type claimedRun struct {
 	exec *execRun // the executor's run that took it
 	cj   *chimedb.ClaimedJob
@@ -104,6 +105,9 @@ type claimedRun struct {
 	// ctx is the run's context from tasks.Prepare; cancel ends it.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// timeout and backoff are the definition's timeout_seconds and
+	// retry_backoff_seconds, through their models.Bound.
+	timeout, backoff time.Duration
 }
 
 // runJob drives one claimed job whose OnQueue has returned (see enqueue)
@@ -129,7 +133,7 @@ func (x *executor) runJob(cr *claimedRun) {
 	}()
 	startedAt := x.cfg.Clock.Now()
 	metrics.JobStartLateness.Observe(startedAt.Sub(job.ScheduledAt).Seconds())
-	timeout := time.Duration(cj.Definition.TimeoutSeconds) * time.Second
+	timeout := cr.timeout
 	execErr, cause := x.execute(cr.ctx, ar, timeout)
 	finishedAt := x.cfg.Clock.Now()
 	metrics.JobDuration.Observe(finishedAt.Sub(startedAt).Seconds())
@@ -146,8 +150,7 @@ func (x *executor) runJob(cr *claimedRun) {
 	res := tasks.Result{Status: v.resultStatus(), Err: v.err, Output: job.Result(), StartedAt: startedAt, FinishedAt: finishedAt,
 		Retrying: v.outcome == models.OutcomeSnoozed || (v.status == models.JobFailed && v.outcome == models.OutcomeNone && job.Attempt < job.MaxAttempts)}
 	x.onComplete(cr.ctx, cr.task, job, res)
-	backoff := time.Duration(cj.Definition.RetryBackoffSeconds) * time.Second
-	status = x.complete(job, v, res.Output, finishedAt, dbStartedAt, backoff, errors.Is(cause, errShutdown))
+	status = x.complete(job, v, res.Output, finishedAt, dbStartedAt, cr.backoff, errors.Is(cause, errShutdown))
 }
 
 // begin moves a job to running, unless the claim already has, and says

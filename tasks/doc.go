@@ -74,5 +74,8 @@
 // Pause accounting (Job.Checkpoint, Job.Paused, Job.PausedDuration and the
 // active timeout) follows Base.Pause and Base.Resume. A task that overrides
 // Pause or Resume, as tasks/shell does to signal its child, calls the Base
-// method from its override so the accounting stays right.
+// method from its override so the accounting stays right. A task whose work
+// is one exchange that cannot be held midway (tasks/httpcall, tasks/email)
+// calls Base.BeginUnpausable before it instead: a pause holds the task until
+// then, and is refused after.
 package tasks

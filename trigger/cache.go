@@ -30,8 +30,12 @@ type Cache struct {
 // expression mostly ask the same one: last fired at the same intended
 // time, or created by one statement.
 type nextKey struct {
-	c     *cached
-	after int64 // UnixNano: Next depends on the instant only
+	c *cached
+	// The instant: Next depends on it only. Not UnixNano, which wraps
+	// outside the years 1678 to 2262 and would answer one instant's
+	// question with another's.
+	sec  int64
+	nsec int32
 }
 
 // maxNext bounds the Next memo; it starts over when full.
@@ -76,7 +80,7 @@ func (c *Cache) Next(t Trigger, after time.Time) time.Time {
 	if !ok {
 		return t.Next(after)
 	}
-	k := nextKey{c: ct.c, after: after.UnixNano()}
+	k := nextKey{c: ct.c, sec: after.Unix(), nsec: int32(after.Nanosecond())}
 	if n, ok := c.next[k]; ok {
 		return n
 	}

@@ -13,4 +13,9 @@
 // behaviour included). A calendar's excluded times are skipped: such a
 // fire is no fire at all, neither run nor missed. docs/quartz.md has the
 // rules and the calendar definitions.
+//
+// A row is hostile input: interval_seconds and catchup_window_seconds
+// become durations only through their models.Bound, a row whose times lie
+// outside models.MinTime and MaxTime is refused, and Next never answers a
+// fire that is not after the instant asked or lies past MaxTime.
 package trigger

@@ -3,6 +3,8 @@ package trigger
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/big"
 	"slices"
 	"strings"
 	"time"
@@ -49,10 +51,14 @@ func build(s *models.Schedule, cal *models.Calendar, c *Cache) (Trigger, error) 
 			return nil, err
 		}
 	case models.ScheduleInterval:
-		if s.IntervalSeconds == nil || *s.IntervalSeconds <= 0 {
+		if s.IntervalSeconds == nil {
 			return nil, errors.New("interval schedule needs interval_seconds > 0")
 		}
-		inner = intervalTrigger{anchor: anchor(s), every: time.Duration(*s.IntervalSeconds) * time.Second}
+		every, err := models.IntervalBound.Duration(int64(*s.IntervalSeconds))
+		if err != nil {
+			return nil, err
+		}
+		inner = intervalTrigger{anchor: anchor(s), every: every}
 	case models.ScheduleOnce:
 		if s.RunAt == nil {
 			return nil, errors.New("once schedule without run_at")
@@ -96,9 +102,20 @@ func checkRow(s *models.Schedule, c *Cache) (*time.Location, error) {
 		tz = "UTC"
 	}
 	loc, err := c.location(tz)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, fmt.Errorf("unknown timezone %q", tz)
+	}
+	// Fires are computed from these.
+	if err := models.CheckTimes(models.TimeColumn{Column: "schedules.start_at", T: s.StartAt}, models.TimeColumn{Column: "schedules.end_at", T: s.EndAt},
+		models.TimeColumn{Column: "schedules.run_at", T: s.RunAt}, models.TimeColumn{Column: "schedules.created_at", T: &s.CreatedAt}); err != nil {
+		return nil, err
+	}
+	if w := s.CatchupWindowSeconds; w != nil {
+		if err := models.CatchupWindowBound.Check(int64(*w)); err != nil {
+			return nil, err
+		}
+	}
+	switch {
 	case s.StartAt != nil && s.EndAt != nil && s.EndAt.Before(*s.StartAt):
 		return nil, errors.New("end_at is before start_at")
 	case s.MaxRuns != nil && *s.MaxRuns < 0:
@@ -107,8 +124,6 @@ func checkRow(s *models.Schedule, c *Cache) (*time.Location, error) {
 		return nil, fmt.Errorf("unknown misfire_policy %q (want fire_once, skip or fire_all)", s.MisfirePolicy)
 	case !slices.Contains([]models.Concurrency{"", models.ConcurrencyAllow, models.ConcurrencyForbid}, s.Concurrency):
 		return nil, fmt.Errorf("unknown concurrency %q (want allow or forbid)", s.Concurrency)
-	case s.CatchupWindowSeconds != nil && *s.CatchupWindowSeconds < 0:
-		return nil, fmt.Errorf("catchup_window_seconds must not be negative, got %d", *s.CatchupWindowSeconds)
 	case !slices.Contains([]models.CronSyntax{"", models.SyntaxStandard, models.SyntaxQuartz}, s.CronSyntax):
 		return nil, fmt.Errorf("unknown cron_syntax %q (want standard or quartz)", s.CronSyntax)
 	case !slices.Contains([]models.DSTPolicy{"", models.DSTOnce, models.DSTSkip, models.DSTBoth, models.DSTWall}, s.DSTPolicy):
@@ -203,8 +218,31 @@ func (i intervalTrigger) Next(t time.Time) time.Time {
 	if t.Before(i.anchor) {
 		return i.anchor
 	}
-	k := t.Sub(i.anchor) / i.every
-	return i.anchor.Add((k + 1) * i.every)
+	// t.Sub saturates past about 292 years, and (k+1)·every must not
+	// overflow either: an anchor that far back takes the exact way.
+	if d := t.Sub(i.anchor); d <= math.MaxInt64-i.every {
+		k := d / i.every
+		return i.anchor.Add((k + 1) * i.every)
+	}
+	return i.far(t)
+}
+
+// far is Next for a t too far from the anchor for time.Duration: the
+// same grid step, counted in big integers of nanoseconds.
+func (i intervalTrigger) far(t time.Time) time.Time {
+	const nsPerSec = int64(time.Second)
+	d := new(big.Int).Sub(big.NewInt(t.Unix()), big.NewInt(i.anchor.Unix()))
+	d.Mul(d, big.NewInt(nsPerSec))
+	d.Add(d, big.NewInt(int64(t.Nanosecond()-i.anchor.Nanosecond())))
+	every := big.NewInt(int64(i.every))
+	d.Quo(d, every) // k, d ≥ 0
+	d.Add(d, big.NewInt(1))
+	d.Mul(d, every) // (k+1)·every
+	sec, ns := new(big.Int).QuoRem(d, big.NewInt(nsPerSec), new(big.Int))
+	if !sec.IsInt64() || sec.Int64() > models.MaxTime.Unix()-i.anchor.Unix() {
+		return time.Time{} // past MaxTime: boundedTrigger has no fire there
+	}
+	return time.Unix(i.anchor.Unix()+sec.Int64(), int64(i.anchor.Nanosecond())+ns.Int64()).UTC()
 }
 
 type onceTrigger struct{ at time.Time }
@@ -227,7 +265,9 @@ func (b boundedTrigger) Next(t time.Time) time.Time {
 		t = b.start.Add(-time.Nanosecond)
 	}
 	n := b.inner.Next(t)
-	if n.IsZero() || (!b.end.IsZero() && n.After(b.end)) {
+	// A fire not after t would make the engine's walk stand still; none
+	// lies past MaxTime, which no database column holds.
+	if n.IsZero() || !n.After(t) || n.After(models.MaxTime) || (!b.end.IsZero() && n.After(b.end)) {
 		return time.Time{}
 	}
 	return n

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -115,7 +116,7 @@ func startCluster(t *testing.T, dsn, sleep string) (*store.Store, []int64, map[s
 	for _, id := range []string{"n1", "n2", "n3"} {
 		nodes[id] = startNode(t, bin, dsn, id)
 	}
-	var lease *store.LeaseState
+	var lease *chimedb.LeaseState
 	waitFor(t, 20*time.Second, "a scheduler lease holder and fires", func() bool {
 		l, err := st.GetLease(context.Background(), "scheduler")
 		if err != nil || !l.Live {

@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
-	"github.com/chimesched/chime/store"
 )
 
 // The database goes away for 10 s under three running nodes and comes
@@ -63,7 +63,7 @@ func TestDatabaseOutage(t *testing.T) {
 	var nodeRows []models.Node
 	require.NoError(t, st.DB().Find(&nodeRows).Error)
 	for _, n := range nodeRows {
-		require.Equal(t, store.NodeAlive, n.Status, "node %s after the outage", n.ID)
+		require.Equal(t, chimedb.NodeAlive, n.Status, "node %s after the outage", n.ID)
 	}
 	for _, p := range nodes {
 		require.True(t, p.running(), "node %s exited after the outage", p.id)

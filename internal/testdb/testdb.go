@@ -68,7 +68,15 @@ func ForEachServer(t *testing.T, fn func(t *testing.T, st *store.Store)) {
 // Open returns a fresh migrated database of dialect d, closed at cleanup.
 func Open(t testing.TB, d store.Dialect) *store.Store {
 	t.Helper()
-	st, _ := OpenConfig(t, d)
+	st, _ := open(t, d, nil)
+	return st
+}
+
+// OpenLogged is Open with the store logging to log (nil: as Open's), for
+// tests that read what the store logs.
+func OpenLogged(t testing.TB, d store.Dialect, log *logrus.Logger) *store.Store {
+	t.Helper()
+	st, _ := open(t, d, log)
 	return st
 }
 
@@ -76,7 +84,15 @@ func Open(t testing.TB, d store.Dialect) *store.Store {
 // database, for tests that start processes of their own on it.
 func OpenConfig(t testing.TB, d store.Dialect) (*store.Store, store.Config) {
 	t.Helper()
+	return open(t, d, nil)
+}
+
+func open(t testing.TB, d store.Dialect, log *logrus.Logger) (*store.Store, store.Config) {
+	t.Helper()
 	cfg := Config(t, d)
+	if log != nil {
+		cfg.Logger = log
+	}
 	ctx := context.Background()
 	st, err := store.Open(ctx, cfg)
 	if err != nil {

@@ -125,6 +125,19 @@ func (s *Signal[T]) WaitOrTimeout() T {
 	return s.WaitFrom(next, "the next value", func(T) bool { return true })
 }
 
+// RequireEmpty fails the test if a value was signalled that no
+// WaitOrTimeout has returned yet.
+func (s *Signal[T]) RequireEmpty() {
+	r := s.must()
+	r.tb.Helper()
+	r.mu.Lock()
+	left := r.vals[min(r.next, len(r.vals)):]
+	r.mu.Unlock()
+	if len(left) > 0 {
+		r.tb.Fatalf("testsignal: want no value, got %v", left)
+	}
+}
+
 func (s *Signal[T]) must() *recorder[T] {
 	if s.r == nil {
 		panic("testsignal: signal not initialised: Init it in the test before the service starts")

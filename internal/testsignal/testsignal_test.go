@@ -44,6 +44,21 @@ func TestWaitOrTimeoutInOrder(t *testing.T) {
 		require.Equal(t, fmt.Sprint(i), s.WaitOrTimeout())
 	}
 	<-done
+	s.RequireEmpty()
+}
+
+func TestRequireEmptyFailsOnAnUnreadValue(t *testing.T) {
+	t.Parallel()
+	var s Signal[int]
+	tb := &fakeTB{}
+	s.Init(tb)
+	s.RequireEmpty()
+	require.Empty(t, tb.failed)
+	s.Signal(1)
+	s.Signal(2)
+	require.Equal(t, 1, s.WaitOrTimeout())
+	s.RequireEmpty()
+	require.Contains(t, tb.failed, "want no value, got [2]")
 }
 
 // fakeTB records a failure instead of ending the test.

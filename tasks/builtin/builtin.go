@@ -5,7 +5,7 @@
 // needs a Sender that exists only once the configuration is loaded, and a
 // kind cannot be registered twice. cmd/ wires it as:
 //
-//	mailer, err := notify.New(cfg.SMTP, &notify.Options{...})
+//	mailer, err := notify.New(st, &notify.Config{Host: cfg.SMTP.Host, ...})
 //	...
 //	err = builtin.Register(tasks.Default(), builtin.WithSender(mailer))
 //

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"net/mail"
 	"strings"
-	"sync"
 
 	"github.com/chimesched/chime/tasks"
 )
@@ -63,13 +62,12 @@ func parse(raw json.RawMessage) (Params, error) {
 type Task struct {
 	tasks.Base
 	sender Sender
-
-	mu  sync.Mutex
-	job *tasks.Job // set once Execute runs, for Pause's log line
-	// sending: the message is being handed to SMTP (or Execute is over).
-	// An SMTP exchange cannot be held midway, so from here on Pause refuses.
-	sending bool
 }
+
+// refusal is what Pause logs once the message is being sent (or Execute is
+// over): an SMTP exchange cannot be held midway, and a job shown as paused
+// must really be held.
+const refusal = "email: cannot pause: the message is already being sent (stop cancels it)"
 
 // New returns an email task with no Sender: it validates params but fails
 // every run with ErrNotConfigured. Use Factory to wire a Sender.
@@ -95,48 +93,9 @@ func (*Task) Validate(params json.RawMessage) error {
 	return nil
 }
 
-// Pause holds the task before the message goes out. While it is being
-// sent Pause reports false (and logs why): the SMTP exchange goes on
-// whatever a pause says, and a job shown as paused must really be held.
-func (t *Task) Pause() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.sending {
-		if t.job != nil {
-			t.job.Log().Warn("email: cannot pause: the message is already being sent (stop cancels it)")
-		}
-		return false
-	}
-	return t.Base.Pause()
-}
-
-// begin waits out a pause, then marks the send as started, atomically with
-// respect to Pause.
-func (t *Task) begin(ctx context.Context, job *tasks.Job) error {
-	for {
-		if err := job.Checkpoint(ctx); err != nil {
-			return err
-		}
-		t.mu.Lock()
-		if !job.Paused() {
-			t.sending = true
-			t.mu.Unlock()
-			return nil
-		}
-		t.mu.Unlock() // paused between Checkpoint and here: wait again
-	}
-}
-
 // Execute implements tasks.Task.
 func (t *Task) Execute(ctx context.Context, job *tasks.Job) error {
-	t.mu.Lock()
-	t.job = job
-	t.mu.Unlock()
-	defer func() {
-		t.mu.Lock()
-		t.sending = true
-		t.mu.Unlock()
-	}()
+	defer t.RefusePauses(refusal)
 	p, err := parse(job.Params)
 	if err != nil {
 		return fmt.Errorf("email: %w", err)
@@ -144,7 +103,7 @@ func (t *Task) Execute(ctx context.Context, job *tasks.Job) error {
 	if t.sender == nil {
 		return ErrNotConfigured
 	}
-	if err := t.begin(ctx, job); err != nil {
+	if err := t.BeginUnpausable(ctx, job, refusal); err != nil {
 		return fmt.Errorf("email: %w", tasks.ContextError(ctx))
 	}
 	subject := p.Subject

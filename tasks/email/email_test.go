@@ -21,8 +21,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func mailer(t *testing.T, srv *smtptest.Server) *notify.Mailer {
 	t.Helper()
-	m, err := notify.New(notify.Config{Host: srv.Host, Port: srv.Port, TLS: notify.TLSNone, From: "chime@example.com"},
-		&notify.Options{SendTimeout: 5 * time.Second})
+	m, err := notify.New(nil, &notify.Config{Host: srv.Host, Port: srv.Port, TLS: notify.TLSNone, From: "chime@example.com",
+		SendTimeout: 5 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	return m

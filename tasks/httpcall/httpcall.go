@@ -28,7 +28,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/chimesched/chime/tasks"
@@ -129,13 +128,12 @@ func (p Params) expectation() string {
 // Task makes one request.
 type Task struct {
 	tasks.Base
-
-	mu  sync.Mutex
-	job *tasks.Job // set once Execute runs, for Pause's log line
-	// sent: the request went out (or Execute is over). An HTTP exchange
-	// cannot be held midway, so from here on Pause refuses.
-	sent bool
 }
+
+// refusal is what Pause logs once the request is in flight (or Execute is
+// over): an HTTP exchange cannot be held midway, and a job shown as paused
+// must really be held. Stop still cancels the request.
+const refusal = "httpcall: cannot pause: the request is already in flight (stop cancels it)"
 
 // New returns an httpcall task.
 func New() tasks.Task { return &Task{} }
@@ -152,54 +150,14 @@ func (*Task) Validate(params json.RawMessage) error {
 	return nil
 }
 
-// Pause holds the task before its request goes out. Once the request is
-// in flight it reports false (and logs why): the exchange goes on whatever
-// a pause says, and a job shown as paused must really be held. Stop still
-// cancels the request.
-func (t *Task) Pause() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.sent {
-		if t.job != nil {
-			t.job.Log().Warn("httpcall: cannot pause: the request is already in flight (stop cancels it)")
-		}
-		return false
-	}
-	return t.Base.Pause()
-}
-
-// send waits out a pause, then marks the request as going out, atomically
-// with respect to Pause.
-func (t *Task) send(ctx context.Context, job *tasks.Job) error {
-	for {
-		if err := job.Checkpoint(ctx); err != nil {
-			return err
-		}
-		t.mu.Lock()
-		if !job.Paused() {
-			t.sent = true
-			t.mu.Unlock()
-			return nil
-		}
-		t.mu.Unlock() // paused between Checkpoint and here: wait again
-	}
-}
-
 // Execute implements tasks.Task.
 func (t *Task) Execute(ctx context.Context, job *tasks.Job) error {
-	t.mu.Lock()
-	t.job = job
-	t.mu.Unlock()
-	defer func() {
-		t.mu.Lock()
-		t.sent = true
-		t.mu.Unlock()
-	}()
+	defer t.RefusePauses(refusal)
 	p, err := parse(job.Params)
 	if err != nil {
 		return fmt.Errorf("httpcall: %w", err)
 	}
-	if err := t.send(ctx, job); err != nil {
+	if err := t.BeginUnpausable(ctx, job, refusal); err != nil {
 		return fmt.Errorf("httpcall: before the request: %w", tasks.ContextError(ctx))
 	}
 	timeout := p.timeout()

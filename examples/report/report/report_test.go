@@ -321,8 +321,8 @@ func TestCompletionEmail(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			srv := smtptest.New(t)
-			mailer, err := notify.New(notify.Config{Host: srv.Host, Port: srv.Port, TLS: notify.TLSNone, From: "chime <chime@example.com>"},
-				&notify.Options{SendTimeout: 5 * time.Second, Logger: logrus.New()})
+			mailer, err := notify.New(nil, &notify.Config{Host: srv.Host, Port: srv.Port, TLS: notify.TLSNone, From: "chime <chime@example.com>",
+				SendTimeout: 5 * time.Second, Logger: logrus.New()})
 			require.NoError(t, err)
 
 			query := "SELECT id, customer, total, note, raw FROM orders ORDER BY id"

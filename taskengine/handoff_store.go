@@ -1,0 +1,55 @@
+package taskengine
+
+import (
+	"context"
+
+	"github.com/chimesched/chime/chimedb"
+)
+
+// HandoffStore is a schedule store whose fire batches hand their new
+// on-time jobs to this node's task engine in their own transaction: the
+// claim's round trip after the commit is what stood between a fire and its
+// start. The schedule engine writes through it without knowing: app gives
+// it Engine.HandoffStore(st) instead of st on a node that runs both
+// engines, and the engines still never call each other.
+//
+// Its WriteFires reserves free workers (ReserveHandoff) for the batch's
+// on-time jobs, asks the store to write up to that many as running on this
+// node (chimedb.WriteFiresParams.HandoffNode, HandoffKinds, HandoffSlots),
+// and after the transaction delivers the jobs written so to the reserved
+// workers (DeliverHandoff), giving back every worker not used, also when
+// the write fails. Every other method is the wrapped store's.
+type HandoffStore struct {
+	chimedb.ScheduleStore
+	e *Engine
+}
+
+// HandoffStore wraps st so that fires hand their jobs to e.
+func (e *Engine) HandoffStore(st chimedb.ScheduleStore) *HandoffStore {
+	return &HandoffStore{ScheduleStore: st, e: e}
+}
+
+// WriteFires writes one fire batch, handing off what the free workers can
+// take.
+func (h *HandoffStore) WriteFires(ctx context.Context, b *chimedb.WriteFiresParams) (*chimedb.WriteFiresResult, error) {
+	onTime := 0
+	for _, j := range b.Jobs {
+		if !j.CatchUp {
+			onTime++
+		}
+	}
+	slots, kinds := h.e.ReserveHandoff(onTime)
+	if slots == 0 {
+		b.HandoffNode, b.HandoffKinds, b.HandoffSlots = "", nil, 0
+		return h.ScheduleStore.WriteFires(ctx, b)
+	}
+	b.HandoffNode, b.HandoffKinds, b.HandoffSlots = h.e.cfg.NodeID, kinds, slots
+	var handed []chimedb.ClaimedJob
+	defer func() { h.e.DeliverHandoff(handed, slots) }()
+	res, err := h.ScheduleStore.WriteFires(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	handed = res.HandedOff
+	return res, nil
+}
