@@ -24,9 +24,9 @@
 //     and the graceful end of them all at Stop;
 //   - the hand-off gate admits the schedule engine's hand-offs while the
 //     engine runs;
-//   - the producer claims due jobs (poll, wake-ups, the claim floor, the
-//     held retry) for the workers it has reserved, and hands them to the
-//     executor.
+//   - the producer claims due jobs (poll, wake-ups, the jobs watch, the
+//     claim floor, the held retry) for the workers it has reserved, and
+//     hands them to the executor.
 //
 // The workers the pool has free are counted once (workers), by the
 // producer and the hand-off that reserve them and the executor that frees
