@@ -361,7 +361,7 @@ func (n *node) buildEngines(ctx context.Context, reg *tasks.Registry, opts Optio
 		if err != nil {
 			return err
 		}
-		te, err := taskengine.New(n.st, taskengine.Config{
+		te, err := taskengine.New(n.st, &taskengine.Config{
 			NodeID:          cfg.Node.ID,
 			Logger:          n.log,
 			PollInterval:    cfg.TaskEngine.PollInterval.D(),

@@ -197,7 +197,7 @@ func TestCLIFollowPrintsEveryLineOfRealJobs(t *testing.T) {
 		reg := tasks.NewRegistry()
 		reg.MustRegister("shell-chatty", func() tasks.Task { return &chattyShell{Task: shell.New().(*shell.Task)} })
 		log, _ := test.NewNullLogger()
-		eng, err := taskengine.New(st, taskengine.Config{NodeID: "follow-node", Registry: reg, Logger: log, PoolSize: 4})
+		eng, err := taskengine.New(st, &taskengine.Config{NodeID: "follow-node", Registry: reg, Logger: log, PoolSize: 4})
 		require.NoError(t, err)
 		require.NoError(t, eng.Start(context.Background()))
 		t.Cleanup(func() {

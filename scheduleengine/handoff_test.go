@@ -143,7 +143,7 @@ func newHandoffNode(t *testing.T, st Store, pool int, gate <-chan struct{}, with
 func startTaskEngine(t *testing.T, st chimedb.TaskStore, cfg taskengine.Config) *taskengine.Engine {
 	t.Helper()
 	cfg.PollInterval, cfg.ControlInterval, cfg.HeartbeatInterval, cfg.ShutdownGrace = time.Hour, 50*time.Millisecond, 100*time.Millisecond, 5*time.Second
-	te, err := taskengine.New(st, cfg)
+	te, err := taskengine.New(st, &cfg)
 	require.NoError(t, err)
 	require.NoError(t, te.Start(context.Background()))
 	t.Cleanup(func() {

@@ -162,7 +162,7 @@ func extremeRows(t *testing.T, st *store.Store, log *logrus.Logger, hook *logtes
 
 	reg := tasks.NewRegistry()
 	reg.MustRegister(sleep.Kind, sleep.New)
-	te, err := taskengine.New(st, taskengine.Config{NodeID: "n1", Logger: log, PollInterval: 100 * time.Millisecond,
+	te, err := taskengine.New(st, &taskengine.Config{NodeID: "n1", Logger: log, PollInterval: 100 * time.Millisecond,
 		ControlInterval: 50 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond, PoolSize: 4, Registry: reg,
 		ShutdownGrace: 5 * time.Second})
 	require.NoError(t, err)

@@ -30,7 +30,7 @@ func startEngines(t *testing.T, st *store.Store) {
 	log.SetLevel(logrus.ErrorLevel)
 	reg := tasks.NewRegistry()
 	reg.MustRegister(sleep.Kind, sleep.New)
-	te, err := taskengine.New(st, taskengine.Config{
+	te, err := taskengine.New(st, &taskengine.Config{
 		NodeID: "n1", Logger: log, PollInterval: enginePoll, PoolSize: 4, Registry: reg, ShutdownGrace: time.Second,
 	})
 	require.NoError(t, err)

@@ -114,7 +114,7 @@ func BenchmarkDrain(b *testing.B) {
 				b.StopTimer()
 				st := testdb.Open(b, d)
 				db := st.DB()
-				def := createDef(b, db, "bench", defOpts{Params: `{"duration":"0s"}`})
+				def := testdb.Definition(b, st, &testdb.DefinitionOpts{Name: "bench", DefaultParams: `{"duration":"0s"}`}).ID
 				insertRows(b, db, n, def, models.JobPending, time.Now().Add(-time.Second))
 				cfg := testConfig(b, "bench")
 				cfg.PoolSize = 100
@@ -124,13 +124,13 @@ func BenchmarkDrain(b *testing.B) {
 				cfg.PollInterval = DefaultPollInterval
 				cfg.ControlInterval = DefaultControlInterval
 				cfg.HeartbeatInterval = DefaultHeartbeatInterval
-				e, err := New(st, cfg)
+				e, err := New(st, &cfg)
 				require.NoError(b, err)
 				counts := countStatements(b, db)
 				b.StartTimer()
 				began := time.Now()
 				require.NoError(b, e.Start(context.Background()))
-				for e.finished.Load() < n {
+				for e.completer.finished.Load() < n {
 					time.Sleep(2 * time.Millisecond) // the poll step: a benchmark has no deadline to fail
 				}
 				took := time.Since(began)
@@ -166,7 +166,7 @@ func BenchmarkClaimWithHistory(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/history=%d", d, h), func(b *testing.B) {
 				st := testdb.Open(b, d)
 				db := st.DB()
-				def := createDef(b, db, "bench", defOpts{Params: `{"duration":"0s"}`})
+				def := testdb.Definition(b, st, &testdb.DefinitionOpts{Name: "bench", DefaultParams: `{"duration":"0s"}`}).ID
 				insertRows(b, db, h, def, models.JobSucceeded, time.Now().Add(-time.Hour))
 				insertRows(b, db, 2000, def, models.JobPending, time.Now().Add(-time.Minute))
 				ctx := context.Background()

@@ -22,7 +22,7 @@ func TestDefinitionOutOfBoundsFailsItsJobs(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		good := createDef(t, db, "good", defOpts{})
+		good := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "good"}).ID
 		type bad struct {
 			id     int64
 			column string
@@ -30,7 +30,7 @@ func TestDefinitionOutOfBoundsFailsItsJobs(t *testing.T) {
 		var bads []bad
 		for _, col := range []string{"timeout_seconds", "retry_backoff_seconds"} {
 			for _, v := range []int64{9223372037, math.MaxInt64, math.MinInt64, -1, math.MaxInt32 + 1} {
-				id := createDef(t, db, fmt.Sprintf("%s=%d", col, v), defOpts{MaxAttempts: 3})
+				id := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: fmt.Sprintf("%s=%d", col, v), MaxAttempts: 3}).ID
 				if err := db.Exec("UPDATE job_definitions SET "+col+" = ? WHERE id = ?", v, id).Error; err != nil {
 					continue // the column's type refuses it: INT on MariaDB and PostgreSQL
 				}
@@ -48,15 +48,15 @@ func TestDefinitionOutOfBoundsFailsItsJobs(t *testing.T) {
 		e := startEngine(t, st, testConfig(t, "n1"))
 		badJobs := make([]int64, len(bads))
 		for i, b := range bads {
-			badJobs[i] = insertJob(t, db, b.id, "")
+			badJobs[i] = testdb.Job(t, st, &testdb.JobOpts{DefinitionID: b.id}).ID
 		}
-		goodJob := insertJob(t, db, good, "")
+		goodJob := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: good}).ID
 		e.Wake()
-		waitStatus(t, db, goodJob, models.JobSucceeded)
+		waitOutcome(t, e, st, goodJob, models.JobSucceeded)
 		for i, b := range bads {
-			j := waitStatus(t, db, badJobs[i], models.JobFailed)
+			j := waitOutcome(t, e, st, badJobs[i], models.JobFailed)
 			require.True(t, strings.Contains(deref(j.Error), "job_definitions."+b.column), "job %d: error %q", j.ID, deref(j.Error))
-			waitLog(t, db, j.ID, "failed before starting")
+			requireLog(t, db, j.ID, "failed before starting")
 		}
 	})
 }

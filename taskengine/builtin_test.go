@@ -156,18 +156,18 @@ func TestPausePerBuiltinTask(t *testing.T) {
 		})
 
 		pidFile := filepath.Join(t.TempDir(), "pid")
-		sh := insertJob(t, db, createDef(t, db, "sh", defOpts{TaskType: shell.Kind, Params: mustJSON(t, map[string]any{
+		sh := adHocJob(t, st, &testdb.DefinitionOpts{Name: "sh", TaskType: shell.Kind, DefaultParams: mustJSON(t, map[string]any{
 			"command": `echo $$ > "$PIDFILE"; while :; do sleep 0.05; done`, "env": map[string]string{"PIDFILE": pidFile},
-		})}), "")
-		sl := insertJob(t, db, createDef(t, db, "sl", defOpts{Params: `{"duration":"60s"}`}), "")
-		hc := insertJob(t, db, createDef(t, db, "hc", defOpts{TaskType: httpcall.Kind, Params: mustJSON(t, map[string]any{"url": srvURL})}), "")
-		em := insertJob(t, db, createDef(t, db, "em", defOpts{TaskType: email.Kind, Params: `{"to":["ops@example.com"]}`}), "")
+		})})
+		sl := adHocJob(t, st, &testdb.DefinitionOpts{Name: "sl", DefaultParams: `{"duration":"60s"}`})
+		hc := adHocJob(t, st, &testdb.DefinitionOpts{Name: "hc", TaskType: httpcall.Kind, DefaultParams: mustJSON(t, map[string]any{"url": srvURL})})
+		em := adHocJob(t, st, &testdb.DefinitionOpts{Name: "em", TaskType: email.Kind, DefaultParams: `{"to":["ops@example.com"]}`})
 
 		cfg := testConfig(t, nodeName(t))
 		cfg.Registry = builtinRegistry(sender)
-		startEngine(t, st, cfg)
+		e := startEngine(t, st, cfg)
 		for _, id := range []int64{sh, sl, hc, em} {
-			waitStatus(t, db, id, models.JobRunning)
+			waitStarted(t, e, id)
 		}
 		pid := shellPID(t, pidFile)
 		<-arrived
@@ -176,15 +176,14 @@ func TestPausePerBuiltinTask(t *testing.T) {
 		setControl := func(id int64, c models.JobControl) {
 			require.NoError(t, db.Exec(`UPDATE jobs SET control = ? WHERE id = ?`, c, id).Error)
 		}
-		controlDone := func(j models.Job) bool { return j.Control == models.ControlNone }
 		for _, id := range []int64{sh, sl, hc, em} {
 			setControl(id, models.ControlPause)
 		}
 
 		// Pausing for real.
 		for _, id := range []int64{sh, sl} {
-			waitJob(t, db, id, "paused", func(j models.Job) bool { return j.Status == models.JobPaused && controlDone(j) })
-			waitLog(t, db, id, "paused (control = pause)")
+			require.Equal(t, models.JobPaused, waitControlled(t, e, id, models.ControlPause).to)
+			waitLogged(t, e, id, "paused (control = pause)")
 		}
 		require.Eventually(t, func() bool { return procState(pid) == 'T' }, 10*time.Second, 10*time.Millisecond,
 			"the shell is stopped (SIGSTOP)")
@@ -194,26 +193,26 @@ func TestPausePerBuiltinTask(t *testing.T) {
 			hc: "httpcall: cannot pause: the request is already in flight",
 			em: "email: cannot pause: the message is already being sent",
 		} {
-			j := waitJob(t, db, id, "pause answered", controlDone)
-			require.Equal(t, models.JobRunning, j.Status, "job %d: a refused pause leaves it running", id)
-			waitLog(t, db, id, why)
-			waitLog(t, db, id, "pause refused")
+			require.Empty(t, waitControlled(t, e, id, models.ControlPause).to, "job %d: refused", id)
+			require.Equal(t, models.JobRunning, testdb.GetJob(t, st, id).Status, "job %d: a refused pause leaves it running", id)
+			waitLogged(t, e, id, why)
+			waitLogged(t, e, id, "pause refused")
 		}
 		releaseAll()
 		close(sender.release)
-		waitStatus(t, db, hc, models.JobSucceeded)
-		waitStatus(t, db, em, models.JobSucceeded)
+		waitOutcome(t, e, st, hc, models.JobSucceeded)
+		waitOutcome(t, e, st, em, models.JobSucceeded)
 
 		// Resume and stop.
 		for _, id := range []int64{sh, sl} {
 			setControl(id, models.ControlResume)
-			waitJob(t, db, id, "resumed", func(j models.Job) bool { return j.Status == models.JobRunning && controlDone(j) })
+			require.Equal(t, models.JobRunning, waitControlled(t, e, id, models.ControlResume).to)
 		}
 		require.Eventually(t, func() bool { s := procState(pid); return s != 'T' && s != 0 }, 10*time.Second, 10*time.Millisecond,
 			"the shell runs again (SIGCONT)")
 		for _, id := range []int64{sh, sl} {
 			setControl(id, models.ControlStop)
-			waitStatus(t, db, id, models.JobStopped)
+			waitOutcome(t, e, st, id, models.JobStopped)
 		}
 		require.Eventually(t, func() bool { return !groupAlive(t, pid) }, 10*time.Second, 10*time.Millisecond)
 	})
@@ -227,31 +226,30 @@ func TestStopKillsShellProcessGroup(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
 		pidFile := filepath.Join(t.TempDir(), "pid")
-		id := insertJob(t, db, createDef(t, db, "stubborn-sh", defOpts{TaskType: shell.Kind, MaxAttempts: 2, Params: mustJSON(t, map[string]any{
+		id := adHocJob(t, st, &testdb.DefinitionOpts{Name: "stubborn-sh", TaskType: shell.Kind, MaxAttempts: 2, DefaultParams: mustJSON(t, map[string]any{
 			"command":    `echo $$ > "$PIDFILE"; trap '' TERM; sleep 60 & while :; do sleep 0.05; done`,
 			"env":        map[string]string{"PIDFILE": pidFile},
 			"kill_grace": "1h",
-		})}), "")
+		})})
 		cfg := testConfig(t, nodeName(t))
 		cfg.Registry = builtinRegistry(nil)
 		cfg.ShutdownGrace = 300 * time.Millisecond
-		e, err := New(st, cfg)
-		require.NoError(t, err)
+		e := newTestEngine(t, st, cfg)
 		require.NoError(t, e.Start(context.Background()))
-		waitStatus(t, db, id, models.JobRunning)
+		waitStarted(t, e, id)
 		pid := shellPID(t, pidFile)
 		t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }) // if the test fails
 
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		stopErr := e.Stop(ctx)
-		err = syscall.Kill(pid, 0)
+		err := syscall.Kill(pid, 0)
 		require.True(t, errors.Is(err, syscall.ESRCH), "the job's shell (pid %d) survived the engine's Stop: kill(pid, 0) = %v", pid, err)
 		require.Eventually(t, func() bool { return !groupAlive(t, pid) }, 5*time.Second, 10*time.Millisecond,
 			"the shell's background child survived the engine's Stop")
 		require.NoError(t, stopErr)
 
-		j := getJob(t, db, id)
+		j := testdb.GetJob(t, st, id)
 		require.Equal(t, models.JobPending, j.Status, "cut off with an attempt left: retried")
 		require.Contains(t, deref(j.Error), "grace period")
 		require.Positive(t, countLogs(t, db, id, "killed the process group"))
@@ -264,20 +262,19 @@ func TestPauseLostOnShutdownIsLogged(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		id := insertJob(t, db, createDef(t, db, "long", defOpts{Params: `{"duration":"60s"}`, MaxAttempts: 2}), "")
+		id := adHocJob(t, st, &testdb.DefinitionOpts{Name: "long", DefaultParams: `{"duration":"60s"}`, MaxAttempts: 2})
 		cfg := testConfig(t, nodeName(t))
 		cfg.ShutdownGrace = 200 * time.Millisecond
-		e, err := New(st, cfg)
-		require.NoError(t, err)
+		e := newTestEngine(t, st, cfg)
 		require.NoError(t, e.Start(context.Background()))
-		waitStatus(t, db, id, models.JobRunning)
+		waitStarted(t, e, id)
 		require.NoError(t, db.Exec(`UPDATE jobs SET control = 'pause' WHERE id = ?`, id).Error)
-		waitStatus(t, db, id, models.JobPaused)
+		require.Equal(t, models.JobPaused, waitControlled(t, e, id, models.ControlPause).to)
 
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		require.NoError(t, e.Stop(ctx))
-		j := getJob(t, db, id)
+		j := testdb.GetJob(t, st, id)
 		require.Equal(t, models.JobPending, j.Status)
 		require.Equal(t, models.ControlNone, j.Control)
 		require.Equal(t, 1, countLogs(t, db, id, "pause lost"), "%v", jobLogs(t, db, id))
@@ -291,16 +288,16 @@ func TestPauseLostOnCrashIsLogged(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
 		node := nodeName(t)
-		def := createDef(t, db, "paused-then-crashed", defOpts{Params: `{"duration":"0s"}`, MaxAttempts: 2})
-		paused := insertJob(t, db, def, "")
-		asked := insertJob(t, db, def, "")
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "paused-then-crashed", DefaultParams: `{"duration":"0s"}`, MaxAttempts: 2}).ID
+		paused := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def}).ID
+		asked := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def}).ID
 		now := store.DBTime(time.Now())
 		require.NoError(t, db.Exec(`UPDATE jobs SET status = 'paused', attempt = 1, node_id = ?, started_at = ? WHERE id = ?`, node, now, paused).Error)
 		require.NoError(t, db.Exec(`UPDATE jobs SET status = 'running', control = 'pause', attempt = 1, node_id = ?, started_at = ? WHERE id = ?`, node, now, asked).Error)
 
-		startEngine(t, st, testConfig(t, node))
+		e := startEngine(t, st, testConfig(t, node))
 		for _, id := range []int64{paused, asked} {
-			j := waitStatus(t, db, id, models.JobSucceeded)
+			j := waitOutcome(t, e, st, id, models.JobSucceeded)
 			require.Equal(t, 2, j.Attempt)
 			require.Equal(t, 1, countLogs(t, db, id, "pause lost"), "job %d: %v", id, jobLogs(t, db, id))
 		}

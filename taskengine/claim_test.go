@@ -24,7 +24,7 @@ func TestClaimedRowsSurviveAFailureAfterCommit(t *testing.T) {
 		db := st.DB()
 		// A task with an OnQueue of its own (a claim with StartKinds reads
 		// definitions inside: see store's TestClaimJobsStartKindsDefinitionReadFails).
-		def := createDef(t, db, "after-commit", defOpts{TaskType: queuedSleepKind, Params: `{"duration":"0s"}`})
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "after-commit", TaskType: queuedSleepKind, DefaultParams: `{"duration":"0s"}`}).ID
 		// The first claim's read of definitions (after its commit) fails,
 		// every time it is tried; later claims read them fine.
 		var failing atomic.Bool
@@ -34,16 +34,17 @@ func TestClaimedRowsSurviveAFailureAfterCommit(t *testing.T) {
 				_ = tx.AddError(errors.New("injected: connection lost"))
 			}
 		}))
-		id := insertJob(t, db, def, "")
+		id := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def}).ID
 		cfg := testConfig(t, nodeName(t))
 		// No tasks.QueueFree kind registered: the claim passes no
 		// StartKinds and keeps the read after its commit.
 		cfg.Registry = tasks.NewRegistry()
 		cfg.Registry.MustRegister(queuedSleepKind, func() tasks.Task { return &queuedSleep{} })
-		startEngine(t, st, cfg)
-		waitLog(t, db, id, "released to pending")
+		e := startEngine(t, st, cfg)
+		require.Equal(t, released, waitLeft(t, e, id).status)
+		requireLog(t, db, id, "released to pending")
 		failing.Store(false)
-		j := waitStatus(t, db, id, models.JobSucceeded)
+		j := waitOutcome(t, e, st, id, models.JobSucceeded)
 		require.Equal(t, 1, j.Attempt, "the release used no attempt")
 	})
 }

@@ -36,7 +36,7 @@ func crashChild() {
 		os.Exit(2)
 	}
 	// Not testConfig: flags are not parsed in the child, so testing.Verbose would panic.
-	e, err := New(st, Config{
+	e, err := New(st, &Config{
 		NodeID: os.Getenv(envCrashChild), Logger: log, Registry: testRegistry(),
 		PollInterval: 100 * time.Millisecond, ControlInterval: 50 * time.Millisecond,
 	})
@@ -49,20 +49,6 @@ func crashChild() {
 	}
 	fmt.Println("crash child: engine started")
 	select {} // until kill -9
-}
-
-// openMigrated opens and migrates a fresh database of dialect d; its
-// config is what a child process needs to reach the same database.
-func openMigrated(t *testing.T, d store.Dialect) (*store.Store, store.Config) {
-	t.Helper()
-	cfg := testdb.Config(t, d)
-	ctx := context.Background()
-	st, err := store.Open(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	_, err = st.Migrate(ctx)
-	require.NoError(t, err)
-	return st, cfg
 }
 
 // startCrashChild starts an engine as node in a child process on cfg's
@@ -93,26 +79,26 @@ func TestProcessKilledMidRun(t *testing.T) {
 	t.Parallel()
 	for _, d := range testdb.Dialects {
 		t.Run(string(d), func(t *testing.T) {
-			st, cfg := openMigrated(t, d)
+			st, cfg := testdb.OpenConfig(t, d)
 			db := st.DB()
-			id := insertJob(t, db, createDef(t, db, "crashy", defOpts{Params: `{"duration":"1500ms"}`, MaxAttempts: 2}), "")
+			id := adHocJob(t, st, &testdb.DefinitionOpts{Name: "crashy", DefaultParams: `{"duration":"1500ms"}`, MaxAttempts: 2})
 
 			node := nodeName(t)
 			kill := startCrashChild(t, cfg, node)
-			j := waitJob(t, db, id, "running in the child", func(j models.Job) bool {
+			j := waitJob(t, st, id, "running in the child", func(j models.Job) bool {
 				return j.Status == models.JobRunning || j.Status.Finished()
 			})
 			require.Equal(t, models.JobRunning, j.Status)
 			kill()
-			j = getJob(t, db, id)
+			j = testdb.GetJob(t, st, id)
 			require.Equal(t, models.JobRunning, j.Status, "the dead process left it running")
 			require.Equal(t, 1, j.Attempt)
 
-			startEngine(t, st, testConfig(t, node))
-			j = waitStatus(t, db, id, models.JobSucceeded)
+			e := startEngine(t, st, testConfig(t, node))
+			j = waitOutcome(t, e, st, id, models.JobSucceeded)
 			require.Equal(t, 2, j.Attempt)
-			waitLog(t, db, id, "died during attempt 1 of 2; retrying (requests_recovery is off)")
-			waitLog(t, db, id, "running: attempt 2 of 2")
+			requireLog(t, db, id, "died during attempt 1 of 2; retrying (requests_recovery is off)")
+			requireLog(t, db, id, "running: attempt 2 of 2")
 		})
 	}
 }
@@ -126,18 +112,18 @@ func TestNodeLossRecovery(t *testing.T) {
 	t.Parallel()
 	for _, d := range testdb.Dialects {
 		t.Run(string(d), func(t *testing.T) {
-			st, cfg := openMigrated(t, d)
+			st, cfg := testdb.OpenConfig(t, d)
 			db := st.DB()
-			onDef := createDef(t, db, "recover-on", defOpts{Params: `{"duration":"1500ms"}`})
-			offDef := createDef(t, db, "recover-off", defOpts{Params: `{"duration":"1500ms"}`})
+			onDef := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "recover-on", DefaultParams: `{"duration":"1500ms"}`}).ID
+			offDef := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "recover-off", DefaultParams: `{"duration":"1500ms"}`}).ID
 			require.NoError(t, db.Exec(`UPDATE job_definitions SET requests_recovery = ? WHERE id = ?`, true, onDef).Error)
-			on := insertJob(t, db, onDef, "")
-			off := insertJob(t, db, offDef, "")
+			on := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: onDef}).ID
+			off := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: offDef}).ID
 
 			lost := nodeName(t) + "-lost"
 			kill := startCrashChild(t, cfg, lost)
 			for _, id := range []int64{on, off} {
-				j := waitJob(t, db, id, "running in the child", func(j models.Job) bool {
+				j := waitJob(t, st, id, "running in the child", func(j models.Job) bool {
 					return j.Status == models.JobRunning || j.Status.Finished()
 				})
 				require.Equal(t, models.JobRunning, j.Status)
@@ -149,23 +135,23 @@ func TestNodeLossRecovery(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, []int64{on}, res.Recovered)
 			require.Equal(t, []int64{off}, res.Failed)
-			j := getJob(t, db, on)
+			j := testdb.GetJob(t, st, on)
 			require.Equal(t, models.JobPending, j.Status)
 			require.Equal(t, 0, j.Attempt, "no attempt used by the lost run")
-			f := getJob(t, db, off)
+			f := testdb.GetJob(t, st, off)
 			require.Equal(t, models.JobFailed, f.Status)
 			require.Contains(t, deref(f.Error), "node "+lost+" died during attempt 1 of 1; no attempts left (requests_recovery is off)")
 
 			other := nodeName(t) + "-other"
-			startEngine(t, st, testConfig(t, other))
-			j = waitStatus(t, db, on, models.JobSucceeded)
+			e := startEngine(t, st, testConfig(t, other))
+			j = waitOutcome(t, e, st, on, models.JobSucceeded)
 			require.Equal(t, other, j.NodeID)
 			require.Equal(t, 1, j.Attempt, "the rerun is attempt 1 again")
 			require.Equal(t, 1, j.Recoveries)
-			waitLog(t, db, on, "node "+lost+" died during attempt 1 of 1; recovering (requests_recovery)")
+			requireLog(t, db, on, "node "+lost+" died during attempt 1 of 1; recovering (requests_recovery)")
 			// The lost run's own lines may have died in the child's log buffer.
-			waitLog(t, db, on, "running: attempt 1 of 1")
-			require.Equal(t, models.JobFailed, getJob(t, db, off).Status)
+			requireLog(t, db, on, "running: attempt 1 of 1")
+			require.Equal(t, models.JobFailed, testdb.GetJob(t, st, off).Status)
 		})
 	}
 }
@@ -177,9 +163,9 @@ func TestRecoveryFailsJobWithoutAttemptsLeft(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
 		node := nodeName(t)
-		def := createDef(t, db, "once", defOpts{Params: `{"duration":"0s"}`})
-		running := insertJob(t, db, def, "")
-		queued := insertJob(t, db, def, "")
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "once", DefaultParams: `{"duration":"0s"}`}).ID
+		running := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def}).ID
+		queued := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def}).ID
 		now := store.DBTime(time.Now())
 		require.NoError(t, db.Exec(`UPDATE jobs SET status = 'running', attempt = 1, node_id = ?, started_at = ? WHERE id = ?`, node, now, running).Error)
 		require.NoError(t, db.Exec(`UPDATE jobs SET status = 'queued', node_id = ?, queued_at = ? WHERE id = ?`, node, now, queued).Error)
@@ -187,14 +173,14 @@ func TestRecoveryFailsJobWithoutAttemptsLeft(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []int64{running}, res.Failed)
 		require.Equal(t, []int64{queued}, res.Released)
-		j := getJob(t, db, running)
+		j := testdb.GetJob(t, st, running)
 		require.Equal(t, models.JobFailed, j.Status)
 		require.Contains(t, deref(j.Error), "died during attempt 1 of 1; no attempts left (requests_recovery is off)")
-		q := getJob(t, db, queued)
+		q := testdb.GetJob(t, st, queued)
 		require.Equal(t, models.JobPending, q.Status)
 		require.Equal(t, 0, q.Attempt)
 		// The queued one now runs normally, on the restarted node.
-		startEngine(t, st, testConfig(t, node))
-		waitStatus(t, db, queued, models.JobSucceeded)
+		e := startEngine(t, st, testConfig(t, node))
+		waitOutcome(t, e, st, queued, models.JobSucceeded)
 	})
 }

@@ -4,14 +4,41 @@
 //
 // # Usage
 //
-//	eng, err := taskengine.New(st, taskengine.Config{NodeID: "node-1", Registry: reg})
+//	eng, err := taskengine.New(st, &taskengine.Config{NodeID: "node-1", Registry: reg})
 //	if err := eng.Start(ctx); err != nil { … }
 //	// the schedule engine calls eng.Wake() after committing due jobs
 //	defer eng.Stop(stopCtx) // graceful: see Stop
 //
+// # Parts
+//
+// The Engine is a composition of services, each on internal/startstop
+// (river's producer and completer split is the model), started in this
+// order and stopped in reverse:
+//
+//   - the log writer buffers job_logs lines and writes them in multi-row
+//     INSERTs;
+//   - the completer writes outcomes in batches, with the lines buffered
+//     until then, and the starter moves queued jobs to running in batches;
+//   - the controller acts on jobs.control and beats running jobs' heartbeat_at;
+//   - the executor runs jobs: OnQueue, the ants pool, the runs under way,
+//     and the graceful end of them all at Stop;
+//   - the hand-off gate admits the schedule engine's hand-offs while the
+//     engine runs;
+//   - the producer claims due jobs (poll, wake-ups, the jobs watch, the
+//     claim floor, the held retry) for the workers it has reserved, and
+//     hands them to the executor.
+//
+// The workers the pool has free are counted once (workers), by the
+// producer and the hand-off that reserve them and the executor that frees
+// them. The engine ends when Stop is called or when Start's ctx ends, the
+// same graceful way either; it starts again after a Stop, once every job
+// of its last run has returned. Tests wait on the engine's test signals
+// (claimed, started, completed, controlled, flushed) instead of polling the
+// database.
+//
 // # Lifecycle of a job
 //
-// The poll loop claims due pending rows (every PollInterval, on Wake, when
+// The producer claims due pending rows (every PollInterval, on Wake, when
 // Config.Watch reports rows added to jobs, and at once again while claims
 // come back full), never more than the pool has free workers, and moves
 // them to queued on this node in one transaction (FOR UPDATE SKIP LOCKED
@@ -68,13 +95,14 @@
 //
 // # Shutdown and crash recovery
 //
-// Stop stops claiming, sends jobs that never started back to pending
-// without using an attempt, waits ShutdownGrace for running jobs, then
-// cancels them (their attempt counts; they are retried if attempts are
-// left). A canceled job gets ShutdownGrace once more to end; then a task
-// with a Kill() bool method (tasks/shell: SIGKILL to its process group) is
-// killed, so no process a job started outlives Stop, whatever its
-// kill_grace. Start first recovers what a dead process with the same NodeID
+// Stop (or the end of Start's ctx) stops claiming, sends jobs that never
+// started back to pending without using an attempt, waits ShutdownGrace
+// for running jobs, then cancels them (their attempt counts; they are
+// retried if attempts are left). A canceled job gets ShutdownGrace once
+// more to end; then a task with a Kill() bool method (tasks/shell: SIGKILL
+// to its process group) is killed, so no process a job started outlives
+// Stop, whatever its kill_grace; when Stop's ctx ends first, that happens
+// at once. Start first recovers what a dead process with the same NodeID
 // left behind (store.RecoverNode): queued jobs go back to pending, running
 // ones are recovered without using an attempt when their definition
 // requests recovery, else retried or failed. Failover between nodes belongs

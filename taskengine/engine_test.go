@@ -20,10 +20,13 @@ func TestAdHocJobSucceeds(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		def := createDef(t, db, "adhoc", defOpts{Params: `{"duration":"20ms"}`})
-		id := insertJob(t, db, def, "")
-		startEngine(t, st, testConfig(t, nodeName(t)))
-		j := waitStatus(t, db, id, models.JobSucceeded)
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "adhoc", DefaultParams: `{"duration":"20ms"}`}).ID
+		// The way an admin's SQL would: only the definition.
+		require.NoError(t, db.Exec(`INSERT INTO jobs (job_definition_id) VALUES (?)`, def).Error)
+		var id int64
+		require.NoError(t, db.Raw(`SELECT MAX(id) FROM jobs`).Scan(&id).Error)
+		e := startEngine(t, st, testConfig(t, nodeName(t)))
+		j := waitOutcome(t, e, st, id, models.JobSucceeded)
 		require.Equal(t, 1, j.Attempt)
 		require.Equal(t, nodeName(t), j.NodeID)
 		require.Equal(t, "slept 20ms", deref(j.Result))
@@ -62,19 +65,18 @@ func TestRetriesWithBackoff(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
 		clock := clockwork.NewFakeClockAt(time.Now().Add(time.Second))
-		def := createDef(t, db, "flaky", defOpts{Params: `{"duration":"0s","fail":true}`, MaxAttempts: 3, BackoffSeconds: 10})
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "flaky", DefaultParams: `{"duration":"0s","fail":true}`, MaxAttempts: 3, RetryBackoffSeconds: 10}).ID
 		require.NoError(t, db.Exec(`UPDATE job_definitions SET notify_on = 'failure', notify_emails = 'ops@example.com' WHERE id = ?`, def).Error)
-		id := insertJob(t, db, def, "")
+		id := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def}).ID
 		cfg := testConfig(t, nodeName(t))
 		cfg.Clock = clock
-		claims := watchClaims(st)
-		e := startEngine(t, claims, cfg)
+		e := startEngine(t, st, cfg)
 
 		base := 10 * time.Second
+		mark := 0
 		for attempt := 1; attempt <= 2; attempt++ {
-			j := waitJob(t, db, id, fmt.Sprintf("attempt %d back to pending", attempt), func(j models.Job) bool {
-				return j.Status == models.JobPending && j.Attempt == attempt
-			})
+			j := waitOutcomeFrom(t, e, st, mark, id, models.JobPending)
+			require.Equal(t, attempt, j.Attempt)
 			require.Contains(t, deref(j.Error), "failing as asked")
 			require.Empty(t, j.NodeID, "a retry may run on any node")
 			require.Nil(t, j.FinishedAt)
@@ -82,26 +84,27 @@ func TestRetriesWithBackoff(t *testing.T) {
 			want := base << (attempt - 1)
 			require.GreaterOrEqual(t, delay, want*8/10-time.Millisecond, "attempt %d", attempt)
 			require.LessOrEqual(t, delay, want*12/10, "attempt %d", attempt)
-			waitLog(t, db, id, fmt.Sprintf("attempt %d of 3 failed", attempt))
+			requireLog(t, db, id, fmt.Sprintf("attempt %d of 3 failed", attempt))
 			// started_at will be overwritten by the next attempt: the
 			// failure line keeps when this one started.
-			waitLog(t, db, id, "this attempt started at "+j.StartedAt.UTC().Format(startedLayout))
+			requireLog(t, db, id, "this attempt started at "+j.StartedAt.UTC().Format(startedLayout))
 			if attempt > 1 {
-				waitLog(t, db, id, fmt.Sprintf("running: attempt %d of 3", attempt))
+				requireLog(t, db, id, fmt.Sprintf("running: attempt %d of 3", attempt))
 			}
 			// Not due yet: a claim after a wake-up takes nothing.
-			mark := claims.mark()
+			claims := claimMark(e)
 			e.Wake()
-			claims.waitClaimAfter(t, mark)
-			require.Equal(t, models.JobPending, getJob(t, db, id).Status)
+			require.Empty(t, waitClaimAfter(t, e, claims).ids)
+			require.Equal(t, models.JobPending, testdb.GetJob(t, st, id).Status)
+			mark = e.signals.flushed.Len()
 			clock.Advance(want * 13 / 10)
 			e.Wake()
 		}
-		j := waitStatus(t, db, id, models.JobFailed)
+		j := waitOutcomeFrom(t, e, st, mark, id, models.JobFailed)
 		require.Equal(t, 3, j.Attempt)
 		require.NotNil(t, j.FinishedAt)
 		require.Contains(t, deref(j.Error), "failing as asked")
-		waitLog(t, db, id, "failed (attempt 3 of 3)")
+		requireLog(t, db, id, "failed (attempt 3 of 3)")
 		// One notice, for the outcome, not one per attempt; written with it.
 		var notes []models.Notification
 		require.NoError(t, db.Find(&notes).Error)
@@ -128,11 +131,10 @@ func TestRetryBackoffBounds(t *testing.T) {
 func TestTimeoutFailsTheAttempt(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		db := st.DB()
-		def := createDef(t, db, "slow", defOpts{Params: `{"duration":"30s"}`, TimeoutSeconds: 1})
-		id := insertJob(t, db, def, "")
-		startEngine(t, st, testConfig(t, nodeName(t)))
-		j := waitStatus(t, db, id, models.JobFailed)
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "slow", DefaultParams: `{"duration":"30s"}`, TimeoutSeconds: 1}).ID
+		id := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def}).ID
+		e := startEngine(t, st, testConfig(t, nodeName(t)))
+		j := waitOutcome(t, e, st, id, models.JobFailed)
 		require.Contains(t, deref(j.Error), "timeout")
 		require.Less(t, j.FinishedAt.Sub(*j.StartedAt), 20*time.Second)
 	})
@@ -144,15 +146,15 @@ func TestPanicFailsOnlyThatJob(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		bad := insertJob(t, db, createDef(t, db, "panics", defOpts{TaskType: "panic"}), "")
-		startEngine(t, st, testConfig(t, nodeName(t)))
-		j := waitStatus(t, db, bad, models.JobFailed)
+		bad := adHocJob(t, st, &testdb.DefinitionOpts{Name: "panics", TaskType: "panic"})
+		e := startEngine(t, st, testConfig(t, nodeName(t)))
+		j := waitOutcome(t, e, st, bad, models.JobFailed)
 		require.Contains(t, deref(j.Error), "boom in the task")
-		waitLog(t, db, bad, "goroutine")
-		waitLog(t, db, bad, "panicTask")
+		requireLog(t, db, bad, "goroutine")
+		requireLog(t, db, bad, "panicTask")
 
-		good := insertJob(t, db, createDef(t, db, "fine", defOpts{Params: `{"duration":"0s"}`}), "")
-		waitStatus(t, db, good, models.JobSucceeded)
+		good := adHocJob(t, st, &testdb.DefinitionOpts{Name: "fine", DefaultParams: `{"duration":"0s"}`})
+		waitOutcome(t, e, st, good, models.JobSucceeded)
 	})
 }
 
@@ -160,12 +162,12 @@ func TestUnknownTaskTypeFails(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		id := insertJob(t, db, createDef(t, db, "typo", defOpts{TaskType: "slep"}), "")
-		startEngine(t, st, testConfig(t, nodeName(t)))
-		j := waitStatus(t, db, id, models.JobFailed)
+		id := adHocJob(t, st, &testdb.DefinitionOpts{Name: "typo", TaskType: "slep"})
+		e := startEngine(t, st, testConfig(t, nodeName(t)))
+		j := waitOutcome(t, e, st, id, models.JobFailed)
 		require.Contains(t, deref(j.Error), `"slep"`)
 		require.Contains(t, deref(j.Error), "registered: panic, sleep, sleep-queued, slowqueue, stubborn")
-		waitLog(t, db, id, "failed before starting")
+		requireLog(t, db, id, "failed before starting")
 	})
 }
 
@@ -180,39 +182,29 @@ func TestPauseDoesNotCountAgainstTimeout(t *testing.T) {
 			testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 				db := st.DB()
 				gate, open := openGate(t)
-				id := insertJob(t, db, createDef(t, db, "timed", defOpts{TaskType: "wait", Params: `{"gate":"` + gate + `"}`, TimeoutSeconds: 2}), "")
+				id := adHocJob(t, st, &testdb.DefinitionOpts{Name: "timed", TaskType: "wait", DefaultParams: `{"gate":"` + gate + `"}`, TimeoutSeconds: 2})
 				clock := clockwork.NewFakeClockAt(time.Now().Add(time.Second))
 				cfg := testConfig(t, nodeName(t))
 				cfg.Clock = clock
-				startEngine(t, st, cfg)
-				waitStatus(t, db, id, models.JobRunning)
+				e := startEngine(t, st, cfg)
+				waitStarted(t, e, id) // its timeout is armed on the clock
 				control := func(c models.JobControl, want models.JobStatus) {
 					require.NoError(t, db.Exec(`UPDATE jobs SET control = ? WHERE id = ?`, c, id).Error)
 					clock.Advance(cfg.ControlInterval) // the control tick reads it
-					waitJob(t, db, id, string(want), func(j models.Job) bool {
-						return j.Status == want && j.Control == models.ControlNone
-					})
+					require.Equal(t, want, waitControlled(t, e, id, c).to)
 				}
 				if pause {
 					control(models.ControlPause, models.JobPaused)
 				}
 				clock.Advance(time.Minute)
 				if !pause {
-					// running is committed a moment before the run arms its
-					// timeout on the clock: an Advance that came first moved
-					// nothing, so keep advancing until the timeout has fired.
-					j := waitJob(t, db, id, "status failed", func(j models.Job) bool {
-						if j.Status != models.JobFailed {
-							clock.Advance(time.Minute)
-						}
-						return j.Status == models.JobFailed
-					})
+					j := waitOutcome(t, e, st, id, models.JobFailed)
 					require.Contains(t, deref(j.Error), "timeout")
 					return
 				}
 				control(models.ControlResume, models.JobRunning)
 				open()
-				waitStatus(t, db, id, models.JobSucceeded)
+				waitOutcome(t, e, st, id, models.JobSucceeded)
 			})
 		})
 	}
@@ -223,36 +215,39 @@ func TestControlPauseResumeStop(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		long := insertJob(t, db, createDef(t, db, "long", defOpts{Params: `{"duration":"60s"}`}), "")
-		stubborn := insertJob(t, db, createDef(t, db, "stubborn", defOpts{TaskType: "stubborn"}), "")
-		startEngine(t, st, testConfig(t, nodeName(t)))
+		long := adHocJob(t, st, &testdb.DefinitionOpts{Name: "long", DefaultParams: `{"duration":"60s"}`})
+		stubborn := adHocJob(t, st, &testdb.DefinitionOpts{Name: "stubborn", TaskType: "stubborn"})
+		e := startEngine(t, st, testConfig(t, nodeName(t)))
 		for _, id := range []int64{long, stubborn} {
-			waitStatus(t, db, id, models.JobRunning)
+			waitStarted(t, e, id)
 		}
 		setControl := func(id int64, c models.JobControl) {
 			require.NoError(t, db.Exec(`UPDATE jobs SET control = ? WHERE id = ?`, c, id).Error)
 		}
-		controlDone := func(j models.Job) bool { return j.Control == models.ControlNone }
 
 		setControl(long, models.ControlPause)
 		setControl(stubborn, models.ControlPause)
-		waitJob(t, db, long, "paused", func(j models.Job) bool { return j.Status == models.JobPaused && controlDone(j) })
-		j := waitJob(t, db, stubborn, "pause refused", controlDone)
+		require.Equal(t, models.JobPaused, waitControlled(t, e, long, models.ControlPause).to)
+		require.Empty(t, waitControlled(t, e, stubborn, models.ControlPause).to, "refused")
+		j := testdb.GetJob(t, st, stubborn)
 		require.Equal(t, models.JobRunning, j.Status)
-		waitLog(t, db, stubborn, "pause refused")
-		waitLog(t, db, long, "paused (control = pause)")
+		require.Equal(t, models.ControlNone, j.Control)
+		require.Equal(t, models.JobPaused, testdb.GetJob(t, st, long).Status)
+		waitLogged(t, e, stubborn, "pause refused")
+		waitLogged(t, e, long, "paused (control = pause)")
 
 		setControl(long, models.ControlResume)
-		waitJob(t, db, long, "resumed", func(j models.Job) bool { return j.Status == models.JobRunning && controlDone(j) })
-		waitLog(t, db, long, "resumed")
+		require.Equal(t, models.JobRunning, waitControlled(t, e, long, models.ControlResume).to)
+		require.Equal(t, models.JobRunning, testdb.GetJob(t, st, long).Status)
+		waitLogged(t, e, long, "resumed")
 
 		setControl(long, models.ControlStop)
 		setControl(stubborn, models.ControlStop)
-		j = waitStatus(t, db, long, models.JobStopped)
+		j = waitOutcome(t, e, st, long, models.JobStopped)
 		require.Contains(t, deref(j.Error), "stopped")
 		require.Equal(t, models.ControlNone, j.Control)
-		waitStatus(t, db, stubborn, models.JobStopped)
-		waitLog(t, db, long, "stop requested")
+		waitOutcome(t, e, st, stubborn, models.JobStopped)
+		requireLog(t, db, long, "stop requested")
 	})
 }
 
@@ -261,18 +256,20 @@ func TestStopCancelsPendingJob(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		def := createDef(t, db, "later", defOpts{Params: `{"duration":"0s"}`})
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "later", DefaultParams: `{"duration":"0s"}`}).ID
 		require.NoError(t, db.Exec(`INSERT INTO jobs (job_definition_id, run_at) VALUES (?, ?)`,
 			def, store.DBTime(time.Now().Add(time.Hour))).Error)
 		var id int64
 		require.NoError(t, db.Raw(`SELECT MAX(id) FROM jobs`).Scan(&id).Error)
-		startEngine(t, st, testConfig(t, nodeName(t)))
+		e := startEngine(t, st, testConfig(t, nodeName(t)))
 		require.NoError(t, db.Exec(`UPDATE jobs SET control = 'stop' WHERE id = ?`, id).Error)
-		j := waitStatus(t, db, id, models.JobCanceled)
+		require.Equal(t, models.JobCanceled, waitControlled(t, e, id, models.ControlStop).to)
+		j := testdb.GetJob(t, st, id)
+		require.Equal(t, models.JobCanceled, j.Status)
 		require.Equal(t, 0, j.Attempt)
 		require.Equal(t, models.ControlNone, j.Control)
 		require.NotNil(t, j.FinishedAt)
-		waitLog(t, db, id, "canceled")
+		requireLog(t, db, id, "canceled")
 	})
 }
 
@@ -282,7 +279,7 @@ func TestForbidConcurrency(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		def := createDef(t, db, "exclusive", defOpts{Params: `{"duration":"600ms"}`})
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "exclusive", DefaultParams: `{"duration":"600ms"}`}).ID
 		sid := insertForbidSchedule(t, db, def)
 		now := time.Now()
 		var ids []int64
@@ -292,10 +289,10 @@ func TestForbidConcurrency(t *testing.T) {
 			require.NoError(t, db.Create(&j).Error)
 			ids = append(ids, j.ID)
 		}
-		startEngine(t, st, testConfig(t, nodeName(t)))
+		e := startEngine(t, st, testConfig(t, nodeName(t)))
 		var prev models.Job
 		for i, id := range ids {
-			j := waitStatus(t, db, id, models.JobSucceeded)
+			j := waitOutcome(t, e, st, id, models.JobSucceeded)
 			if i > 0 {
 				require.False(t, j.StartedAt.Before(*prev.FinishedAt), "job %d started before job %d finished", id, prev.ID)
 			}
@@ -313,35 +310,31 @@ func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		short := insertJob(t, db, createDef(t, db, "short", defOpts{Params: `{"duration":"300ms"}`}), "")
-		long := insertJob(t, db, createDef(t, db, "long", defOpts{Params: `{"duration":"60s"}`, MaxAttempts: 2}), "")
-		queued := insertJob(t, db, createDef(t, db, "queued", defOpts{TaskType: "slowqueue"}), "")
+		short := adHocJob(t, st, &testdb.DefinitionOpts{Name: "short", DefaultParams: `{"duration":"300ms"}`})
+		long := adHocJob(t, st, &testdb.DefinitionOpts{Name: "long", DefaultParams: `{"duration":"60s"}`, MaxAttempts: 2})
+		queued := adHocJob(t, st, &testdb.DefinitionOpts{Name: "queued", TaskType: "slowqueue"})
 		cfg := testConfig(t, nodeName(t))
 		cfg.ShutdownGrace = 800 * time.Millisecond
-		e, err := New(st, cfg)
-		require.NoError(t, err)
+		e := newTestEngine(t, st, cfg)
 		require.NoError(t, e.Start(context.Background()))
-		// short runs for 300 ms: a slow poll may see it done already.
-		waitJob(t, db, short, "started", func(j models.Job) bool { return j.StartedAt != nil })
-		waitStatus(t, db, long, models.JobRunning)
-		waitStatus(t, db, queued, models.JobQueued)
 		// A claim writes running before the job reaches its worker; a
 		// Stop in between rightly gives the attempt back. This test is
-		// about runs under way, so it waits for the workers.
-		waitWorker(t, e, db, short)
-		waitWorker(t, e, db, long)
+		// about runs under way, so it waits for them.
+		waitStarted(t, e, short)
+		waitStarted(t, e, long)
+		waitClaimed(t, e, queued)
 
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		require.NoError(t, e.Stop(ctx))
 		require.NoError(t, e.Stop(ctx), "Stop is idempotent")
 
-		require.Equal(t, models.JobSucceeded, getJob(t, db, short).Status)
-		q := getJob(t, db, queued)
+		require.Equal(t, models.JobSucceeded, testdb.GetJob(t, st, short).Status)
+		q := testdb.GetJob(t, st, queued)
 		require.Equal(t, models.JobPending, q.Status)
 		require.Equal(t, 0, q.Attempt)
 		require.Empty(t, q.NodeID)
-		l := getJob(t, db, long)
+		l := testdb.GetJob(t, st, long)
 		require.Equal(t, models.JobPending, l.Status, "cut off with an attempt left: retried")
 		require.Equal(t, 1, l.Attempt)
 		require.Contains(t, deref(l.Error), "grace period")
@@ -356,29 +349,56 @@ func TestStartStopIdempotent(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		e, err := New(st, testConfig(t, nodeName(t)))
-		require.NoError(t, err)
+		e := newTestEngine(t, st, testConfig(t, nodeName(t)))
 		require.NoError(t, e.Stop(ctx), "stop before start")
-		require.Error(t, e.Start(ctx), "a stopped engine does not restart")
-
-		for i := 0; i < 5; i++ {
-			e, err := New(st, testConfig(t, nodeName(t)))
-			require.NoError(t, err)
+		// A stopped engine starts again, and runs jobs again.
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "again", DefaultParams: `{"duration":"0s"}`}).ID
+		for i := 0; i < 3; i++ {
 			require.NoError(t, e.Start(ctx))
 			require.NoError(t, e.Start(ctx))
 			e.Wake()
 			e.Wake()
+			id := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def}).ID
+			e.Wake()
+			waitOutcome(t, e, st, id, models.JobSucceeded)
 			require.NoError(t, e.Stop(ctx))
 			require.NoError(t, e.Stop(ctx))
 		}
 	})
 }
 
+// An engine whose Start's ctx ends stops by itself, as gracefully as Stop:
+// a job that never started goes back to pending.
+func TestStopsWithItsContext(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		queued := adHocJob(t, st, &testdb.DefinitionOpts{Name: "queued", TaskType: "slowqueue"})
+		e := newTestEngine(t, st, testConfig(t, nodeName(t)))
+		ctx, cancel := context.WithCancel(context.Background())
+		require.NoError(t, e.Start(ctx))
+		waitClaimed(t, e, queued)
+		cancel()
+		select {
+		case <-e.Stopped():
+		case <-time.After(20 * time.Second):
+			t.Fatal("the engine did not stop with its context")
+		}
+		require.NoError(t, e.Stop(context.Background()))
+		q := testdb.GetJob(t, st, queued)
+		require.Equal(t, models.JobPending, q.Status)
+		require.Equal(t, 0, q.Attempt)
+		require.Positive(t, countLogs(t, db, queued, "released to pending"))
+	})
+}
+
 func TestConfigValidation(t *testing.T) {
 	t.Parallel()
-	_, err := newEngine(nil, Config{})
+	_, err := New(nil, nil)
+	require.ErrorContains(t, err, "nil store")
+	err = Config{}.WithDefaults().validate()
 	require.ErrorContains(t, err, "NodeID")
-	_, err = newEngine(nil, Config{NodeID: "n", PoolSize: -1, PollInterval: -time.Second})
+	err = Config{NodeID: "n", PoolSize: -1, PollInterval: -time.Second}.validate()
 	require.ErrorContains(t, err, "PoolSize")
 	require.ErrorContains(t, err, "PollInterval")
 	c := Config{NodeID: "n"}.WithDefaults()

@@ -2,16 +2,16 @@ package taskengine
 
 import (
 	"context"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/internal/testsignal"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
 )
@@ -21,13 +21,19 @@ import (
 type gatedClaims struct {
 	jobStore
 	step, open chan struct{}
-	mu         sync.Mutex
-	done       []gatedClaim
+	done       testsignal.Signal[gatedClaim]
 }
 
 type gatedClaim struct {
 	after *chimedb.ClaimCursor
 	ids   []int64
+}
+
+func newGatedClaims(t *testing.T, st jobStore) *gatedClaims {
+	g := &gatedClaims{jobStore: st, step: make(chan struct{}), open: make(chan struct{})}
+	g.done.Init(t)
+	t.Cleanup(g.release)
+	return g
 }
 
 func (g *gatedClaims) ClaimJobs(ctx context.Context, p *chimedb.ClaimParams) (*chimedb.ClaimResult, error) {
@@ -44,29 +50,44 @@ func (g *gatedClaims) ClaimJobs(ctx context.Context, p *chimedb.ClaimParams) (*c
 			c.ids = append(c.ids, j.ID)
 		}
 	}
-	g.mu.Lock()
-	g.done = append(g.done, c)
-	g.mu.Unlock()
+	g.done.Signal(c)
 	return res, err
-}
-
-func (g *gatedClaims) claims() []gatedClaim {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return slices.Clone(g.done)
 }
 
 // next lets one claim through and waits until it has returned.
 func (g *gatedClaims) next(t *testing.T) gatedClaim {
 	t.Helper()
-	n := len(g.claims())
 	select {
 	case g.step <- struct{}{}:
-	case <-time.After(20 * time.Second):
+	case <-time.After(testsignal.Timeout):
 		t.Fatal("no claim came to the gate")
 	}
-	require.Eventually(t, func() bool { return len(g.claims()) > n }, 20*time.Second, time.Millisecond)
-	return g.claims()[n]
+	return g.done.WaitOrTimeout()
+}
+
+// release lets every claim through from now on.
+func (g *gatedClaims) release() {
+	select {
+	case <-g.open:
+	default:
+		close(g.open)
+	}
+}
+
+// floorJobs writes n due jobs of def at priority.
+func floorJobs(t *testing.T, db *gorm.DB, clock clockwork.Clock, def int64, n, priority int) []int64 {
+	at := store.DBTime(clock.Now())
+	jobs := make([]models.Job, n)
+	for i := range jobs {
+		jobs[i] = models.Job{JobDefinitionID: def, ScheduledAt: at, RunAt: at, Status: models.JobPending,
+			MaxAttempts: 1, Priority: priority}
+	}
+	require.NoError(t, db.CreateInBatches(&jobs, 200).Error)
+	ids := make([]int64, n)
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	return ids
 }
 
 // Under a backlog the engine's claims start after a floor, and a higher
@@ -78,34 +99,13 @@ func TestClaimFloorDrain(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
 		clock := clockwork.NewFakeClockAt(time.Now().Add(time.Second))
-		def := createDef(t, db, "noop", defOpts{Params: `{"duration":"0s"}`})
-		mk := func(n, priority int) []int64 {
-			at := store.DBTime(clock.Now())
-			jobs := make([]models.Job, n)
-			for i := range jobs {
-				jobs[i] = models.Job{JobDefinitionID: def, ScheduledAt: at, RunAt: at, Status: models.JobPending,
-					MaxAttempts: 1, Priority: priority}
-			}
-			require.NoError(t, db.CreateInBatches(&jobs, 200).Error)
-			ids := make([]int64, n)
-			for i, j := range jobs {
-				ids[i] = j.ID
-			}
-			return ids
-		}
-		backlog := mk(400, models.PriorityDefault)
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "noop", DefaultParams: `{"duration":"0s"}`}).ID
+		backlog := floorJobs(t, db, clock, def, 400, models.PriorityDefault)
 
 		cfg := testConfig(t, nodeName(t))
 		cfg.Clock = clock
-		gate := &gatedClaims{jobStore: st, step: make(chan struct{}), open: make(chan struct{})}
-		startEngine(t, gate, cfg)
-		t.Cleanup(func() {
-			select {
-			case <-gate.open:
-			default:
-				close(gate.open)
-			}
-		})
+		gate := newGatedClaims(t, st)
+		e := startEngine(t, gate, cfg)
 
 		floored := 0
 		for range 6 {
@@ -116,7 +116,7 @@ func TestClaimFloorDrain(t *testing.T) {
 		require.NotZero(t, floored, "no claim started after a floor under a backlog")
 
 		// claim_key is run_at five minutes early: below every floor.
-		high := mk(5, models.PriorityMax)
+		high := floorJobs(t, db, clock, def, 5, models.PriorityMax)
 		wroteAt := clock.Now()
 		// The floor is younger than floorMaxAge: claims go on after it.
 		for range 2 {
@@ -128,40 +128,24 @@ func TestClaimFloorDrain(t *testing.T) {
 		}
 
 		clock.Advance(floorMaxAge)
-		left := map[int64]bool{}
-		for _, id := range high {
-			left[id] = true
-		}
-		// One claim may have started before the advance; a claim without a
-		// floor takes the high rows first, in one or two claims (each asks
-		// for the workers free when it starts).
-		for i := 0; len(left) > 0; i++ {
-			require.Less(t, i, 4, "high-priority rows still pending %d claims after the floor's age bound: %v", i, left)
-			for _, id := range gate.next(t).ids {
-				delete(left, id)
-			}
-		}
+		requireHighClaimedSoon(t, gate, high)
 		var pending int64
 		require.NoError(t, db.Model(&models.Job{}).Where("status = ? AND id IN ?", models.JobPending, backlog).Count(&pending).Error)
 		require.NotZero(t, pending, "the high-priority rows waited for the backlog's end")
 		for _, id := range high {
-			j := getJob(t, db, id)
+			j := testdb.GetJob(t, st, id)
 			require.NotNil(t, j.QueuedAt)
 			require.False(t, j.QueuedAt.After(wroteAt.Add(floorMaxAge)), "job %d claimed at %v, written at %v", id, j.QueuedAt, wroteAt)
 		}
 
-		close(gate.open)
+		gate.release()
 		all := append(backlog, high...)
-		require.Eventually(t, func() bool {
-			var n int64
-			require.NoError(t, db.Model(&models.Job{}).Where("status = ?", models.JobSucceeded).Count(&n).Error)
-			return n == int64(len(all))
-		}, 60*time.Second, 10*time.Millisecond, "the backlog did not drain")
+		waitOutcomes(t, e, len(all))
 		var rerun int64
-		require.NoError(t, db.Model(&models.Job{}).Where("attempt <> 1").Count(&rerun).Error)
-		require.Zero(t, rerun, "a job ran more than once")
+		require.NoError(t, db.Model(&models.Job{}).Where("status <> ? OR attempt <> 1", models.JobSucceeded).Count(&rerun).Error)
+		require.Zero(t, rerun, "a job did not succeed, or ran more than once")
 		seen := map[int64]int{}
-		for _, c := range gate.claims() {
+		for _, c := range gate.done.Values() {
 			for _, id := range c.ids {
 				seen[id]++
 			}
@@ -171,4 +155,22 @@ func TestClaimFloorDrain(t *testing.T) {
 			require.Equal(t, 1, n, "job %d claimed %d times", id, n)
 		}
 	})
+}
+
+// requireHighClaimedSoon says that once the floor is floorMaxAge old, a
+// claim without a floor takes the high rows first, in one or two claims
+// (each asks for the workers free when it starts); one claim may have
+// started before the clock moved.
+func requireHighClaimedSoon(t *testing.T, gate *gatedClaims, high []int64) {
+	t.Helper()
+	left := map[int64]bool{}
+	for _, id := range high {
+		left[id] = true
+	}
+	for i := 0; len(left) > 0; i++ {
+		require.Less(t, i, 4, "high-priority rows still pending %d claims after the floor's age bound: %v", i, left)
+		for _, id := range gate.next(t).ids {
+			delete(left, id)
+		}
+	}
 }

@@ -1,8 +1,10 @@
 package taskengine
 
 import (
+	"context"
+	"sync"
+
 	"github.com/chimesched/chime/chimedb"
-	"github.com/chimesched/chime/internal/metrics"
 )
 
 // ReserveHandoff reserves up to n free workers for jobs this node's
@@ -10,7 +12,7 @@ import (
 // its fire's own transaction (chimedb.WriteFiresParams.HandoffSlots), and
 // returns how many it reserved and the task types whose jobs may be handed
 // off: those whose OnQueue does nothing, as for a claim that starts its
-// jobs (see startKinds). The reservation is the poll loop's: it never takes
+// jobs (see kindCache). The reservation is the producer's: it never takes
 // more than the free workers, so claims and hand-offs together stay within
 // the pool.
 //
@@ -22,70 +24,71 @@ func (e *Engine) ReserveHandoff(n int) (slots int, kinds []string) {
 	if n <= 0 {
 		return 0, nil
 	}
-	kinds = e.startKinds()
+	kinds = e.kinds.startKinds()
 	if len(kinds) == 0 {
 		return 0, nil
 	}
-	e.handoffMu.Lock()
-	defer e.handoffMu.Unlock()
-	if !e.handoffOpen {
+	if !e.handoff.admit(func() bool { slots = e.workers.tryReserve(n); return slots > 0 }) {
 		return 0, nil
 	}
-	slots = e.tryReserve(n)
-	if slots == 0 {
-		return 0, nil
-	}
-	// Stop waits for the delivery before it waits for the runs.
-	e.handoffWG.Add(1)
-	metrics.PoolBusy.Set(float64(e.inflight.Load()))
+	e.workers.report()
 	return slots, kinds
 }
 
 // DeliverHandoff hands the jobs a fire wrote as running on this node
-// (chimedb.WriteFiresResult.HandedOff) to the pool, by the path of jobs a
-// claim started (enqueue, with ClaimedJob.Started), and gives back the
-// slots of ReserveHandoff that no job took. From here on they are the
-// engine's like claimed jobs: a job that cannot run (Stop has begun, the
-// pool refuses it) goes back to pending with its attempt given back.
+// (chimedb.WriteFiresResult.HandedOff) to the executor, by the path of
+// jobs a claim started (ClaimedJob.Started), and gives back the slots of
+// ReserveHandoff that no job took. From here on they are the engine's like
+// claimed jobs: a job that cannot run (Stop has begun, the pool refuses
+// it) goes back to pending with its attempt given back.
 func (e *Engine) DeliverHandoff(jobs []chimedb.ClaimedJob, slots int) {
-	defer e.handoffWG.Done()
+	defer e.handoff.delivered()
 	if extra := len(jobs) - slots; extra > 0 {
 		// The store hands off at most the slots; should it write more, they
 		// are this node's all the same and must run: count their workers.
-		e.inflight.Add(int64(extra))
+		e.workers.add(extra)
 	}
-	e.unreserve(slots - len(jobs))
-	e.runWG.Add(len(jobs))
-	for i := range jobs {
-		cj := &jobs[i]
-		go e.enqueue(cj, e.newJob(cj))
-	}
-	metrics.PoolBusy.Set(float64(e.inflight.Load()))
+	e.workers.release(slots - len(jobs))
+	e.exec.take(jobs)
+	e.workers.report()
 }
 
-// tryReserve reserves up to n free workers and returns how many it did.
-// The poll loop and the schedule engine's hand-off both reserve, from
-// different goroutines: the compare-and-swap keeps them within the pool.
-func (e *Engine) tryReserve(n int) int {
-	for {
-		cur := e.inflight.Load()
-		free := int64(e.PoolSize()) - cur
-		if free <= 0 || n <= 0 {
-			return 0
-		}
-		k := min(int64(n), free)
-		if e.inflight.CompareAndSwap(cur, cur+k) {
-			return int(k)
-		}
-	}
+// handoffGate admits the schedule engine's hand-offs while the engine
+// runs. The engine stops it after the producer and before the executor:
+// Stop refuses new reservations and waits for the deliveries of those it
+// admitted, so every job handed off has reached the executor before the
+// executor drains.
+type handoffGate struct {
+	mu      sync.Mutex
+	open    bool
+	pending sync.WaitGroup // admitted, not delivered yet
 }
 
-// closeHandoff stops new reservations and waits for the deliveries of
-// those made, so that every job handed off has reached enqueue (and
-// runWG) before Stop waits for the runs.
-func (e *Engine) closeHandoff() {
-	e.handoffMu.Lock()
-	e.handoffOpen = false
-	e.handoffMu.Unlock()
-	e.handoffWG.Wait()
+func (g *handoffGate) Start(context.Context) error {
+	g.mu.Lock()
+	g.open = true
+	g.mu.Unlock()
+	return nil
 }
+
+func (g *handoffGate) Stop(context.Context) error {
+	g.mu.Lock()
+	g.open = false
+	g.mu.Unlock()
+	g.pending.Wait()
+	return nil
+}
+
+// admit runs reserve while the gate is open; when it reserved something
+// the gate waits for its delivery.
+func (g *handoffGate) admit(reserve func() bool) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.open || !reserve() {
+		return false
+	}
+	g.pending.Add(1)
+	return true
+}
+
+func (g *handoffGate) delivered() { g.pending.Done() }

@@ -21,13 +21,11 @@ func TestReserveHandoffBoundedByFreeWorkers(t *testing.T) {
 		cfg := testConfig(t, nodeName(t))
 		cfg.PoolSize = 4
 		cfg.PollInterval = time.Hour // the start's claim only: it would reserve the free workers too
-		w := watchClaims(st)
-		e, err := New(w, cfg)
-		require.NoError(t, err)
+		e := newTestEngine(t, st, cfg)
 		slots, _ := e.ReserveHandoff(3)
 		require.Zero(t, slots, "not started")
 		require.NoError(t, e.Start(context.Background()))
-		w.waitClaimAfter(t, 0)
+		waitClaimAfter(t, e, 0)
 
 		a, kinds := e.ReserveHandoff(3)
 		require.Equal(t, 3, a)
@@ -42,7 +40,7 @@ func TestReserveHandoffBoundedByFreeWorkers(t *testing.T) {
 		require.Equal(t, 3, d)
 		e.DeliverHandoff(nil, d)
 		e.DeliverHandoff(nil, b)
-		require.Zero(t, e.inflight.Load())
+		require.Zero(t, e.workers.taken.Load())
 
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -20,7 +20,7 @@ func TestHeldForbidScheduleIsClaimedSoon(t *testing.T) {
 	t.Parallel()
 	testdb.ForEachServer(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		def := createDef(t, db, "exclusive", defOpts{Params: `{"duration":"0s"}`})
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "exclusive", DefaultParams: `{"duration":"0s"}`}).ID
 		sid := insertForbidSchedule(t, db, def)
 		now := time.Now()
 		at := store.DBTime(now.Add(-time.Minute))
@@ -37,15 +37,14 @@ func TestHeldForbidScheduleIsClaimedSoon(t *testing.T) {
 		clock := clockwork.NewFakeClockAt(now)
 		cfg := testConfig(t, nodeName(t))
 		cfg.Clock, cfg.PollInterval = clock, time.Hour // no poll comes to the rescue
-		w := watchClaims(st)
-		startEngine(t, w, cfg)
-		w.waitClaimAfter(t, 0)
-		require.Equal(t, models.JobPending, getJob(t, db, j.ID).Status, "the claim took a job of a held forbid schedule")
+		e := startEngine(t, st, cfg)
+		// The producer has taken the claim in, and armed its retry.
+		require.Empty(t, waitClaimAfter(t, e, 0).ids, "the claim took a job of a held forbid schedule")
+		require.Equal(t, models.JobPending, testdb.GetJob(t, st, j.ID).Status)
 
 		require.NoError(t, admin.Commit())
-		require.Eventually(t, func() bool {
-			clock.Advance(heldRetry)
-			return getJob(t, db, j.ID).Status == models.JobSucceeded
-		}, 20*time.Second, 20*time.Millisecond, "the held schedule's job was not claimed again")
+		clock.Advance(heldRetry)
+		waitClaimed(t, e, j.ID)
+		waitOutcome(t, e, st, j.ID, models.JobSucceeded)
 	})
 }

@@ -3,9 +3,9 @@ package taskengine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,7 +14,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/chimesched/chime/chimedb"
+	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/tasks"
 	"github.com/chimesched/chime/tasks/sleep"
 )
@@ -131,44 +133,19 @@ func testConfig(t testing.TB, nodeID string) Config {
 	}
 }
 
-// claimWatch numbers the engine's claims, so that a test waits for a claim
-// that began after some point instead of sleeping: "nothing was claimed" is
-// then shown by a claim that ran, not by time that passed.
-type claimWatch struct {
-	jobStore
-	began, returned atomic.Int64 // claims begun; the highest-numbered one returned
-}
-
-func watchClaims(st jobStore) *claimWatch { return &claimWatch{jobStore: st} }
-
-func (w *claimWatch) ClaimJobs(ctx context.Context, p *chimedb.ClaimParams) (*chimedb.ClaimResult, error) {
-	n := w.began.Add(1)
-	defer func() {
-		for {
-			r := w.returned.Load()
-			if r >= n || w.returned.CompareAndSwap(r, n) {
-				return
-			}
-		}
-	}()
-	return w.jobStore.ClaimJobs(ctx, p)
-}
-
-// mark is the number of claims begun so far.
-func (w *claimWatch) mark() int64 { return w.began.Load() }
-
-// waitClaimAfter waits until a claim begun after mark has returned.
-func (w *claimWatch) waitClaimAfter(t testing.TB, mark int64) {
+// newTestEngine builds an engine whose test signals record.
+func newTestEngine(t testing.TB, st jobStore, cfg Config) *Engine {
 	t.Helper()
-	require.Eventually(t, func() bool { return w.returned.Load() > mark }, 20*time.Second, time.Millisecond,
-		"no claim began after claim %d and returned", mark)
+	e, err := New(st, &cfg)
+	require.NoError(t, err)
+	e.signals.Init(t)
+	return e
 }
 
-// startEngine starts an engine and stops it at cleanup.
+// startEngine starts an engine with its test signals and stops it at cleanup.
 func startEngine(t testing.TB, st jobStore, cfg Config) *Engine {
 	t.Helper()
-	e, err := New(st, cfg)
-	require.NoError(t, err)
+	e := newTestEngine(t, st, cfg)
 	require.NoError(t, e.Start(context.Background()))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -178,105 +155,115 @@ func startEngine(t testing.TB, st jobStore, cfg Config) *Engine {
 	return e
 }
 
-type defOpts struct {
-	TaskType       string
-	Params         string
-	MaxAttempts    int
-	TimeoutSeconds int
-	BackoffSeconds int
+// claimMark is the number of claims e has begun: claimedAfter waits for
+// a later one.
+func claimMark(e *Engine) uint64 { return e.producer.launched.Load() }
+
+// waitClaimAfter waits until a claim begun after mark has returned and the
+// producer has taken its result in: "nothing was claimed" is then shown
+// by a claim that ran, not by time that passed.
+func waitClaimAfter(t testing.TB, e *Engine, mark uint64) claimSignal {
+	t.Helper()
+	return e.signals.claimed.WaitFor(fmt.Sprintf("a claim after claim %d", mark), func(c claimSignal) bool { return c.seq > mark })
 }
 
-func createDef(t testing.TB, db *gorm.DB, name string, o defOpts) int64 {
+// waitClaimed waits until a claim of e has taken job id (queued, or
+// running when its task is tasks.QueueFree), and returns the claim.
+func waitClaimed(t testing.TB, e *Engine, id int64) claimSignal {
 	t.Helper()
-	if o.TaskType == "" {
-		o.TaskType = sleep.Kind
-	}
-	if o.MaxAttempts == 0 {
-		o.MaxAttempts = 1
-	}
-	d := models.JobDefinition{
-		Name: name, TaskType: o.TaskType, MaxAttempts: o.MaxAttempts,
-		TimeoutSeconds: o.TimeoutSeconds, RetryBackoffSeconds: o.BackoffSeconds, NotifyOn: models.NotifyNever,
-	}
-	if o.Params != "" {
-		d.DefaultParams = models.JSON(o.Params)
-	}
-	require.NoError(t, db.Create(&d).Error)
-	return d.ID
+	return e.signals.claimed.WaitFor(fmt.Sprintf("job %d claimed", id), func(c claimSignal) bool { return slices.Contains(c.ids, id) })
 }
 
-// insertJob writes a due ad hoc job the way an admin's SQL would: only the
-// definition, plus params when given.
-func insertJob(t testing.TB, db *gorm.DB, defID int64, params string) int64 {
+// waitStarted waits until job id's Execute is called on e: the job is
+// running, its run is registered for control and its timeout armed.
+func waitStarted(t testing.TB, e *Engine, id int64) {
 	t.Helper()
-	if params == "" {
-		require.NoError(t, db.Exec(`INSERT INTO jobs (job_definition_id) VALUES (?)`, defID).Error)
-	} else {
-		require.NoError(t, db.Exec(`INSERT INTO jobs (job_definition_id, params) VALUES (?, ?)`, defID, params).Error)
-	}
-	var id int64
-	require.NoError(t, db.Raw(`SELECT MAX(id) FROM jobs`).Scan(&id).Error)
-	return id
+	e.signals.started.WaitFor(fmt.Sprintf("job %d started", id), func(v int64) bool { return v == id })
 }
 
-func getJob(t testing.TB, db *gorm.DB, id int64) models.Job {
+// waitLeft waits until job id has left e's executor and returns how.
+func waitLeft(t testing.TB, e *Engine, id int64) completedSignal {
 	t.Helper()
-	var j models.Job
-	require.NoError(t, db.Take(&j, id).Error)
-	return j
+	return e.signals.completed.WaitFor(fmt.Sprintf("job %d done on this node", id), func(c completedSignal) bool { return c.id == id })
+}
+
+// waitControlled waits until e has written the outcome of control c on
+// job id and returns it.
+func waitControlled(t testing.TB, e *Engine, id int64, c models.JobControl) controlSignal {
+	t.Helper()
+	return e.signals.controlled.WaitFor(fmt.Sprintf("control %q of job %d answered", c, id), func(s controlSignal) bool {
+		return s.id == id && s.control == c
+	})
+}
+
+// waitOutcome waits until e has committed an outcome of job id with status
+// s (pending: a retry or a snooze), with every line the job logged before
+// it, and returns the row.
+func waitOutcome(t testing.TB, e *Engine, st *store.Store, id int64, s models.JobStatus) models.Job {
+	t.Helper()
+	return waitOutcomeFrom(t, e, st, 0, id, s)
+}
+
+// waitOutcomeFrom is waitOutcome among the flushes after mark (see
+// e.signals.flushed.Len).
+func waitOutcomeFrom(t testing.TB, e *Engine, st *store.Store, mark int, id int64, s models.JobStatus) models.Job {
+	t.Helper()
+	e.signals.flushed.WaitFrom(mark, fmt.Sprintf("outcome %s of job %d written", s, id), func(f flushSignal) bool {
+		return slices.ContainsFunc(f.outcomes, func(o chimedb.JobOutcome) bool { return o.ID == id && o.Status == s })
+	})
+	return testdb.GetJob(t, st, id)
+}
+
+// waitOutcomes waits until e has committed n outcomes in all.
+func waitOutcomes(t testing.TB, e *Engine, n int) {
+	t.Helper()
+	seen := 0
+	e.signals.flushed.WaitFor(fmt.Sprintf("%d outcomes written", n), func(f flushSignal) bool {
+		seen += len(f.outcomes)
+		return seen >= n
+	})
+}
+
+// waitLogged waits until e has written a job_logs line of job id that
+// contains substr: for lines that are not followed by an outcome.
+func waitLogged(t testing.TB, e *Engine, id int64, substr string) {
+	t.Helper()
+	e.signals.flushed.WaitFor(fmt.Sprintf("job %d: a line containing %q written", id, substr), func(f flushSignal) bool {
+		return slices.ContainsFunc(f.lines, func(l models.JobLog) bool { return l.JobID == id && strings.Contains(l.Message, substr) })
+	})
+}
+
+// adHocJob inserts a definition as o describes it, and one due job of it.
+func adHocJob(t testing.TB, st *store.Store, o *testdb.DefinitionOpts) int64 {
+	t.Helper()
+	return testdb.Job(t, st, &testdb.JobOpts{DefinitionID: testdb.Definition(t, st, o).ID}).ID
 }
 
 // waitJob polls the row until cond holds; it fails the test after a
-// generous timeout (this is a wait, not a timing assertion).
-func waitJob(t testing.TB, db *gorm.DB, id int64, what string, cond func(models.Job) bool) models.Job {
+// generous timeout (this is a wait, not a timing assertion). Only for
+// what another process does: an engine of this one is waited for by its
+// test signals.
+func waitJob(t testing.TB, st *store.Store, id int64, what string, cond func(models.Job) bool) models.Job {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		j := getJob(t, db, id)
+		j := testdb.GetJob(t, st, id)
 		if cond(j) {
 			return j
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("job %d: timed out waiting for %s; last row: status=%s attempt=%d control=%q error=%v\nlogs:\n%s",
-				id, what, j.Status, j.Attempt, j.Control, deref(j.Error), strings.Join(jobLogs(t, db, id), "\n"))
+				id, what, j.Status, j.Attempt, j.Control, deref(j.Error), strings.Join(jobLogs(t, st.DB(), id), "\n"))
 		}
 		time.Sleep(20 * time.Millisecond) // the poll step of a wait with a deadline: the row is all there is to watch
 	}
 }
 
-func waitStatus(t testing.TB, db *gorm.DB, id int64, s models.JobStatus) models.Job {
+// requireLog says that a job_logs line of job id contains substr, now: a
+// job's lines up to its outcome are written with it (or before).
+func requireLog(t testing.TB, db *gorm.DB, id int64, substr string) {
 	t.Helper()
-	return waitJob(t, db, id, "status "+string(s), func(j models.Job) bool { return j.Status == s })
-}
-
-// waitLog waits until a job_logs line of job id contains substr; logs are
-// buffered, so they land a few milliseconds after the transition.
-func waitLog(t testing.TB, db *gorm.DB, id int64, substr string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		for _, l := range jobLogs(t, db, id) {
-			if strings.Contains(l, substr) {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %d: no log line containing %q; logs:\n%s", id, substr, strings.Join(jobLogs(t, db, id), "\n"))
-		}
-		time.Sleep(20 * time.Millisecond) // the poll step of a wait with a deadline
-	}
-}
-
-// waitWorker waits until job id's run is under way on e (its task has been
-// handed its worker) or the job has finished.
-func waitWorker(t testing.TB, e *Engine, db *gorm.DB, id int64) {
-	t.Helper()
-	waitJob(t, db, id, "on a worker", func(j models.Job) bool {
-		e.mu.Lock()
-		_, ok := e.runs[id]
-		e.mu.Unlock()
-		return ok || j.Status.Finished()
-	})
+	require.Positive(t, countLogs(t, db, id, substr), "job %d: no line containing %q; logs:\n%s", id, substr, strings.Join(jobLogs(t, db, id), "\n"))
 }
 
 func jobLogs(t testing.TB, db *gorm.DB, id int64) []string {

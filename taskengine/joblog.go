@@ -9,16 +9,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/sirupsen/logrus"
 
 	"github.com/chimesched/chime/chimedb"
+	"github.com/chimesched/chime/internal/startstop"
 	"github.com/chimesched/chime/models"
 )
 
 // logWriter buffers job_logs rows and writes them with multi-row INSERTs,
 // so a job's transitions and its task's lines cost no round trip on the
 // job's path. Lines reach the table within logFlushEvery, and every line
-// accepted before stop is written before stop returns.
+// accepted before Stop is written before Stop returns.
 //
 // The completer takes what is buffered (take) and writes it in the
 // transaction of its outcomes, so a job's final state is never visible
@@ -26,12 +28,21 @@ import (
 // writer waits: a job's lines reach the table, and get their ids, in the
 // order they were logged, and a follower's cursor never passes a line
 // that is written later with a lower id.
+//
+// It is a graceful service, stopped after the completer: the lines left
+// are written when its run ends, under a context that ends only when a
+// Stop's ctx does.
 type logWriter struct {
-	st    jobStore
-	log   logrus.FieldLogger
-	in    chan models.JobLog
-	takes chan logTake
-	done  chan struct{}
+	startstop.Base
+	st      jobStore
+	log     logrus.FieldLogger
+	clock   clockwork.Clock
+	signals *testSignals
+	in      chan models.JobLog
+	takes   chan logTake
+	// done is closed when the current run has written its last line:
+	// lines after that go to the application log. A new one each Start.
+	done atomic.Pointer[chan struct{}]
 	// buffered counts the lines accepted and neither written nor taken.
 	buffered atomic.Int64
 }
@@ -49,8 +60,13 @@ const (
 	logFlushEvery = 20 * time.Millisecond
 )
 
-func newLogWriter(st jobStore, log logrus.FieldLogger) *logWriter {
-	return &logWriter{st: st, log: log, in: make(chan models.JobLog, logBuffer), takes: make(chan logTake), done: make(chan struct{})}
+func newLogWriter(st jobStore, log logrus.FieldLogger, clock clockwork.Clock, signals *testSignals) *logWriter {
+	w := &logWriter{st: st, log: log, clock: clock, signals: signals,
+		in: make(chan models.JobLog, logBuffer), takes: make(chan logTake)}
+	// Lines logged before the first Start wait for it.
+	open := make(chan struct{})
+	w.done.Store(&open)
+	return w
 }
 
 // add queues one row. It blocks only when the buffer is full, which slows
@@ -59,7 +75,7 @@ func (w *logWriter) add(l models.JobLog) {
 	w.buffered.Add(1)
 	select {
 	case w.in <- l:
-	case <-w.done:
+	case <-*w.done.Load():
 		w.buffered.Add(-1)
 		// After stop nothing writes; keep the line in the app log at least.
 		w.log.WithField("job_id", l.JobID).Warnf("job log line after engine stop: %s", l.Message)
@@ -77,58 +93,82 @@ func (w *logWriter) take() (lines []models.JobLog, written func()) {
 	t := logTake{lines: make(chan []models.JobLog, 1), written: make(chan struct{})}
 	select {
 	case w.takes <- t:
-	case <-w.done:
+	case <-*w.done.Load():
 		return nil, func() {}
 	}
 	return <-t.lines, func() { close(t.written) }
 }
 
-// run writes until ctx ends, then writes what is left. Rows are flushed
-// every logFlushEvery, so a busy engine writes a few large INSERTs instead
-// of many small ones.
-func (w *logWriter) run(ctx context.Context, stop <-chan struct{}) {
-	batch := make([]models.JobLog, 0, logBatch)
-	ticker := time.NewTicker(logFlushEvery)
-	defer ticker.Stop()
-	flush := func() {
-		if len(batch) == 0 {
-			return
-		}
-		w.write(ctx, batch)
-		w.buffered.Add(-int64(len(batch)))
-		batch = batch[:0]
+// Start runs the writer until its run ends; then it writes what is left.
+func (w *logWriter) Start(ctx context.Context) error {
+	runCtx, workCtx, finished, ok := w.StartInitGraceful(ctx)
+	if !ok {
+		return nil
 	}
+	done := make(chan struct{})
+	w.done.Store(&done)
+	ticker := w.clock.NewTicker(logFlushEvery)
+	go func() {
+		defer finished(nil)
+		defer close(done)
+		defer ticker.Stop()
+		w.run(runCtx, workCtx, ticker)
+	}()
+	return nil
+}
+
+// logBatchBuf is the batch the writer gathers, and writes under ctx.
+type logBatchBuf struct {
+	w     *logWriter
+	ctx   context.Context
+	lines []models.JobLog
+}
+
+func (b *logBatchBuf) add(l models.JobLog) {
+	b.lines = append(b.lines, l)
+	if len(b.lines) >= logBatch {
+		b.flush()
+	}
+}
+
+func (b *logBatchBuf) flush() {
+	if len(b.lines) == 0 {
+		return
+	}
+	b.w.write(b.ctx, b.lines)
+	b.w.buffered.Add(-int64(len(b.lines)))
+	b.lines = b.lines[:0]
+}
+
+// run writes until runCtx ends, then writes what is left. Rows are
+// flushed every logFlushEvery, so a busy engine writes a few large
+// INSERTs instead of many small ones.
+func (w *logWriter) run(runCtx, workCtx context.Context, ticker clockwork.Ticker) {
+	b := &logBatchBuf{w: w, ctx: workCtx, lines: make([]models.JobLog, 0, logBatch)}
 	for {
 		select {
 		case l := <-w.in:
-			batch = append(batch, l)
-			if len(batch) >= logBatch {
-				flush()
-			}
-		case <-ticker.C:
-			flush()
+			b.add(l)
+		case <-ticker.Chan():
+			b.flush()
 		case t := <-w.takes:
 			// What the channel holds now includes every line logged
 			// before the take was asked for; later ones wait.
 			for n := len(w.in); n > 0; n-- {
-				batch = append(batch, <-w.in)
+				b.lines = append(b.lines, <-w.in)
 			}
-			w.buffered.Add(-int64(len(batch)))
-			t.lines <- batch
+			w.buffered.Add(-int64(len(b.lines)))
+			t.lines <- b.lines
 			<-t.written
-			batch = batch[:0] // the taker is done with it
-		case <-stop:
-			// Writers have finished (Stop waits for them first): drain.
+			b.lines = b.lines[:0] // the taker is done with it
+		case <-runCtx.Done():
+			// Writers have finished (the engine stops the writer last): drain.
 			for {
 				select {
 				case l := <-w.in:
-					batch = append(batch, l)
-					if len(batch) >= logBatch {
-						flush()
-					}
+					b.add(l)
 				default:
-					flush()
-					close(w.done)
+					b.flush()
 					return
 				}
 			}
@@ -140,6 +180,7 @@ func (w *logWriter) write(ctx context.Context, batch []models.JobLog) {
 	for attempt := 1; ; attempt++ {
 		err := w.st.InsertJobLogs(ctx, batch)
 		if err == nil {
+			w.signals.flush(nil, nil, batch)
 			return
 		}
 		if attempt == 3 || ctx.Err() != nil {
@@ -149,10 +190,7 @@ func (w *logWriter) write(ctx context.Context, batch []models.JobLog) {
 			return
 		}
 		w.log.WithError(err).Warn("writing job logs failed; retrying")
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
-		}
+		sleepCtx(ctx, w.clock, time.Duration(attempt)*200*time.Millisecond)
 	}
 }
 
@@ -184,7 +222,9 @@ func (h *jobLogHook) Fire(e *logrus.Entry) error {
 	if id, ok := e.Data[fieldJobID].(int64); ok && id > 0 {
 		// Cut here too, not only in store: the buffer holds thousands of
 		// lines, and a task's line is as long as the task likes.
-		h.w.add(models.JobLog{JobID: id, Level: e.Level.String(), Message: chimedb.Storable(dbMessage(e), chimedb.MaxLogMessageBytes), CreatedAt: e.Time})
+		// The engine's clock, not the entry's: every time the engine
+		// writes is on one clock.
+		h.w.add(models.JobLog{JobID: id, Level: e.Level.String(), Message: chimedb.Storable(dbMessage(e), chimedb.MaxLogMessageBytes), CreatedAt: h.w.clock.Now()})
 	}
 	if enabled(h.app, e.Level) {
 		l := h.app.WithFields(e.Data)

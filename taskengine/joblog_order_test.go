@@ -43,7 +43,7 @@ func TestFinalStateAfterItsLines(t *testing.T) {
 		cfg.Registry.MustRegister(chattyKind, newChattyShell)
 		e := startEngine(t, st, cfg)
 		db := st.DB()
-		def := createDef(t, db, "chatty", defOpts{TaskType: chattyKind})
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "chatty", TaskType: chattyKind}).ID
 		ctx := context.Background()
 		for run := range 20 {
 			cmd := "echo start; echo middle; echo the-end"
@@ -52,7 +52,7 @@ func TestFinalStateAfterItsLines(t *testing.T) {
 				cmd += "; exit 3"
 				want[4], want[5] = "on_complete: failed", "failed (attempt 1 of 1): shell: command failed: exit status 3"
 			}
-			id := insertJob(t, db, def, mustJSON(t, map[string]any{"command": cmd}))
+			id := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def, Params: mustJSON(t, map[string]any{"command": cmd})}).ID
 			e.Wake()
 			waitFinishedTight(t, db, id)
 			lines, err := st.Admin().ListJobLogs(ctx, id, 0, 100)

@@ -21,12 +21,11 @@ func TestStartLatenessWithWake(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		def := createDef(t, db, "tick", defOpts{Params: `{"duration":"0s"}`})
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "tick", DefaultParams: `{"duration":"0s"}`}).ID
 		cfg := testConfig(t, nodeName(t))
 		cfg.PollInterval = 4 * time.Second
-		claims := watchClaims(st)
-		e := startEngine(t, claims, cfg)
-		claims.waitClaimAfter(t, 0) // the first (startup) claim is over: only Wake claims from here
+		e := startEngine(t, st, cfg)
+		waitClaimAfter(t, e, 0) // the first (startup) claim is over: only Wake claims from here
 		const n = 40
 		ids := make([]int64, 0, n)
 		for i := 0; i < n; i++ {
@@ -35,14 +34,14 @@ func TestStartLatenessWithWake(t *testing.T) {
 			require.NoError(t, db.Create(&j).Error)
 			// One job per wake, each claim seen through before the next
 			// job: the fires of a schedule engine come one by one.
-			mark := claims.mark()
+			mark := claimMark(e)
 			e.Wake()
 			ids = append(ids, j.ID)
-			claims.waitClaimAfter(t, mark)
+			waitClaimAfter(t, e, mark)
 		}
 		lat := make([]time.Duration, 0, n)
 		for _, id := range ids {
-			j := waitStatus(t, db, id, models.JobSucceeded)
+			j := waitOutcome(t, e, st, id, models.JobSucceeded)
 			lat = append(lat, j.StartedAt.Sub(j.ScheduledAt))
 		}
 		p50, p99 := percentiles(lat)

@@ -50,13 +50,13 @@ func outcomeRegistry() *tasks.Registry {
 	return r
 }
 
-// outcomeDef is a definition of the outcome task that wants a notice on
-// notify_on and has attempts to spare.
-func outcomeDef(t *testing.T, db *gorm.DB, name, params, notifyOn string) int64 {
+// outcomeJob is a due job of a new definition of the outcome task that
+// wants a notice on notify_on and has attempts to spare.
+func outcomeJob(t *testing.T, st *store.Store, name, params, notifyOn string) int64 {
 	t.Helper()
-	def := createDef(t, db, name, defOpts{TaskType: "outcome", Params: params, MaxAttempts: 3, BackoffSeconds: 1})
-	require.NoError(t, db.Exec(`UPDATE job_definitions SET notify_on = ?, notify_emails = 'ops@example.com' WHERE id = ?`, notifyOn, def).Error)
-	return def
+	def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: name, TaskType: "outcome", DefaultParams: params, MaxAttempts: 3, RetryBackoffSeconds: 1}).ID
+	require.NoError(t, st.DB().Exec(`UPDATE job_definitions SET notify_on = ?, notify_emails = 'ops@example.com' WHERE id = ?`, notifyOn, def).Error)
+	return testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def}).ID
 }
 
 func notices(t *testing.T, db *gorm.DB, id int64) []models.Notification {
@@ -72,17 +72,17 @@ func TestOutcomeSkipRetry(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		id := insertJob(t, db, outcomeDef(t, db, "skip", `{"do":"skip"}`, "failure"), "")
+		id := outcomeJob(t, st, "skip", `{"do":"skip"}`, "failure")
 		cfg := testConfig(t, nodeName(t))
 		cfg.Registry = outcomeRegistry()
-		startEngine(t, st, cfg)
+		e := startEngine(t, st, cfg)
 
-		j := waitStatus(t, db, id, models.JobFailed)
+		j := waitOutcome(t, e, st, id, models.JobFailed)
 		require.Equal(t, models.OutcomeSkipRetry, j.Outcome)
 		require.Equal(t, 1, j.Attempt, "no retry though 3 attempts were allowed")
 		require.Equal(t, "calling the API: no retry: 401 unauthorized", deref(j.Error))
 		require.NotNil(t, j.FinishedAt)
-		waitLog(t, db, id, "not retried as the task asked")
+		requireLog(t, db, id, "not retried as the task asked")
 		n := notices(t, db, id)
 		require.Len(t, n, 1)
 		require.Equal(t, models.JobFailed, n[0].JobStatus)
@@ -99,18 +99,18 @@ func TestOutcomeCancel(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		id := insertJob(t, db, outcomeDef(t, db, "cancel", `{"do":"cancel"}`, "failure"), "")
+		id := outcomeJob(t, st, "cancel", `{"do":"cancel"}`, "failure")
 		cfg := testConfig(t, nodeName(t))
 		cfg.Registry = outcomeRegistry()
-		startEngine(t, st, cfg)
+		e := startEngine(t, st, cfg)
 
-		j := waitStatus(t, db, id, models.JobCanceled)
+		j := waitOutcome(t, e, st, id, models.JobCanceled)
 		require.Equal(t, models.OutcomeCanceled, j.Outcome)
 		require.Equal(t, 1, j.Attempt)
 		require.Equal(t, "canceled by the task: the account is closed", deref(j.Error))
 		require.NotNil(t, j.FinishedAt)
 		require.Equal(t, "run after 0 snoozes", deref(j.Result))
-		waitLog(t, db, id, "canceled by the task, not retried")
+		requireLog(t, db, id, "canceled by the task, not retried")
 		n := notices(t, db, id)
 		require.Len(t, n, 1)
 		require.Equal(t, models.JobCanceled, n[0].JobStatus)
@@ -125,16 +125,16 @@ func TestOutcomeSnooze(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
 		clock := clockwork.NewFakeClockAt(time.Now().Add(time.Second))
-		id := insertJob(t, db, outcomeDef(t, db, "snooze", `{"do":"snooze","snoozes":2}`, "always"), "")
+		id := outcomeJob(t, st, "snooze", `{"do":"snooze","snoozes":2}`, "always")
 		cfg := testConfig(t, nodeName(t))
 		cfg.Registry = outcomeRegistry()
 		cfg.Clock = clock
 		e := startEngine(t, st, cfg)
 
+		mark := 0
 		for n := 1; n <= 2; n++ {
-			j := waitJob(t, db, id, fmt.Sprintf("snooze %d", n), func(j models.Job) bool {
-				return j.Status == models.JobPending && j.Snoozes == n
-			})
+			j := waitOutcomeFrom(t, e, st, mark, id, models.JobPending)
+			require.Equal(t, n, j.Snoozes)
 			require.Equal(t, models.OutcomeSnoozed, j.Outcome)
 			require.Zero(t, j.Attempt, "a snooze uses no attempt")
 			require.Empty(t, j.NodeID, "a snoozed job may run on any node")
@@ -142,14 +142,17 @@ func TestOutcomeSnooze(t *testing.T) {
 			require.Nil(t, j.Error)
 			require.Equal(t, time.Hour, j.RunAt.Sub(store.DBTime(clock.Now())))
 			require.Empty(t, notices(t, db, id), "a snooze is not an end: no notice")
-			waitLog(t, db, id, fmt.Sprintf("snoozed: runs again in 1h0m0s; attempt 1 not used (snooze %d of at most %d)", n, tasks.MaxSnoozes))
+			requireLog(t, db, id, fmt.Sprintf("snoozed: runs again in 1h0m0s; attempt 1 not used (snooze %d of at most %d)", n, tasks.MaxSnoozes))
 			// Not due yet: a wake-up claims nothing.
+			claims := claimMark(e)
 			e.Wake()
-			require.Equal(t, models.JobPending, getJob(t, db, id).Status)
+			require.Empty(t, waitClaimAfter(t, e, claims).ids)
+			require.Equal(t, models.JobPending, testdb.GetJob(t, st, id).Status)
+			mark = e.signals.flushed.Len()
 			clock.Advance(time.Hour)
 			e.Wake()
 		}
-		j := waitStatus(t, db, id, models.JobSucceeded)
+		j := waitOutcomeFrom(t, e, st, mark, id, models.JobSucceeded)
 		require.Equal(t, 1, j.Attempt)
 		require.Equal(t, 2, j.Snoozes)
 		require.Equal(t, models.OutcomeNone, j.Outcome)
@@ -166,14 +169,14 @@ func TestOutcomeSnoozeCap(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		def := createDef(t, db, "snooze-forever", defOpts{TaskType: "outcome", Params: `{"do":"snooze"}`, MaxAttempts: 1})
-		id := insertJob(t, db, def, "")
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "snooze-forever", TaskType: "outcome", DefaultParams: `{"do":"snooze"}`, MaxAttempts: 1}).ID
+		id := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def}).ID
 		require.NoError(t, db.Exec(`UPDATE jobs SET snoozes = ? WHERE id = ?`, tasks.MaxSnoozes, id).Error)
 		cfg := testConfig(t, nodeName(t))
 		cfg.Registry = outcomeRegistry()
-		startEngine(t, st, cfg)
+		e := startEngine(t, st, cfg)
 
-		j := waitStatus(t, db, id, models.JobFailed)
+		j := waitOutcome(t, e, st, id, models.JobFailed)
 		require.Equal(t, models.OutcomeNone, j.Outcome)
 		require.Equal(t, 1, j.Attempt)
 		require.Equal(t, tasks.MaxSnoozes, j.Snoozes)

@@ -76,28 +76,28 @@ func TestPoisonOutcomeContained(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
 		url := badStatusServer(t)
-		httpDef := createDef(t, db, "http", defOpts{TaskType: httpcall.Kind, Params: fmt.Sprintf(`{"url":%q}`, url)})
-		poisonDef := createDef(t, db, "poison", defOpts{TaskType: "poison"})
-		sleepDef := createDef(t, db, "sleep", defOpts{Params: `{"duration":"300ms"}`})
-		httpJob := insertJob(t, db, httpDef, "")
-		poisonJob := insertJob(t, db, poisonDef, "")
+		httpDef := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "http", TaskType: httpcall.Kind, DefaultParams: fmt.Sprintf(`{"url":%q}`, url)}).ID
+		poisonDef := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "poison", TaskType: "poison"}).ID
+		sleepDef := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "sleep", DefaultParams: `{"duration":"300ms"}`}).ID
+		httpJob := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: httpDef}).ID
+		poisonJob := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: poisonDef}).ID
 		var sleepers []int64
 		for i := 0; i < 5; i++ {
-			sleepers = append(sleepers, insertJob(t, db, sleepDef, ""))
+			sleepers = append(sleepers, testdb.Job(t, st, &testdb.JobOpts{DefinitionID: sleepDef}).ID)
 		}
 		cfg := testConfig(t, nodeName(t))
 		cfg.Registry.MustRegister(httpcall.Kind, httpcall.New)
 		cfg.Registry.MustRegister("poison", func() tasks.Task { return &poisonTask{} })
-		startEngine(t, st, cfg)
+		eng := startEngine(t, st, cfg)
 
 		for _, id := range sleepers {
-			waitStatus(t, db, id, models.JobSucceeded)
+			waitOutcome(t, eng, st, id, models.JobSucceeded)
 		}
-		j := waitStatus(t, db, httpJob, models.JobSucceeded)
+		j := waitOutcome(t, eng, st, httpJob, models.JobSucceeded)
 		require.Equal(t, "HTTP 200 \uFFFD\nok", deref(j.Result))
-		waitLog(t, db, httpJob, "-> 200 \uFFFD in ")
+		requireLog(t, db, httpJob, "-> 200 \uFFFD in ")
 
-		j = waitStatus(t, db, poisonJob, models.JobFailed)
+		j = waitOutcome(t, eng, st, poisonJob, models.JobFailed)
 		e := deref(j.Error)
 		require.True(t, utf8.ValidString(e))
 		require.LessOrEqual(t, len(e), chimedb.MaxErrorBytes)
@@ -107,8 +107,8 @@ func TestPoisonOutcomeContained(t *testing.T) {
 		require.LessOrEqual(t, len(r), chimedb.MaxResultBytes)
 		require.True(t, strings.HasPrefix(r, "HTTP 200 \uFFFD\nrrr"))
 		require.Contains(t, r[len(r)-40:], "…[truncated ")
-		waitLog(t, db, poisonJob, "info: bad byte \uFFFD in a long line lll")
-		waitLog(t, db, poisonJob, "failed (attempt 1 of 1): status \uFFFD eee")
+		requireLog(t, db, poisonJob, "info: bad byte \uFFFD in a long line lll")
+		requireLog(t, db, poisonJob, "failed (attempt 1 of 1): status \uFFFD eee")
 		for _, l := range jobLogs(t, db, poisonJob) {
 			require.LessOrEqual(t, len(l), len("error: ")+chimedb.MaxLogMessageBytes)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/chimesched/chime/chimedb"
+	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/tasks"
 )
 
@@ -24,105 +25,116 @@ var errQueueClosed = errors.New("taskengine: node shutting down before the job s
 // an OnQueue error fails the job without ever taking one.
 //
 // Each claimed job gets its own enqueue goroutine, outside the pool: one
-// plugin's slow OnQueue holds up neither the claim loop nor the other jobs
+// plugin's slow OnQueue holds up neither the producer nor the other jobs
 // of its claim. The goroutine holds the worker its claim reserved (see
-// pollLoop), so the jobs in OnQueue and in the pool together never exceed
+// workers), so the jobs in OnQueue and in the pool together never exceed
 // PoolSize, and Submit finds a free worker.
-func (e *Engine) enqueue(cj *chimedb.ClaimedJob, job *tasks.Job) {
-	def := cj.Definition
-	if cj.LoadErr != nil {
-		// The claim committed but its definition could not be read: give
-		// the job back now, without using an attempt, rather than leave
-		// it queued until the reconciler frees it.
-		job.Log().WithError(cj.LoadErr).Warn("could not read the job's definition after claiming it")
-		e.release(job, "released to pending: reading its definition after the claim failed: "+cj.LoadErr.Error())
-		e.runDone()
+func (x *executor) enqueue(r *execRun, cj *chimedb.ClaimedJob, job *tasks.Job) {
+	cr := &claimedRun{exec: r, cj: cj, job: job}
+	if !x.prepare(cr) {
+		if !cj.Started {
+			x.starter.withdraw()
+		}
 		return
 	}
-	if def == nil {
-		e.finishUnstarted(job, fmt.Errorf("job definition %d does not exist", cj.JobDefinitionID))
-		e.runDone()
-		return
-	}
-	// Seconds out of their models.Bound (a row an admin wrote by SQL), or
-	// a task type not registered: the registry's error names the type and
-	// the registered kinds.
-	timeout, backoff, err := def.Durations()
-	var task tasks.Task
-	if err == nil {
-		task, err = e.cfg.Registry.New(def.TaskType)
-	}
-	if err != nil {
-		e.finishUnstarted(job, fmt.Errorf("cannot run definition %q: %w", def.Name, err))
-		e.runDone()
-		return
-	}
-	r := &claimedRun{cj: cj, job: job, task: task, timeout: timeout, backoff: backoff}
-	r.ctx, r.cancel = tasks.Prepare(e.workCtx, task, job)
+	cr.ctx, cr.cancel = tasks.Prepare(r.work, cr.task, job)
 	if cj.Started {
 		// A tasks.QueueFree task: its OnQueue does nothing, and the claim
 		// has already moved the job to running.
-		e.submitStarted(r)
+		x.submit(cr)
 		return
 	}
-	returned, err := e.onQueue(r.ctx, task, job)
+	returned, err := x.onQueue(cr)
 	// The worker stays reserved until OnQueue has returned, even when the
 	// engine gave up waiting for it: a plugin that hangs there keeps a
 	// worker's worth of claims away, as it would have on a worker, rather
 	// than letting the node claim without bound.
-	slotHeld := returned != nil
-	done := func() {
-		if slotHeld {
-			e.runWG.Done()
-			go func() { <-returned; e.freeSlot() }()
+	done := func(status models.JobStatus) {
+		x.starter.withdraw()
+		if returned == nil {
+			x.jobDone(job.ID, status)
 			return
 		}
-		e.runDone()
+		x.jobLeft(job.ID, status, false)
+		go func() { <-returned; x.workers.release(1) }()
 	}
 	switch {
-	case e.queueCtx.Err() != nil:
+	case r.queue.Err() != nil:
 		// As before Stop: a job that has not started goes back to pending.
-		r.cancel()
-		e.release(job, "released to pending: node shutting down before the job started")
-		done()
-		return
+		cr.cancel()
+		x.release(r, job, nil, "released to pending: node shutting down before the job started")
+		done(released)
 	case err != nil:
-		r.cancel()
+		cr.cancel()
 		var pe *PanicError
 		if errors.As(err, &pe) {
 			job.Log().Errorf("%v\n%s", pe.Value, pe.Stack)
 		}
-		e.finishUnstarted(job, fmt.Errorf("on_queue: %w", err))
-		done()
-		return
-	}
-	if err := e.pool.Submit(func() { e.run(r) }); err != nil {
-		// Only a released pool refuses, and Stop waits for this goroutine
-		// before it releases the pool.
-		r.cancel()
-		e.log.WithError(err).WithField(fieldJobID, cj.ID).Error("pool refused a claimed job; releasing it")
-		e.release(job, "released to pending: the worker pool refused it")
-		e.runDone()
+		x.finishUnstarted(job, fmt.Errorf("on_queue: %w", err))
+		done(models.JobFailed)
+	default:
+		x.submit(cr)
 	}
 }
 
-// submitStarted hands a job the claim moved straight to running to the
-// pool. Until a worker runs it, it has not begun: when Stop has begun or
-// the pool refuses it, it goes back to pending with its attempt given back,
-// as a queued job would.
-func (e *Engine) submitStarted(r *claimedRun) {
-	if e.queueCtx.Err() != nil {
-		r.cancel()
-		e.releaseClaimed(r.job, r.cj, "released to pending: node shutting down before the job started")
-		e.runDone()
-		return
+// prepare builds the job's task; false when the job cannot run, and its
+// time here is over (given back or failed).
+func (x *executor) prepare(cr *claimedRun) bool {
+	r, cj, job, def := cr.exec, cr.cj, cr.job, cr.cj.Definition
+	var err error
+	switch {
+	case r.queue.Err() != nil:
+		x.release(r, job, cj, "released to pending: node shutting down before the job started")
+		x.jobDone(job.ID, released)
+		return false
+	case cj.LoadErr != nil:
+		// The claim committed but its definition could not be read: give
+		// the job back now, without using an attempt, rather than leave
+		// it queued until the reconciler frees it.
+		job.Log().WithError(cj.LoadErr).Warn("could not read the job's definition after claiming it")
+		x.release(r, job, cj, "released to pending: reading its definition after the claim failed: "+cj.LoadErr.Error())
+		x.jobDone(job.ID, released)
+		return false
+	case def == nil:
+		err = fmt.Errorf("job definition %d does not exist", cj.JobDefinitionID)
+	default:
+		// Seconds out of their models.Bound (a row an admin wrote by SQL),
+		// or a task type not registered: the registry's error names the
+		// type and the registered kinds.
+		if cr.timeout, cr.backoff, err = def.Durations(); err == nil {
+			if cr.task, err = x.cfg.Registry.New(def.TaskType); err == nil {
+				return true
+			}
+		}
+		err = fmt.Errorf("cannot run definition %q: %w", def.Name, err)
 	}
-	if err := e.pool.Submit(func() { e.run(r) }); err != nil {
-		r.cancel()
-		e.log.WithError(err).WithField(fieldJobID, r.cj.ID).Error("pool refused a claimed job; releasing it")
-		e.releaseClaimed(r.job, r.cj, "released to pending: the worker pool refused it")
-		e.runDone()
+	x.finishUnstarted(job, err)
+	x.jobDone(job.ID, models.JobFailed)
+	return false
+}
+
+// submit hands a job whose OnQueue has accepted it, or that the claim
+// moved straight to running, to the pool. Until a worker runs it, it has
+// not begun: when Stop has begun or the pool refuses it, it goes back to
+// pending with its attempt given back.
+func (x *executor) submit(cr *claimedRun) {
+	reason := "released to pending: node shutting down before the job started"
+	if cr.exec.queue.Err() == nil {
+		err := cr.exec.pool.Submit(func() { x.runJob(cr) })
+		if err == nil {
+			return
+		}
+		// Only a released pool refuses, and Stop waits for this goroutine
+		// before it releases the pool.
+		x.log.WithError(err).WithField(fieldJobID, cr.cj.ID).Error("pool refused a claimed job; releasing it")
+		reason = "released to pending: the worker pool refused it"
 	}
+	cr.cancel()
+	if !cr.cj.Started {
+		x.starter.withdraw()
+	}
+	x.release(cr.exec, cr.job, cr.cj, reason)
+	x.jobDone(cr.job.ID, released)
 }
 
 // onQueue calls task.OnQueue under a context that ends at OnQueueTimeout
@@ -130,12 +142,13 @@ func (e *Engine) submitStarted(r *claimedRun) {
 // for past that: onQueue returns a channel closed when OnQueue does return
 // and the context's cause; the channel is nil when OnQueue has returned. A
 // panic is returned as a *PanicError.
-func (e *Engine) onQueue(runCtx context.Context, task tasks.Task, job *tasks.Job) (returned <-chan struct{}, err error) {
-	qctx, cancelQ := context.WithCancelCause(runCtx)
+func (x *executor) onQueue(cr *claimedRun) (returned <-chan struct{}, err error) {
+	task, job := cr.task, cr.job
+	qctx, cancelQ := context.WithCancelCause(cr.ctx)
 	defer cancelQ(context.Canceled)
-	stopQ := context.AfterFunc(e.queueCtx, func() { cancelQ(errQueueClosed) })
+	stopQ := context.AfterFunc(cr.exec.queue, func() { cancelQ(errQueueClosed) })
 	defer stopQ()
-	timer := e.cfg.Clock.AfterFunc(e.cfg.OnQueueTimeout, func() { cancelQ(errOnQueueTimeout) })
+	timer := x.cfg.Clock.AfterFunc(x.cfg.OnQueueTimeout, func() { cancelQ(errOnQueueTimeout) })
 	defer timer.Stop()
 
 	// qerr is read only after done is closed: an abandoned OnQueue may
@@ -155,13 +168,13 @@ func (e *Engine) onQueue(runCtx context.Context, task tasks.Task, job *tasks.Job
 			cause := context.Cause(qctx)
 			job.Log().Warnf("on_queue has not returned after its context ended (%v); no longer waiting for it", cause)
 			if errors.Is(cause, errOnQueueTimeout) {
-				return done, fmt.Errorf("did not return within %v", e.cfg.OnQueueTimeout)
+				return done, fmt.Errorf("did not return within %v", x.cfg.OnQueueTimeout)
 			}
 			return done, cause
 		}
 	}
 	if qerr != nil && errors.Is(context.Cause(qctx), errOnQueueTimeout) {
-		qerr = fmt.Errorf("did not return within %v: %w", e.cfg.OnQueueTimeout, qerr)
+		qerr = fmt.Errorf("did not return within %v: %w", x.cfg.OnQueueTimeout, qerr)
 	}
 	return nil, qerr
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/internal/testsignal"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/tasks"
@@ -17,22 +18,20 @@ import (
 
 // probe records the calls of probeTask, with the row's status at OnQueue.
 type probe struct {
+	calls   testsignal.Signal[string]
 	mu      sync.Mutex
-	calls   []string
 	statusQ models.JobStatus
 }
 
-func (p *probe) add(s string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.calls = append(p.calls, s)
+func newProbe(t *testing.T) *probe {
+	p := &probe{}
+	p.calls.Init(t)
+	return p
 }
 
-func (p *probe) snapshot() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.calls...)
-}
+func (p *probe) add(s string) { p.calls.Signal(s) }
+
+func (p *probe) snapshot() []string { return p.calls.Values() }
 
 // probeTask records OnQueue, Execute and OnComplete; OnQueue returns
 // queueErr, after waiting for gate when one is set (ignoring its context
@@ -86,8 +85,11 @@ func occupyPool(t *testing.T, e *Engine) func() {
 	release := make(chan struct{})
 	var once sync.Once
 	free := func() { once.Do(func() { close(release) }) }
+	e.exec.mu.Lock()
+	pool := e.exec.cur.pool
+	e.exec.mu.Unlock()
 	for i := 0; i < e.cfg.PoolSize; i++ {
-		require.NoError(t, e.pool.Submit(func() { <-release }))
+		require.NoError(t, pool.Submit(func() { <-release }))
 	}
 	t.Cleanup(free)
 	return free
@@ -112,22 +114,21 @@ func startProbeEngine(t *testing.T, st *store.Store, mk func() *probeTask) *Engi
 func TestOnQueueRunsBeforeThePool(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		db := st.DB()
-		p := &probe{}
+		p := newProbe(t)
 		e := startProbeEngine(t, st, func() *probeTask { return &probeTask{p: p, st: st} })
 		freePool := occupyPool(t, e)
-		id := insertJob(t, db, createDef(t, db, "probe", defOpts{TaskType: "probe"}), "")
+		id := adHocJob(t, st, &testdb.DefinitionOpts{Name: "probe", TaskType: "probe"})
 		e.Wake()
 
-		waitFor(t, "OnQueue while every pool worker is taken", func() bool { return len(p.snapshot()) > 0 })
+		require.Equal(t, "on_queue", p.calls.WaitOrTimeout(), "OnQueue while every pool worker is taken")
 		require.Equal(t, []string{"on_queue"}, p.snapshot())
 		p.mu.Lock()
 		require.Equal(t, models.JobQueued, p.statusQ)
 		p.mu.Unlock()
-		require.Equal(t, models.JobQueued, getJob(t, db, id).Status, "not started before a worker is free")
+		require.Equal(t, models.JobQueued, testdb.GetJob(t, st, id).Status, "not started before a worker is free")
 
 		freePool()
-		j := waitStatus(t, db, id, models.JobSucceeded)
+		j := waitOutcome(t, e, st, id, models.JobSucceeded)
 		require.Equal(t, 1, j.Attempt)
 		require.Equal(t, []string{"on_queue", "execute", "on_complete"}, p.snapshot())
 	})
@@ -139,21 +140,23 @@ func TestOnQueueErrorFailsWithoutAWorker(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
-		p := &probe{}
+		p := newProbe(t)
 		e := startProbeEngine(t, st, func() *probeTask {
 			return &probeTask{p: p, st: st, queueErr: errors.New("quota exhausted")}
 		})
 		occupyPool(t, e)
-		id := insertJob(t, db, createDef(t, db, "refused", defOpts{TaskType: "probe", MaxAttempts: 3}), "")
+		id := adHocJob(t, st, &testdb.DefinitionOpts{Name: "refused", TaskType: "probe", MaxAttempts: 3})
 		e.Wake()
 
-		j := waitStatus(t, db, id, models.JobFailed)
+		j := waitOutcome(t, e, st, id, models.JobFailed)
 		require.Equal(t, 0, j.Attempt, "never started")
 		require.Nil(t, j.StartedAt)
 		require.Contains(t, deref(j.Error), "on_queue: quota exhausted")
 		require.Equal(t, []string{"on_queue"}, p.snapshot())
-		waitLog(t, db, id, "failed before starting")
-		waitFor(t, "the reserved worker given back", func() bool { return e.inflight.Load() == 0 })
+		requireLog(t, db, id, "failed before starting")
+		left := waitLeft(t, e, id)
+		require.Equal(t, models.JobFailed, left.status)
+		require.True(t, left.freed, "the reserved worker given back")
 	})
 }
 
@@ -162,8 +165,7 @@ func TestOnQueueErrorFailsWithoutAWorker(t *testing.T) {
 func TestSlowOnQueueDoesNotBlockOthers(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		db := st.DB()
-		p := &probe{}
+		p := newProbe(t)
 		gate := make(chan struct{})
 		t.Cleanup(func() {
 			select {
@@ -177,14 +179,14 @@ func TestSlowOnQueueDoesNotBlockOthers(t *testing.T) {
 		cfg := testConfig(t, nodeName(t))
 		cfg.PoolSize = 2
 		cfg.Registry = reg
-		slow := insertJob(t, db, createDef(t, db, "slow", defOpts{TaskType: "probe"}), "")
-		quick := insertJob(t, db, createDef(t, db, "quick", defOpts{Params: `{"duration":"0s"}`}), "")
-		startEngine(t, st, cfg)
+		slow := adHocJob(t, st, &testdb.DefinitionOpts{Name: "slow", TaskType: "probe"})
+		quick := adHocJob(t, st, &testdb.DefinitionOpts{Name: "quick", DefaultParams: `{"duration":"0s"}`})
+		e := startEngine(t, st, cfg)
 
-		waitStatus(t, db, quick, models.JobSucceeded)
-		require.Equal(t, models.JobQueued, getJob(t, db, slow).Status)
+		waitOutcome(t, e, st, quick, models.JobSucceeded)
+		require.Equal(t, models.JobQueued, testdb.GetJob(t, st, slow).Status)
 		close(gate)
-		waitStatus(t, db, slow, models.JobSucceeded)
+		waitOutcome(t, e, st, slow, models.JobSucceeded)
 	})
 }
 
@@ -195,8 +197,7 @@ func TestSlowOnQueueDoesNotBlockOthers(t *testing.T) {
 func TestOnQueueTimeout(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		db := st.DB()
-		p := &probe{}
+		p := newProbe(t)
 		gate := make(chan struct{})
 		reg := testRegistry()
 		reg.MustRegister("probe", func() tasks.Task { return &probeTask{p: p, st: st, gate: gate, deaf: true} })
@@ -204,36 +205,29 @@ func TestOnQueueTimeout(t *testing.T) {
 		cfg.PoolSize = 1
 		cfg.Registry = reg
 		cfg.OnQueueTimeout = 300 * time.Millisecond
-		hung := insertJob(t, db, createDef(t, db, "hung", defOpts{TaskType: "probe", MaxAttempts: 2}), "")
-		e, err := New(st, cfg)
-		require.NoError(t, err)
+		hung := adHocJob(t, st, &testdb.DefinitionOpts{Name: "hung", TaskType: "probe", MaxAttempts: 2})
+		e := newTestEngine(t, st, cfg)
 		require.NoError(t, e.Start(context.Background()))
 
-		j := waitStatus(t, db, hung, models.JobFailed)
+		j := waitOutcome(t, e, st, hung, models.JobFailed)
 		require.Contains(t, deref(j.Error), "did not return within 300ms")
 		require.Equal(t, 0, j.Attempt)
-		require.EqualValues(t, 1, e.inflight.Load(), "the hung OnQueue keeps its worker reserved")
+		require.False(t, waitLeft(t, e, hung).freed, "the hung OnQueue keeps its worker reserved")
+		require.EqualValues(t, 1, e.workers.taken.Load())
 
-		next := insertJob(t, db, createDef(t, db, "next", defOpts{Params: `{"duration":"0s"}`}), "")
+		next := adHocJob(t, st, &testdb.DefinitionOpts{Name: "next", DefaultParams: `{"duration":"0s"}`})
 		close(gate)
-		waitStatus(t, db, next, models.JobSucceeded)
+		waitOutcome(t, e, st, next, models.JobSucceeded)
 
 		// Stop does not wait for an OnQueue that ignores its context.
 		gate2 := make(chan struct{})
 		defer close(gate2)
 		reg.MustRegister("deaf", func() tasks.Task { return &probeTask{p: p, st: st, gate: gate2, deaf: true} })
-		held := insertJob(t, db, createDef(t, db, "held", defOpts{TaskType: "deaf"}), "")
-		waitStatus(t, db, held, models.JobQueued)
+		held := adHocJob(t, st, &testdb.DefinitionOpts{Name: "held", TaskType: "deaf"})
+		waitClaimed(t, e, held)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		require.NoError(t, e.Stop(ctx))
-		require.Equal(t, models.JobPending, getJob(t, db, held).Status, "released: it never started")
+		require.Equal(t, models.JobPending, testdb.GetJob(t, st, held).Status, "released: it never started")
 	})
-}
-
-// waitFor polls cond until it holds; it fails after a generous deadline
-// (a wait, not a timing assertion).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	require.Eventually(t, cond, 20*time.Second, 10*time.Millisecond, "timed out waiting for %s", what)
 }

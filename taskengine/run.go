@@ -51,7 +51,7 @@ type PanicError struct {
 
 func (p *PanicError) Error() string { return fmt.Sprintf("task panicked: %v", p.Value) }
 
-func (e *Engine) newJob(cj *chimedb.ClaimedJob) *tasks.Job {
+func (x *executor) newJob(cj *chimedb.ClaimedJob) *tasks.Job {
 	var schedID int64
 	if cj.ScheduleID != nil {
 		schedID = *cj.ScheduleID
@@ -65,16 +65,16 @@ func (e *Engine) newJob(cj *chimedb.ClaimedJob) *tasks.Job {
 		ScheduleID:   schedID,
 		DefinitionID: cj.JobDefinitionID,
 		ScheduleName: cj.ScheduleName,
-		NodeID:       e.cfg.NodeID,
+		NodeID:       x.cfg.NodeID,
 		ScheduledAt:  cj.ScheduledAt,
 		Attempt:      attempt,
 		MaxAttempts:  cj.EffectiveMaxAttempts(),
 		Snoozes:      cj.Snoozes,
 		Params:       json.RawMessage(cj.EffectiveParams()),
 		Notifier:     &handoff{},
-		Clock:        e.cfg.Clock,
-		Logger: e.jobLog.WithFields(logrus.Fields{
-			fieldJobID: cj.ID, fieldScheduleID: schedID, fieldNodeID: e.cfg.NodeID,
+		Clock:        x.cfg.Clock,
+		Logger: x.jobLog.WithFields(logrus.Fields{
+			fieldJobID: cj.ID, fieldScheduleID: schedID, fieldNodeID: x.cfg.NodeID,
 		}),
 	}
 	if d := cj.Definition; d != nil {
@@ -95,9 +95,10 @@ func splitEmails(s string) []string {
 	return out
 }
 
-// claimedRun is a claimed job on its way to a worker, with what enqueue
+// claimedRun is a claimed job on its way to a worker, with what prepare
 // checked of its definition.
 type claimedRun struct {
+	exec *execRun // the executor's run that took it
 	cj   *chimedb.ClaimedJob
 	job  *tasks.Job
 	task tasks.Task
@@ -109,89 +110,111 @@ type claimedRun struct {
 	timeout, backoff time.Duration
 }
 
-// run drives one claimed job whose OnQueue has returned (see enqueue)
+// runJob drives one claimed job whose OnQueue has returned (see enqueue)
 // through the rest of its lifecycle on a pool worker: running → Execute
 // under the active timeout → OnComplete → outcome.
-func (e *Engine) run(r *claimedRun) {
-	defer e.runDone()
-	defer r.cancel()
-	runCtx, cj, job, task, timeout := r.ctx, r.cj, r.job, r.task, r.timeout
-	log := job.Log()
-
-	attempt := job.Attempt
-	var dbStartedAt time.Time
-	if cj.Started {
-		// The claim wrote running: no start to wait for. A stop asked
-		// since is seen by the control loop once the run is registered
-		// below, as for any running job.
-		dbStartedAt = *cj.StartedAt
-	} else {
-		var err error
-		attempt, dbStartedAt, err = e.start(job.ID, cj.Attempt)
-		if err != nil {
-			log.WithError(err).Error("could not mark the job running; releasing it")
-			e.release(job, "released to pending: marking it running failed")
-			return
-		}
-		if attempt == 0 {
-			// Canceled or taken over between claim and start: not ours to run.
-			e.log.WithField(fieldJobID, job.ID).Info("job changed before it started; not running it")
-			return
-		}
+func (x *executor) runJob(cr *claimedRun) {
+	cj, job := cr.cj, cr.job
+	status := released
+	defer func() { x.jobDone(job.ID, status) }()
+	defer cr.cancel()
+	dbStartedAt, ok := x.begin(cr.exec, cj, job)
+	if !ok {
+		return
 	}
-	job.Attempt = attempt
-	startedAt := e.cfg.Clock.Now()
-	metrics.JobStartLateness.Observe(startedAt.Sub(job.ScheduledAt).Seconds())
-	// A first attempt's start is in the row (started_at, attempt, node_id)
-	// and needs no log row; a retry's or a recovered job's is logged, since
-	// the row keeps only the latest attempt and the story is in the log.
-	if attempt > 1 || cj.Recoveries > 0 {
-		log.Infof("running: attempt %d of %d", attempt, job.MaxAttempts)
-	}
-
-	ar := &activeRun{task: task, job: job}
-	e.mu.Lock()
-	e.runs[job.ID] = ar
-	e.mu.Unlock()
+	ar := &activeRun{task: cr.task, job: job}
+	x.mu.Lock()
+	x.runs[job.ID] = ar
+	x.mu.Unlock()
 	defer func() {
-		e.mu.Lock()
-		delete(e.runs, job.ID)
-		e.mu.Unlock()
+		x.mu.Lock()
+		delete(x.runs, job.ID)
+		x.mu.Unlock()
 	}()
-
-	execCtx, cancelExec := tasks.WithActiveTimeout(runCtx, job, timeout)
-	// A timeout also calls Stop: a task that does not watch ctx (a child
-	// process, say) is told to stop the way an admin's stop would.
-	stopOnTimeout := context.AfterFunc(execCtx, func() {
-		if errors.Is(context.Cause(execCtx), tasks.ErrTimeout) {
-			_ = safeBool(task.Stop)
-		}
-	})
-	execErr := safeCall(func() error { return task.Execute(execCtx, job) })
-	stopOnTimeout()
-	cause := context.Cause(execCtx)
-	cancelExec()
-	finishedAt := e.cfg.Clock.Now()
+	startedAt := x.cfg.Clock.Now()
+	metrics.JobStartLateness.Observe(startedAt.Sub(job.ScheduledAt).Seconds())
+	timeout := cr.timeout
+	execErr, cause := x.execute(cr.ctx, ar, timeout)
+	finishedAt := x.cfg.Clock.Now()
 	metrics.JobDuration.Observe(finishedAt.Sub(startedAt).Seconds())
 
+	log := job.Log()
 	if ar.paused.Load() && errors.Is(cause, errShutdown) {
-		log.Warnf("pause lost: the job was paused when node %s stopped; a retry runs unpaused (pause it again if needed)", e.cfg.NodeID)
+		log.Warnf("pause lost: the job was paused when node %s stopped; a retry runs unpaused (pause it again if needed)", x.cfg.NodeID)
 	}
 	var pe *PanicError
 	if errors.As(execErr, &pe) {
 		log.Errorf("%v\n%s", pe.Value, pe.Stack)
 	}
 	v := classify(execErr, cause, ar.stopRequested.Load(), timeout, job.Snoozes)
-
 	res := tasks.Result{Status: v.resultStatus(), Err: v.err, Output: job.Result(), StartedAt: startedAt, FinishedAt: finishedAt,
 		Retrying: v.outcome == models.OutcomeSnoozed || (v.status == models.JobFailed && v.outcome == models.OutcomeNone && job.Attempt < job.MaxAttempts)}
-	cctx, cancelC := context.WithTimeout(context.WithoutCancel(runCtx), onCompleteTimeout)
-	if err := safeCall(func() error { return task.OnComplete(cctx, job, res) }); err != nil {
-		log.WithError(err).Warn("on_complete failed; the outcome stands")
-	}
-	cancelC()
+	x.onComplete(cr.ctx, cr.task, job, res)
+	status = x.complete(job, v, res.Output, finishedAt, dbStartedAt, cr.backoff, errors.Is(cause, errShutdown))
+}
 
-	e.complete(job, v, res.Output, finishedAt, dbStartedAt, r.backoff, errors.Is(cause, errShutdown))
+// begin moves a job to running, unless the claim already has, and says
+// when it started as the row has it; false when the job is not to run
+// (its start failed, or the row is no longer ours), and its time here is
+// over.
+func (x *executor) begin(r *execRun, cj *chimedb.ClaimedJob, job *tasks.Job) (dbStartedAt time.Time, ok bool) {
+	if cj.Started {
+		// The claim wrote running: no start to wait for. A stop asked
+		// since is seen by the controller once the run is registered, as
+		// for any running job.
+		dbStartedAt = *cj.StartedAt
+	} else {
+		attempt, at, err := x.starter.start(job.ID, cj.Attempt)
+		if err != nil {
+			job.Log().WithError(err).Error("could not mark the job running; releasing it")
+			x.release(r, job, nil, "released to pending: marking it running failed")
+			return time.Time{}, false
+		}
+		if attempt == 0 {
+			// Canceled or taken over between claim and start: not ours to run.
+			x.log.WithField(fieldJobID, job.ID).Info("job changed before it started; not running it")
+			return time.Time{}, false
+		}
+		job.Attempt, dbStartedAt = attempt, at
+	}
+	// A first attempt's start is in the row (started_at, attempt, node_id)
+	// and needs no log row; a retry's or a recovered job's is logged, since
+	// the row keeps only the latest attempt and the story is in the log.
+	if job.Attempt > 1 || cj.Recoveries > 0 {
+		job.Log().Infof("running: attempt %d of %d", job.Attempt, job.MaxAttempts)
+	}
+	return dbStartedAt, true
+}
+
+// execute calls Execute under the definition's timeout, which does not
+// count paused time, and returns its error and the cause of its context.
+func (x *executor) execute(runCtx context.Context, ar *activeRun, timeout time.Duration) (execErr, cause error) {
+	execCtx, cancelExec := tasks.WithActiveTimeout(runCtx, ar.job, timeout)
+	defer cancelExec()
+	// A timeout also calls Stop: a task that does not watch ctx (a child
+	// process, say) is told to stop the way an admin's stop would.
+	stopOnTimeout := context.AfterFunc(execCtx, func() {
+		if errors.Is(context.Cause(execCtx), tasks.ErrTimeout) {
+			_ = safeBool(ar.task.Stop)
+		}
+	})
+	x.signals.started.Signal(ar.job.ID)
+	execErr = safeCall(func() error { return ar.task.Execute(execCtx, ar.job) })
+	stopOnTimeout()
+	return execErr, context.Cause(execCtx)
+}
+
+// onComplete calls the task's OnComplete, bounded by onCompleteTimeout on
+// the engine's clock (its context's cause is then DeadlineExceeded); its
+// error does not change the outcome.
+func (x *executor) onComplete(runCtx context.Context, task tasks.Task, job *tasks.Job, res tasks.Result) {
+	cctx, cancelC := context.WithCancelCause(context.WithoutCancel(runCtx))
+	defer cancelC(context.Canceled)
+	t := x.cfg.Clock.AfterFunc(onCompleteTimeout, func() { cancelC(context.DeadlineExceeded) })
+	defer t.Stop()
+	if err := safeCall(func() error { return task.OnComplete(cctx, job, res) }); err != nil {
+		job.Log().WithError(err).Warn("on_complete failed; the outcome stands")
+	}
 }
 
 // verdict is how a run ended, as the engine records it.
@@ -247,11 +270,11 @@ func classify(err, cause error, stopRequested bool, timeout time.Duration, snooz
 	return verdict{status: models.JobFailed, err: err}
 }
 
-// complete hands the outcome to the completer. A failed attempt with
-// attempts left goes back to pending, due after the backoff (at once when
-// shutdown cut it off: the job did nothing wrong); a snoozed one, due
-// after its snooze, with its attempt given back.
-func (e *Engine) complete(job *tasks.Job, v verdict, output string, at, startedAt time.Time, backoff time.Duration, interrupted bool) {
+// complete hands the outcome to the completer and returns the status it
+// records. A failed attempt with attempts left goes back to pending, due
+// after the backoff (at once when shutdown cut it off: the job did nothing
+// wrong); a snoozed one, due after its snooze, with its attempt given back.
+func (x *executor) complete(job *tasks.Job, v verdict, output string, at, startedAt time.Time, backoff time.Duration, interrupted bool) models.JobStatus {
 	c := completion{log: job.Log(), status: v.status}
 	c.out = chimedb.JobOutcome{ID: job.ID, Status: v.status, Outcome: v.outcome, FinishedAt: at}
 	if output != "" {
@@ -273,7 +296,7 @@ func (e *Engine) complete(job *tasks.Job, v verdict, output string, at, startedA
 			v.snooze, job.Attempt, job.Snoozes+1, tasks.MaxSnoozes)
 		c.status = "snoozed"
 	case models.JobFailed:
-		e.failed(&c, job, v, at, startedAt, backoff, interrupted)
+		x.failed(&c, job, v, at, startedAt, backoff, interrupted)
 	}
 	if v.err != nil {
 		s := v.err.Error()
@@ -282,19 +305,20 @@ func (e *Engine) complete(job *tasks.Job, v verdict, output string, at, startedA
 	if c.out.Status != models.JobPending && handedOff(job) {
 		c.out.Notice = outcomeNotice(job, c.out.Status, job.Attempt, true)
 	}
-	e.completer.add(c)
+	x.completer.add(c)
+	return c.out.Status
 }
 
 // failed fills c for a failed attempt: a retry while attempts are left,
 // unless the task said SkipRetry, else the job's failure.
-func (e *Engine) failed(c *completion, job *tasks.Job, v verdict, at, startedAt time.Time, backoff time.Duration, interrupted bool) {
+func (x *executor) failed(c *completion, job *tasks.Job, v verdict, at, startedAt time.Time, backoff time.Duration, interrupted bool) {
 	switch {
 	case v.outcome == models.OutcomeSkipRetry:
 		c.level, c.msg = logrus.ErrorLevel, fmt.Sprintf("failed (attempt %d of %d), not retried as the task asked: %v", job.Attempt, job.MaxAttempts, v.err)
 	case job.Attempt < job.MaxAttempts:
 		var delay time.Duration
 		if !interrupted {
-			delay = retryBackoff(backoff, job.Attempt, e.cfg.MaxBackoff)
+			delay = retryBackoff(backoff, job.Attempt, x.cfg.MaxBackoff)
 		}
 		c.out.Status = models.JobPending
 		c.out.RunAt = at.Add(delay)
@@ -307,31 +331,27 @@ func (e *Engine) failed(c *completion, job *tasks.Job, v verdict, at, startedAt 
 	}
 }
 
-func (e *Engine) finishUnstarted(job *tasks.Job, err error) {
+// finishUnstarted fails a claimed job that never started.
+func (x *executor) finishUnstarted(job *tasks.Job, err error) {
 	s := err.Error()
-	e.completer.add(completion{
+	x.completer.add(completion{
 		log: job.Log(), status: models.JobFailed, level: logrus.ErrorLevel, msg: "failed before starting: " + s,
-		out: chimedb.JobOutcome{ID: job.ID, Status: models.JobFailed, FinishedAt: e.cfg.Clock.Now(), Error: &s,
+		out: chimedb.JobOutcome{ID: job.ID, Status: models.JobFailed, FinishedAt: x.cfg.Clock.Now(), Error: &s,
 			// The row's attempt is unchanged: the job never started.
 			Notice: outcomeNotice(job, models.JobFailed, job.Attempt-1, false)},
 	})
 }
 
-// release gives a queued job back to pending without using an attempt.
-func (e *Engine) release(job *tasks.Job, reason string) {
-	e.releaseClaimed(job, nil, reason)
-}
-
-// releaseClaimed gives a claimed job that never began back to pending
-// without using an attempt: a queued one, or (cj.Started) one the claim
-// moved straight to running.
-func (e *Engine) releaseClaimed(job *tasks.Job, cj *chimedb.ClaimedJob, reason string) {
-	p := &chimedb.ReleaseJobsParams{NodeID: e.cfg.NodeID, IDs: []int64{job.ID}, Now: e.now(), Reason: reason}
+// release gives a claimed job that never began back to pending without
+// using an attempt: a queued one, or (cj.Started) one the claim moved
+// straight to running.
+func (x *executor) release(r *execRun, job *tasks.Job, cj *chimedb.ClaimedJob, reason string) {
+	p := &chimedb.ReleaseJobsParams{NodeID: x.cfg.NodeID, IDs: []int64{job.ID}, Now: chimedb.DBTime(x.cfg.Clock.Now()), Reason: reason}
 	if cj != nil && cj.Started {
 		p.Started, p.StartedAt = true, *cj.StartedAt
 	}
-	if _, err := e.st.ReleaseJobs(e.flushCtx, p); err != nil {
-		e.log.WithError(err).WithField(fieldJobID, job.ID).Error("releasing the job failed; it stays queued until this node restarts")
+	if _, err := x.st.ReleaseJobs(r.db, p); err != nil {
+		x.log.WithError(err).WithField(fieldJobID, job.ID).Error("releasing the job failed; it stays queued until this node restarts")
 	}
 }
 

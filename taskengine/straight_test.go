@@ -2,6 +2,7 @@ package taskengine
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/internal/testsignal"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/tasks"
@@ -34,19 +36,18 @@ func (c *startCounter) StartJobs(ctx context.Context, p *chimedb.StartJobsParams
 func TestQueueFreeJobIsClaimedStraightIntoRunning(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		db := st.DB()
-		free := insertJob(t, db, createDef(t, db, "free", defOpts{Params: `{"duration":"0s"}`}), "")
+		free := adHocJob(t, st, &testdb.DefinitionOpts{Name: "free", DefaultParams: `{"duration":"0s"}`})
 		sc := &startCounter{jobStore: st}
-		startEngine(t, sc, testConfig(t, nodeName(t)))
-		j := waitStatus(t, db, free, models.JobSucceeded)
+		e := startEngine(t, sc, testConfig(t, nodeName(t)))
+		j := waitOutcome(t, e, st, free, models.JobSucceeded)
 		require.Equal(t, 1, j.Attempt)
 		require.NotNil(t, j.StartedAt)
 		require.NotNil(t, j.QueuedAt)
 		require.False(t, j.StartedAt.Before(*j.QueuedAt))
 		require.Zero(t, sc.calls.Load(), "no start UPDATE for a job the claim started")
 
-		hooked := insertJob(t, db, createDef(t, db, "hooked", defOpts{TaskType: queuedSleepKind, Params: `{"duration":"0s"}`}), "")
-		waitStatus(t, db, hooked, models.JobSucceeded)
+		hooked := adHocJob(t, st, &testdb.DefinitionOpts{Name: "hooked", TaskType: queuedSleepKind, DefaultParams: `{"duration":"0s"}`})
+		waitOutcome(t, e, st, hooked, models.JobSucceeded)
 		require.EqualValues(t, 1, sc.jobs.Load(), "the task with an OnQueue is started by the starter")
 	})
 }
@@ -79,13 +80,13 @@ func TestStraightClaimedJobStoppedAtOnce(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		db := st.DB()
 		gate, _ := openGate(t) // never opened: only the stop ends the job
-		id := insertJob(t, db, createDef(t, db, "stopped", defOpts{TaskType: "waitfree", Params: `{"gate":"` + gate + `"}`}), "")
-		startEngine(t, &stopOnClaim{jobStore: st, st: st}, testConfig(t, nodeName(t)))
-		j := waitStatus(t, db, id, models.JobStopped)
+		id := adHocJob(t, st, &testdb.DefinitionOpts{Name: "stopped", TaskType: "waitfree", DefaultParams: `{"gate":"` + gate + `"}`})
+		e := startEngine(t, &stopOnClaim{jobStore: st, st: st}, testConfig(t, nodeName(t)))
+		j := waitOutcome(t, e, st, id, models.JobStopped)
 		require.Equal(t, 1, j.Attempt)
 		require.Equal(t, models.ControlNone, j.Control)
 		require.NotNil(t, j.StartedAt)
-		waitLog(t, db, id, "stop requested")
+		requireLog(t, db, id, "stop requested")
 	})
 }
 
@@ -108,33 +109,34 @@ func TestStraightClaimedJobReleasedOnShutdown(t *testing.T) {
 			}
 			return &waitFreeTask{}
 		})
-		w := watchClaims(st)
-		e, err := New(w, cfg)
-		require.NoError(t, err)
+		e := newTestEngine(t, st, cfg)
 		require.NoError(t, e.Start(context.Background()))
-		w.waitClaimAfter(t, 0) // the kinds have been asked
+		waitClaimAfter(t, e, 0) // the kinds have been asked
 		armed.Store(true)
-		id := insertJob(t, db, createDef(t, db, "held", defOpts{TaskType: "held", Params: `{"gate":"never"}`}), "")
+		id := adHocJob(t, st, &testdb.DefinitionOpts{Name: "held", TaskType: "held", DefaultParams: `{"gate":"never"}`})
 		e.Wake()
 		<-entered
-		require.Equal(t, models.JobRunning, getJob(t, db, id).Status, "claimed straight into running")
+		require.Equal(t, models.JobRunning, testdb.GetJob(t, st, id).Status, "claimed straight into running")
 
+		e.exec.mu.Lock()
+		closing := e.exec.cur.queue.Done()
+		e.exec.mu.Unlock()
 		stopped := make(chan error, 1)
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			stopped <- e.Stop(ctx)
 		}()
-		require.Eventually(t, func() bool { return e.queueCtx.Err() != nil }, 20*time.Second, time.Millisecond, "Stop began")
+		<-closing // Stop began
 		close(held)
 		require.NoError(t, <-stopped)
 
-		j := getJob(t, db, id)
+		j := testdb.GetJob(t, st, id)
 		require.Equal(t, models.JobPending, j.Status)
 		require.Equal(t, 0, j.Attempt, "the attempt is given back")
 		require.Nil(t, j.StartedAt)
 		require.Empty(t, j.NodeID)
-		waitLog(t, db, id, "released to pending: node shutting down before the job started")
+		requireLog(t, db, id, "released to pending: node shutting down before the job started")
 	})
 }
 
@@ -146,24 +148,27 @@ func TestStraightClaimTwoEngines(t *testing.T) {
 		db := st.DB()
 		var mu sync.Mutex
 		runs := map[int64][]string{}
+		var ran testsignal.Signal[int64]
+		ran.Init(t)
 		reg := testRegistry()
-		reg.MustRegister("count", func() tasks.Task { return &countTask{mu: &mu, runs: runs} })
-		def := createDef(t, db, "count", defOpts{TaskType: "count"})
+		reg.MustRegister("count", func() tasks.Task { return &countTask{mu: &mu, runs: runs, ran: &ran} })
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "count", TaskType: "count"}).ID
 		const n = 400
 		insertRows(t, db, n, def, models.JobPending, time.Now().Add(-time.Second))
+		engines := map[string]*Engine{}
 		for _, node := range []string{nodeName(t) + "-a", nodeName(t) + "-b"} {
 			cfg := testConfig(t, node)
 			cfg.Registry = reg
 			cfg.PoolSize = 16
-			startEngine(t, st, cfg)
+			engines[node] = startEngine(t, st, cfg)
 		}
-		require.Eventually(t, func() bool {
-			var left int64
-			require.NoError(t, db.Model(&models.Job{}).Where("status <> ?", models.JobSucceeded).Count(&left).Error)
-			return left == 0
-		}, 60*time.Second, 20*time.Millisecond, "every job succeeded")
+		runsSeen := 0
+		ran.WaitFor(fmt.Sprintf("%d runs", n), func(int64) bool { runsSeen++; return runsSeen == n })
 		mu.Lock()
 		defer mu.Unlock()
+		for id, on := range runs {
+			waitOutcome(t, engines[on[0]], st, id, models.JobSucceeded)
+		}
 		require.Len(t, runs, n)
 		nodes := map[string]int{}
 		for id, on := range runs {
@@ -180,11 +185,12 @@ func TestStraightClaimTwoEngines(t *testing.T) {
 	})
 }
 
-// countTask records which node ran each job.
+// countTask records which node ran each job, and signals each run.
 type countTask struct {
 	tasks.Base
 	mu   *sync.Mutex
 	runs map[int64][]string
+	ran  *testsignal.Signal[int64]
 }
 
 func (c *countTask) QueueFree() {}
@@ -193,5 +199,6 @@ func (c *countTask) Execute(_ context.Context, job *tasks.Job) error {
 	c.mu.Lock()
 	c.runs[job.ID] = append(c.runs[job.ID], job.NodeID)
 	c.mu.Unlock()
+	c.ran.Signal(job.ID)
 	return nil
 }

@@ -26,10 +26,10 @@ const (
 
 // startWatch runs watchLoop beside the poll loop when the engine has a
 // watch, until ctx ends; the returned func waits for it.
-func (e *Engine) startWatch(ctx context.Context) (wait func()) {
+func (p *producer) startWatch(ctx context.Context) (wait func()) {
 	var wg sync.WaitGroup
-	if e.cfg.Watch != nil {
-		wg.Go(func() { e.watchLoop(ctx) })
+	if p.cfg.Watch != nil {
+		wg.Go(func() { p.watchLoop(ctx) })
 	}
 	return wg.Wait
 }
@@ -38,8 +38,8 @@ func (e *Engine) startWatch(ctx context.Context) (wait func()) {
 // to the start of the next) and wakes the poll loop when it saw rows
 // added. A failed read is logged once until a read succeeds again; the
 // poll does not depend on it.
-func (e *Engine) watchLoop(ctx context.Context) {
-	timer := e.cfg.Clock.NewTimer(e.cfg.WakeInterval)
+func (p *producer) watchLoop(ctx context.Context) {
+	timer := p.cfg.Clock.NewTimer(p.cfg.WakeInterval)
 	defer timer.Stop()
 	failing := false
 	for {
@@ -49,26 +49,26 @@ func (e *Engine) watchLoop(ctx context.Context) {
 		case <-timer.Chan():
 		}
 		rctx, cancel := context.WithTimeout(ctx, watchTimeout)
-		changed, err := e.cfg.Watch.Changed(rctx, e.cfg.Clock.Now())
+		changed, err := p.cfg.Watch.Changed(rctx, p.cfg.Clock.Now())
 		cancel()
-		next := e.cfg.WakeInterval
+		next := p.cfg.WakeInterval
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
 				return
 			}
 			if !failing {
-				e.log.WithError(err).Warn("cannot read the jobs table for new rows; jobs other nodes or plain SQL add start at the next poll until it works again")
+				p.log.WithError(err).Warn("cannot read the jobs table for new rows; jobs other nodes or plain SQL add start at the next poll until it works again")
 			}
 			failing = true
 			next = max(next, watchRetry)
 		default:
 			if failing {
-				e.log.Info("reading the jobs table for new rows works again")
+				p.log.Info("reading the jobs table for new rows works again")
 			}
 			failing = false
 			if changed {
-				e.Wake()
+				p.Wake()
 			}
 		}
 		timer.Reset(next)

@@ -37,15 +37,14 @@ func TestWatchStartsJobsAddedElsewhere(t *testing.T) {
 			other, err := store.Open(ctx, scfg)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = other.Close() })
-			def := createDef(t, st.DB(), "adhoc", defOpts{Params: `{"duration":"0s"}`})
+			def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "adhoc", DefaultParams: `{"duration":"0s"}`}).ID
 
 			watch, err := st.WatchJobs(ctx)
 			require.NoError(t, err)
 			cfg := testConfig(t, nodeName(t))
 			cfg.PollInterval, cfg.Watch = time.Hour, watch
-			w := watchClaims(st)
-			startEngine(t, w, cfg)
-			w.waitClaimAfter(t, 0) // the claim at start has looked and found nothing
+			e := startEngine(t, st, cfg)
+			waitClaimAfter(t, e, 0) // the claim at start has looked and found nothing
 
 			sqlite3, _ := exec.LookPath("sqlite3")
 			for range 3 {
@@ -58,7 +57,7 @@ func TestWatchStartsJobsAddedElsewhere(t *testing.T) {
 				}
 				var id int64
 				require.NoError(t, st.DB().Raw(`SELECT MAX(id) FROM jobs`).Scan(&id).Error)
-				waitStatus(t, st.DB(), id, models.JobSucceeded)
+				waitOutcome(t, e, st, id, models.JobSucceeded)
 			}
 		})
 	}
@@ -82,7 +81,7 @@ func TestWatchLoop(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := testdb.Open(t, store.SQLite)
-	def := createDef(t, st.DB(), "d", defOpts{})
+	def := testdb.Definition(t, st, nil).ID
 	watch, err := st.WatchJobs(ctx)
 	require.NoError(t, err)
 	cw := &countedWatch{JobsWatch: watch}
@@ -91,11 +90,11 @@ func TestWatchLoop(t *testing.T) {
 	log.SetLevel(logrus.InfoLevel)
 	cfg := testConfig(t, nodeName(t))
 	cfg.Clock, cfg.Logger, cfg.Watch, cfg.WakeInterval = clock, log, cw, 50*time.Millisecond
-	e, err := newEngine(st, cfg)
+	e, err := New(st, &cfg)
 	require.NoError(t, err)
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); e.watchLoop(wctx) }()
+	go func() { defer close(done); e.producer.watchLoop(wctx) }()
 	defer func() { cancel(); <-done }()
 
 	bctx, bcancel := context.WithTimeout(ctx, 20*time.Second)
@@ -110,7 +109,7 @@ func TestWatchLoop(t *testing.T) {
 	}
 	woken := func() bool {
 		select {
-		case <-e.wake:
+		case <-e.producer.wake:
 			return true
 		default:
 			return false
@@ -127,7 +126,7 @@ func TestWatchLoop(t *testing.T) {
 	require.Equal(t, int64(4), cw.reads.Load())
 	require.False(t, woken(), "woken with no row added")
 
-	insertJob(t, st.DB(), def, "")
+	testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def})
 	advance(cfg.WakeInterval)
 	require.True(t, woken(), "a row added did not wake the engine")
 	advance(cfg.WakeInterval)

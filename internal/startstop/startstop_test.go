@@ -2,6 +2,7 @@ package startstop
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -76,4 +77,66 @@ func TestStopTimesOut(t *testing.T) {
 	finished()
 	require.True(t, isClosed(b.Stopped()))
 	finished() // twice is harmless
+}
+
+// drainer is a graceful service: when its run ends it drains, which takes
+// until release is closed or its workCtx ends (a Stop's ctx ended).
+type drainer struct {
+	Base
+	release chan struct{}
+}
+
+func (d *drainer) Start(ctx context.Context) error {
+	runCtx, workCtx, finished, ok := d.StartInitGraceful(ctx)
+	if !ok {
+		return nil
+	}
+	go func() {
+		<-runCtx.Done()
+		select {
+		case <-d.release:
+			finished(nil)
+		case <-workCtx.Done():
+			finished(errors.New("drain cut short"))
+		}
+	}()
+	return nil
+}
+
+func TestGracefulStop(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	d := &drainer{release: make(chan struct{})}
+	require.NoError(t, d.Stop(ctx), "stop before start is harmless")
+	require.NoError(t, d.Start(ctx))
+
+	// Stop waits for the drain; a Stop whose ctx ends cuts it short and
+	// still waits for it to end, and returns the service's error.
+	short, cancel := context.WithCancel(ctx)
+	stopErr := make(chan error, 1)
+	go func() { stopErr <- d.Stop(short) }()
+	select {
+	case <-d.Stopped():
+		t.Fatal("stopped before its drain ended")
+	case err := <-stopErr:
+		t.Fatalf("Stop returned before the drain ended: %v", err)
+	default:
+	}
+	cancel()
+	require.EqualError(t, <-stopErr, "drain cut short")
+	require.True(t, isClosed(d.Stopped()))
+	require.EqualError(t, d.Stop(ctx), "drain cut short", "a later Stop says how the run ended")
+
+	// It starts again, and a run that ends with its Start's ctx drains
+	// without anyone calling Stop.
+	cctx, cancelRun := context.WithCancel(ctx)
+	require.NoError(t, d.Start(cctx))
+	cancelRun()
+	close(d.release)
+	select {
+	case <-d.Stopped():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the service did not stop with its context")
+	}
+	require.NoError(t, d.Stop(ctx))
 }

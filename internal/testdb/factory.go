@@ -15,8 +15,11 @@ type DefinitionOpts struct {
 	TaskType    string // "sleep" when empty
 	MaxAttempts int    // 1 when 0
 	// RequestsRecovery gives a crashed run its attempt back (see store.RecoverNode).
-	RequestsRecovery bool
-	Priority         int // the column's default, 5, when 0
+	RequestsRecovery    bool
+	Priority            int    // the column's default, 5, when 0
+	DefaultParams       string // JSON; none when empty
+	TimeoutSeconds      int
+	RetryBackoffSeconds int
 }
 
 // Definition inserts a job definition as o describes it.
@@ -26,7 +29,11 @@ func Definition(t testing.TB, st *store.Store, o *DefinitionOpts) models.JobDefi
 		o = &DefinitionOpts{}
 	}
 	d := models.JobDefinition{Name: o.Name, TaskType: o.TaskType, MaxAttempts: max(o.MaxAttempts, 1),
-		RequestsRecovery: o.RequestsRecovery, NotifyOn: models.NotifyNever, Priority: o.Priority}
+		RequestsRecovery: o.RequestsRecovery, NotifyOn: models.NotifyNever, Priority: o.Priority,
+		TimeoutSeconds: o.TimeoutSeconds, RetryBackoffSeconds: o.RetryBackoffSeconds}
+	if o.DefaultParams != "" {
+		d.DefaultParams = models.JSON(o.DefaultParams)
+	}
 	if d.Name == "" {
 		d.Name = "d"
 	}
@@ -51,6 +58,8 @@ type JobOpts struct {
 	Priority int
 	// RunAt is when it is due; now when zero.
 	RunAt time.Time
+	// Params is the job's own params (JSON); the definition's when empty.
+	Params string
 }
 
 // Job inserts an ad hoc job as o describes it.
@@ -70,6 +79,9 @@ func Job(t testing.TB, st *store.Store, o *JobOpts) models.Job {
 	}
 	j := models.Job{JobDefinitionID: o.DefinitionID, ScheduledAt: runAt, RunAt: runAt, Status: status, NodeID: o.NodeID,
 		Attempt: o.Attempt, HeartbeatAt: o.Heartbeat, StartedAt: o.Heartbeat, Priority: o.Priority}
+	if o.Params != "" {
+		j.Params = models.JSON(o.Params)
+	}
 	if err := st.DB().Create(&j).Error; err != nil {
 		t.Fatalf("testdb: create job: %v", err)
 	}

@@ -68,12 +68,26 @@ func ForEachServer(t *testing.T, fn func(t *testing.T, st *store.Store)) {
 // Open returns a fresh migrated database of dialect d, closed at cleanup.
 func Open(t testing.TB, d store.Dialect) *store.Store {
 	t.Helper()
-	return OpenLogged(t, d, nil)
+	st, _ := open(t, d, nil)
+	return st
 }
 
 // OpenLogged is Open with the store logging to log (nil: as Open's), for
 // tests that read what the store logs.
 func OpenLogged(t testing.TB, d store.Dialect, log *logrus.Logger) *store.Store {
+	t.Helper()
+	st, _ := open(t, d, log)
+	return st
+}
+
+// OpenConfig is Open that also returns the store config that reaches the
+// database, for tests that start processes of their own on it.
+func OpenConfig(t testing.TB, d store.Dialect) (*store.Store, store.Config) {
+	t.Helper()
+	return open(t, d, nil)
+}
+
+func open(t testing.TB, d store.Dialect, log *logrus.Logger) (*store.Store, store.Config) {
 	t.Helper()
 	cfg := Config(t, d)
 	if log != nil {
@@ -88,7 +102,7 @@ func OpenLogged(t testing.TB, d store.Dialect, log *logrus.Logger) *store.Store 
 	if _, err := st.Migrate(ctx); err != nil {
 		t.Fatalf("testdb: migrate %s: %v", d, err)
 	}
-	return st
+	return st, cfg
 }
 
 // Config creates a fresh, empty database of dialect d and returns the store

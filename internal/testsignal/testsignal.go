@@ -1,83 +1,146 @@
-// Package testsignal lets a test wait for an event inside a service
-// instead of polling for its effects, after river's rivershared/testsignal.
-// A service holds a Signal per event and calls Signal(v) when it happens;
-// that is a no-op unless a test called Init, after which the test waits
-// with WaitOrTimeout. Production code pays one nil check per event.
+// Package testsignal lets a test wait for what a service did instead of
+// polling for its effects, after river's testsignal. A service keeps a
+// Signal per event a test may wait for and calls Signal where the event
+// happens; a test calls Init before it starts the service and then waits.
+//
+// The zero Signal records nothing: in production a Signal costs a nil
+// check. A service whose value is expensive to build asks Enabled first.
+//
+// Unlike river's channel, a Signal keeps every value since Init (a test
+// that waits for job 7 is not disturbed by job 8 finishing first, and a
+// value signalled before the wait began still counts), and it never
+// blocks or fills up.
 package testsignal
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
-// TB is the part of testing.TB a Signal uses, so that services need not
+// Timeout is how long a wait lasts before it fails the test: generous, as
+// a wait is not a timing assertion.
+const Timeout = 20 * time.Second
+
+// TB is the part of testing.TB a Signal uses; production code does not
 // import testing.
 type TB interface {
 	Helper()
-	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
 }
 
-// bufferSize bounds the events a test may leave unread: a test that Inits
-// a signal reads what it needs and must not let more pile up.
-const bufferSize = 50
+// Signal records values of one event for a test. Init must happen before
+// the service that signals runs.
+type Signal[T any] struct{ r *recorder[T] }
 
-// WaitTimeout is how long WaitOrTimeout waits: a deadline for a hung
-// service on a loaded machine, not a measure of anything.
-const WaitTimeout = 30 * time.Second
-
-// Signal is one kind of event of a service. The zero value ignores every
-// Signal call.
-type Signal[T any] struct {
-	ch chan T
-	tb TB
+type recorder[T any] struct {
+	tb      TB
+	timeout time.Duration
+	mu      sync.Mutex
+	vals    []T
+	next    int           // WaitOrTimeout's cursor
+	grew    chan struct{} // closed, and replaced, when a value is added
 }
 
-// Init makes the signal record its events for tb. Tests only.
+// Init makes s record; only tests call it.
 func (s *Signal[T]) Init(tb TB) {
-	s.ch = make(chan T, bufferSize)
-	s.tb = tb
+	s.r = &recorder[T]{tb: tb, timeout: Timeout, grew: make(chan struct{})}
 }
 
-// Signal records one event, never blocking: without Init it does nothing;
-// with a full buffer it fails the test.
+// Enabled reports whether a test has called Init.
+func (s *Signal[T]) Enabled() bool { return s.r != nil }
+
+// Signal records v, when a test has called Init; it never blocks.
 func (s *Signal[T]) Signal(v T) {
-	if s.ch == nil {
+	r := s.r
+	if r == nil {
 		return
 	}
-	select {
-	case s.ch <- v:
-	default:
-		s.tb.Errorf("testsignal: %d events unread: the buffer is full", bufferSize)
+	r.mu.Lock()
+	r.vals = append(r.vals, v)
+	close(r.grew)
+	r.grew = make(chan struct{})
+	r.mu.Unlock()
+}
+
+// Len is the number of values signalled so far: a mark for WaitFrom.
+func (s *Signal[T]) Len() int {
+	r := s.must()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.vals)
+}
+
+// Values returns the values signalled so far.
+func (s *Signal[T]) Values() []T {
+	r := s.must()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]T(nil), r.vals...)
+}
+
+// WaitFor returns the first value signalled since Init that match
+// accepts, waiting for one if need be; it fails the test after Timeout,
+// saying what it waited for.
+func (s *Signal[T]) WaitFor(what string, match func(T) bool) T {
+	s.must().tb.Helper()
+	return s.WaitFrom(0, what, match)
+}
+
+// WaitFrom is WaitFor among the values signalled after the first mark
+// ones (see Len).
+func (s *Signal[T]) WaitFrom(mark int, what string, match func(T) bool) T {
+	r := s.must()
+	r.tb.Helper()
+	deadline := time.NewTimer(r.timeout)
+	defer deadline.Stop()
+	for i := mark; ; {
+		r.mu.Lock()
+		vals, grew := r.vals, r.grew
+		r.mu.Unlock()
+		for ; i < len(vals); i++ {
+			if match(vals[i]) {
+				return vals[i]
+			}
+		}
+		select {
+		case <-grew:
+		case <-deadline.C:
+			r.tb.Fatalf("testsignal: no signal of %s within %v", what, r.timeout)
+			var zero T
+			return zero
+		}
 	}
 }
 
-// WaitOrTimeout returns the next event, or fails the test after
-// WaitTimeout and returns the zero value.
+// WaitOrTimeout returns the next value in the order they were signalled
+// that no WaitOrTimeout has returned yet, waiting for one if need be; it
+// fails the test after Timeout.
 func (s *Signal[T]) WaitOrTimeout() T {
-	s.mustInit()
-	s.tb.Helper()
-	t := time.NewTimer(WaitTimeout)
-	defer t.Stop()
-	select {
-	case v := <-s.ch:
-		return v
-	case <-t.C:
-		s.tb.Errorf("testsignal: no event within %s", WaitTimeout)
-		var zero T
-		return zero
-	}
+	r := s.must()
+	r.tb.Helper()
+	r.mu.Lock()
+	next := r.next
+	r.next++
+	r.mu.Unlock()
+	return s.WaitFrom(next, "the next value", func(T) bool { return true })
 }
 
-// RequireEmpty fails the test if an event is waiting.
+// RequireEmpty fails the test if a value was signalled that no
+// WaitOrTimeout has returned yet.
 func (s *Signal[T]) RequireEmpty() {
-	s.mustInit()
-	s.tb.Helper()
-	select {
-	case v := <-s.ch:
-		s.tb.Errorf("testsignal: want no event, got %v", v)
-	default:
+	r := s.must()
+	r.tb.Helper()
+	r.mu.Lock()
+	left := r.vals[min(r.next, len(r.vals)):]
+	r.mu.Unlock()
+	if len(left) > 0 {
+		r.tb.Fatalf("testsignal: want no value, got %v", left)
 	}
 }
 
-func (s *Signal[T]) mustInit() {
-	if s.ch == nil {
-		panic("testsignal: signal not initialized (Init is for tests)")
+func (s *Signal[T]) must() *recorder[T] {
+	if s.r == nil {
+		panic("testsignal: signal not initialised: Init it in the test before the service starts")
 	}
+	return s.r
 }
