@@ -13,7 +13,7 @@ import (
 	"github.com/sirupsen/logrus/hooks/test"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/internal/testsupport/testdb"
 	"github.com/chimesched/chime/store"
 )
 

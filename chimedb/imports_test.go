@@ -58,18 +58,18 @@ var importRules = map[string][]string{
 	// chime bench: runs a node (app) on a database it fills itself.
 	"internal/bench": {"app", "configs", "models", "store", "tasks"},
 	// Test support, imported only by _test.go files.
-	"internal/testdb":              {"models", "store"},
-	"internal/clustertest":         nil,
-	"internal/javaser/javasertest": nil,
-	"notify/smtptest":              nil,
-	"chimedb/chimedbtest":          {"chimedb", "models"},
+	"internal/testsupport/testdb":      {"models", "store"},
+	"internal/testsupport/clustertest": nil,
+	"internal/javaser/javasertest":     nil,
+	"notify/smtptest":                  nil,
+	"chimedb/chimedbtest":              {"chimedb", "models"},
 	// The example plugin and its own main.
 	"examples/report":        {"cli", "examples/report/report", "tasks"},
 	"examples/report/report": {"tasks"},
 }
 
 // testSupport may be imported only by tests (and by each other).
-var testSupport = []string{"internal/testdb", "internal/clustertest", "internal/javaser/javasertest",
+var testSupport = []string{"internal/testsupport/testdb", "internal/testsupport/clustertest", "internal/javaser/javasertest",
 	"notify/smtptest", "chimedb/chimedbtest"}
 
 // TestImportRules holds every package of the module to importRules, from

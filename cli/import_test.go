@@ -12,7 +12,7 @@ import (
 	mysqldrv "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/internal/testsupport/testdb"
 )
 
 // runChime runs the command line in-process and returns its output and

@@ -20,7 +20,7 @@ import (
 	"github.com/chimesched/chime/app"
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/configs"
-	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/internal/testsupport/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
 )

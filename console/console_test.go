@@ -17,7 +17,7 @@ import (
 	"github.com/chimesched/chime/api"
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/console"
-	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/internal/testsupport/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/tasks"

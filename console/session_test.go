@@ -14,7 +14,7 @@ import (
 
 	"github.com/chimesched/chime/api"
 	"github.com/chimesched/chime/console"
-	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/internal/testsupport/testdb"
 	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/tasks"
 	"github.com/chimesched/chime/tasks/builtin"

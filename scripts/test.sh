@@ -17,7 +17,7 @@ if [[ -z "${CHIME_TEST_MYSQL_DSN:-}" ]]; then
   fi
   # A TCP user of our own (root may authenticate only through the socket),
   # with rights on the test databases only: chime_test and the chime_t_*
-  # ones internal/testdb and the tests create, which `chime\_t%` matches
+  # ones internal/testsupport/testdb and the tests create, which `chime\_t%` matches
   # (\_ is a literal underscore). GRANT OPTION and CREATE USER let store's
   # tests create a user without rights and run the GRANT chime suggests to
   # it; PROCESS lets clustertest read information_schema.innodb_trx. Earlier

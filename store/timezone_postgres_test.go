@@ -10,7 +10,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the admin's connection: "pgx"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/internal/testsupport/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
 )

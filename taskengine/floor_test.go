@@ -10,8 +10,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/chimesched/chime/chimedb"
-	"github.com/chimesched/chime/internal/testdb"
 	"github.com/chimesched/chime/internal/testsignal"
+	"github.com/chimesched/chime/internal/testsupport/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
 )

@@ -14,7 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/chimesched/chime/chimedb"
-	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/internal/testsupport/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/tasks"

@@ -18,7 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/chimesched/chime/examples/report/report"
-	"github.com/chimesched/chime/internal/testdb"
+	"github.com/chimesched/chime/internal/testsupport/testdb"
 	"github.com/chimesched/chime/notify"
 	"github.com/chimesched/chime/notify/smtptest"
 	"github.com/chimesched/chime/tasks"

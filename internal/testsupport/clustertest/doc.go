@@ -12,5 +12,5 @@
 // also needs mariadbd and mariadb-install-db on PATH (or in /usr/sbin) to run
 // a private server it can stop and restart. CHIME_CLUSTERTEST_HEARTBEAT,
 // _FAILOVER and _SCHEDULES replace the harness's 500ms, 2s and 100. The package has no non-test
-// code; it imports store, models and internal/testdb.
+// code; it imports store, models and internal/testsupport/testdb.
 package clustertest
