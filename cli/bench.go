@@ -112,7 +112,8 @@ of its own on that server, runs a full node for --duration and reports, as
 the server saw them, how long after each second the requests arrived
 (arrive_*_ms: the start a remote endpoint really gets, after the fire, the
 hand-off, the worker, the connection and the request's write) and how many
-connections it accepted in the window (server_conns). arrived is the
+connections it accepted (server_conns) and saw closed (server_closed) in
+the window. arrived is the
 requests of the window's seconds; doubled counts a schedule's second request
 in one second (a request a whole second late), which must be 0 for the
 figures to hold. start_*_ms is jobs.started_at, missed and not_succeeded

@@ -64,7 +64,7 @@ func TestScenariosOnSQLite(t *testing.T) {
 		{"burst", Options{Jobs: 20}, map[string]string{"schedules": "20", "jobs": "20", "missed": "0", "duplicates": "0"}, []string{"fire_last_ms", "start_p99_ms", "exec_p50_ms", "exec_p99_ms", "exec_max_ms", "exec_after_started_p99_ms"}},
 		{"steady", Options{Schedules: 3, Duration: 2 * time.Second}, map[string]string{"schedules": "3", "missed": "0", "duplicates": "0"}, []string{"fire_p99_ms", "commit_p99_ms", "start_p99_ms", "exec_p50_ms", "exec_p99_ms", "exec_max_ms", "exec_after_started_p99_ms"}},
 		{"continuous", Options{Schedules: 3, Duration: 2 * time.Second}, map[string]string{"missed": "0", "unfinished": "0"}, []string{"jobs_per_s", "exec_p50_ms", "exec_p99_ms", "exec_max_ms", "exec_after_started_p99_ms"}},
-		{"httpcall", Options{Schedules: 3, Duration: 2 * time.Second}, map[string]string{"schedules": "3", "missed": "0", "not_succeeded": "0", "doubled": "0"}, []string{"arrived", "server_conns", "start_p99_ms", "arrive_p50_ms", "arrive_p99_ms", "arrive_max_ms"}},
+		{"httpcall", Options{Schedules: 3, Duration: 2 * time.Second}, map[string]string{"schedules": "3", "missed": "0", "not_succeeded": "0", "doubled": "0"}, []string{"arrived", "server_conns", "server_closed", "start_p99_ms", "arrive_p50_ms", "arrive_p99_ms", "arrive_max_ms"}},
 		{"restart", Options{Schedules: 30, Duration: 2 * time.Second}, map[string]string{"schedules": "30", "probe_missed": "0"}, []string{"restore_ms", "first_peak_rss_mb", "peak_rss_mb", "peak_reset", "probe_commit_p99_ms", "probe_start_p99_ms"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

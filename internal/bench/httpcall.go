@@ -29,6 +29,7 @@ type httpServer struct {
 	mu       sync.Mutex
 	arrivals map[string][]time.Time // by schedule name
 	conns    []time.Time            // when each connection was accepted
+	closed   []time.Time            // when each connection closed
 	done     chan error
 
 	closeOnce sync.Once
@@ -45,12 +46,17 @@ func startHTTPServer() (*httpServer, error) {
 		Handler:           http.HandlerFunc(s.serve),
 		ReadHeaderTimeout: 10 * time.Second,
 		ConnState: func(_ net.Conn, st http.ConnState) {
-			if st == http.StateNew {
-				now := time.Now().Round(0)
-				s.mu.Lock()
-				s.conns = append(s.conns, now)
-				s.mu.Unlock()
+			if st != http.StateNew && st != http.StateClosed {
+				return
 			}
+			now := time.Now().Round(0)
+			s.mu.Lock()
+			if st == http.StateNew {
+				s.conns = append(s.conns, now)
+			} else {
+				s.closed = append(s.closed, now)
+			}
+			s.mu.Unlock()
 		},
 	}
 	go func() { s.done <- s.srv.Serve(ln) }()
@@ -161,11 +167,14 @@ func httpcallScenario(ctx context.Context, cfg *configs.Config, log *logrus.Logg
 			late = append(late, ms(a.Sub(due)))
 		}
 	}
-	conns := 0
-	for _, c := range srv.conns {
-		if !c.Before(from) && c.Before(until.Add(time.Second)) {
-			conns++
+	inWindow := func(ts []time.Time) int {
+		n := 0
+		for _, t := range ts {
+			if !t.Before(from) && t.Before(until.Add(time.Second)) {
+				n++
+			}
 		}
+		return n
 	}
 	a, s := percentiles(late), percentiles(started)
 	l := &Line{}
@@ -179,7 +188,8 @@ func httpcallScenario(ctx context.Context, cfg *configs.Config, log *logrus.Logg
 	l.add("not_succeeded", failed)
 	l.add("arrived", arrived)
 	l.add("doubled", doubled)
-	l.add("server_conns", conns)
+	l.add("server_conns", inWindow(srv.conns))
+	l.add("server_closed", inWindow(srv.closed))
 	l.add("start_p50_ms", s.P50)
 	l.add("start_p99_ms", s.P99)
 	l.add("arrive_p50_ms", a.P50)
