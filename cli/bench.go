@@ -105,6 +105,20 @@ probe_fire_p99_ms (jobs.created_at, the instant itself for a fire prepared
 ahead), probe_commit_p99_ms (its commit, as the schedule engine saw it) and
 probe_start_p99_ms (jobs.started_at).`,
 		schedules: 1_000_000, duration: 10 * time.Second, timeout: true},
+	{name: "httpcall", short: "httpcall schedules every second against a local HTTP server: request lateness at the server",
+		long: `Starts an HTTP server on 127.0.0.1 in this process, creates --schedules
+schedules firing every second of an httpcall definition, each calling a path
+of its own on that server, runs a full node for --duration and reports, as
+the server saw them, how long after each second the requests arrived
+(arrive_*_ms: the start a remote endpoint really gets, after the fire, the
+hand-off, the worker, the connection and the request's write) and how many
+connections it accepted (server_conns) and saw closed (server_closed) in
+the window. arrived is the
+requests of the window's seconds; doubled counts a schedule's second request
+in one second (a request a whole second late), which must be 0 for the
+figures to hold. start_*_ms is jobs.started_at, missed and not_succeeded
+are read from the jobs table.`,
+		schedules: 1000, duration: 60 * time.Second},
 }
 
 func newScenarioCommand(g *globals, sc scenarioCommand) *cobra.Command {

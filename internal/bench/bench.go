@@ -97,24 +97,8 @@ func Lateness(ctx context.Context, cfg *configs.Config, log *logrus.Logger, opts
 		return nil, fmt.Errorf("bench: create schedules: %w", err)
 	}
 
-	// Fires before the whole node is up are start-up, not steady state.
-	n := startNode(ctx, e, log)
-	var from time.Time
-	select {
-	case err := <-n.done:
-		n.cancel()
-		return nil, fmt.Errorf("bench: node stopped early: %w", err)
-	case <-time.After(3 * time.Second):
-		from = time.Now().UTC().Truncate(time.Second).Add(time.Second)
-	}
-	select {
-	case err := <-n.done:
-		n.cancel()
-		return nil, fmt.Errorf("bench: node stopped early: %w", err)
-	case <-time.After(opts.Duration):
-	}
-	until := time.Now().UTC().Truncate(time.Second).Add(-time.Second)
-	if err := n.stop(); err != nil {
+	from, until, err := runWindow(ctx, e, log, opts.Duration)
+	if err != nil {
 		return nil, err
 	}
 
@@ -153,6 +137,29 @@ func Lateness(ctx context.Context, cfg *configs.Config, log *logrus.Logger, opts
 	commits := e.commits.between(from, until)
 	r.CommitFires, r.Committed = len(commits), percentiles(commits)
 	return r, nil
+}
+
+// runWindow runs a node on e for a 3 s start-up and then d, stops it, and
+// returns the whole seconds measured: from the first one after the start-up
+// to the last one before the stop. Fires before the whole node is up are
+// start-up, not steady state.
+func runWindow(ctx context.Context, e *env, log *logrus.Logger, d time.Duration) (from, until time.Time, err error) {
+	n := startNode(ctx, e, log)
+	select {
+	case err := <-n.done:
+		n.cancel()
+		return from, until, fmt.Errorf("bench: node stopped early: %w", err)
+	case <-time.After(3 * time.Second):
+		from = time.Now().UTC().Truncate(time.Second).Add(time.Second)
+	}
+	select {
+	case err := <-n.done:
+		n.cancel()
+		return from, until, fmt.Errorf("bench: node stopped early: %w", err)
+	case <-time.After(d):
+	}
+	until = time.Now().UTC().Truncate(time.Second).Add(-time.Second)
+	return from, until, n.stop()
 }
 
 // execSamples gathers when the jobs' Execute began, from an execLog.

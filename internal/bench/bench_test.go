@@ -64,6 +64,7 @@ func TestScenariosOnSQLite(t *testing.T) {
 		{"burst", Options{Jobs: 20}, map[string]string{"schedules": "20", "jobs": "20", "missed": "0", "duplicates": "0"}, []string{"fire_last_ms", "start_p99_ms", "exec_p50_ms", "exec_p99_ms", "exec_max_ms", "exec_after_started_p99_ms"}},
 		{"steady", Options{Schedules: 3, Duration: 2 * time.Second}, map[string]string{"schedules": "3", "missed": "0", "duplicates": "0"}, []string{"fire_p99_ms", "commit_p99_ms", "start_p99_ms", "exec_p50_ms", "exec_p99_ms", "exec_max_ms", "exec_after_started_p99_ms"}},
 		{"continuous", Options{Schedules: 3, Duration: 2 * time.Second}, map[string]string{"missed": "0", "unfinished": "0"}, []string{"jobs_per_s", "exec_p50_ms", "exec_p99_ms", "exec_max_ms", "exec_after_started_p99_ms"}},
+		{"httpcall", Options{Schedules: 3, Duration: 2 * time.Second}, map[string]string{"schedules": "3", "missed": "0", "not_succeeded": "0", "doubled": "0"}, []string{"arrived", "server_conns", "server_closed", "start_p99_ms", "arrive_p50_ms", "arrive_p99_ms", "arrive_max_ms"}},
 		{"restart", Options{Schedules: 30, Duration: 2 * time.Second}, map[string]string{"schedules": "30", "probe_missed": "0"}, []string{"restore_ms", "first_peak_rss_mb", "peak_rss_mb", "peak_reset", "probe_commit_p99_ms", "probe_start_p99_ms"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,6 +87,11 @@ func TestScenariosOnSQLite(t *testing.T) {
 			for _, k := range tc.keys {
 				_, ok := l.Get(k)
 				require.True(t, ok, "%s in %s", k, l)
+			}
+			if tc.name == "httpcall" {
+				jobs, _ := l.Get("jobs")
+				arrived, _ := l.Get("arrived")
+				require.Equal(t, jobs, arrived, "every job's request reached the server: %s", l)
 			}
 			// The database now has rows: a second run is refused.
 			_, err = Run(t.Context(), cfg, log, tc.name, tc.opts)

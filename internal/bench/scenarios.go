@@ -25,18 +25,18 @@ import (
 )
 
 // Scenarios are the names `chime bench` runs, each printing one Line.
-var Scenarios = []string{"burst", "steady", "drain", "continuous", "restart"}
+var Scenarios = []string{"burst", "steady", "drain", "continuous", "restart", "httpcall"}
 
 // Options size a scenario. Zero values take the scenario's default.
 type Options struct {
 	// Jobs is the pending jobs of drain, or the once schedules of burst
 	// all due in the same second.
 	Jobs int
-	// Schedules is the every-second schedules of steady and continuous, or
-	// the active schedules of restart.
+	// Schedules is the every-second schedules of steady, continuous and
+	// httpcall, or the active schedules of restart.
 	Schedules int
-	// Duration is how long steady and continuous measure, or how long
-	// restart watches firing after the restart.
+	// Duration is how long steady, continuous and httpcall measure, or
+	// how long restart watches firing after the restart.
 	Duration time.Duration
 	// Timeout bounds the wait for drain and burst to finish.
 	Timeout time.Duration
@@ -84,6 +84,8 @@ func Run(ctx context.Context, cfg *configs.Config, log *logrus.Logger, scenario 
 		return steady(ctx, cfg, log, scenario, o)
 	case "restart":
 		return restart(ctx, cfg, log, o)
+	case "httpcall":
+		return httpcallScenario(ctx, cfg, log, o)
 	}
 	return nil, fmt.Errorf("bench: unknown scenario %q (want one of %s)", scenario, strings.Join(Scenarios, ", "))
 }

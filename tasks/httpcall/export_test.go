@@ -9,3 +9,30 @@ func SetDefaultTimeout(d time.Duration) (restore func()) {
 	defaultTimeout = d
 	return func() { defaultTimeout = old }
 }
+
+// IdleConnMaxAge is idleConnMaxAge, for a test that moves a clock past it.
+const IdleConnMaxAge = idleConnMaxAge
+
+// UseTransport gives the jobs a fresh shared transport that keeps perHost
+// idle connections per host and reads the clock now (nil: time.Now), so a
+// test counts the connections its own jobs made. Only a test that does not
+// run in parallel may call it. restore closes that transport's idle
+// connections and puts the previous one back.
+func UseTransport(perHost int, now func() time.Time) (restore func()) {
+	if now == nil {
+		now = time.Now
+	}
+	old := shared
+	shared = newShared(perHost, now)
+	return func() {
+		shared.closeIdle()
+		shared = old
+	}
+}
+
+// MaxIdleConnsPerHost is the bound a node's jobs run with.
+const MaxIdleConnsPerHost = maxIdleConnsPerHost
+
+// CloseIdleConnections closes the shared transport's idle connections, so
+// that goleak sees no connection goroutines left.
+func CloseIdleConnections() { shared.closeIdle() }

@@ -15,6 +15,11 @@
 // The result records the status line and the first 4 KiB of the response
 // body. Stop cancels the request in flight. Pause holds the task only
 // before the request goes out; while it is in flight Pause refuses.
+//
+// The jobs of a process share idle keep-alive connections (transport.go):
+// a job calling a host another job called recently skips the TCP and TLS
+// handshakes. They share nothing else: each has its own request and client,
+// with no cookie jar.
 package httpcall
 
 import (
@@ -180,12 +185,9 @@ func (t *Task) Execute(ctx context.Context, job *tasks.Job) error {
 		req.Host = h
 	}
 
-	// A transport per run, closed after it: jobs are independent, and a
-	// shared pool would keep idle connections (and goroutines) alive
-	// between unrelated jobs.
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	defer transport.CloseIdleConnections()
-	client := &http.Client{Transport: transport}
+	// The jobs share connections (see shared), never a client: no cookie
+	// jar, and net/http's redirect policy per request.
+	client := &http.Client{Transport: shared.get()}
 
 	start := time.Now()
 	resp, err := client.Do(req)

@@ -20,7 +20,17 @@ import (
 	"github.com/chimesched/chime/tasks/httpcall"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(closeIdle{m}) }
+
+// closeIdle closes the shared transport's idle connections after the
+// tests, before goleak looks for goroutines left behind.
+type closeIdle struct{ m *testing.M }
+
+func (c closeIdle) Run() int {
+	code := c.m.Run()
+	httpcall.CloseIdleConnections()
+	return code
+}
 
 type bundle struct {
 	task tasks.Task
