@@ -55,8 +55,9 @@ var importRules = map[string][]string{
 	"internal/syncbuf":    nil,
 	// Zero-cost hooks the services signal and only tests initialise.
 	"internal/testsignal": nil,
-	// chime bench: runs a node (app) on a database it fills itself.
-	"internal/bench": {"app", "configs", "models", "store", "tasks"},
+	// chime bench: runs a node (app) on a database it fills itself; its
+	// httpcall scenario drives the httpcall task against a local server.
+	"internal/bench": {"app", "configs", "models", "store", "tasks", "tasks/httpcall"},
 	// Test support, imported only by _test.go files.
 	"internal/testsupport/testdb":      {"models", "store"},
 	"internal/testsupport/clustertest": nil,
