@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -128,6 +129,11 @@ func httpcallScenario(ctx context.Context, cfg *configs.Config, log *logrus.Logg
 	if err := srv.close(); err != nil {
 		return nil, fmt.Errorf("bench: local HTTP server: %w", err)
 	}
+	// Shutdown returns once the connections are closed, not once their
+	// goroutines have reported it: read under the lock.
+	srv.mu.Lock()
+	arrivals, conns, closed := srv.arrivals, slices.Clone(srv.conns), slices.Clone(srv.closed)
+	srv.mu.Unlock()
 
 	var jobs []models.Job
 	if err := e.db.Select("id, schedule_id, status, scheduled_at, started_at").
@@ -152,7 +158,7 @@ func httpcallScenario(ctx context.Context, cfg *configs.Config, log *logrus.Logg
 	// a second request of one schedule in one second (doubled).
 	var late []float64
 	arrived, doubled := 0, 0
-	for _, at := range srv.arrivals {
+	for _, at := range arrivals {
 		last := time.Time{}
 		for _, a := range at {
 			due := a.UTC().Truncate(time.Second)
@@ -188,8 +194,8 @@ func httpcallScenario(ctx context.Context, cfg *configs.Config, log *logrus.Logg
 	l.add("not_succeeded", failed)
 	l.add("arrived", arrived)
 	l.add("doubled", doubled)
-	l.add("server_conns", inWindow(srv.conns))
-	l.add("server_closed", inWindow(srv.closed))
+	l.add("server_conns", inWindow(conns))
+	l.add("server_closed", inWindow(closed))
 	l.add("start_p50_ms", s.P50)
 	l.add("start_p99_ms", s.P99)
 	l.add("arrive_p50_ms", a.P50)
