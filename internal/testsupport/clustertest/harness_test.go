@@ -341,7 +341,7 @@ func waitForOr(t *testing.T, d time.Duration, what string, cond func() bool, dia
 			}
 			t.Fatalf("timed out after %s waiting for %s%s", d, what, msg)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // the poll step: real processes on a real database
 	}
 	return time.Since(start)
 }
