@@ -250,7 +250,7 @@ func TestResetLiveJobRefused(t *testing.T) {
 						Updates(map[string]any{"status": models.JobStopped, "control": "", "finished_at": store.DBTime(time.Now())}).Error
 					return
 				}
-				time.Sleep(5 * time.Millisecond)
+				time.Sleep(5 * time.Millisecond) // the control loop's poll step, which this goroutine plays
 			}
 			engine <- nil
 		}()

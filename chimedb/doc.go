@@ -9,6 +9,8 @@
 // It imports only models, and no ORM, SQL driver or migration tool, so
 // that scheduleengine, taskengine, cluster, api, console and quartzimport
 // build without them (TestSeamHasNoDrivers checks it). store implements
-// the interfaces over gorm on MySQL/MariaDB, PostgreSQL and SQLite; app
-// hands a *store.Store to each.
+// the interfaces over gorm on MySQL/MariaDB, PostgreSQL and SQLite, and
+// passes chimedb/chimedbtest, the conformance suite every dialect runs;
+// app hands a *store.Store to each (to the schedule engine, on a node that
+// runs a task engine too, wrapped in taskengine.HandoffStore).
 package chimedb

@@ -55,7 +55,7 @@ func TestSenderGivesUpOnPermanentFailures(t *testing.T) {
 				break
 			}
 			require.True(t, time.Now().Before(deadline), "notices still pending: %+v", ns)
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // the poll step of a wait with a deadline: the rows are the sender's only trace
 		}
 		require.NoError(t, s.Stop(context.Background()))
 		require.Equal(t, ids[0], ns[0].ID)

@@ -16,8 +16,8 @@
 // One goroutine (run) owns the engine's state: an entry per active
 // schedule, and a min-heap of entries by next intended time. Each turn it
 // follows the Leadership, starts a sync when due, takes every entry whose
-// time has come off the heap, and hands their fires to two writer
-// goroutines. Then it sleeps until its next wake-up: the heap's top, the
+// time has come off the heap, and hands their fires to the writer
+// goroutines (see Writing). Then it sleeps until its next wake-up: the heap's top, the
 // next sync, or a retry. gocron v2 is the timer: one gocron job (alarm.go)
 // runs at that instant and signals the loop; the loop replaces the job when
 // the instant changes. A herd of 10,000 once schedules is one wake-up and

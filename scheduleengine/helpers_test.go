@@ -132,6 +132,9 @@ func dbOf(st Store) *store.Store {
 	if f, ok := st.(*failFirstWrite); ok {
 		return f.Store
 	}
+	if en, ok := st.(*ensureStore); ok {
+		return en.Store
+	}
 	if a, ok := st.(*aheadStore); ok {
 		return a.Store
 	}

@@ -152,8 +152,11 @@ func (e *Engine) apply(r *chimedb.ScheduleRow) *entry {
 		// A re-read of the row the entry was built from: keep the entry.
 		if r.Trigger == nil {
 			e.missing[id] = old.triggerRow()
-		} else if r.Trigger.SpecHash == old.spec {
-			delete(e.respec, id) // recorded
+		} else {
+			delete(e.missing, id)
+			if r.Trigger.SpecHash == old.spec {
+				delete(e.respec, id) // recorded
+			}
 		}
 		return old
 	}
@@ -179,8 +182,16 @@ func (e *Engine) apply(r *chimedb.ScheduleRow) *entry {
 		// The row may have been read before a commit this engine applied.
 		en.catchUpTo(*old.last, old.fired, old.misfired)
 	}
+	// A row read without its trigger is recorded by the leader; one read
+	// with it no longer needs that. A standby, which records nothing,
+	// would otherwise keep its first read's list until it leads and then
+	// ask for rows that exist: an upsert that waits for any transaction
+	// holding one of them (a frozen leader's, until the server rolls it
+	// back), with the engine's loop inside it.
 	if r.Trigger == nil {
 		e.missing[id] = en.triggerRow()
+	} else {
+		delete(e.missing, id)
 	}
 	delete(e.due, id)
 	delete(e.complete, id)
@@ -234,6 +245,7 @@ func (e *Engine) remove(id int64) {
 		e.heap.untrack(en)
 	}
 	delete(e.entries, id)
+	delete(e.missing, id)
 	delete(e.respec, id)
 	delete(e.due, id)
 	delete(e.complete, id)

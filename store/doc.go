@@ -1,6 +1,7 @@
 // Package store is the only package of a node with SQL on chime's
 // database (internal/bench seeds its tables with plain INSERTs, as an
-// admin's SQL would). It opens MySQL (MariaDB), PostgreSQL or SQLite
+// admin's SQL would; the conformance suite chimedb/chimedbtest and the
+// tests read and write rows with SQL of their own, test support only). It opens MySQL (MariaDB), PostgreSQL or SQLite
 // through GORM, applies the embedded migrations, and holds every query:
 // fire, claim, complete, heartbeat, lease, recover, and the admin queries
 // behind the API and the console. chimedb declares the interfaces the

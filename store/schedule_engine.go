@@ -40,37 +40,12 @@ var (
 // hold a few copies, not a million.
 func (s *Store) LoadSchedules(ctx context.Context, p *chimedb.LoadSchedulesParams) (*chimedb.LoadSchedulesResult, error) {
 	db := s.DB().WithContext(ctx)
-	var b strings.Builder
-	b.WriteString("SELECT ")
-	for i, c := range loadScheduleColumns {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("s." + c)
-	}
-	for _, c := range loadTriggerColumns {
-		b.WriteString(",t." + c)
-	}
-	b.WriteString(" FROM schedules s LEFT JOIN time_triggers t ON t.schedule_id = s.id WHERE s.id > ?")
-	args := []any{p.AfterID}
-	if p.ChangedSince != nil {
-		since := DBTime(*p.ChangedSince)
-		b.WriteString(" AND (s.updated_at >= ? OR s.job_definition_id IN (SELECT id FROM job_definitions WHERE updated_at >= ?)" +
-			" OR s.calendar_id IN (SELECT id FROM calendars WHERE updated_at >= ?))")
-		args = append(args, since, since, since)
-	} else {
-		b.WriteString(" AND s.status = ?")
-		args = append(args, string(models.ScheduleActive))
-	}
-	b.WriteString(" ORDER BY s.id")
-	if p.Limit > 0 {
-		b.WriteString(" LIMIT " + strconv.Itoa(p.Limit))
-	}
+	q, args := loadSchedulesQuery(p)
 	res := &chimedb.LoadSchedulesResult{}
 	if p.Limit > 0 {
 		res.Rows = make([]chimedb.ScheduleRow, 0, p.Limit)
 	}
-	rows, err := s.sqlDB.QueryContext(ctx, b.String(), args...)
+	rows, err := s.sqlDB.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("load schedules: %w", err)
 	}
@@ -287,4 +262,37 @@ func (s *Store) MarkInvalid(ctx context.Context, p *chimedb.MarkInvalidParams) e
 		return fmt.Errorf("mark schedule %d invalid: %w", p.ScheduleID, err)
 	}
 	return nil
+}
+
+// loadSchedulesQuery is LoadSchedules' read of one page: the schedules
+// with their trigger rows, all active ones or those changed since
+// p.ChangedSince, by id after p.AfterID.
+func loadSchedulesQuery(p *chimedb.LoadSchedulesParams) (string, []any) {
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	for i, c := range loadScheduleColumns {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("s." + c)
+	}
+	for _, c := range loadTriggerColumns {
+		b.WriteString(",t." + c)
+	}
+	b.WriteString(" FROM schedules s LEFT JOIN time_triggers t ON t.schedule_id = s.id WHERE s.id > ?")
+	args := []any{p.AfterID}
+	if p.ChangedSince != nil {
+		since := DBTime(*p.ChangedSince)
+		b.WriteString(" AND (s.updated_at >= ? OR s.job_definition_id IN (SELECT id FROM job_definitions WHERE updated_at >= ?)" +
+			" OR s.calendar_id IN (SELECT id FROM calendars WHERE updated_at >= ?))")
+		args = append(args, since, since, since)
+	} else {
+		b.WriteString(" AND s.status = ?")
+		args = append(args, string(models.ScheduleActive))
+	}
+	b.WriteString(" ORDER BY s.id")
+	if p.Limit > 0 {
+		b.WriteString(" LIMIT " + strconv.Itoa(p.Limit))
+	}
+	return b.String(), args
 }

@@ -106,7 +106,7 @@ func TestAdminSQLContract(t *testing.T) {
 
 		// A plain UPDATE moves updated_at on both dialects.
 		before := sch.UpdatedAt
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // the real database's clock must move past before
 		require.NoError(t, db.Exec(`UPDATE schedules SET status = 'paused' WHERE id = ?`, sch.ID).Error)
 		require.NoError(t, db.Take(&sch, sch.ID).Error)
 		require.True(t, sch.UpdatedAt.After(before), "updated_at %v not after %v", sch.UpdatedAt, before)

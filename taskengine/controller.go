@@ -90,28 +90,8 @@ func (c *controller) apply(ctx context.Context, r chimedb.ControlRequest, ar *ac
 	log := ar.job.Log()
 	var to models.JobStatus
 	switch r.Control {
-	case models.ControlPause:
-		switch {
-		case r.Status == models.JobPaused:
-			log.Info("pause ignored: the job is already paused")
-		case safeBool(ar.task.Pause):
-			ar.paused.Store(true)
-			to = models.JobPaused
-			log.Info("paused (control = pause)")
-		default:
-			log.Warn("pause refused: the task cannot pause now")
-		}
-	case models.ControlResume:
-		switch {
-		case r.Status == models.JobRunning:
-			log.Info("resume ignored: the job is not paused")
-		case safeBool(ar.task.Resume):
-			ar.paused.Store(false)
-			to = models.JobRunning
-			log.Info("resumed (control = resume)")
-		default:
-			log.Warn("resume refused: the task cannot resume now")
-		}
+	case models.ControlPause, models.ControlResume:
+		to = setPaused(log, r.Status, ar, r.Control == models.ControlPause)
 	case models.ControlStop:
 		// Marked before Stop: Execute may return before Stop does.
 		ar.stopRequested.Store(true)
@@ -131,4 +111,25 @@ func (c *controller) apply(ctx context.Context, r chimedb.ControlRequest, ar *ac
 		return
 	}
 	c.signals.controlled.Signal(controlSignal{id: r.ID, control: r.Control, to: to})
+}
+
+// setPaused pauses the run (pause) or resumes it, and returns the job's
+// status after, or "" when nothing changed: the job was already there, or
+// the task refused. Pause and resume are one switch flipped either way.
+func setPaused(log logrus.FieldLogger, status models.JobStatus, ar *activeRun, pause bool) models.JobStatus {
+	verb, done, to, call, already := "resume", "resumed", models.JobRunning, ar.task.Resume, "the job is not paused"
+	if pause {
+		verb, done, to, call, already = "pause", "paused", models.JobPaused, ar.task.Pause, "the job is already paused"
+	}
+	switch {
+	case status == to:
+		log.Infof("%s ignored: %s", verb, already)
+	case safeBool(call):
+		ar.paused.Store(pause)
+		log.Infof("%s (control = %s)", done, verb)
+		return to
+	default:
+		log.Warnf("%s refused: the task cannot %s now", verb, verb)
+	}
+	return ""
 }

@@ -6,7 +6,8 @@
 //
 //	eng, err := taskengine.New(st, &taskengine.Config{NodeID: "node-1", Registry: reg})
 //	if err := eng.Start(ctx); err != nil { … }
-//	// the schedule engine calls eng.Wake() after committing due jobs
+//	// app wires the schedule engine's OnFire to eng.Wake, and its store
+//	// through eng.HandoffStore (see handoff_store.go)
 //	defer eng.Stop(stopCtx) // graceful: see Stop
 //
 // # Parts
@@ -17,6 +18,9 @@
 //
 //   - the log writer buffers job_logs lines and writes them in multi-row
 //     INSERTs;
+//   - the node's jobs: at Start, recovery of what a dead process with this
+//     NodeID left behind; at Stop, after the completer, the jobs still
+//     queued here go back to pending;
 //   - the completer writes outcomes in batches, with the lines buffered
 //     until then, and the starter moves queued jobs to running in batches;
 //   - the controller acts on jobs.control and beats running jobs' heartbeat_at;
@@ -113,6 +117,6 @@
 // lost".
 //
 // taskengine imports chimedb (its store interface; store implements it),
-// models, tasks and internal/metrics; it never imports store, the schedule
-// engine, the API or the CLI.
+// models, tasks and internal/{metrics,startstop,testsignal}; it never
+// imports store, the schedule engine, the API or the CLI.
 package taskengine

@@ -116,10 +116,10 @@ func (e *Engine) SetPollInterval(d time.Duration) error {
 }
 
 // Wake asks the engine to look for due jobs now instead of at the next
-// poll. It never blocks; calls while a look is pending merge into one. The
-// schedule engine calls it after committing due jobs, so a fire on this
-// node starts within milliseconds while the poll remains the path for jobs
-// written by other nodes.
+// poll. It never blocks; calls while a look is pending merge into one. app
+// makes it the schedule engine's OnFire, called after a commit of due jobs,
+// so a fire on this node starts within milliseconds while the poll remains
+// the path for jobs written by other nodes.
 func (e *Engine) Wake() { e.producer.Wake() }
 
 // Start recovers the jobs a previous process with this NodeID left behind

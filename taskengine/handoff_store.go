@@ -11,7 +11,10 @@ import (
 // claim's round trip after the commit is what stood between a fire and its
 // start. The schedule engine writes through it without knowing: app gives
 // it Engine.HandoffStore(st) instead of st on a node that runs both
-// engines, and the engines still never call each other.
+// engines. The schedule engine still calls no method of the task engine,
+// only its store; this decorator is the one place where the task engine's
+// code runs on the schedule engine's writers, inside their transactions'
+// lifetime.
 //
 // Its WriteFires reserves free workers (ReserveHandoff) for the batch's
 // on-time jobs, asks the store to write up to that many as running on this

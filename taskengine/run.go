@@ -167,7 +167,7 @@ func (x *executor) begin(r *execRun, cj *chimedb.ClaimedJob, job *tasks.Job) (db
 		attempt, at, err := x.starter.start(job.ID, cj.Attempt)
 		if err != nil {
 			job.Log().WithError(err).Error("could not mark the job running; releasing it")
-			x.release(r, job, nil, "released to pending: marking it running failed")
+			x.releaseUnstarted(r, job, at)
 			return time.Time{}, false
 		}
 		if attempt == 0 {
@@ -352,6 +352,36 @@ func (x *executor) release(r *execRun, job *tasks.Job, cj *chimedb.ClaimedJob, r
 	}
 	if _, err := x.st.ReleaseJobs(r.db, p); err != nil {
 		x.log.WithError(err).WithField(fieldJobID, job.ID).Error("releasing the job failed; it stays queued until this node restarts")
+	}
+}
+
+// releaseUnstarted gives back a job whose start failed, until the
+// database takes it or the engine's database context ends. Its start
+// failed only as far as this node knows: the UPDATE may have committed
+// and its answer been lost (the database went away meanwhile), so the row
+// is released as queued and as started at startedAt (the starter writes
+// one started_at for all its tries). A job left either way on a node that
+// stays alive is never run and never recovered: its heartbeat_at is kept
+// fresh with the node's other running jobs (TestDatabaseOutage found
+// three so, 20 s after MariaDB came back).
+func (x *executor) releaseUnstarted(r *execRun, job *tasks.Job, startedAt time.Time) {
+	const reason = "released to pending: marking it running failed"
+	queued := &chimedb.ReleaseJobsParams{NodeID: x.cfg.NodeID, IDs: []int64{job.ID}, Now: chimedb.DBTime(x.cfg.Clock.Now()), Reason: reason}
+	started := *queued
+	started.Started, started.StartedAt = true, startedAt
+	for _, p := range []*chimedb.ReleaseJobsParams{queued, &started} {
+		for attempt := 1; ; attempt++ {
+			_, err := x.st.ReleaseJobs(r.db, p)
+			if err == nil {
+				break
+			}
+			if r.db.Err() != nil {
+				x.log.WithError(err).WithField(fieldJobID, job.ID).Error("releasing the job failed; it stays with this node until it restarts")
+				return
+			}
+			x.log.WithError(err).WithField(fieldJobID, job.ID).Warn("releasing the job failed; retrying")
+			sleepCtx(r.db, x.cfg.Clock, min(time.Duration(attempt)*200*time.Millisecond, 5*time.Second))
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package taskengine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -201,4 +202,54 @@ func (c *countTask) Execute(_ context.Context, job *tasks.Job) error {
 	c.mu.Unlock()
 	c.ran.Signal(job.ID)
 	return nil
+}
+
+// lostStart commits the first StartJobs and then answers with an error, as
+// when the database goes away between the commit and its answer; the
+// starter's two retries and the first releases fail too, the database
+// still being away.
+type lostStart struct {
+	jobStore
+	lost         atomic.Bool
+	failStarts   atomic.Int64
+	failReleases atomic.Int64
+}
+
+func (s *lostStart) StartJobs(ctx context.Context, p *chimedb.StartJobsParams) (map[int64]int, error) {
+	if s.lost.CompareAndSwap(false, true) {
+		if _, err := s.jobStore.StartJobs(ctx, p); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("invalid connection (the answer to a committed start was lost)")
+	}
+	if s.failStarts.Add(-1) >= 0 {
+		return nil, errors.New("connection refused")
+	}
+	return s.jobStore.StartJobs(ctx, p)
+}
+
+func (s *lostStart) ReleaseJobs(ctx context.Context, p *chimedb.ReleaseJobsParams) ([]int64, error) {
+	if s.failReleases.Add(-1) >= 0 {
+		return nil, errors.New("connection refused")
+	}
+	return s.jobStore.ReleaseJobs(ctx, p)
+}
+
+// A start whose UPDATE committed but whose answer was lost, with the
+// database still away when the job is released: the job goes back to
+// pending once the database answers, and runs. It was left running on its
+// node instead, never run and never recovered (TestDatabaseOutage).
+func TestLostStartIsReleased(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		id := adHocJob(t, st, &testdb.DefinitionOpts{Name: "hooked", TaskType: queuedSleepKind, DefaultParams: `{"duration":"0s"}`})
+		ls := &lostStart{jobStore: st}
+		ls.failStarts.Store(2)
+		ls.failReleases.Store(2)
+		e := startEngine(t, ls, testConfig(t, nodeName(t)))
+		j := waitOutcome(t, e, st, id, models.JobSucceeded)
+		require.True(t, ls.lost.Load(), "the first start's answer was lost")
+		require.Equal(t, 1, j.Attempt, "the lost start's attempt was given back")
+		require.Positive(t, countLogs(t, st.DB(), id, "released to pending: marking it running failed"))
+	})
 }

@@ -54,7 +54,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond) // the poll step: a real process, whose state the kernel does not signal
 	}
 }
 
@@ -298,7 +298,7 @@ func TestShellControl(t *testing.T) {
 		pgid := startedPID(t, b)
 		eventually(t, "the loop to stop", func() bool { s, _, _ := procStat(pgid); return s == 'T' })
 		held := size()
-		time.Sleep(30 * time.Millisecond)
+		time.Sleep(30 * time.Millisecond) // real time in which the real loop, were it running, would write
 		require.Equal(t, held, size(), "no progress while paused")
 
 		require.True(t, b.task.Resume())

@@ -89,9 +89,7 @@ func killLeader(t *testing.T, dsn string) {
 	time.Sleep(3 * time.Second) // a throughput window of real processes on a real database
 	afterTo, _ := st.DBNow(ctx)
 	t.Logf("2 nodes after failover: %s", measure(t, st, afterFrom.Add(-time.Second), afterTo.Add(-time.Second)))
-	for _, p := range nodes {
-		p.stop(t, 10*time.Second)
-	}
+	stopAll(t, st, nodes)
 	require.Zero(t, count(t, st, "SELECT COUNT(*) FROM jobs WHERE node_id = ? AND status IN ?", leader.id,
 		[]models.JobStatus{models.JobQueued, models.JobRunning, models.JobPaused}), "jobs left on the dead node")
 	checkFires(t, st, ids, killedAt.Add(-time.Second), 1)

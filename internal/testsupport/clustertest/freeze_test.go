@@ -2,6 +2,7 @@ package clustertest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,13 +52,21 @@ func freezeLeader(t *testing.T, dsn string) {
 	t.Logf("froze leader %s; a transaction of it open and idle: %v", leader.id, idleTransaction(t, st, dsn))
 
 	var newLeader string
-	took := waitFor(t, failover+heartbeat+3*time.Second, "a survivor to take the scheduler lease", func() bool {
+	// When the freeze lands inside the leader's lease renewal (a short
+	// transaction: UPDATE leases, then a read, then COMMIT; slow on a loaded
+	// machine), the frozen transaction holds the lease row and no survivor
+	// can take it until the server rolls it back (store.DefaultIdleTxTimeout):
+	// the statements listed on failure then show survivors waiting in
+	// UPDATE leases.
+	took := waitForOr(t, failover+heartbeat+3*time.Second, "a survivor to take the scheduler lease", func() bool {
 		l, err := st.GetLease(ctx, "scheduler")
 		if err == nil && l.Live && l.Holder != leader.id {
 			newLeader = l.Holder
 			return true
 		}
 		return false
+	}, func() string {
+		return "idle transaction open: " + idleTransaction(t, st, dsn) + "\nstatements running:\n" + running(t, st, dsn)
 	})
 	t.Logf("%s took the lease %s after the freeze", newLeader, took.Round(10*time.Millisecond))
 
@@ -65,7 +74,7 @@ func freezeLeader(t *testing.T, dsn string) {
 	again := waitForOr(t, store.DefaultIdleTxTimeout+15*time.Second, "every schedule to fire again while the old leader is frozen", func() bool {
 		return count(t, st, "SELECT COUNT(DISTINCT schedule_id) FROM jobs WHERE scheduled_at > ?", next) == all
 	}, func() string {
-		return "idle transaction still open: " + idleTransaction(t, st, dsn)
+		return "idle transaction still open: " + idleTransaction(t, st, dsn) + "\nstatements running:\n" + running(t, st, dsn)
 	})
 	t.Logf("every schedule fired again %s after the freeze", again.Round(100*time.Millisecond))
 
@@ -73,9 +82,7 @@ func freezeLeader(t *testing.T, dsn string) {
 	waitFor(t, 10*time.Second, "the thawed node to find it no longer leads", func() bool {
 		return strings.Contains(leader.out.String(), "no longer leading")
 	})
-	for _, p := range nodes {
-		p.stop(t, 10*time.Second)
-	}
+	stopAll(t, st, nodes)
 	checkFires(t, st, ids, frozenAt.Add(-time.Second), 1)
 	for id, p := range nodes {
 		if strings.Contains(p.out.String(), `"level":"fatal"`) {
@@ -97,4 +104,27 @@ func idleTransaction(t *testing.T, st *store.Store, dsn string) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// running lists the statements of the database's sessions that have run
+// for a second or more: what a node that fires nothing is waiting in.
+func running(t *testing.T, st *store.Store, dsn string) string {
+	var rows []struct {
+		Secs  float64
+		State string
+		Query string
+	}
+	q := "SELECT time AS secs, state, info AS query FROM information_schema.processlist WHERE db = DATABASE() AND command <> 'Sleep' AND time >= 1"
+	if driverOf(dsn) == store.Postgres {
+		q = "SELECT EXTRACT(EPOCH FROM now() - query_start) AS secs, state || ' ' || COALESCE(wait_event, '') AS state, query FROM pg_stat_activity" +
+			" WHERE datname = current_database() AND state <> 'idle' AND pid <> pg_backend_pid() AND now() - query_start >= interval '1 second'"
+	}
+	if err := st.DB().Raw(q).Scan(&rows).Error; err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		fmt.Fprintf(&b, "  %.0fs %s: %.300s\n", r.Secs, r.State, r.Query)
+	}
+	return b.String()
 }

@@ -151,15 +151,99 @@ func startNode(t *testing.T, bin, dsn, id string) *nodeProc {
 	}()
 	t.Cleanup(func() {
 		p.kill()
-		// CHIME_CLUSTERTEST_LOGDIR keeps every node's full log for a post-mortem.
-		if dir := os.Getenv("CHIME_CLUSTERTEST_LOGDIR"); dir != "" {
-			_ = os.WriteFile(filepath.Join(dir, t.Name()[strings.LastIndex(t.Name(), "/")+1:]+"-"+id+".log"), []byte(p.out.String()), 0o644)
-		}
-		if t.Failed() {
-			t.Logf("output of node %s (last 4 KiB):\n%s", id, tail(p.out.String(), 4096))
-		}
+		keepLog(t, p)
 	})
 	return p
+}
+
+// keepLog saves a node's whole log where a post-mortem can read it: in
+// CHIME_CLUSTERTEST_LOGDIR when set (every run), else, when the test
+// failed, in a directory of its own that outlives the test (t.TempDir
+// does not), named in the output. The warnings and errors, and the log's
+// last 4 KiB, go into the test's output as well: in CI they may be all
+// that is kept.
+func keepLog(t *testing.T, p *nodeProc) {
+	out := p.out.String()
+	dir := os.Getenv("CHIME_CLUSTERTEST_LOGDIR")
+	if dir == "" && !t.Failed() {
+		return
+	}
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "chime-clustertest-logs-"); err != nil {
+			t.Logf("cannot keep node %s's log: %v", p.id, err)
+		}
+	}
+	name := strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()) + "-" + p.id + ".log"
+	if dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(out), 0o644); err != nil {
+			t.Logf("cannot keep node %s's log: %v", p.id, err)
+		} else if t.Failed() {
+			t.Logf("node %s's whole log (%d bytes): %s", p.id, len(out), filepath.Join(dir, name))
+		}
+	}
+	if t.Failed() {
+		t.Logf("node %s: its warnings and errors:\n%s\nits last 4 KiB:\n%s", p.id, notable(out), tail(out, 4096))
+	}
+}
+
+// notable keeps the log's lines above info (JSON lines whose level is
+// warning, error or fatal, and lines that are not JSON: a panic, a
+// driver's own messages), repeats of one message folded into a count.
+func notable(log string) string {
+	var b strings.Builder
+	last, repeats := "", 0
+	flush := func() {
+		if repeats > 0 {
+			fmt.Fprintf(&b, "  (the same message %d more times)\n", repeats)
+		}
+		repeats = 0
+	}
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, `"level":"info"`) || strings.Contains(line, `"level":"debug"`) || strings.TrimSpace(line) == "" {
+			continue
+		}
+		msg := line
+		if i := strings.Index(line, `"msg":`); i >= 0 {
+			msg = line[i:]
+			if j := strings.Index(msg, `","`); j >= 0 {
+				msg = msg[:j]
+			}
+		}
+		if msg == last {
+			repeats++
+			continue
+		}
+		flush()
+		last = msg
+		b.WriteString(line)
+		if !strings.HasSuffix(line, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	flush()
+	return b.String()
+}
+
+// stopAll stops the nodes gracefully, the scheduler lease's holder last. A
+// leader stopped first gives the lease up, and a node that takes it while
+// it is being stopped itself may write a catch-up job for the fires the
+// hand-over missed: one more than the fire checks expect, and not what
+// they test.
+func stopAll(t *testing.T, st *store.Store, nodes map[string]*nodeProc) {
+	t.Helper()
+	holder := ""
+	if l, err := st.GetLease(context.Background(), "scheduler"); err == nil && l.Live {
+		holder = l.Holder
+	}
+	for id, p := range nodes {
+		if id != holder {
+			p.stop(t, 10*time.Second)
+		}
+	}
+	if p := nodes[holder]; p != nil {
+		p.stop(t, 10*time.Second)
+	}
 }
 
 func (p *nodeProc) running() bool {
@@ -257,7 +341,7 @@ func waitForOr(t *testing.T, d time.Duration, what string, cond func() bool, dia
 			}
 			t.Fatalf("timed out after %s waiting for %s%s", d, what, msg)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // the poll step: real processes on a real database
 	}
 	return time.Since(start)
 }
@@ -307,10 +391,11 @@ func checkFires(t *testing.T, st *store.Store, scheduleIDs []int64, since time.T
 	for _, id := range scheduleIDs {
 		fs := bySched[id]
 		sort.Slice(fs, func(i, j int) bool { return fs[i].ScheduledAt.Before(fs[j].ScheduledAt) })
-		catchUps := 0
+		var catchUps []string // when each was due and written: who wrote it, and why, is in the nodes' logs then
 		for i, f := range fs {
 			if f.CatchUp && f.ScheduledAt.After(since) {
-				catchUps++
+				catchUps = append(catchUps, fmt.Sprintf("%s (missed %d, written %s)",
+					f.ScheduledAt.Format("15:04:05.000"), f.MissedFires, f.CreatedAt.Format("15:04:05.000")))
 			}
 			if i == 0 {
 				continue
@@ -325,8 +410,9 @@ func checkFires(t *testing.T, st *store.Store, scheduleIDs []int64, since time.T
 					id, f.ScheduledAt.Format("15:04:05.000"), fs[i-1].ScheduledAt.Format("15:04:05.000"), f.CatchUp, f.MissedFires, step, want))
 			}
 		}
-		if catchUps != wantCatchUps {
-			problems = append(problems, fmt.Sprintf("schedule %d: %d catch-up jobs after %s, want %d", id, catchUps, since.Format("15:04:05.000"), wantCatchUps))
+		if len(catchUps) != wantCatchUps {
+			problems = append(problems, fmt.Sprintf("schedule %d: %d catch-up jobs after %s, want %d: %s",
+				id, len(catchUps), since.Format("15:04:05.000"), wantCatchUps, strings.Join(catchUps, ", ")))
 		}
 	}
 	if len(problems) > 0 {

@@ -65,9 +65,13 @@ func TestDatabaseOutage(t *testing.T) {
 	for _, n := range nodeRows {
 		require.Equal(t, chimedb.NodeAlive, n.Status, "node %s after the outage", n.ID)
 	}
+	byID := map[string]*nodeProc{}
 	for _, p := range nodes {
 		require.True(t, p.running(), "node %s exited after the outage", p.id)
-		p.stop(t, 10*time.Second)
+		byID[p.id] = p
+	}
+	stopAll(t, st, byID)
+	for _, p := range nodes {
 		out := p.out.String()
 		require.Contains(t, out, "heartbeat failed", "node %s should log the outage", p.id)
 		require.Contains(t, out, "database is reachable", "node %s should log the recovery", p.id)
