@@ -56,6 +56,7 @@ var routeTable = []route{
 	{method: "GET", path: Prefix + "/notifications", handler: (*Server).listNotifications},
 
 	{method: "GET", path: Prefix + "/nodes", handler: (*Server).listNodes},
+	{method: "GET", path: Prefix + "/version", handler: (*Server).version},
 
 	{method: "GET", path: Prefix + "/configurations", handler: (*Server).listConfigurations},
 	{method: "GET", path: Prefix + "/configurations/{name}", handler: (*Server).getConfiguration},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/configs"
+	"github.com/chimesched/chime/internal/buildinfo"
 	"github.com/chimesched/chime/internal/loopback"
 	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/internal/startstop"
@@ -67,6 +68,9 @@ type Config struct {
 	Logger logrus.FieldLogger
 	// NodeID names this node in log lines.
 	NodeID string
+	// Build is what GET /api/v1/version answers (app sets it from
+	// buildinfo; zero: the binary's own buildinfo.Get()).
+	Build buildinfo.Info
 	// OnSchedulesChanged, when set, is called after a schedule is created,
 	// changed, paused, resumed or deleted through the API, so the local
 	// schedule engine applies it at once instead of at its next sync scan.
@@ -130,6 +134,9 @@ func New(st chimedb.AdminStore, c *Config) (*Server, error) {
 	}
 	if cfg.Addr == "" {
 		cfg.Addr = DefaultAddr
+	}
+	if cfg.Build == (buildinfo.Info{}) {
+		cfg.Build = buildinfo.Get()
 	}
 	if cfg.Settings == nil {
 		defaults, err := configs.Load("", func(string) string { return "" })

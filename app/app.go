@@ -74,6 +74,9 @@ func Migrate(ctx context.Context, cfg *configs.Config, log logrus.FieldLogger) (
 		return store.MigrateResult{}, err
 	}
 	defer st.Close()
+	if err := checkSchema(ctx, st, cfg, log); err != nil {
+		return store.MigrateResult{}, err
+	}
 	res, err := st.ApplyMigrations(ctx)
 	if err != nil {
 		return res, fmt.Errorf("migrate: %w", err)
@@ -117,6 +120,9 @@ func Serve(ctx context.Context, cfg *configs.Config, opts Options) error {
 		return err
 	}
 	defer st.Close()
+	if err := checkSchema(ctx, st, cfg, log); err != nil {
+		return err
+	}
 	if !opts.NoMigrate {
 		if err := migrateAtStart(ctx, st, log); err != nil {
 			return err
@@ -139,7 +145,8 @@ func Serve(ctx context.Context, cfg *configs.Config, opts Options) error {
 		return errors.Join(err, n.stop(stopCtx))
 	}
 	log.WithFields(logrus.Fields{
-		"node_id": cfg.Node.ID, "driver": cfg.Database.Driver, "version": Version,
+		"node_id": cfg.Node.ID, "driver": cfg.Database.Driver, "version": Build().Version,
+		"commit": Build().Commit, "schema_known": Build().Schema,
 		"scheduler": cfg.ScheduleEngine.Enabled, "worker": cfg.TaskEngine.Enabled,
 	}).Info("chime node started")
 	<-ctx.Done()
@@ -340,7 +347,7 @@ func (n *node) buildCluster() error {
 		roles = append(roles, "worker")
 	}
 	cn, err := cluster.New(n.st, &cluster.Config{
-		NodeID: cfg.Node.ID, Roles: strings.Join(roles, ","), Version: Version,
+		NodeID: cfg.Node.ID, Roles: strings.Join(roles, ","), Version: nodeVersion(),
 		Heartbeat: cfg.Cluster.Heartbeat.D(), FailoverAfter: cfg.Cluster.FailoverAfter.D(),
 		RetentionDays: cfg.RetentionDays, Logger: n.log,
 	})
@@ -449,7 +456,7 @@ func (n *node) buildAPI(reg *tasks.Registry) (err error) {
 	httpsOnly := cfg.API.TLSCert != "" || cfg.API.TLSProxy
 	con, err := console.New(n.st, &console.Config{
 		Registry: reg, Token: cfg.API.Token, TokenFile: n.tokenFile(), Secure: httpsOnly,
-		FailoverAfter: cfg.Cluster.FailoverAfter.D(), Logger: n.log, Version: Version,
+		FailoverAfter: cfg.Cluster.FailoverAfter.D(), Logger: n.log, Version: Build().Short(),
 	})
 	if err != nil {
 		return err
@@ -457,7 +464,7 @@ func (n *node) buildAPI(reg *tasks.Registry) (err error) {
 	srv, err := api.New(n.st, &api.Config{
 		Registry: reg, Token: cfg.API.Token, Addr: cfg.API.Addr, Listener: ln,
 		TLSCert: cfg.API.TLSCert, TLSKey: cfg.API.TLSKey, HSTS: httpsOnly, FailoverAfter: cfg.Cluster.FailoverAfter.D(),
-		Logger: n.log, NodeID: cfg.Node.ID, Settings: n.base,
+		Logger: n.log, NodeID: cfg.Node.ID, Settings: n.base, Build: Build(),
 		OnSchedulesChanged: func(int64) {
 			if n.sched != nil {
 				n.sched.Refresh()

@@ -35,17 +35,18 @@ var importRules = map[string][]string{
 	"taskengine":     {"chimedb", "models", "tasks", "internal/metrics", "internal/startstop", "internal/testsignal"},
 	"cluster":        {"chimedb", "models", "internal/metrics", "internal/startstop", "internal/testsignal"},
 	"notify":         {"models", "tasks", "internal/loopback", "internal/startstop"},
-	"api": {"chimedb", "configs", "models", "scheduleengine", "tasks", "trigger", "validate",
+	"api": {"chimedb", "configs", "models", "scheduleengine", "tasks", "trigger", "validate", "internal/buildinfo",
 		"internal/loopback", "internal/metrics", "internal/startstop", "internal/strictjson"},
 	"console":      {"api", "chimedb", "configs", "models", "tasks", "trigger", "validate"},
 	"quartzimport": {"chimedb", "models", "tasks", "trigger", "validate", "internal/javaser"},
 	// Wiring: app alone opens a store and hands it to every service.
 	"app": {"api", "cluster", "configs", "console", "models", "notify", "scheduleengine", "store", "taskengine",
-		"tasks", "tasks/builtin", "tasks/email", "internal/metrics", "internal/startstop"},
+		"tasks", "tasks/builtin", "tasks/email", "internal/buildinfo", "internal/metrics", "internal/startstop"},
 	"cli": {"api", "app", "configs", "models", "quartzcron", "quartzimport", "tasks", "tasks/builtin", "trigger", "validate",
-		"internal/bench", "internal/logging", "internal/loopback"},
+		"internal/bench", "internal/buildinfo", "internal/logging", "internal/loopback"},
 	"cmd/chime": {"cli"},
 	// Production helpers.
+	"internal/buildinfo":  {"sql"},
 	"internal/javaser":    nil,
 	"internal/logging":    nil,
 	"internal/loopback":   nil,
@@ -65,6 +66,8 @@ var importRules = map[string][]string{
 	"notify/smtptest":                  nil,
 	"chimedb/chimedbtest":              {"chimedb", "models"},
 	// The example plugin and its own main.
+	// Deployment files; the package only tests them.
+	"deploy":                 nil,
 	"examples/report":        {"cli", "examples/report/report", "tasks"},
 	"examples/report/report": {"tasks"},
 }

@@ -8,6 +8,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -154,18 +155,33 @@ directory, serves the API on 127.0.0.1:8080 and writes its token to
 }
 
 func newMigrateCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var status, dryRun bool
+	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply the embedded schema migrations (idempotent)",
 		Long: `Apply the embedded schema migrations that the database has not had yet
 (goose_db_version records them). Prints each one it applies, such as
 "applied 00012_priorities", then the schema version; "up to date, no
 migration needed" when there was none. chime serve applies them too at
-start, unless --no-migrate, and logs the same.`,
+start, unless --no-migrate, and logs the same.
+
+--status lists every embedded migration as applied or pending, and any
+version the database has that this chime does not know; --dry-run lists
+the migrations a real run would apply, in order. Neither writes to the
+database. A database migrated by a newer chime is refused, as chime serve
+refuses it, unless database.compatible_schema declares it compatible
+(docs/operations.md, "Upgrades").`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, log, err := g.load(cmd.ErrOrStderr())
 			if err != nil {
 				return err
+			}
+			if status || dryRun {
+				if status && dryRun {
+					return usagef("--status and --dry-run: give one")
+				}
+				return printSchemaStatus(cmd, cfg, log, dryRun)
 			}
 			res, err := app.Migrate(cmd.Context(), cfg, log)
 			out := cmd.OutOrStdout()
@@ -188,14 +204,66 @@ start, unless --no-migrate, and logs the same.`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&status, "status", false, "list each migration as applied or pending; change nothing")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list the migrations a run would apply; change nothing")
+	return cmd
+}
+
+// printSchemaStatus is migrate --status and --dry-run. A newer schema is
+// reported, and fails the command as a real run would, so a script that
+// checks before an upgrade stops there.
+func printSchemaStatus(cmd *cobra.Command, cfg *configs.Config, log *logrus.Logger, dryRun bool) error {
+	st, err := app.SchemaStatus(cmd.Context(), cfg, log)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if !dryRun {
+		for _, m := range st.Migrations {
+			state := "pending"
+			if m.Applied {
+				state = "applied"
+			}
+			fmt.Fprintf(out, "%-8s %s\n", state, m)
+		}
+		for _, v := range st.Unknown {
+			fmt.Fprintf(out, "%-8s %05d (not in this chime: a newer chime applied it)\n", "unknown", v)
+		}
+	}
+	pending := st.Pending()
+	if dryRun {
+		for _, m := range pending {
+			fmt.Fprintf(out, "would apply %s\n", m)
+		}
+	}
+	fmt.Fprintf(out, "schema version %d (%s); this chime knows up to %d; %d pending\n",
+		st.Version, cfg.Database.Driver, st.Known, len(pending))
+	return app.SchemaAllowed(st, cfg, log)
 }
 
 func newVersionCommand() *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print chime's version",
-		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintln(cmd.OutOrStdout(), "chime", app.Version)
+		Short: "Print chime's version, commit, build date, Go release and known schema",
+		Long: `Print which chime this binary is: its version (v0.1.0, or dev for a build
+no release stamped), the commit and date it was built from, the Go release
+that built it, and "schema": the newest migration it embeds. A node refuses
+to start against a database whose schema is newer than that (see
+docs/operations.md, "Upgrades"). A running node answers the same at
+GET /api/v1/version.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			in := app.Build()
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(in)
+			}
+			_, err := fmt.Fprint(cmd.OutOrStdout(), in.String())
+			return err
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the fields of GET /api/v1/version)")
+	return cmd
 }

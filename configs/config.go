@@ -69,6 +69,11 @@ type Database struct {
 	Driver       string `yaml:"driver"`
 	DSN          string `yaml:"dsn"`
 	MaxOpenConns int    `yaml:"max_open_conns"`
+	// CompatibleSchema declares a schema newer than this binary's
+	// migrations safe to run against: a node starts on a database whose
+	// schema version is at most this (0: only the schemas it knows).
+	// Upgrade notes in CHANGELOG.md say which versions allow it.
+	CompatibleSchema int64 `yaml:"compatible_schema"`
 }
 
 // Node names this process in the cluster.
@@ -333,6 +338,9 @@ func (c *Config) problems() []problem {
 	}
 	if c.Database.MaxOpenConns < 0 {
 		bad("database.max_open_conns", "must not be negative, got %d", c.Database.MaxOpenConns)
+	}
+	if c.Database.CompatibleSchema < 0 || c.Database.CompatibleSchema > 99999 {
+		bad("database.compatible_schema", "must be a schema version between 0 and 99999, got %d", c.Database.CompatibleSchema)
 	}
 	switch c.Log.Format {
 	case "text", "json":

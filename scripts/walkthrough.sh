@@ -24,9 +24,10 @@ block() {
 }
 
 install="$(block install)"
+version="$(block version)"
 serve="$(block serve)"
 client="$(block client)"
-for b in install serve client; do
+for b in install version serve client; do
   if [[ -z "${!b}" ]]; then
     echo "walkthrough: README.md has no <!-- walkthrough:$b --> block" >&2
     exit 1
@@ -57,6 +58,13 @@ fail() {
 mkdir -p "$work/bin" "$work/home" "$work/run"
 (cd "$repo" && GOBIN="$work/bin" bash -euo pipefail -c "$install") || fail "the install block failed"
 [[ -x "$work/bin/chime" ]] || fail "the install block did not produce a chime binary"
+# The Install section's check of the binary: which chime, and the schema
+# it knows (the newest migration in sql/).
+schema=$(ls "$repo/sql/sqlite" | sed -n 's/^0*\([0-9][0-9]*\)_.*\.sql$/\1/p' | sort -n | tail -1)
+(cd "$work" && PATH="$work/bin:$PATH" bash -euo pipefail -c "$version") >"$work/version.out" 2>&1 ||
+  fail "the version block failed: $(cat "$work/version.out")"
+grep -Eq '^chime [^ ]+$' "$work/version.out" || fail "chime version did not print its version: $(cat "$work/version.out")"
+grep -Eq "^schema: $schema\$" "$work/version.out" || fail "chime version did not print schema $schema: $(cat "$work/version.out")"
 
 # From here on, a newcomer's fresh machine: nothing in HOME, chime on PATH,
 # an empty working directory.

@@ -5,6 +5,11 @@
 // the fire-ahead window, which takes the idle-transaction bound: about 40 s
 // a database) or take the database away, and check from
 // the tables that nothing was fired twice, lost, or left stuck.
+// TestRollingUpgrade upgrades a cluster of the last release in
+// releases.tsv (built from its commit with git archive and go build) to
+// the working tree's binary, node by node, under load;
+// TestRestoreDumpUnderLoad restores a mariadb-dump or pg_dump taken under
+// load into a fresh database and starts a node on it.
 //
 // The tests need a MariaDB/MySQL server (CHIME_TEST_MYSQL_DSN) and a
 // PostgreSQL server (CHIME_TEST_POSTGRES_DSN); without one
