@@ -367,13 +367,14 @@ func (s *Store) OpenAlerts(ctx context.Context, events []models.AlertEvent, sinc
 
 // ClaimAlerts implements chimedb.AlertStore, as ClaimNotifications.
 func (s *Store) ClaimAlerts(ctx context.Context, p *models.NotificationClaim) ([]models.Alert, error) {
-	now, err := s.DBNow(ctx)
-	if err != nil {
-		return nil, err
-	}
+	// The database's clock inside the statements: on SQLite, where times
+	// compare as text, next_attempt_at's default and the lease are then
+	// written in the same form as what they are compared with.
+	nowExpr, nowArg := s.dbNowExpr(0)
+	leaseExpr, leaseArg := s.dbNowExpr(p.Lease)
 	db := s.db.WithContext(ctx)
 	rows, err := db.Model(&models.Alert{}).Select("id, attempts").
-		Where("status = ? AND next_attempt_at <= ?", models.AlertPending, now).
+		Where("status = ? AND next_attempt_at <= "+nowExpr, models.AlertPending, nowArg).
 		Order("next_attempt_at, id").Limit(max(p.Limit, 1)).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("find due alerts: %w", err)
@@ -388,8 +389,8 @@ func (s *Store) ClaimAlerts(ctx context.Context, p *models.NotificationClaim) ([
 			bad = append(bad, badRow{id: a.ID, reason: fmt.Sprintf("alerts.attempts: %d is out of range", a.Attempts)})
 			continue
 		}
-		res := db.Exec(`UPDATE alerts SET attempts = attempts + 1, node_id = ?, next_attempt_at = ?
-			WHERE id = ? AND status = ? AND attempts = ?`, p.NodeID, now.Add(p.Lease), a.ID, models.AlertPending, a.Attempts)
+		res := db.Exec(`UPDATE alerts SET attempts = attempts + 1, node_id = ?, next_attempt_at = `+leaseExpr+`
+			WHERE id = ? AND status = ? AND attempts = ?`, p.NodeID, leaseArg, a.ID, models.AlertPending, a.Attempts)
 		if res.Error != nil {
 			return nil, fmt.Errorf("claim alert %d: %w", a.ID, res.Error)
 		}

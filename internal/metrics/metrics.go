@@ -73,6 +73,14 @@ var (
 	})
 	// IsLeader is 1 while this node holds the scheduler lease.
 	IsLeader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "chime_scheduler_leader", Help: "1 while this node holds the scheduler lease."})
+	// AlertsSent and AlertsFailed count alert deliveries by channel name:
+	// accepted by the receiver, and given up after retries or refused for good.
+	AlertsSent = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chime_alerts_sent_total", Help: "Alerts delivered, by channel.",
+	}, []string{"channel"})
+	AlertsFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chime_alerts_failed_total", Help: "Alerts given up (attempts used up or refused for good), by channel.",
+	}, []string{"channel"})
 )
 
 func init() {
@@ -82,5 +90,6 @@ func init() {
 		Fires, DuplicateFires, MisfiresCollapsed, MisfiresDropped, FireLateness,
 		JobsFinished, JobDuration, JobStartLateness, PoolBusy, PoolCapacity,
 		ClaimDuration, PollDuration, NotificationFailures, IsLeader, JobsWaiting,
+		AlertsSent, AlertsFailed,
 	)
 }
