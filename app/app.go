@@ -26,6 +26,7 @@ import (
 	"github.com/chimesched/chime/configs"
 	"github.com/chimesched/chime/console"
 	"github.com/chimesched/chime/internal/metrics"
+	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/notify"
 	"github.com/chimesched/chime/scheduleengine"
 	"github.com/chimesched/chime/store"
@@ -492,6 +493,9 @@ func (n *node) buildAPI(reg *tasks.Registry) (err error) {
 			}
 		},
 		Console: con.Handler,
+		TestAlertChannel: func(ctx context.Context, c *models.AlertChannel) error {
+			return n.alerts.Send(ctx, c, alert.TestPayload(c, time.Now()))
+		},
 	})
 	if err != nil {
 		return err
