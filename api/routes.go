@@ -55,6 +55,17 @@ var routeTable = []route{
 
 	{method: "GET", path: Prefix + "/notifications", handler: (*Server).listNotifications},
 
+	{method: "GET", path: Prefix + "/alert-channels", handler: (*Server).listAlertChannels},
+	{method: "POST", path: Prefix + "/alert-channels", handler: (*Server).createAlertChannel},
+	{method: "PATCH", path: Prefix + "/alert-channels/{id}", handler: (*Server).updateAlertChannel},
+	{method: "DELETE", path: Prefix + "/alert-channels/{id}", handler: (*Server).deleteAlertChannel},
+	{method: "POST", path: Prefix + "/alert-channels/{id}/test", handler: (*Server).testAlertChannel},
+	{method: "GET", path: Prefix + "/alert-rules", handler: (*Server).listAlertRules},
+	{method: "POST", path: Prefix + "/alert-rules", handler: (*Server).createAlertRule},
+	{method: "PATCH", path: Prefix + "/alert-rules/{id}", handler: (*Server).updateAlertRule},
+	{method: "DELETE", path: Prefix + "/alert-rules/{id}", handler: (*Server).deleteAlertRule},
+	{method: "GET", path: Prefix + "/alerts", handler: (*Server).listAlerts},
+
 	{method: "GET", path: Prefix + "/nodes", handler: (*Server).listNodes},
 	{method: "GET", path: Prefix + "/version", handler: (*Server).version},
 

@@ -19,6 +19,7 @@ import (
 	"github.com/chimesched/chime/internal/loopback"
 	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/internal/startstop"
+	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/tasks"
 )
 
@@ -93,6 +94,12 @@ type Config struct {
 	// check of a tokenless server, nosniff) but not behind the bearer
 	// check: the console authenticates its own sessions.
 	Console func(api http.Handler) http.Handler
+	// Alerts is the alerting tables (default: st, when it has them); nil
+	// answers the alert routes 501.
+	Alerts chimedb.AlertStore
+	// TestAlertChannel, when set, sends a test message through a channel
+	// now (POST /alert-channels/{id}/test); app wires package alert's.
+	TestAlertChannel func(ctx context.Context, c *models.AlertChannel) error
 }
 
 // Server is the HTTP API.
@@ -128,6 +135,9 @@ func New(st chimedb.AdminStore, c *Config) (*Server, error) {
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = tasks.Default()
+	}
+	if cfg.Alerts == nil {
+		cfg.Alerts, _ = st.(chimedb.AlertStore)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = logrus.StandardLogger()

@@ -20,11 +20,13 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/alert"
 	"github.com/chimesched/chime/api"
 	"github.com/chimesched/chime/cluster"
 	"github.com/chimesched/chime/configs"
 	"github.com/chimesched/chime/console"
 	"github.com/chimesched/chime/internal/metrics"
+	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/notify"
 	"github.com/chimesched/chime/scheduleengine"
 	"github.com/chimesched/chime/store"
@@ -172,6 +174,8 @@ type node struct {
 	cluster  *cluster.Node
 	mailer   *liveMailer
 	sender   *notify.Sender
+	alerts   *alert.Dispatcher
+	judge    *alert.Evaluator
 	tasks    *taskengine.Engine
 	sched    *scheduleengine.Engine
 	api      *api.Server
@@ -276,7 +280,7 @@ func (n *node) stop(ctx context.Context) error {
 func (n *node) plan() []stage {
 	s := []stage{
 		{{"mailer", mailerService{n.mailer}}},
-		{{"cluster", n.cluster}, {"notification sender", n.sender}},
+		{{"cluster", n.cluster}, {"notification sender", n.sender}, {"alert dispatcher", n.alerts}, {"alert evaluator", n.judge}},
 		nil,
 		nil,
 		{{"api", apiService{n.api, n.apiLn}}, {"settings watcher", &loop{run: n.watchSettings}}},
@@ -328,6 +332,7 @@ func (n *node) build(ctx context.Context, opts Options) error {
 	if n.sender, err = notify.NewSender(n.st, n.mailer.get, &o); err != nil {
 		return err
 	}
+	n.buildAlerts()
 	// Last: once the listener is open, nothing else can fail to build.
 	if err := n.buildAPI(reg); err != nil {
 		return err
@@ -335,6 +340,25 @@ func (n *node) build(ctx context.Context, opts Options) error {
 	n.services.stages = n.plan()
 	return nil
 }
+
+// buildAlerts makes the alert dispatcher every node runs and the
+// evaluator that judges the rules while this node holds the maintenance
+// lease (package alert).
+func (n *node) buildAlerts() {
+	a := alertTuning
+	a.NodeID, a.Logger, a.Mailer, a.SelfHosts = n.cfg.Node.ID, n.log, n.mailer.get, []string{n.cfg.API.Addr}
+	n.alerts = alert.NewDispatcher(n.st, &a)
+	e := evaluatorTuning
+	e.Leading, e.Logger, e.OnRecorded = n.cluster.MaintenanceLeading, n.log, n.alerts.Wake
+	n.judge = alert.NewEvaluator(n.st, &e)
+}
+
+// alertTuning and evaluatorTuning are alerting's timing; zero fields take
+// package alert's defaults. Tests shorten them.
+var (
+	alertTuning     alert.DispatcherConfig
+	evaluatorTuning alert.EvaluatorConfig
+)
 
 // buildCluster makes the node's membership, with the roles it plays.
 func (n *node) buildCluster() error {
@@ -476,6 +500,9 @@ func (n *node) buildAPI(reg *tasks.Registry) (err error) {
 			}
 		},
 		Console: con.Handler,
+		TestAlertChannel: func(ctx context.Context, c *models.AlertChannel) error {
+			return n.alerts.Send(ctx, c, alert.TestPayload(c, time.Now()))
+		},
 	})
 	if err != nil {
 		return err

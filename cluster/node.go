@@ -87,6 +87,10 @@ func New(st chimedb.ClusterStore, cfg *Config) (*Node, error) {
 // Leadership. On a node without the scheduler role it never leads.
 func (n *Node) SchedulerElector() *Elector { return n.sched }
 
+// MaintenanceLeading reports whether this node holds the maintenance
+// lease: the one node at a time that judges the time-based alert rules.
+func (n *Node) MaintenanceLeading() bool { return n.maint.Leading() }
+
 // Membership is this node's row in nodes.
 func (n *Node) Membership() *Membership { return n.members }
 

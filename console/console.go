@@ -157,6 +157,8 @@ func (c *Console) Handler(api http.Handler) http.Handler {
 	mux.Handle("POST /definitions/{id}/delete", c.authed(c.deleteDefinition))
 
 	mux.Handle("GET /nodes", c.authed(c.nodes))
+	mux.Handle("GET /alerts", c.authed(c.alerts))
+	mux.Handle("POST /alerts/channels/{id}/test", c.authed(c.testChannel))
 	mux.Handle("/", c.authed(func(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, http.StatusNotFound, "There is no page at this address.")
 	}))

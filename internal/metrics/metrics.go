@@ -6,6 +6,8 @@
 package metrics
 
 import (
+	"regexp"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -73,14 +75,50 @@ var (
 	})
 	// IsLeader is 1 while this node holds the scheduler lease.
 	IsLeader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "chime_scheduler_leader", Help: "1 while this node holds the scheduler lease."})
+	// AlertsSent and AlertsFailed count alert deliveries by channel name:
+	// accepted by the receiver, and given up after retries or refused for good.
+	AlertsSent = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chime_alerts_sent_total", Help: "Alerts delivered, by channel.",
+	}, []string{"channel"})
+	AlertsFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chime_alerts_failed_total", Help: "Alerts given up (attempts used up or refused for good), by channel.",
+	}, []string{"channel"})
 )
+
+// chimeCollectors are chime's own metrics, as registered.
+var chimeCollectors = []prometheus.Collector{
+	Fires, DuplicateFires, MisfiresCollapsed, MisfiresDropped, FireLateness,
+	JobsFinished, JobDuration, JobStartLateness, PoolBusy, PoolCapacity,
+	ClaimDuration, PollDuration, NotificationFailures, IsLeader, JobsWaiting,
+	AlertsSent, AlertsFailed,
+}
 
 func init() {
 	Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		Fires, DuplicateFires, MisfiresCollapsed, MisfiresDropped, FireLateness,
-		JobsFinished, JobDuration, JobStartLateness, PoolBusy, PoolCapacity,
-		ClaimDuration, PollDuration, NotificationFailures, IsLeader, JobsWaiting,
 	)
+	Registry.MustRegister(chimeCollectors...)
+}
+
+var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
+
+// Names lists the names of chime's metrics, those of vectors without a
+// series yet included (Gather leaves them out): what dashboards and
+// alerting rules may name. Histograms add _bucket, _sum and _count.
+func Names() []string {
+	ch := make(chan *prometheus.Desc, 64)
+	go func() {
+		for _, c := range chimeCollectors {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	var out []string
+	for d := range ch {
+		if m := fqName.FindStringSubmatch(d.String()); m != nil {
+			out = append(out, m[1])
+		}
+	}
+	return out
 }
