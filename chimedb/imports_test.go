@@ -40,7 +40,7 @@ var importRules = map[string][]string{
 	"console":      {"api", "chimedb", "configs", "models", "tasks", "trigger", "validate"},
 	"quartzimport": {"chimedb", "models", "tasks", "trigger", "validate", "internal/javaser"},
 	// Wiring: app alone opens a store and hands it to every service.
-	"app": {"api", "cluster", "configs", "console", "models", "notify", "scheduleengine", "store", "taskengine",
+	"app": {"api", "chimedb", "cluster", "configs", "console", "models", "notify", "scheduleengine", "store", "taskengine",
 		"tasks", "tasks/builtin", "tasks/email", "internal/metrics", "internal/startstop"},
 	"cli": {"api", "app", "configs", "models", "quartzcron", "quartzimport", "tasks", "tasks/builtin", "trigger", "validate",
 		"internal/bench", "internal/logging", "internal/loopback"},
