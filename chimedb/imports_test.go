@@ -61,6 +61,7 @@ var importRules = map[string][]string{
 	// Test support, imported only by _test.go files.
 	"internal/testsupport/testdb":      {"models", "store"},
 	"internal/testsupport/clustertest": nil,
+	"internal/testsupport/faultproxy":  nil,
 	"internal/javaser/javasertest":     nil,
 	"notify/smtptest":                  nil,
 	"chimedb/chimedbtest":              {"chimedb", "models"},
@@ -70,7 +71,7 @@ var importRules = map[string][]string{
 }
 
 // testSupport may be imported only by tests (and by each other).
-var testSupport = []string{"internal/testsupport/testdb", "internal/testsupport/clustertest", "internal/javaser/javasertest",
+var testSupport = []string{"internal/testsupport/testdb", "internal/testsupport/clustertest", "internal/testsupport/faultproxy", "internal/javaser/javasertest",
 	"notify/smtptest", "chimedb/chimedbtest"}
 
 // TestImportRules holds every package of the module to importRules, from
