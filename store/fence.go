@@ -16,9 +16,11 @@ import (
 // lease row, held by f.Holder and live by the database's clock, read with a
 // shared lock so that a takeover's UPDATE of the row waits for this
 // transaction to end. Shared, not exclusive: the schedule engine's writers
-// run several fenced batches side by side (fire-ahead), and only the
-// lease's own writes wait for them, the holder's renewal included, for as
-// long as a batch is held open (at most the fire-ahead). SQLite's
+// run several fenced batches side by side (fire-ahead). On PostgreSQL the
+// lock is FOR KEY SHARE, which the holder's renewal does not wait for and
+// a takeover (FOR UPDATE, see takeLease) does; on MySQL, LOCK IN SHARE
+// MODE, which the renewal waits for too, for as long as a batch is held
+// open (the fire-ahead, 200 ms by default). SQLite's
 // transactions exclude every other writer already, so there the read alone
 // is enough.
 func (s *Store) fence(tx *gorm.DB, f *chimedb.LeaseFence) error {
@@ -35,7 +37,7 @@ func (s *Store) fence(tx *gorm.DB, f *chimedb.LeaseFence) error {
 			sel = "set_config('idle_in_transaction_session_timeout', ?, true)"
 			args = append(args, strconv.FormatInt(max(f.IdleTimeout.Milliseconds(), 1), 10))
 		}
-		q = "SELECT " + sel + " FROM leases WHERE name = ? AND holder = ? AND expires_at > " + now + " FOR SHARE"
+		q = "SELECT " + sel + " FROM leases WHERE name = ? AND holder = ? AND expires_at > " + now + " FOR KEY SHARE"
 	case MySQL:
 		if f.IdleTimeout > 0 && !s.noIdleTimeout.Load() {
 			secs := int64((f.IdleTimeout + time.Second - 1) / time.Second)

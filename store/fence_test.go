@@ -3,12 +3,15 @@ package store_test
 import (
 	"context"
 	"errors"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/chimesched/chime/chimedb"
+	"github.com/chimesched/chime/internal/testsupport/faultproxy"
 	"github.com/chimesched/chime/internal/testsupport/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -195,4 +198,92 @@ func TestFencedTransactionHoldsTakeoverBack(t *testing.T) {
 		_, err = st.WriteFires(ctx, p2)
 		require.True(t, errors.Is(err, chimedb.ErrLeaseLost), "%v", err)
 	})
+}
+
+// A holder cut off in the middle of renewing its lease must not leave the
+// row locked: the others take the lease once it expires, not once the
+// server drops the cut-off connection. The partition falls after the
+// renewal's UPDATE, before the read that follows it (which, in one
+// transaction with the UPDATE, kept the row locked).
+func TestLeaseRenewalCutOffHoldsNothing(t *testing.T) {
+	t.Parallel()
+	for _, d := range testdb.ServerDialects {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			st, cfg := testdb.OpenConfig(t, d)
+			ctx := context.Background()
+			try, err := st.TryAcquireLease(ctx, chimedb.SchedulerLease, "a", time.Second)
+			require.NoError(t, err)
+			require.True(t, try.Held)
+
+			target := cfg.DSN
+			if d == store.Postgres {
+				u, err := url.Parse(cfg.DSN)
+				require.NoError(t, err)
+				target = u.Host
+			} else {
+				target = target[strings.Index(target, "tcp(")+4:]
+				target = target[:strings.Index(target, ")")]
+			}
+			p, err := faultproxy.Start(target)
+			require.NoError(t, err)
+			defer p.Close()
+			pcfg := cfg
+			pcfg.DSN = strings.Replace(cfg.DSN, target, p.Addr(), 1)
+			pst, err := store.Open(ctx, pcfg)
+			require.NoError(t, err)
+			defer pst.Close()
+
+			p.BlackholeWhen([]byte("SELECT holder, expires_at FROM leases"))
+			renewed := make(chan struct{})
+			go func() {
+				defer close(renewed)
+				c, cancel := context.WithTimeout(ctx, 30*time.Second)
+				defer cancel()
+				_, _ = pst.TryAcquireLease(c, chimedb.SchedulerLease, "a", time.Second)
+			}()
+			stop := make(chan struct{})
+			defer close(stop)
+			select {
+			case <-takeWhile(ctx, st, stop):
+			case <-time.After(15 * time.Second):
+				t.Fatal("b could not take the lease while a's renewal was cut off")
+			}
+			p.Heal()
+			<-renewed
+		})
+	}
+}
+
+// On PostgreSQL the holder renews its lease beside its own open fire
+// batches: a batch held open (fire-ahead) must not hold the renewal back
+// (MySQL's shared lock does, for as long as the batch is open).
+func TestLeaseRenewalBesideFencedBatch(t *testing.T) {
+	t.Parallel()
+	st := testdb.Open(t, store.Postgres)
+	ctx := context.Background()
+	try, err := st.TryAcquireLease(ctx, chimedb.SchedulerLease, "a", time.Minute)
+	require.NoError(t, err)
+	require.True(t, try.Held)
+	p := fenceBatch(t, st, "ahead", time.Now().UTC().Truncate(time.Second))
+	p.Fence = &chimedb.LeaseFence{Name: chimedb.SchedulerLease, Holder: "a", IdleTimeout: time.Minute}
+	inTx, release := make(chan struct{}), make(chan struct{})
+	p.BeforeCommit = func(context.Context) error {
+		close(inTx)
+		<-release
+		return nil
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := st.WriteFires(ctx, p)
+		errc <- err
+	}()
+	<-inTx
+	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	try, err = st.TryAcquireLease(c, chimedb.SchedulerLease, "a", time.Minute)
+	cancel()
+	close(release)
+	require.NoError(t, err, "the renewal waited for the open batch")
+	require.True(t, try.Held)
+	require.NoError(t, <-errc)
 }

@@ -7,6 +7,7 @@
 package faultproxy
 
 import (
+	"bytes"
 	"net"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ type Proxy struct {
 	cond    *sync.Cond
 	black   bool
 	latency time.Duration
+	trigger []byte // BlackholeWhen's pattern, until a chunk carries it
 	conns   map[net.Conn]struct{}
 	closed  bool
 	wg      sync.WaitGroup
@@ -47,6 +49,15 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 func (p *Proxy) Blackhole() {
 	p.mu.Lock()
 	p.black = true
+	p.mu.Unlock()
+}
+
+// BlackholeWhen blackholes the link as soon as a chunk from a client
+// carries pattern (that chunk included): a partition that falls exactly
+// between two statements of a transaction, say.
+func (p *Proxy) BlackholeWhen(pattern []byte) {
+	p.mu.Lock()
+	p.trigger = bytes.Clone(pattern)
 	p.mu.Unlock()
 }
 
@@ -90,10 +101,13 @@ func (p *Proxy) Close() error {
 }
 
 // pass waits out a blackhole and returns the latency to apply; false once
-// the proxy is closed.
-func (p *Proxy) pass() (time.Duration, bool) {
+// the proxy is closed. chunk, when from a client, may set one off.
+func (p *Proxy) pass(chunk []byte) (time.Duration, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.trigger != nil && chunk != nil && bytes.Contains(chunk, p.trigger) {
+		p.black, p.trigger = true, nil
+	}
 	for p.black && !p.closed {
 		p.cond.Wait()
 	}
@@ -141,7 +155,7 @@ func (p *Proxy) serve(c net.Conn) {
 	defer p.wg.Done()
 	// A connection opened during a blackhole is accepted (the kernel would
 	// have) but reaches the server only after Heal, like a SYN retransmitted.
-	if _, ok := p.pass(); !ok {
+	if _, ok := p.pass(nil); !ok {
 		p.untrack(c)
 		return
 	}
@@ -156,21 +170,25 @@ func (p *Proxy) serve(c net.Conn) {
 	}
 	var done sync.WaitGroup
 	done.Add(2)
-	go func() { defer done.Done(); p.pump(up, c) }()
-	go func() { defer done.Done(); p.pump(c, up) }()
+	go func() { defer done.Done(); p.pump(up, c, true) }()
+	go func() { defer done.Done(); p.pump(c, up, false) }()
 	done.Wait()
 	p.untrack(c, up)
 }
 
 // pump copies src to dst chunk by chunk, holding each through a blackhole
 // and delaying it by the latency; when either side ends, both are closed.
-func (p *Proxy) pump(dst, src net.Conn) {
+func (p *Proxy) pump(dst, src net.Conn, fromClient bool) {
 	defer func() { _ = dst.Close(); _ = src.Close() }()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			lat, ok := p.pass()
+			var chunk []byte
+			if fromClient {
+				chunk = buf[:n]
+			}
+			lat, ok := p.pass(chunk)
 			if !ok {
 				return
 			}

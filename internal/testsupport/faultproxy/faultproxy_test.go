@@ -93,3 +93,29 @@ func errorsAs(err error, te *net.Error) bool {
 	}
 	return ok
 }
+
+// BlackholeWhen lets chunks through until one carries the pattern, and
+// holds that one and everything after.
+func TestBlackholeWhen(t *testing.T) {
+	p, err := Start(echo(t))
+	require.NoError(t, err)
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer c.Close()
+	r := bufio.NewReader(c)
+	p.BlackholeWhen([]byte("pong"))
+	l, err := roundTrip(c, r, 5*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, "ping\n", l)
+	_ = c.SetDeadline(time.Now().Add(300 * time.Millisecond))
+	_, err = c.Write([]byte("pong\n"))
+	require.NoError(t, err)
+	_, err = r.ReadString('\n')
+	require.Error(t, err, "the chunk that carried the pattern went through")
+	p.Heal()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	l, err = r.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "pong\n", l)
+}
