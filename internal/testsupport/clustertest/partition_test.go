@@ -237,12 +237,18 @@ func partitionWorker(t *testing.T, st *store.Store, nodes map[string]*nodeProc, 
 	held := count(t, st, "SELECT COUNT(*) FROM jobs WHERE id IN ? AND node_id = ? AND status = ?", long, w, models.JobRunning)
 	proxies[w].Blackhole()
 	cutAt := time.Now()
-	recovered := waitFor(t, 2*failover+15*time.Second, "the cut-off worker's long jobs to be recovered", func() bool {
+	// A transaction the worker had open when it was cut off keeps its rows
+	// locked until the server ends it (store.DefaultIdleTxTimeout): the
+	// recovery of those jobs waits for that.
+	recovered := waitForOr(t, store.DefaultIdleTxTimeout+2*failover+15*time.Second, "the cut-off worker's long jobs to be recovered", func() bool {
 		return count(t, st, "SELECT COUNT(*) FROM jobs WHERE id IN ? AND node_id = ? AND status IN ?", long, w,
 			[]models.JobStatus{models.JobQueued, models.JobRunning}) == 0
-	})
+	}, func() string { return sessions(t, st) })
 	if d := partition - time.Since(cutAt); d > 0 {
 		time.Sleep(d)
+	}
+	if idle := sessions(t, st); strings.Contains(idle, "idle in transaction") {
+		t.Logf("sessions before the worker's link heals:\n%s", idle)
 	}
 	proxies[w].Heal()
 	healedAt := time.Now()
