@@ -10,7 +10,7 @@
 #   scripts/chaos/soak.sh [DURATION] [mysql|postgres]     (default 30m mysql)
 #
 # It needs the test databases scripts/test.sh sets up (CHIME_TEST_MYSQL_DSN,
-# CHIME_TEST_POSTGRES_DSN). CI runs the same test for 90 s as part of the
+# CHIME_TEST_POSTGRES_DSN). CI runs the same test for 60 s as part of the
 # suite (TestChaosSoak's default).
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -19,8 +19,8 @@ import (
 )
 
 // soak is how long TestChaosSoak injects faults (CHIME_CLUSTERTEST_SOAK):
-// 90 s by default, for CI; scripts/chaos/soak.sh runs it for 30 minutes.
-var soak = envDuration("CHIME_CLUSTERTEST_SOAK", 90*time.Second)
+// 60 s by default, for CI; scripts/chaos/soak.sh runs it for 30 minutes.
+var soak = envDuration("CHIME_CLUSTERTEST_SOAK", 60*time.Second)
 
 // TestChaosSoak runs three nodes, each behind its own fault proxy, under
 // the harness's every-second schedules and a trickle of long ad-hoc jobs
