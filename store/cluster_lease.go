@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/chimesched/chime/chimedb"
 )
 
@@ -32,6 +34,11 @@ import (
 func (s *Store) TryAcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (*chimedb.LeaseTry, error) {
 	if holder == "" {
 		return nil, fmt.Errorf("acquire lease %q: empty holder", name)
+	}
+	if s.dialect == SQLite {
+		// One process on one file: no network to be cut off from, and
+		// its writers take turns anyway.
+		return s.tryAcquireLeaseTx(ctx, name, holder, ttl)
 	}
 	now, nowArg := s.dbNowExpr(0)
 	until, untilArg := s.dbNowExpr(ttl)
@@ -118,10 +125,60 @@ func (s *Store) takeLease(ctx context.Context, name, holder, now string, nowArg 
 	return n > 0, nil
 }
 
+// tryAcquireLeaseTx is TryAcquireLease on SQLite: the same statements in
+// one transaction.
+func (s *Store) tryAcquireLeaseTx(ctx context.Context, name, holder string, ttl time.Duration) (*chimedb.LeaseTry, error) {
+	if holder == "" {
+		return nil, fmt.Errorf("acquire lease %q: empty holder", name)
+	}
+	now, nowArg := s.dbNowExpr(0)
+	until, untilArg := s.dbNowExpr(ttl)
+	limit, limitArg := s.dbNowExpr(chimedb.MaxLeaseTTLs * ttl)
+	var out *chimedb.LeaseTry
+	err := s.InTx(ctx, func(tx *gorm.DB) error {
+		out = &chimedb.LeaseTry{}
+		conn, c := tx.Statement.ConnPool, tx.Statement.Context
+		res, err := conn.ExecContext(c, "UPDATE leases SET holder = ?, expires_at = "+until+
+			" WHERE name = ? AND (holder = ? OR holder = '' OR expires_at < "+now+")",
+			holder, untilArg, name, holder, nowArg)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			// Either someone else holds it, or the row does not exist yet:
+			// create it, already held by us; a duplicate key means another
+			// node created it first and we simply read who won.
+			ins := "INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, " + until + ") "
+			if s.dialect == MySQL {
+				ins += "ON DUPLICATE KEY UPDATE name = name"
+			} else {
+				ins += "ON CONFLICT (name) DO NOTHING"
+			}
+			if _, err := conn.ExecContext(c, ins, name, holder, untilArg); err != nil {
+				return err
+			}
+			if err := s.checkLease(c, conn, out, name, until, untilArg, limit, limitArg); err != nil {
+				return err
+			}
+		}
+		var exp leaseTime
+		if err := conn.QueryRowContext(c, "SELECT holder, expires_at FROM leases WHERE name = ?", name).Scan(&out.Holder, &exp); err != nil {
+			return err
+		}
+		out.ExpiresAt = exp.t
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("acquire lease %q for %s: %w", name, holder, err)
+	}
+	out.Held = out.Holder == holder
+	return out, nil
+}
+
 // checkLease is what a caller that did not get the lease looks at: whether
 // the holder is a live node, and whether the expiry is absurd, which it
 // cuts to until (now + the caller's TTL).
-func (s *Store) checkLease(c context.Context, conn *sql.DB, out *chimedb.LeaseTry, name, until string, untilArg any, limit string, limitArg any) error {
+func (s *Store) checkLease(c context.Context, conn gorm.ConnPool, out *chimedb.LeaseTry, name, until string, untilArg any, limit string, limitArg any) error {
 	var seen string
 	var exp sql.NullString
 	var absurd, live int
