@@ -44,6 +44,11 @@ func (s *Store) fence(tx *gorm.DB, f *chimedb.LeaseFence) error {
 			if _, err := conn.ExecContext(ctx, "SET SESSION idle_transaction_timeout = "+strconv.FormatInt(secs, 10)); err != nil {
 				// MySQL has no such variable (1193): there the takeover
 				// waits until the server drops a cut-off connection.
+				// Elsewhere the shorter bound stays on the pooled
+				// connection (a SESSION variable) for its later
+				// transactions too, which is harmless: none of chime's
+				// pauses longer than the fire-ahead (see
+				// DefaultIdleTxTimeout).
 				var me *mysqldrv.MySQLError
 				if !errors.As(err, &me) || me.Number != 1193 {
 					return fmt.Errorf("fence on lease %q: %w", f.Name, err)
