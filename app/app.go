@@ -22,6 +22,7 @@ import (
 
 	"github.com/chimesched/chime/alert"
 	"github.com/chimesched/chime/api"
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/cluster"
 	"github.com/chimesched/chime/configs"
 	"github.com/chimesched/chime/console"
@@ -432,6 +433,10 @@ func (n *node) buildEngines(ctx context.Context, reg *tasks.Registry, opts Optio
 		// The scheduler lease is the cluster's, judged on the
 		// database's clock; the engine follows it.
 		Leadership: n.cluster.SchedulerElector(),
+		// And each batch checks that lease in its own transaction, so a
+		// COMMIT that reaches the database after the lease passed on
+		// (a partition, a frozen process) writes nothing.
+		Fence: &chimedb.LeaseFence{Name: chimedb.SchedulerLease, Holder: cfg.Node.ID, IdleTimeout: fenceIdle(n.st.Dialect(), cfg)},
 	})
 	if err != nil {
 		return err
@@ -561,6 +566,18 @@ func warnNoSMTP(ctx context.Context, st *store.Store, cfg *configs.Config, log l
 // none on SQLite, where the batch's open transaction would hold every
 // other writer (the task engine's claims and outcomes among them) until
 // the instant.
+// fenceIdle is how long the database keeps a fire batch's transaction
+// while its node sends nothing (chimedb.LeaseFence.IdleTimeout): longer
+// than the fire-ahead wait the batch makes on purpose, and short beside the
+// lease's TTL, which a takeover waits for anyway.
+func fenceIdle(d store.Dialect, cfg *configs.Config) time.Duration {
+	ttl := cfg.Cluster.FailoverAfter.D()
+	if ttl <= 0 {
+		ttl = 20 * time.Second
+	}
+	return max(ttl/4, fireAhead(d, cfg)+time.Second)
+}
+
 func fireAhead(d store.Dialect, cfg *configs.Config) time.Duration {
 	if d == store.SQLite {
 		return 0

@@ -21,6 +21,10 @@ var (
 	ErrInUse = errors.New("in use")
 	// ErrJobState: the job's status does not allow the requested action.
 	ErrJobState = errors.New("not allowed in this job state")
+	// ErrLeaseLost: a write fenced by a lease (chimedb.LeaseFence) found
+	// the lease held by another node, or expired by the database's clock,
+	// and wrote nothing.
+	ErrLeaseLost = errors.New("lease not held")
 )
 
 // Node statuses in nodes.status.

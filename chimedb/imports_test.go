@@ -41,7 +41,7 @@ var importRules = map[string][]string{
 	"console":      {"api", "chimedb", "configs", "models", "tasks", "trigger", "validate"},
 	"quartzimport": {"chimedb", "models", "tasks", "trigger", "validate", "internal/javaser"},
 	// Wiring: app alone opens a store and hands it to every service.
-	"app": {"alert", "api", "cluster", "configs", "console", "models", "notify", "scheduleengine", "store", "taskengine",
+	"app": {"alert", "api", "chimedb", "cluster", "configs", "console", "models", "notify", "scheduleengine", "store", "taskengine",
 		"tasks", "tasks/builtin", "tasks/email", "internal/buildinfo", "internal/metrics", "internal/startstop"},
 	"cli": {"api", "app", "configs", "models", "quartzcron", "quartzimport", "tasks", "tasks/builtin", "trigger", "validate",
 		"internal/bench", "internal/buildinfo", "internal/logging", "internal/loopback"},
@@ -63,6 +63,7 @@ var importRules = map[string][]string{
 	// Test support, imported only by _test.go files.
 	"internal/testsupport/testdb":      {"models", "store"},
 	"internal/testsupport/clustertest": nil,
+	"internal/testsupport/faultproxy":  nil,
 	"internal/javaser/javasertest":     nil,
 	"notify/smtptest":                  nil,
 	"chimedb/chimedbtest":              {"chimedb", "models"},
@@ -74,7 +75,7 @@ var importRules = map[string][]string{
 }
 
 // testSupport may be imported only by tests (and by each other).
-var testSupport = []string{"internal/testsupport/testdb", "internal/testsupport/clustertest", "internal/javaser/javasertest",
+var testSupport = []string{"internal/testsupport/testdb", "internal/testsupport/clustertest", "internal/testsupport/faultproxy", "internal/javaser/javasertest",
 	"notify/smtptest", "chimedb/chimedbtest"}
 
 // TestImportRules holds every package of the module to importRules, from

@@ -126,6 +126,33 @@ type WriteFiresParams struct {
 	// batch's instant, so a batch prepared early commits on time and not
 	// before (see scheduleengine.Config.FireAhead).
 	BeforeCommit func(ctx context.Context) error
+	// Fence, when set, makes the batch conditional on a lease, inside its
+	// own transaction: see LeaseFence. A batch whose lease is not held
+	// writes nothing and fails with ErrLeaseLost.
+	Fence *LeaseFence
+}
+
+// LeaseFence makes a transaction's writes conditional on a lease: its
+// first statement reads the lease row, held by Holder and not expired by
+// the database's clock, with a shared lock kept until the transaction
+// ends, and the transaction fails with ErrLeaseLost when the row is not
+// so. A takeover (TryAcquireLease by another node) updates that row, so it
+// waits for every fenced transaction that read it: a commit of the old
+// holder lands before the lease can pass, never after, however late its
+// COMMIT reaches the server (a partition, a frozen process).
+//
+// A client cut off in the middle of such a transaction would hold the
+// takeover back for as long as the server keeps the transaction: IdleTimeout
+// has the server end a fenced transaction (and its connection) that has
+// waited that long for its client's next statement (PostgreSQL's
+// idle_in_transaction_session_timeout, MariaDB's idle_transaction_timeout
+// rounded up to whole seconds; MySQL has no such setting, and the
+// transaction lasts until the server drops the connection). It must exceed
+// the longest pause the writer makes inside the transaction on purpose (the
+// schedule engine's fire-ahead wait).
+type LeaseFence struct {
+	Name, Holder string
+	IdleTimeout  time.Duration
 }
 
 // WriteFiresResult says what the batch did.

@@ -7,6 +7,8 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/sirupsen/logrus"
+
+	"github.com/chimesched/chime/chimedb"
 )
 
 // Config configures an Engine. Zero fields take the default named in their
@@ -18,6 +20,13 @@ type Config struct {
 	// cluster's scheduler lease judged on the database's clock
 	// (cluster.Elector). Required.
 	Leadership Leadership
+	// Fence, when set, is the lease every fire batch checks inside its own
+	// transaction (chimedb.LeaseFence): Leadership is this node's view, on
+	// its own clock, of a lease the database decides; a batch whose COMMIT
+	// reaches the server after the lease passed to another node (a
+	// partition, a frozen process) must not land. In chime serve, the
+	// scheduler lease held under NodeID. Nil: only Leadership is asked.
+	Fence *chimedb.LeaseFence
 	// SyncInterval is how often schedules changed by plain SQL are picked up
 	// (default 2s).
 	SyncInterval time.Duration

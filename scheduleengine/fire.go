@@ -257,6 +257,7 @@ func (e *Engine) write(ctx context.Context, r *writeReq) {
 	release := func() { once.Do(func() { <-e.turns }) }
 	defer release()
 	r.batch.Now = e.cfg.Clock.Now()
+	r.batch.Fence = e.cfg.Fence
 	if r.at.After(r.batch.Now) {
 		// The rows are seen from the COMMIT on, which waits for the
 		// instant: they say they were written then.
@@ -351,7 +352,13 @@ func (e *Engine) finish(r *writeReq) {
 		for _, it := range r.items {
 			e.requeue(it.en)
 		}
-		if !errors.Is(r.err, context.Canceled) && !errors.Is(r.err, errNotLeader) {
+		switch {
+		case errors.Is(r.err, context.Canceled), errors.Is(r.err, errNotLeader):
+		case errors.Is(r.err, chimedb.ErrLeaseLost):
+			// The database says another node leads (or may by now):
+			// the fires are that node's to write, from the tables.
+			e.log.WithError(r.err).Warn("fires not written: the scheduler lease is no longer this node's in the database")
+		default:
 			e.log.WithError(r.err).Warn("writing fires failed; retrying")
 		}
 		e.fireRetry = r.committed.Add(e.cfg.RetryDelay)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -31,6 +32,102 @@ import (
 // request, on its monotonic clock, minus a safety margin (see
 // cluster.Elector).
 func (s *Store) TryAcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (*chimedb.LeaseTry, error) {
+	if holder == "" {
+		return nil, fmt.Errorf("acquire lease %q: empty holder", name)
+	}
+	if s.dialect == SQLite {
+		// One process on one file: no network to be cut off from, and
+		// its writers take turns anyway.
+		return s.tryAcquireLeaseTx(ctx, name, holder, ttl)
+	}
+	now, nowArg := s.dbNowExpr(0)
+	until, untilArg := s.dbNowExpr(ttl)
+	limit, limitArg := s.dbNowExpr(chimedb.MaxLeaseTTLs * ttl)
+	// Every statement is on its own, outside any transaction: a node cut
+	// off from the database between a statement and its COMMIT would
+	// otherwise leave the lease row locked, and every takeover (or the
+	// holder's renewals) waiting, until the server drops the connection.
+	taken, err := s.takeLease(ctx, name, holder, now, nowArg, until, untilArg)
+	if err != nil {
+		return nil, fmt.Errorf("acquire lease %q for %s: %w", name, holder, err)
+	}
+	out := &chimedb.LeaseTry{}
+	conn := s.sqlDB
+	var exp leaseTime
+	row := func() error {
+		return conn.QueryRowContext(ctx, "SELECT holder, expires_at FROM leases WHERE name = ?", name).Scan(&out.Holder, &exp)
+	}
+	if !taken {
+		// Either someone else holds it, or the row does not exist yet:
+		// create it, already held by us; a duplicate key means another
+		// node created it first and we simply read who won. Only a
+		// missing row is inserted: MySQL's ON DUPLICATE KEY locks the row
+		// it finds, and would wait for the holder's fenced batches.
+		if err := row(); errors.Is(err, sql.ErrNoRows) {
+			ins := "INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, " + until + ") "
+			if s.dialect == MySQL {
+				ins += "ON DUPLICATE KEY UPDATE name = name"
+			} else {
+				ins += "ON CONFLICT (name) DO NOTHING"
+			}
+			if _, err := conn.ExecContext(ctx, ins, name, holder, untilArg); err != nil {
+				return nil, fmt.Errorf("acquire lease %q for %s: %w", name, holder, err)
+			}
+		} else if err != nil {
+			return nil, fmt.Errorf("acquire lease %q for %s: %w", name, holder, err)
+		}
+		if err := s.checkLease(ctx, conn, out, name, until, untilArg, limit, limitArg); err != nil {
+			return nil, fmt.Errorf("acquire lease %q for %s: %w", name, holder, err)
+		}
+	}
+	if err := row(); err != nil {
+		return nil, fmt.Errorf("acquire lease %q for %s: %w", name, holder, err)
+	}
+	out.ExpiresAt = exp.t
+	out.Held = out.Holder == holder
+	return out, nil
+}
+
+// takeLease renews the lease for holder or takes it over when it is free,
+// in one autocommit statement, and reports whether it did. On PostgreSQL
+// a renewal updates the row with the lock an UPDATE of non-key columns
+// takes, which does not wait for the fenced transactions' FOR KEY SHARE
+// (see fence), while a takeover first locks the row FOR UPDATE, which
+// does: the holder's renewals go on beside its fire batches, and a
+// takeover waits for them. MySQL has only shared and exclusive row locks:
+// there a renewal also waits for the holder's open batches.
+func (s *Store) takeLease(ctx context.Context, name, holder, now string, nowArg any, until string, untilArg any) (bool, error) {
+	if s.dialect != Postgres {
+		res, err := s.sqlDB.ExecContext(ctx, "UPDATE leases SET holder = ?, expires_at = "+until+
+			" WHERE name = ? AND (holder = ? OR holder = '' OR expires_at < "+now+")",
+			holder, untilArg, name, holder, nowArg)
+		if err != nil {
+			return false, err
+		}
+		n, _ := res.RowsAffected()
+		return n > 0, nil
+	}
+	res, err := s.sqlDB.ExecContext(ctx, "UPDATE leases SET expires_at = "+until+" WHERE name = ? AND holder = ?", untilArg, name, holder)
+	if err != nil {
+		return false, err
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		return true, nil
+	}
+	free := "(holder = '' OR expires_at < " + now + ")"
+	res, err = s.sqlDB.ExecContext(ctx, "UPDATE leases SET holder = ?, expires_at = "+until+" WHERE name = ? AND "+free+
+		" AND name IN (SELECT name FROM leases WHERE name = ? AND "+free+" FOR UPDATE)",
+		holder, untilArg, name, nowArg, name, nowArg)
+	if err != nil {
+		return false, err
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+// tryAcquireLeaseTx is TryAcquireLease on SQLite: the same statements in
+// one transaction.
+func (s *Store) tryAcquireLeaseTx(ctx context.Context, name, holder string, ttl time.Duration) (*chimedb.LeaseTry, error) {
 	if holder == "" {
 		return nil, fmt.Errorf("acquire lease %q: empty holder", name)
 	}

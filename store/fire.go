@@ -42,6 +42,11 @@ func (s *Store) WriteFires(ctx context.Context, p *chimedb.WriteFiresParams) (*c
 	var res *chimedb.WriteFiresResult
 	err := s.InTx(ctx, func(tx *gorm.DB) error {
 		res = &chimedb.WriteFiresResult{}
+		if p.Fence != nil {
+			if err := s.fence(tx, p.Fence); err != nil {
+				return err
+			}
+		}
 		seen, err := s.lockFireRows(tx, p)
 		if err != nil {
 			return err

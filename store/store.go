@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -68,6 +69,9 @@ type Store struct {
 	// pgConfig is the PostgreSQL connection config, for the LISTEN
 	// connection, which lives outside the pool.
 	pgConfig *pgx.ConnConfig
+	// noIdleTimeout: the server has no idle_transaction_timeout (MySQL,
+	// not MariaDB); fenced transactions stop asking for it.
+	noIdleTimeout atomic.Bool
 }
 
 // Open connects to the database in cfg and checks that it answers.

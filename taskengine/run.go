@@ -128,7 +128,9 @@ func (x *executor) runJob(cr *claimedRun) {
 	x.mu.Unlock()
 	defer func() {
 		x.mu.Lock()
-		delete(x.runs, job.ID)
+		if x.runs[job.ID] == ar {
+			delete(x.runs, job.ID)
+		}
 		x.mu.Unlock()
 	}()
 	startedAt := x.cfg.Clock.Now()
@@ -139,6 +141,15 @@ func (x *executor) runJob(cr *claimedRun) {
 	metrics.JobDuration.Observe(finishedAt.Sub(startedAt).Seconds())
 
 	log := job.Log()
+	if x.run(job.ID) != ar {
+		// The job was recovered while this run went on (this node was
+		// cut off long enough to be declared dead) and claimed again
+		// here: the row, on this node and running, is the rerun's now,
+		// and the database's guard (node_id, status) cannot tell the two
+		// runs apart. This run's outcome is dropped; the rerun's stands.
+		log.Warnf("this run's outcome is not recorded: the job was recovered during it and is running again on node %s", x.cfg.NodeID)
+		return
+	}
 	if ar.paused.Load() && errors.Is(cause, errShutdown) {
 		log.Warnf("pause lost: the job was paused when node %s stopped; a retry runs unpaused (pause it again if needed)", x.cfg.NodeID)
 	}

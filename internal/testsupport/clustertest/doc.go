@@ -3,7 +3,9 @@
 // TestKillLeader, also one PostgreSQL) database,
 // kill the leader with SIGKILL, freeze it with SIGSTOP (TestFreezeLeader, in
 // the fire-ahead window, which takes the idle-transaction bound: about 40 s
-// a database) or take the database away, and check from
+// a database) or take the database away, cut a node off from it through a
+// fault proxy (TestPartitions, TestChaosSoak: internal/testsupport/faultproxy,
+// see docs/failover.md), and check from
 // the tables that nothing was fired twice, lost, or left stuck.
 // TestRollingUpgrade upgrades a cluster of the last release in
 // releases.tsv (built from its commit with git archive and go build) to
@@ -16,6 +18,7 @@
 // they skip, except under CI=true where that is a failure. The outage test
 // also needs mariadbd and mariadb-install-db on PATH (or in /usr/sbin) to run
 // a private server it can stop and restart. CHIME_CLUSTERTEST_HEARTBEAT,
-// _FAILOVER and _SCHEDULES replace the harness's 500ms, 2s and 100. The package has no non-test
+// _FAILOVER and _SCHEDULES replace the harness's 500ms, 2s and 100;
+// _PARTITION (8s) and _SOAK (60s) the length of a partition and of the soak. The package has no non-test
 // code; it imports store, models and internal/testsupport/testdb.
 package clustertest
