@@ -39,6 +39,7 @@ type Stores struct {
 	Cluster  chimedb.ClusterStore
 	Admin    chimedb.AdminStore
 	Console  chimedb.ConsoleStore
+	Workflow chimedb.WorkflowStore
 
 	// Exec runs one SQL statement on the database, for rows the
 	// interfaces cannot write. Placeholders are ?, one value each: an
@@ -91,7 +92,7 @@ type tcase struct {
 func methods() []method {
 	var all []method
 	for _, group := range [][]method{scheduleMethods(), taskMethods(), leaseMethods(), clusterMethods(),
-		adminStoreMethods(), adminQueryMethods(), consoleQueryMethods(), consoleStoreMethods(), formMethods()} {
+		adminStoreMethods(), adminQueryMethods(), consoleQueryMethods(), consoleStoreMethods(), formMethods(), workflowMethods()} {
 		all = append(all, group...)
 	}
 	return all
@@ -100,7 +101,7 @@ func methods() []method {
 // Covered lists the interface methods the suite has cases for, as
 // "Interface.Method" (the interface that declares it first, in the order
 // ScheduleStore, TaskStore, LeaseStore, ClusterStore, AdminStore,
-// AdminQueries, ConsoleStore).
+// AdminQueries, ConsoleStore, WorkflowStore).
 func Covered() []string {
 	var out []string
 	for _, m := range methods() {
@@ -120,7 +121,7 @@ func Declared() []string {
 	for _, it := range []reflect.Type{
 		reflect.TypeFor[chimedb.ScheduleStore](), reflect.TypeFor[chimedb.TaskStore](), reflect.TypeFor[chimedb.LeaseStore](),
 		reflect.TypeFor[chimedb.ClusterStore](), reflect.TypeFor[chimedb.AdminStore](), reflect.TypeFor[chimedb.AdminQueries](),
-		reflect.TypeFor[chimedb.ConsoleStore](),
+		reflect.TypeFor[chimedb.ConsoleStore](), reflect.TypeFor[chimedb.WorkflowStore](),
 	} {
 		for i := range it.NumMethod() {
 			name := it.Method(i).Name
