@@ -55,6 +55,18 @@ var routeTable = []route{
 
 	{method: "GET", path: Prefix + "/notifications", handler: (*Server).listNotifications},
 
+	{method: "GET", path: Prefix + "/workflows", handler: (*Server).listWorkflows},
+	{method: "POST", path: Prefix + "/workflows", handler: (*Server).createWorkflow},
+	{method: "GET", path: Prefix + "/workflows/{id}", handler: (*Server).getWorkflow},
+	{method: "DELETE", path: Prefix + "/workflows/{id}", handler: (*Server).deleteWorkflow},
+	{method: "POST", path: Prefix + "/workflows/{id}/runs", handler: (*Server).startRun},
+	{method: "GET", path: Prefix + "/runs", handler: (*Server).listRuns},
+	{method: "GET", path: Prefix + "/runs/{id}", handler: (*Server).getRun},
+	{method: "POST", path: Prefix + "/runs/{id}/cancel", handler: cancelRun},
+	{method: "POST", path: Prefix + "/runs/{id}/rerun", handler: rerunRun},
+	{method: "POST", path: Prefix + "/runs/{id}/pause", handler: pauseRun},
+	{method: "POST", path: Prefix + "/runs/{id}/resume", handler: resumeRun},
+
 	{method: "GET", path: Prefix + "/nodes", handler: (*Server).listNodes},
 
 	{method: "GET", path: Prefix + "/configurations", handler: (*Server).listConfigurations},
