@@ -43,12 +43,24 @@ func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) *apiError
 	if e != nil {
 		return e
 	}
-	for k := range r.URL.Query() {
-		return badRequest(k, "unknown query parameter %q", k)
+	q := r.URL.Query()
+	for k := range q {
+		if k != "name" {
+			return badRequest(k, "unknown query parameter %q (accepted: name)", k)
+		}
 	}
-	items, err := ws.ListWorkflows(r.Context())
+	all, err := ws.ListWorkflows(r.Context())
 	if err != nil {
 		return s.fromStore(r, err, "a workflow")
+	}
+	items := all
+	if q.Has("name") {
+		items = nil
+		for _, wf := range all {
+			if wf.Name == q.Get("name") {
+				items = append(items, wf)
+			}
+		}
 	}
 	if items == nil {
 		items = []models.Workflow{}
