@@ -2,7 +2,6 @@ package chimedbtest
 
 import (
 	"encoding/json"
-	"fmt"
 	"sync"
 
 	"github.com/stretchr/testify/require"
@@ -600,6 +599,39 @@ var advanceRunsCases = []tcase{
 	}},
 }
 
+// childJobSQL is docs/workflows.md's "when A succeeds, run B" in SQL.
+var childJobSQL = []string{
+	`INSERT INTO workflows (name) VALUES ('import-then-report')`,
+	`INSERT INTO workflow_steps (workflow_id, name, job_definition_id)
+  SELECT w.id, d.name, d.id FROM workflows w, job_definitions d
+  WHERE w.name = 'import-then-report' AND d.name IN ('import-orders', 'daily-report')`,
+	`INSERT INTO workflow_edges (workflow_id, from_step_id, to_step_id)
+  SELECT a.workflow_id, a.id, b.id FROM workflow_steps a JOIN workflow_steps b ON b.workflow_id = a.workflow_id
+  WHERE a.name = 'import-orders' AND b.name = 'daily-report'
+    AND a.workflow_id = (SELECT id FROM workflows WHERE name = 'import-then-report')`,
+	`INSERT INTO workflow_runs (workflow_id) SELECT id FROM workflows WHERE name = 'import-then-report'`,
+}
+
+func init() {
+	advanceRunsCases = append(advanceRunsCases, tcase{"the child jobs of docs/workflows.md, in plain SQL", func(e *env) {
+		e.definition(func(d *models.JobDefinition) { d.Name = "import-orders" })
+		e.definition(func(d *models.JobDefinition) { d.Name = "daily-report" })
+		for _, q := range childJobSQL {
+			e.exec(q)
+		}
+		n, err := e.Workflow.AdvanceRuns(e.ctx, 10)
+		require.NoError(e.t, err)
+		require.Equal(e.t, 1, n)
+		runs, err := e.Workflow.ListRuns(e.ctx, &chimedb.ListRunsParams{})
+		require.NoError(e.t, err)
+		require.Len(e.t, runs, 1)
+		id := runs[0].ID
+		require.Equal(e.t, states{"import-orders": pending, "daily-report": waiting}, e.states(id))
+		e.finish(id, "import-orders", "n1", models.JobSucceeded, "")
+		require.Equal(e.t, pending, e.states(id)["daily-report"])
+	}})
+}
+
 var countRunsCases = []tcase{
 	{"runs by status", func(e *env) {
 		g := e.flow(models.FailStop, []string{"a"})
@@ -613,4 +645,3 @@ var countRunsCases = []tcase{
 	}},
 }
 
-var _ = fmt.Sprint
