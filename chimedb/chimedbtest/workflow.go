@@ -644,4 +644,3 @@ var countRunsCases = []tcase{
 		require.Equal(e.t, map[models.RunStatus]int64{models.RunRunning: 1, models.RunCanceled: 1}, got)
 	}},
 }
-
