@@ -157,6 +157,10 @@ func (c *Console) Handler(api http.Handler) http.Handler {
 	mux.Handle("POST /definitions/{id}/delete", c.authed(c.deleteDefinition))
 
 	mux.Handle("GET /nodes", c.authed(c.nodes))
+
+	mux.Handle("GET /workflows", c.authed(c.workflows))
+	mux.Handle("GET /workflows/{id}", c.authed(c.workflow))
+	mux.Handle("GET /runs/{id}", c.authed(c.run))
 	mux.Handle("/", c.authed(func(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, http.StatusNotFound, "There is no page at this address.")
 	}))
