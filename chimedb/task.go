@@ -157,6 +157,10 @@ type ControlOutcomeParams struct {
 // JobOutcome is how one run ended, as the completer writes it.
 type JobOutcome struct {
 	ID int64
+	// RunID is the job's workflow run (jobs.run_id), 0 for none. A final
+	// outcome of a run's job decides the run's next steps in the same
+	// transaction (see WorkflowStore).
+	RunID int64
 	// Status is succeeded, failed, stopped, canceled (the task asked), or
 	// pending for a failed attempt that will be retried at RunAt, or a
 	// snooze.

@@ -118,6 +118,10 @@ func (n *Node) Start(ctx context.Context) error {
 	n.wg.Add(2)
 	go n.beatLoop(ctx)
 	go n.maintLoop(ctx)
+	if ra, ok := n.st.(runAdvancer); ok {
+		n.wg.Add(1)
+		go n.runsLoop(ctx, ra)
+	}
 	n.log.WithFields(logrus.Fields{
 		"heartbeat": n.cfg.Heartbeat.String(), "failover_after": n.cfg.FailoverAfter.String(), "roles": n.cfg.Roles,
 	}).Info("joined the cluster")

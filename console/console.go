@@ -159,6 +159,10 @@ func (c *Console) Handler(api http.Handler) http.Handler {
 	mux.Handle("GET /nodes", c.authed(c.nodes))
 	mux.Handle("GET /alerts", c.authed(c.alerts))
 	mux.Handle("POST /alerts/channels/{id}/test", c.authed(c.testChannel))
+
+	mux.Handle("GET /workflows", c.authed(c.workflows))
+	mux.Handle("GET /workflows/{id}", c.authed(c.workflow))
+	mux.Handle("GET /runs/{id}", c.authed(c.run))
 	mux.Handle("/", c.authed(func(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, http.StatusNotFound, "There is no page at this address.")
 	}))

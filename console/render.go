@@ -55,6 +55,14 @@ var funcs = template.FuncMap{
 	"orDash":      orDash,
 	"scheduleRef": func(id *int64) int64 { return derefID(id) },
 	"dict3":       func(name, label string, f *form) fieldArgs { return fieldArgs{name, label, f} },
+	"dictRuns":    func(runs []models.WorkflowRun, names map[int64]string) runsArgs { return runsArgs{runs, names} },
+	"namesOf":     func(id int64, name string) map[int64]string { return map[int64]string{id: name} },
+}
+
+// runsArgs is what the runs table template gets.
+type runsArgs struct {
+	Runs  []models.WorkflowRun
+	Names map[int64]string
 }
 
 // fieldArgs is what the field templates get.
@@ -64,7 +72,7 @@ type fieldArgs struct {
 }
 
 func parseTemplates() (map[string]*template.Template, error) {
-	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/fields.html")
+	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/fields.html", "templates/flowgraph.html")
 	if err != nil {
 		return nil, fmt.Errorf("console: parse layout: %w", err)
 	}
@@ -75,7 +83,7 @@ func parseTemplates() (map[string]*template.Template, error) {
 	out := map[string]*template.Template{}
 	for _, n := range names {
 		name := strings.TrimSuffix(path.Base(n), ".html")
-		if name == "layout" || name == "fields" {
+		if name == "layout" || name == "fields" || name == "flowgraph" {
 			continue
 		}
 		t, err := template.Must(base.Clone()).ParseFS(templateFS, n)

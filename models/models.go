@@ -159,6 +159,14 @@ type Job struct {
 	CreatedAt       time.Time  `gorm:"column:created_at" json:"created_at"`
 	UpdatedAt       time.Time  `gorm:"column:updated_at" json:"updated_at"`
 
+	// RunID and StepID name the workflow run and step that wrote the job;
+	// nil for a job of no run. RunInputs is what the run hands the step
+	// (its params and its upstream steps' results, see RunInputs), written
+	// with the job.
+	RunID     *int64 `gorm:"column:run_id" json:"run_id,omitempty"`
+	StepID    *int64 `gorm:"column:step_id" json:"step_id,omitempty"`
+	RunInputs JSON   `gorm:"column:run_inputs" json:"run_inputs,omitempty"`
+
 	// Unreadable is no column: the admin's reads set it when a column
 	// holds a value its field cannot (that field is then zero), or a
 	// counter or time is out of its bound (see CheckBounds; a time out of
@@ -270,7 +278,9 @@ func (Lease) TableName() string { return "leases" }
 
 // All lists every model, in creation order, for schema checks.
 func All() []any {
-	return []any{&JobDefinition{}, &Schedule{}, &TimeTrigger{}, &Job{}, &JobLog{}, &Configuration{}, &Node{}, &Lease{}, &Notification{}, &Calendar{}, &AlertChannel{}, &AlertRule{}, &Alert{}}
+	return []any{&JobDefinition{}, &Schedule{}, &TimeTrigger{}, &Job{}, &JobLog{}, &Configuration{}, &Node{}, &Lease{}, &Notification{}, &Calendar{},
+		&AlertChannel{}, &AlertRule{}, &Alert{},
+		&Workflow{}, &WorkflowStep{}, &WorkflowEdge{}, &WorkflowRun{}, &WorkflowRunStep{}}
 }
 
 // Notification is one completion email in the outbox: written in the same

@@ -22,6 +22,7 @@ var generated = map[string]func() string{
 	"sqlite/00007_later_time_columns.sql": sqliteLaterColumns,
 	"mysql/00011_calendar_times.sql":      mysqlCalendarTimes,
 	"sqlite/00011_calendar_times.sql":     sqliteCalendarTimes,
+	"mysql/00021_workflow_times.sql":      mysqlWorkflowTimes,
 }
 
 func TestGeneratedMigrations(t *testing.T) {
@@ -310,5 +311,29 @@ func sqliteCalendarTimes() string {
 		"-- admins may write: the engine compares its updated_at as text.\n\n-- +goose Up\n")
 	w("%s", sqliteTriggers(calendars11))
 	w("-- +goose Down\nDROP TRIGGER chime_calendars_time_insert;\nDROP TRIGGER chime_calendars_updated_at_update;\nDROP TRIGGER chime_calendars_created_at_update;\n")
+	return b.String()
+}
+
+// workflowTables21 are the workflow tables (00020), whose rows admins may
+// write: a run is started by an INSERT.
+var workflowTables21 = []timeTable{
+	{"workflows", []string{"created_at", "updated_at"}},
+	{"workflow_steps", []string{"created_at"}},
+	{"workflow_runs", []string{"started_at", "finished_at", "created_at", "updated_at"}},
+	{"workflow_run_steps", []string{"created_at"}},
+}
+
+func mysqlWorkflowTimes() string {
+	var b strings.Builder
+	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	w(generatedNote)
+	w("-- Migration 00003's rule for the workflow tables (00020).\n\n-- +goose Up\n")
+	for _, t := range workflowTables21 {
+		w("%s", mysqlTriggers(t))
+	}
+	w("\n-- +goose Down\n")
+	for i := len(workflowTables21) - 1; i >= 0; i-- {
+		w("%s", mysqlDropTriggers(workflowTables21[i].name))
+	}
 	return b.String()
 }

@@ -82,6 +82,12 @@ func (s *Store) CompleteJobs(ctx context.Context, p *chimedb.CompleteJobsParams)
 				applied = append(applied, o.ID)
 			}
 		}
+		// A run's job that ended decides its run's next steps here, in
+		// the transaction that records the end (a batch of no run's jobs
+		// costs nothing more).
+		if err := s.advanceRunsOf(tx, outs, nil, DBTime(time.Now())); err != nil {
+			return err
+		}
 		// Every outcome was written: all the lines go in, the node's
 		// first, last in the transaction (one INSERT where they fit).
 		return s.insertJobLogs(tx, withOutcomeLogs(p.Logs, outs, nil))
@@ -101,6 +107,15 @@ func (s *Store) CompleteJobs(ctx context.Context, p *chimedb.CompleteJobsParams)
 			written := make(map[int64]bool, len(applied))
 			for _, id := range applied {
 				written[id] = true
+			}
+			// A run that cannot be decided here must not hold back the
+			// outcomes: AdvanceRuns decides it later, or fails it with
+			// the reason.
+			if err := s.savepoint(tx, func() error { return s.advanceRunsOf(tx, outs, written, DBTime(time.Now())) }); err != nil {
+				if transient(err) {
+					return err
+				}
+				s.log.WithError(err).Error("could not decide the workflow runs of these outcomes; the reconciler retries")
 			}
 			for _, c := range logChunks(s.storableLogs(withOutcomeLogs(p.Logs, outs, written))) {
 				if err := s.insertContained(tx, c, &refusedLogs); err != nil {

@@ -59,7 +59,7 @@ func (p *conformancePool) stores(t *testing.T) *chimedbtest.Stores {
 		}
 		p.free <- st
 	})
-	s := &chimedbtest.Stores{Schedule: st, Task: st, Cluster: st, Admin: st, Console: st, Alert: st,
+	s := &chimedbtest.Stores{Schedule: st, Task: st, Cluster: st, Admin: st, Console: st, Alert: st, Workflow: st,
 		Exec: func(ctx context.Context, q string, args ...any) error {
 			return st.DB().WithContext(ctx).Exec(q, args...).Error
 		}}

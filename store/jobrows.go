@@ -89,6 +89,12 @@ func jobField(j *models.Job, col string) any {
 		return &j.CreatedAt
 	case "updated_at":
 		return &j.UpdatedAt
+	case "run_id":
+		return &j.RunID
+	case "step_id":
+		return &j.StepID
+	case "run_inputs":
+		return &j.RunInputs
 	}
 	return new(any)
 }

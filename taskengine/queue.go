@@ -1,6 +1,8 @@
 package taskengine
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
@@ -102,8 +104,10 @@ func (x *executor) prepare(cr *claimedRun) bool {
 		// or a task type not registered: the registry's error names the
 		// type and the registered kinds.
 		if cr.timeout, cr.backoff, err = def.Durations(); err == nil {
-			if cr.task, err = x.cfg.Registry.New(def.TaskType); err == nil {
-				return true
+			if err = stepTimeout(cj, &cr.timeout); err == nil {
+				if cr.task, err = x.cfg.Registry.New(def.TaskType); err == nil {
+					return true
+				}
 			}
 		}
 		err = fmt.Errorf("cannot run definition %q: %w", def.Name, err)
@@ -177,4 +181,22 @@ func (x *executor) onQueue(cr *claimedRun) (returned <-chan struct{}, err error)
 		qerr = fmt.Errorf("did not return within %v: %w", x.cfg.OnQueueTimeout, qerr)
 	}
 	return nil, qerr
+}
+
+// stepTimeout puts a workflow step's own timeout (run_inputs) in place of
+// its definition's.
+func stepTimeout(cj *chimedb.ClaimedJob, timeout *time.Duration) error {
+	if cj.RunID == nil {
+		return nil
+	}
+	in, err := runInputs(cj)
+	if err != nil || in.TimeoutSeconds == nil {
+		return err
+	}
+	t, err := models.TimeoutBound.Duration(int64(*in.TimeoutSeconds))
+	if err != nil {
+		return fmt.Errorf("the step's timeout_seconds: %w", err)
+	}
+	*timeout = t
+	return nil
 }

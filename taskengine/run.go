@@ -82,7 +82,33 @@ func (x *executor) newJob(cj *chimedb.ClaimedJob) *tasks.Job {
 		job.TaskType = d.TaskType
 		job.Notify = tasks.NotifySpec{On: string(d.NotifyOn), Emails: splitEmails(d.NotifyEmails)}
 	}
+	if cj.RunID != nil {
+		job.RunID = *cj.RunID
+		if in, err := runInputs(cj); err == nil {
+			job.Step, job.RunParams = in.Step, json.RawMessage(in.Params)
+			for name, r := range in.Upstream {
+				if job.Upstream == nil {
+					job.Upstream = make(map[string]tasks.StepResult, len(in.Upstream))
+				}
+				job.Upstream[name] = tasks.StepResult{State: string(r.State), JobID: r.JobID, Result: r.Result, Error: r.Error}
+			}
+		}
+	}
 	return job
+}
+
+// runInputs decodes a workflow step's jobs.run_inputs. A document chime
+// did not write (plain SQL) that does not decode fails the job before it
+// starts (see prepare), rather than run a step without its inputs.
+func runInputs(cj *chimedb.ClaimedJob) (*models.RunInputs, error) {
+	in := &models.RunInputs{}
+	if len(cj.RunInputs) == 0 {
+		return in, nil
+	}
+	if err := json.Unmarshal(cj.RunInputs, in); err != nil {
+		return nil, fmt.Errorf("jobs.run_inputs is not a run's inputs: %w", err)
+	}
+	return in, nil
 }
 
 func splitEmails(s string) []string {
@@ -287,7 +313,7 @@ func classify(err, cause error, stopRequested bool, timeout time.Duration, snooz
 // wrong); a snoozed one, due after its snooze, with its attempt given back.
 func (x *executor) complete(job *tasks.Job, v verdict, output string, at, startedAt time.Time, backoff time.Duration, interrupted bool) models.JobStatus {
 	c := completion{log: job.Log(), status: v.status}
-	c.out = chimedb.JobOutcome{ID: job.ID, Status: v.status, Outcome: v.outcome, FinishedAt: at}
+	c.out = chimedb.JobOutcome{ID: job.ID, RunID: job.RunID, Status: v.status, Outcome: v.outcome, FinishedAt: at}
 	if output != "" {
 		c.out.Result = &output
 	}
@@ -347,7 +373,7 @@ func (x *executor) finishUnstarted(job *tasks.Job, err error) {
 	s := err.Error()
 	x.completer.add(completion{
 		log: job.Log(), status: models.JobFailed, level: logrus.ErrorLevel, msg: "failed before starting: " + s,
-		out: chimedb.JobOutcome{ID: job.ID, Status: models.JobFailed, FinishedAt: x.cfg.Clock.Now(), Error: &s,
+		out: chimedb.JobOutcome{ID: job.ID, RunID: job.RunID, Status: models.JobFailed, FinishedAt: x.cfg.Clock.Now(), Error: &s,
 			// The row's attempt is unchanged: the job never started.
 			Notice: outcomeNotice(job, models.JobFailed, job.Attempt-1, false)},
 	})

@@ -27,6 +27,17 @@ type Job struct {
 	Params         json.RawMessage // definition defaults merged with schedule params
 	Notify         NotifySpec
 
+	// RunID, Step, RunParams and Upstream are set for the job of a
+	// workflow step (docs/workflows.md), zero otherwise. RunParams are
+	// the run's params (the step's own are in Params). Upstream holds,
+	// by step name, what each step this one waits on left: every
+	// upstream step is over when a step's job is written, so it is
+	// complete and does not change.
+	RunID     int64
+	Step      string
+	RunParams json.RawMessage
+	Upstream  map[string]StepResult
+
 	// Logger carries job_id and schedule_id and a hook that stores lines in
 	// job_logs. Use Log(), which copes with a nil Logger.
 	Logger *logrus.Entry
@@ -223,4 +234,14 @@ func WithActiveTimeout(ctx context.Context, job *Job, d time.Duration) (context.
 		job.mu.Unlock()
 		cancel(context.Canceled)
 	}
+}
+
+// StepResult is what an upstream workflow step left for the steps after
+// it: its state (succeeded, failed, skipped), its job's id, and what its
+// task passed to SetResult and its error, each cut to 64 KiB.
+type StepResult struct {
+	State  string `json:"state"`
+	JobID  int64  `json:"job_id,omitempty"`
+	Result string `json:"result,omitempty"`
+	Error  string `json:"error,omitempty"`
 }

@@ -40,7 +40,8 @@ type Stores struct {
 	Admin    chimedb.AdminStore
 	Console  chimedb.ConsoleStore
 	// Alert is the alerting tables; nil skips its suite.
-	Alert chimedb.AlertStore
+	Alert    chimedb.AlertStore
+	Workflow chimedb.WorkflowStore
 
 	// Exec runs one SQL statement on the database, for rows the
 	// interfaces cannot write. Placeholders are ?, one value each: an
@@ -93,7 +94,7 @@ type tcase struct {
 func methods() []method {
 	var all []method
 	for _, group := range [][]method{scheduleMethods(), taskMethods(), leaseMethods(), clusterMethods(),
-		adminStoreMethods(), adminQueryMethods(), consoleQueryMethods(), consoleStoreMethods(), formMethods(), alertMethods()} {
+		adminStoreMethods(), adminQueryMethods(), consoleQueryMethods(), consoleStoreMethods(), formMethods(), alertMethods(), workflowMethods()} {
 		all = append(all, group...)
 	}
 	return all
@@ -102,7 +103,7 @@ func methods() []method {
 // Covered lists the interface methods the suite has cases for, as
 // "Interface.Method" (the interface that declares it first, in the order
 // ScheduleStore, TaskStore, LeaseStore, ClusterStore, AdminStore,
-// AdminQueries, ConsoleStore, AlertStore).
+// AdminQueries, ConsoleStore, AlertStore, WorkflowStore).
 func Covered() []string {
 	var out []string
 	for _, m := range methods() {
@@ -122,7 +123,7 @@ func Declared() []string {
 	for _, it := range []reflect.Type{
 		reflect.TypeFor[chimedb.ScheduleStore](), reflect.TypeFor[chimedb.TaskStore](), reflect.TypeFor[chimedb.LeaseStore](),
 		reflect.TypeFor[chimedb.ClusterStore](), reflect.TypeFor[chimedb.AdminStore](), reflect.TypeFor[chimedb.AdminQueries](),
-		reflect.TypeFor[chimedb.ConsoleStore](), reflect.TypeFor[chimedb.AlertStore](),
+		reflect.TypeFor[chimedb.ConsoleStore](), reflect.TypeFor[chimedb.AlertStore](), reflect.TypeFor[chimedb.WorkflowStore](),
 	} {
 		for i := range it.NumMethod() {
 			name := it.Method(i).Name

@@ -73,6 +73,12 @@ var (
 		Name: "chime_jobs_waiting",
 		Help: "Pending jobs whose run_at has come: due but not yet claimed by a worker. Set by the maintenance leader, 0 on other nodes.",
 	})
+	// WorkflowRuns is the number of workflow runs by status, counted by the
+	// node holding the maintenance lease (absent on the others).
+	WorkflowRuns = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "chime_workflow_runs",
+		Help: "Workflow runs by status (pending, running, paused, succeeded, failed, canceled). Set by the maintenance leader.",
+	}, []string{"status"})
 	// IsLeader is 1 while this node holds the scheduler lease.
 	IsLeader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "chime_scheduler_leader", Help: "1 while this node holds the scheduler lease."})
 	// AlertsSent and AlertsFailed count alert deliveries by channel name:
@@ -90,7 +96,7 @@ var chimeCollectors = []prometheus.Collector{
 	Fires, DuplicateFires, MisfiresCollapsed, MisfiresDropped, FireLateness,
 	JobsFinished, JobDuration, JobStartLateness, PoolBusy, PoolCapacity,
 	ClaimDuration, PollDuration, NotificationFailures, IsLeader, JobsWaiting,
-	AlertsSent, AlertsFailed,
+	AlertsSent, AlertsFailed, WorkflowRuns,
 }
 
 func init() {

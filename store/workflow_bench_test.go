@@ -1,0 +1,88 @@
+package store_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/chimesched/chime/chimedb"
+	"github.com/chimesched/chime/internal/testsupport/testdb"
+	"github.com/chimesched/chime/models"
+)
+
+// BenchmarkWorkflowRun3Steps runs a 3-step chain (a → b → c) through the
+// store as a task engine would: start, then each step's job claimed to
+// running and completed one at a time. It reports the statements one run
+// costs (stmts/run) beside those of 3 jobs of no run written and completed
+// the same way, one at a time (stmts/3jobs): what a workflow adds.
+func BenchmarkWorkflowRun3Steps(b *testing.B) {
+	for _, d := range testdb.Dialects {
+		b.Run(string(d), func(b *testing.B) {
+			st := testdb.Open(b, d)
+			ctx := context.Background()
+			db := st.DB()
+			var stmts atomic.Int64
+			count := func(*gorm.DB) { stmts.Add(1) }
+			cb := db.Callback()
+			_ = cb.Create().After("gorm:create").Register("bench:count", count)
+			_ = cb.Query().After("gorm:query").Register("bench:count", count)
+			_ = cb.Update().After("gorm:update").Register("bench:count", count)
+			_ = cb.Delete().After("gorm:delete").Register("bench:count", count)
+			_ = cb.Raw().After("gorm:raw").Register("bench:count", count)
+			_ = cb.Row().After("gorm:row").Register("bench:count", count)
+			def := testdb.Definition(b, st, &testdb.DefinitionOpts{Name: "d"})
+			g, err := st.CreateWorkflow(ctx, &chimedb.WorkflowSpec{Name: "chain",
+				Steps: []chimedb.StepSpec{{Name: "a", DefinitionID: def.ID}, {Name: "b", DefinitionID: def.ID}, {Name: "c", DefinitionID: def.ID}},
+				Edges: []chimedb.EdgeSpec{{From: "a", To: "b"}, {From: "b", To: "c"}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			// finishJob moves job id to running by SQL (not counted: the
+			// claim costs a workflow's jobs what it costs any) and
+			// completes it.
+			finishJob := func(id, run int64) {
+				n := stmts.Load()
+				if err := db.Exec(`UPDATE jobs SET status = 'running', node_id = 'n1', attempt = 1 WHERE id = ?`, id).Error; err != nil {
+					b.Fatal(err)
+				}
+				stmts.Store(n)
+				if _, err := st.CompleteJobs(ctx, &chimedb.CompleteJobsParams{NodeID: "n1",
+					Outcomes: []chimedb.JobOutcome{{ID: id, RunID: run, Status: models.JobSucceeded, FinishedAt: models.MinTime.AddDate(2000, 0, 0)}}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var runStmts, jobStmts int64
+			b.ResetTimer()
+			for range b.N {
+				before := stmts.Load()
+				run, err := st.StartRun(ctx, &chimedb.StartRunParams{WorkflowID: g.ID})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for range 3 {
+					var id int64
+					n := stmts.Load()
+					if err := db.Raw(`SELECT id FROM jobs WHERE run_id = ? AND status = 'pending'`, run.ID).Scan(&id).Error; err != nil || id == 0 {
+						b.Fatalf("no pending step job in run %d: %v", run.ID, err)
+					}
+					stmts.Store(n)
+					finishJob(id, run.ID)
+				}
+				runStmts += stmts.Load() - before
+				before = stmts.Load()
+				for range 3 {
+					j := models.Job{JobDefinitionID: def.ID, Status: models.JobPending}
+					if err := db.Create(&j).Error; err != nil {
+						b.Fatal(err)
+					}
+					finishJob(j.ID, 0)
+				}
+				jobStmts += stmts.Load() - before
+			}
+			b.ReportMetric(float64(runStmts)/float64(b.N), "stmts/run")
+			b.ReportMetric(float64(jobStmts)/float64(b.N), "stmts/3jobs")
+		})
+	}
+}
