@@ -12,9 +12,14 @@ import (
 	"github.com/chimesched/chime/trigger"
 )
 
-// entry is the engine's view of one active schedule.
+// entry is the engine's view of one active schedule. A node holds one per
+// active schedule for as long as it leads, so its size is the restore's
+// memory: TestEntrySize pins it below a size class. It keeps of the row
+// only what the engine reads after building it (sched) and a sum of the
+// rest (row), by which a re-read row is known unchanged.
 type entry struct {
-	sched       models.Schedule
+	sched       schedHead
+	row         rowSum
 	def         *models.JobDefinition // as read with sched; shared by the schedules of one definition
 	cal         *models.Calendar      // as read with sched; nil when it names none
 	trig        trigger.Trigger
@@ -32,6 +37,24 @@ type entry struct {
 	seen        uint32        // the last full read (Engine.epoch) that returned the row
 	lead        time.Duration // how long before next its fire is prepared (Config.FireAhead; 0 for forbid)
 	hold        int64         // UnixNano before which it is not tried again: its row was held (chimedb.WriteFiresResult.Busy); 0 when not
+}
+
+// schedHead is what the engine reads of a schedule's row once its entry
+// is built: the trigger, the params and the sum hold the rest. The
+// strings are the store's one copy per page, shared between rows.
+type schedHead struct {
+	ID              int64
+	JobDefinitionID int64
+	ScheduleType    models.ScheduleType
+	MisfirePolicy   models.MisfirePolicy
+	Concurrency     models.Concurrency
+	MaxRuns         *int
+	CreatedAt       time.Time
+}
+
+func headOf(s *models.Schedule) schedHead {
+	return schedHead{ID: s.ID, JobDefinitionID: s.JobDefinitionID, ScheduleType: s.ScheduleType, MisfirePolicy: s.MisfirePolicy,
+		Concurrency: s.Concurrency, MaxRuns: s.MaxRuns, CreatedAt: s.CreatedAt}
 }
 
 // wake is when the engine takes the entry up: its next fire, less the
@@ -162,7 +185,7 @@ func buildEntry(r *chimedb.ScheduleRow, cache *trigger.Cache, specs map[specKey]
 		}
 		specs[k] = spec
 	}
-	e := &entry{sched: s, def: r.Definition, cal: r.Calendar, trig: trig, params: params, maxAttempts: max(r.Definition.MaxAttempts, 1), hidx: -1,
+	e := &entry{sched: headOf(&s), row: sumOf(&s), def: r.Definition, cal: r.Calendar, trig: trig, params: params, maxAttempts: max(r.Definition.MaxAttempts, 1), hidx: -1,
 		spec: spec, window: window}
 	t := r.Trigger
 	if t == nil {
@@ -194,7 +217,7 @@ func noParams(p models.JSON) bool {
 // recorded in it that en has not seen: re-applying it would build the same
 // entry.
 func (e *entry) unchanged(r *chimedb.ScheduleRow) bool {
-	if r.Definition == nil || !reflect.DeepEqual(e.sched, r.Schedule) || !reflect.DeepEqual(e.def, r.Definition) ||
+	if r.Definition == nil || e.row != sumOf(&r.Schedule) || !reflect.DeepEqual(e.def, r.Definition) ||
 		!reflect.DeepEqual(e.cal, r.Calendar) {
 		return false
 	}
