@@ -21,7 +21,7 @@ import (
 // from 175 to 210 MiB of peak RSS. Growing past 320 costs the next class,
 // 352, for every schedule: then let it be a choice, and raise this.
 func TestEntrySize(t *testing.T) {
-	require.LessOrEqual(t, unsafe.Sizeof(entry{}), uintptr(320), "entry grew past the 320-byte size class")
+	require.LessOrEqual(t, unsafe.Sizeof(entry{}), uintptr(256), "entry grew past the 256-byte size class")
 }
 
 // What a restore holds per schedule of a shared expression (the bench's
