@@ -17,9 +17,10 @@ import (
 
 // A node holds an entry per active schedule, in the allocator's size
 // class above its size: 24 bytes more (a field and a column of the row it
-// copied) once moved it from 512 to 576 and a restart of 100,000 schedules
-// from 175 to 210 MiB of peak RSS. Growing past 320 costs the next class,
-// 352, for every schedule: then let it be a choice, and raise this.
+// then copied) once moved it from 512 to 576 and a restart of 100,000
+// schedules from 175 to 210 MiB of peak RSS. Growing past 256 costs the
+// next class, 288, for every schedule: then let it be a choice, and raise
+// this.
 func TestEntrySize(t *testing.T) {
 	require.LessOrEqual(t, unsafe.Sizeof(entry{}), uintptr(256), "entry grew past the 256-byte size class")
 }
@@ -53,9 +54,9 @@ func TestEntryBytesRetained(t *testing.T) {
 	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
 	runtime.KeepAlive(entries)
 	t.Logf("%d bytes held per entry (entry %d bytes)", per, unsafe.Sizeof(entry{}))
-	// 320 for the entry, 8 for its slot here, and some slack for what
+	// 256 for the entry, 8 for its slot here, and some slack for what
 	// the runtime and other goroutines hold at either GC.
-	require.LessOrEqual(t, per, int64(400), "an entry holds more than its own struct")
+	require.LessOrEqual(t, per, int64(320), "an entry holds more than its own struct")
 }
 
 // The sum stands for the whole row in unchanged: a field it leaves out
