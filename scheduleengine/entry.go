@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/chimesched/chime/chimedb"
@@ -12,26 +14,64 @@ import (
 	"github.com/chimesched/chime/trigger"
 )
 
-// entry is the engine's view of one active schedule.
+// entry is the engine's view of one active schedule. A node holds one per
+// active schedule for as long as it leads, so its size is the restore's
+// memory: TestEntrySize pins it below a size class. It keeps of the row
+// only what the engine reads after building it (sched) and a sum of the
+// rest (row), by which a re-read row is known unchanged.
 type entry struct {
-	sched       models.Schedule
+	sched       schedHead
+	row         rowSum
 	def         *models.JobDefinition // as read with sched; shared by the schedules of one definition
 	cal         *models.Calendar      // as read with sched; nil when it names none
 	trig        trigger.Trigger
-	params      models.JSON // definition defaults merged with the schedule's params
-	maxAttempts int
+	params      models.JSON    // definition defaults merged with the schedule's params
 	window      *time.Duration // catchup_window_seconds; nil when none
 	last        *time.Time     // last_fire_at
 	fired       int64
 	misfired    int64
 	next        time.Time     // first occurrence after last; zero when used up
-	hidx        int           // position in Engine.heap; -1 when not there
 	restoreUpTo time.Time     // occurrences up to this passed while the schedule was not driven: missed
 	spec        string        // specHash of sched: its timing
 	since       *time.Time    // the timing was changed then; occurrences count from it (time_triggers.spec_changed_at)
-	seen        uint32        // the last full read (Engine.epoch) that returned the row
 	lead        time.Duration // how long before next its fire is prepared (Config.FireAhead; 0 for forbid)
 	hold        int64         // UnixNano before which it is not tried again: its row was held (chimedb.WriteFiresResult.Busy); 0 when not
+	// Two halves of one word.
+	hidx int32  // position in Engine.heap; -1 when not there
+	seen uint32 // the last full read (Engine.epoch) that returned the row
+}
+
+// schedHead is what the engine reads of a schedule's row once its entry
+// is built (the trigger, the params and the sum hold the rest), and the
+// max_attempts its jobs get. The row's enumerations are a byte each, and
+// share a word with maxAttempts.
+type schedHead struct {
+	ID              int64
+	JobDefinitionID int64
+	MaxRuns         *int
+	CreatedAt       time.Time
+	misfire         uint8 // index in misfirePolicies
+	forbid          bool  // concurrency forbid
+	once            bool  // schedule_type once
+	maxAttempts     int32 // the definition's max_attempts, at least 1
+}
+
+// misfirePolicies are the misfire_policy values trigger.New accepts.
+var misfirePolicies = [...]models.MisfirePolicy{"", models.MisfireFireOnce, models.MisfireSkip, models.MisfireFireAll}
+
+// policy is the schedule's misfire_policy.
+func (h *schedHead) policy() models.MisfirePolicy { return misfirePolicies[h.misfire] }
+
+func headOf(s *models.Schedule, d *models.JobDefinition) (schedHead, error) {
+	h := schedHead{ID: s.ID, JobDefinitionID: s.JobDefinitionID, MaxRuns: s.MaxRuns, CreatedAt: s.CreatedAt,
+		forbid: s.Concurrency == models.ConcurrencyForbid, once: s.ScheduleType == models.ScheduleOnce}
+	i := slices.Index(misfirePolicies[:], s.MisfirePolicy)
+	if i < 0 {
+		return schedHead{}, fmt.Errorf("unknown misfire_policy %q", s.MisfirePolicy)
+	}
+	h.misfire = uint8(i)
+	h.maxAttempts = int32(min(max(d.MaxAttempts, 1), math.MaxInt32))
+	return h, nil
 }
 
 // wake is when the engine takes the entry up: its next fire, less the
@@ -60,7 +100,7 @@ func (e *entry) after() time.Time {
 	if e.last != nil {
 		return *e.last
 	}
-	if e.sched.ScheduleType == models.ScheduleOnce {
+	if e.sched.once {
 		// A once schedule inserted with a run_at already past still runs
 		// (as a catch-up when it is later than the misfire threshold).
 		return time.Time{}
@@ -101,7 +141,7 @@ func newEntry(r *chimedb.ScheduleRow) (*entry, error) {
 
 func (e *Engine) newEntry(r *chimedb.ScheduleRow) (*entry, error) {
 	en, err := buildEntry(r, e.cache, e.specs, e.defaults)
-	if err == nil && en.sched.Concurrency != models.ConcurrencyForbid {
+	if err == nil && !en.sched.forbid {
 		// A forbid schedule's fire depends on whether its last job has
 		// finished, and its claim locks the schedule's row: prepared
 		// early, it would decide too soon and hold that claim up.
@@ -162,7 +202,11 @@ func buildEntry(r *chimedb.ScheduleRow, cache *trigger.Cache, specs map[specKey]
 		}
 		specs[k] = spec
 	}
-	e := &entry{sched: s, def: r.Definition, cal: r.Calendar, trig: trig, params: params, maxAttempts: max(r.Definition.MaxAttempts, 1), hidx: -1,
+	head, err := headOf(&s, r.Definition)
+	if err != nil {
+		return nil, err
+	}
+	e := &entry{sched: head, row: sumOf(&s), def: r.Definition, cal: r.Calendar, trig: trig, params: params, hidx: -1,
 		spec: spec, window: window}
 	t := r.Trigger
 	if t == nil {
@@ -194,7 +238,7 @@ func noParams(p models.JSON) bool {
 // recorded in it that en has not seen: re-applying it would build the same
 // entry.
 func (e *entry) unchanged(r *chimedb.ScheduleRow) bool {
-	if r.Definition == nil || !reflect.DeepEqual(e.sched, r.Schedule) || !reflect.DeepEqual(e.def, r.Definition) ||
+	if r.Definition == nil || e.row != sumOf(&r.Schedule) || !reflect.DeepEqual(e.def, r.Definition) ||
 		!reflect.DeepEqual(e.cal, r.Calendar) {
 		return false
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/chimesched/chime/internal/metrics"
-	"github.com/chimesched/chime/models"
 )
 
 const (
@@ -224,7 +223,7 @@ func (e *Engine) batchOf(items []planned) *writeReq {
 		for _, f := range p.fires {
 			batch.Jobs = append(batch.Jobs, chimedb.FireJob{
 				ScheduleID: en.sched.ID, JobDefinitionID: en.sched.JobDefinitionID, ScheduledAt: f.at,
-				MaxAttempts: en.maxAttempts, Params: en.params, CatchUp: f.catchUp, MissedFires: f.missedFires,
+				MaxAttempts: int(en.sched.maxAttempts), Params: en.params, CatchUp: f.catchUp, MissedFires: f.missedFires,
 			})
 		}
 		batch.Triggers = append(batch.Triggers, advancedRow(en, p))
@@ -297,8 +296,8 @@ func (e *Engine) awaitInstant(ctx context.Context, at time.Time) error {
 func (e *Engine) planInput(en *entry, busy bool) planInput {
 	in := planInput{
 		trig: en.trig, after: en.after(), fired: en.fired, maxRuns: en.sched.MaxRuns,
-		policy: en.sched.MisfirePolicy, threshold: e.cfg.MisfireThreshold, fireAll: e.cfg.FireAllCap,
-		forbid: en.sched.Concurrency == models.ConcurrencyForbid, busy: busy, restoreUpTo: en.restoreUpTo,
+		policy: en.sched.policy(), threshold: e.cfg.MisfireThreshold, fireAll: e.cfg.FireAllCap,
+		forbid: en.sched.forbid, busy: busy, restoreUpTo: en.restoreUpTo,
 	}
 	if e.leaderSince.After(in.restoreUpTo) {
 		in.restoreUpTo = e.leaderSince
@@ -311,7 +310,7 @@ func (e *Engine) planInput(en *entry, busy bool) planInput {
 func (e *Engine) busySchedules(ctx context.Context, due []*entry) (map[int64]bool, error) {
 	var ids []int64
 	for _, en := range due {
-		if en.sched.Concurrency == models.ConcurrencyForbid {
+		if en.sched.forbid {
 			ids = append(ids, en.sched.ID)
 		}
 	}
@@ -438,7 +437,7 @@ func (e *Engine) advance(it *planned, cur *entry, committed time.Time) {
 		}
 	}
 	if p.dropped > 0 {
-		log.WithFields(logrus.Fields{"dropped": p.dropped, "policy": en.sched.MisfirePolicy}).Info("missed fires dropped")
+		log.WithFields(logrus.Fields{"dropped": p.dropped, "policy": en.sched.policy()}).Info("missed fires dropped")
 	}
 	if p.blocked > 0 {
 		log.WithField("skipped", p.blocked).Info("fires skipped: concurrency is forbid and a job of this schedule is still unfinished")

@@ -18,11 +18,11 @@ func (h dueHeap) Len() int           { return len(h) }
 func (h dueHeap) Less(i, j int) bool { return h[i].wake().Before(h[j].wake()) }
 func (h dueHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].hidx, h[j].hidx = i, j
+	h[i].hidx, h[j].hidx = int32(i), int32(j)
 }
 func (h *dueHeap) Push(x any) {
 	en := x.(*entry)
-	en.hidx = len(*h)
+	en.hidx = int32(len(*h))
 	*h = append(*h, en)
 }
 func (h *dueHeap) Pop() any {
@@ -41,16 +41,16 @@ func (h *dueHeap) track(en *entry) {
 	case en.hidx < 0 && !en.next.IsZero():
 		heap.Push(h, en)
 	case en.hidx >= 0 && en.next.IsZero():
-		heap.Remove(h, en.hidx)
+		heap.Remove(h, int(en.hidx))
 	case en.hidx >= 0:
-		heap.Fix(h, en.hidx)
+		heap.Fix(h, int(en.hidx))
 	}
 }
 
 // untrack takes en out of the heap.
 func (h *dueHeap) untrack(en *entry) {
 	if en.hidx >= 0 {
-		heap.Remove(h, en.hidx)
+		heap.Remove(h, int(en.hidx))
 	}
 }
 
