@@ -270,7 +270,7 @@ func (Lease) TableName() string { return "leases" }
 
 // All lists every model, in creation order, for schema checks.
 func All() []any {
-	return []any{&JobDefinition{}, &Schedule{}, &TimeTrigger{}, &Job{}, &JobLog{}, &Configuration{}, &Node{}, &Lease{}, &Notification{}, &Calendar{}}
+	return []any{&JobDefinition{}, &Schedule{}, &TimeTrigger{}, &Job{}, &JobLog{}, &Configuration{}, &Node{}, &Lease{}, &Notification{}, &Calendar{}, &APIToken{}}
 }
 
 // Notification is one completion email in the outbox: written in the same
