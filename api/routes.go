@@ -60,6 +60,11 @@ var routeTable = []route{
 	{method: "GET", path: Prefix + "/configurations", handler: (*Server).listConfigurations},
 	{method: "GET", path: Prefix + "/configurations/{name}", handler: (*Server).getConfiguration},
 	{method: "PUT", path: Prefix + "/configurations/{name}", handler: (*Server).setConfiguration},
+
+	{method: "GET", path: Prefix + "/whoami", handler: (*Server).whoami},
+	{method: "GET", path: Prefix + "/tokens", handler: (*Server).listTokens},
+	{method: "POST", path: Prefix + "/tokens", handler: (*Server).createToken},
+	{method: "POST", path: Prefix + "/tokens/{name}/revoke", handler: (*Server).revokeToken},
 }
 
 func (s *Server) routes() http.Handler {
@@ -72,8 +77,17 @@ func (s *Server) routes() http.Handler {
 			continue
 		}
 		h := rt.handler
+		ru := ruleOf(rt.method, rt.path)
 		mux.Handle(rt.method+" "+rt.path, s.authorize(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			e := needsJSON(r)
+			// The rule first: a refused request learns nothing from the
+			// checks of its body.
+			e := s.permit(r, PrincipalOf(r.Context()), ru)
+			if e != nil && e.status == http.StatusForbidden {
+				s.refused(r, e)
+			}
+			if e == nil {
+				e = needsJSON(r)
+			}
 			if e == nil {
 				e = checkQuery(r)
 			}
