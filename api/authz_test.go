@@ -458,3 +458,42 @@ func TestManyTokens(t *testing.T) {
 	require.JSONEq(t, `{"name":"t07777","role":"viewer","scope":"team27."}`, rec.Body.String())
 	require.Equal(t, 401, b.as("tok-10000", "GET", "/api/v1/whoami", "").Code)
 }
+
+// TestChangesLoggedWithWho: every change through the API is logged at
+// info with the token's name and the door; reads and refusals are not
+// logged as changes.
+func TestChangesLoggedWithWho(t *testing.T) {
+	t.Parallel()
+	st := testdb.Open(t, store.SQLite)
+	var logs bytes.Buffer
+	log := logrus.New()
+	log.SetOutput(&logs)
+	log.SetFormatter(&logrus.JSONFormatter{})
+	b := setupWith(t, st, func(c *Config) { c.Logger = log })
+	tok := b.ok(201, "POST", "/api/v1/tokens", `{"name":"ed","role":"editor"}`)["token"].(string)
+	rec := b.as(tok, "POST", "/api/v1/definitions", `{"name":"d1","task_type":"sleep","default_params":{"duration":"1ms"}}`)
+	require.Equal(t, 201, rec.Code, rec.Body.String())
+	require.Equal(t, 403, b.as(tok, "POST", "/api/v1/definitions", `{"name":"d2","task_type":"shell","default_params":{"command":"id"}}`).Code)
+	require.Equal(t, 200, b.as(tok, "GET", "/api/v1/definitions", "").Code)
+	var changes, refusals []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+		switch m["msg"] {
+		case "api: change":
+			changes = append(changes, m)
+		case "api: request refused by role or scope":
+			refusals = append(refusals, m)
+		}
+	}
+	require.Len(t, changes, 2, "the token's creation and the definition's: %s", logs.String())
+	require.Equal(t, "bootstrap", changes[0]["by"])
+	require.Equal(t, "ed", changes[1]["by"])
+	require.Equal(t, "api", changes[1]["via"])
+	require.Equal(t, "info", changes[1]["level"])
+	require.Equal(t, "POST /api/v1/definitions", changes[1]["route"])
+	require.Len(t, refusals, 1, "the shell definition's refusal")
+	require.Equal(t, "ed", refusals[0]["by"])
+	require.NotContains(t, refusals[0], "name", "the body is not logged")
+	require.NotContains(t, logs.String(), tok)
+}

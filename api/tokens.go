@@ -128,7 +128,6 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) *apiError {
 	if err := s.st.Admin().CreateToken(r.Context(), t); err != nil {
 		return s.fromStore(r, err, "an API token")
 	}
-	s.changed(r, "api token created", logrus.Fields{"token": t.Name, "role": string(t.Role), "scope": t.Scope})
 	s.writeJSON(w, r, http.StatusCreated, NewToken{TokenView: s.tokenView(t), Token: token})
 	return nil
 }
@@ -142,7 +141,6 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) *apiError {
 	if err != nil {
 		return s.fromStore(r, err, "an API token")
 	}
-	s.changed(r, "api token revoked", logrus.Fields{"token": t.Name})
 	s.writeJSON(w, r, http.StatusOK, s.tokenView(t))
 	return nil
 }
