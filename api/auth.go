@@ -3,6 +3,8 @@ package api
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
+	"errors"
 	"math"
 	"net/http"
 	"net/netip"
@@ -12,6 +14,9 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/chimesched/chime/chimedb"
+	"github.com/chimesched/chime/models"
 )
 
 // Failed authentications are limited per client address with a token
@@ -155,15 +160,29 @@ func clientOf(r *http.Request) (key, addr string) {
 }
 
 // authorize wraps the /api/v1 routes with the bearer token check and the
-// limit on failures.
+// limit on failures, and hands next the request's Principal (in its
+// context). The configured token is the bootstrap admin; any other is
+// looked up by its hash in api_tokens on every request, so a token
+// revoked or expired on one node is refused by all at once. A request
+// that carries a principal already comes from the console in-process,
+// which authenticated its session itself.
 func (s *Server) authorize(next http.Handler) http.Handler {
 	if s.cfg.Token == "" {
-		return next
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if PrincipalOf(r.Context()) == nil {
+				r = r.WithContext(WithPrincipal(r.Context(), &Principal{Name: OpenName, Role: models.RoleAdmin, Via: "api"}))
+			}
+			next.ServeHTTP(w, r)
+		})
 	}
 	// Digests of equal length: the comparison's time says nothing about
 	// the token's length either (as the console's login).
 	want := sha256.Sum256([]byte(s.cfg.Token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if PrincipalOf(r.Context()) != nil {
+			next.ServeHTTP(w, r)
+			return
+		}
 		key, addr := clientOf(r)
 		if wait, logBlocked := s.auth.admit(key, s.now()); wait > 0 {
 			secs := int(math.Ceil(wait.Seconds()))
@@ -177,21 +196,51 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 			return
 		}
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
-		if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
-			msg := "missing bearer token: send Authorization: Bearer <CHIME_API_TOKEN>"
-			reason := "missing bearer token"
-			if ok {
-				msg, reason = "invalid bearer token", "wrong bearer token"
+		got = strings.TrimSpace(got)
+		sum := sha256.Sum256([]byte(got))
+		var p *Principal
+		reason := "missing bearer token"
+		msg := "missing bearer token: send Authorization: Bearer <CHIME_API_TOKEN>"
+		switch {
+		case !ok:
+		case subtle.ConstantTimeCompare(sum[:], want[:]) == 1:
+			p = &Principal{Name: BootstrapName, Role: models.RoleAdmin, Via: "api"}
+		default:
+			msg, reason = "invalid bearer token", "wrong bearer token"
+			t, err := s.st.Admin().TokenByHash(r.Context(), hex.EncodeToString(sum[:]))
+			switch {
+			case err == nil && t.Live(s.now()):
+				p = &Principal{Name: t.Name, Role: t.Role, Scope: t.Scope, Via: "api"}
+			case err == nil:
+				// The same answer as a wrong token: whoever holds a dead
+				// one learns nothing; the log says which it was.
+				reason = tokenDeadReason(t, s.now())
+			case !errors.Is(err, chimedb.ErrNotFound):
+				s.auth.refund(key)
+				s.writeError(w, r, s.fromStore(r, err, "an API token"))
+				return
 			}
+		}
+		if p == nil {
 			s.authLog(r, addr, logrus.InfoLevel, "api: authentication failed", logrus.Fields{"reason": reason})
 			w.Header().Set("WWW-Authenticate", `Bearer realm="chime"`)
 			s.writeJSON(w, r, http.StatusUnauthorized, Error{Error: msg})
 			return
 		}
 		s.auth.refund(key)
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
 	})
+}
+
+// tokenDeadReason says, for the log, why a token of api_tokens was refused.
+func tokenDeadReason(t *models.APIToken, now time.Time) string {
+	switch {
+	case t.RevokedAt != nil:
+		return "token " + strconv.Quote(t.Name) + " is revoked"
+	case t.ExpiresAt != nil && !now.Before(*t.ExpiresAt):
+		return "token " + strconv.Quote(t.Name) + " expired"
+	}
+	return "token " + strconv.Quote(t.Name) + " has role " + strconv.Quote(string(t.Role)) + ", which chime does not know"
 }
 
 // authLog writes a line about a refused request, unless the log's limit

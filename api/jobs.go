@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -249,6 +250,10 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request) *apiError {
 	if err != nil {
 		return s.fromStore(r, err, "a job definition")
 	}
+	// Params change what runs: an operator runs a definition as it is.
+	if e := s.mayUseDefinition(r, def, "job_definition_id", !emptyObject(params)); e != nil {
+		return e
+	}
 	now := s.now()
 	job, e := validateRun(s.cfg.Registry, def, params, req.RunAt, req.Priority, now)
 	if e != nil {
@@ -311,4 +316,10 @@ func effectivePriority(override *int64, schedule *int, def *models.JobDefinition
 		return def.Priority, nil
 	}
 	return models.PriorityDefault, nil
+}
+
+// emptyObject says whether params, an object or nothing, has no keys.
+func emptyObject(params models.JSON) bool {
+	var m map[string]json.RawMessage
+	return len(params) == 0 || (json.Unmarshal(params, &m) == nil && len(m) == 0)
 }

@@ -102,6 +102,7 @@ func listQuery(r *http.Request, allowed []string, statuses []string) (*chimedb.A
 	if !p.Since.IsZero() && !p.Until.IsZero() && !p.Until.After(p.Since) {
 		return nil, badRequest("until", "until must be after since")
 	}
+	scopeList(r, p)
 	// One more row than shown tells whether another page exists.
 	p.Limit++
 	return p, nil

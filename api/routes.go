@@ -2,6 +2,8 @@ package api
 
 import (
 	"net/http"
+
+	"github.com/sirupsen/logrus"
 )
 
 // route is one entry of the API. The table below is both what the mux
@@ -83,6 +85,11 @@ var routeTable = []route{
 	{method: "GET", path: Prefix + "/configurations", handler: (*Server).listConfigurations},
 	{method: "GET", path: Prefix + "/configurations/{name}", handler: (*Server).getConfiguration},
 	{method: "PUT", path: Prefix + "/configurations/{name}", handler: (*Server).setConfiguration},
+
+	{method: "GET", path: Prefix + "/whoami", handler: (*Server).whoami},
+	{method: "GET", path: Prefix + "/tokens", handler: (*Server).listTokens},
+	{method: "POST", path: Prefix + "/tokens", handler: (*Server).createToken},
+	{method: "POST", path: Prefix + "/tokens/{name}/revoke", handler: (*Server).revokeToken},
 }
 
 func (s *Server) routes() http.Handler {
@@ -95,17 +102,29 @@ func (s *Server) routes() http.Handler {
 			continue
 		}
 		h := rt.handler
+		ru := ruleOf(rt.method, rt.path)
 		mux.Handle(rt.method+" "+rt.path, s.authorize(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			e := needsJSON(r)
+			// The rule first: a refused request learns nothing from the
+			// checks of its body.
+			e := s.permit(r, PrincipalOf(r.Context()), ru)
+			if e == nil {
+				e = needsJSON(r)
+			}
 			if e == nil {
 				e = checkQuery(r)
 			}
+			rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 			if e == nil {
-				e = h(s, w, r)
+				e = h(s, rec, r)
 			}
 			if e != nil {
+				if e.status == http.StatusForbidden {
+					s.refused(r, e)
+				}
 				s.writeError(w, r, e)
+				return
 			}
+			s.logChange(r, rec.status)
 		})))
 	}
 	// Anything else under the prefix is a JSON 404 (after auth, so the
@@ -117,4 +136,14 @@ func (s *Server) routes() http.Handler {
 		mux.Handle("/", s.cfg.Console(mux))
 	}
 	return s.logRequests(s.guard(mux))
+}
+
+// logChange logs, at info, a request that changed something: who, through
+// what door, the route and the object's path. Reads and dry runs change
+// nothing.
+func (s *Server) logChange(r *http.Request, status int) {
+	if r.Method == http.MethodGet || status >= 400 || r.URL.Query().Get("dry_run") == "true" || r.URL.Query().Get("dry_run") == "1" {
+		return
+	}
+	s.changed(r, "change", logrus.Fields{"method": r.Method, "route": r.Pattern, "path": r.URL.Path, "status": status})
 }

@@ -220,6 +220,9 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	if e != nil {
 		return e
 	}
+	if e := s.mayUseDefinition(r, def, "job_definition_id", true); e != nil {
+		return e
+	}
 	cal, e := s.calendarFor(r, req)
 	if e != nil {
 		return e
@@ -286,6 +289,9 @@ func (s *Server) updateSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	}
 	def, e := s.definitionFor(r, req.JobDefinitionID)
 	if e != nil {
+		return e
+	}
+	if e := s.mayUseDefinition(r, def, "job_definition_id", true); e != nil {
 		return e
 	}
 	cal, e := s.calendarFor(r, req)

@@ -40,9 +40,16 @@ type Config struct {
 	// Registry lists the task types this node knows; definitions naming
 	// another type are refused. Default: tasks.Default().
 	Registry *tasks.Registry
-	// Token is the bearer token every /api/v1 request must carry. Empty
-	// disables auth, which is allowed only on a loopback Addr.
+	// Token is the bearer token every /api/v1 request must carry: the
+	// bootstrap admin, beside the named tokens of api_tokens. Empty
+	// disables auth (everyone is admin), which is allowed only on a
+	// loopback Addr.
 	Token string
+	// EditorTaskTypes are the task types the editor role may create,
+	// change and delete definitions and schedules of. Nil: every type
+	// of Registry but shell and httpcall, which run whatever their params
+	// say; those stay admin's.
+	EditorTaskTypes []string
 	// Addr is the listen address (default DefaultAddr).
 	Addr string
 	// Listener, when set, is served instead of listening on Addr (which

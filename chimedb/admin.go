@@ -28,6 +28,10 @@ type AdminListParams struct {
 	// Since (inclusive) and Until (exclusive) bound created_at, or
 	// scheduled_at for jobs.
 	Since, Until time.Time
+	// DefinitionPrefix, the scope of a token, keeps only the definitions
+	// whose name starts with it (taken literally), and the schedules,
+	// jobs and notifications of those definitions.
+	DefinitionPrefix string
 }
 
 // AdminQueries are the queries behind the admin API and the console: lists,
@@ -90,6 +94,19 @@ type AdminQueries interface {
 	// DefinitionChoices lists up to MaxDefinitionChoices definitions by
 	// name, with id, name and task_type set: what a form offers.
 	DefinitionChoices(ctx context.Context) ([]models.JobDefinition, error)
+
+	// The named API tokens (api_tokens).
+
+	// CreateToken inserts t; ErrConflict when its name or hash is taken.
+	CreateToken(ctx context.Context, t *models.APIToken) error
+	// ListTokens lists every token by name, revoked and expired ones too.
+	ListTokens(ctx context.Context) ([]models.APIToken, error)
+	// TokenByHash returns the token whose token_sha256 is hash, or
+	// ErrNotFound.
+	TokenByHash(ctx context.Context, hash string) (*models.APIToken, error)
+	// RevokeToken sets revoked_at of the token named name to at, unless
+	// it is revoked already, and returns the row; ErrNotFound.
+	RevokeToken(ctx context.Context, name string, at time.Time) (*models.APIToken, error)
 }
 
 // MaxDefinitionChoices bounds DefinitionChoices; definitions are written

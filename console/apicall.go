@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+
+	"github.com/chimesched/chime/api"
 )
 
 // apiResult is the API's answer to an in-process call.
@@ -23,8 +25,8 @@ func (r *apiResult) ok() bool { return r.Status < 300 }
 // decode reads a success body into v.
 func (r *apiResult) decode(v any) error { return json.Unmarshal(r.Body, v) }
 
-// callAPI sends one request to the API's routes in-process, with the
-// token, so the console's writes take the API's validation, store calls,
+// callAPI sends one request to the API's routes in-process, as the
+// session's principal (in ctx), so the console's writes take the API's validation, store calls,
 // hooks and log lines, and nothing else.
 func (c *Console) callAPI(ctx context.Context, method, path string, body any) *apiResult {
 	var rd *bytes.Reader
@@ -41,8 +43,10 @@ func (c *Console) callAPI(ctx context.Context, method, path string, body any) *a
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.cfg.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+	// The session's principal, never the configured token: the API
+	// applies the role of whoever logged in.
+	if api.PrincipalOf(ctx) == nil {
+		return &apiResult{Status: http.StatusUnauthorized, Err: "log in first"}
 	}
 	rec := httptest.NewRecorder()
 	c.api.ServeHTTP(rec, req)

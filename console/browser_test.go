@@ -17,6 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/api"
 	"github.com/chimesched/chime/app"
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/configs"
@@ -193,6 +194,23 @@ func TestBrowser(t *testing.T) {
 	}
 }
 
+// TestBrowserRoles logs in as a viewer and as an operator and checks what
+// each is offered, and that a revoked token's session ends.
+func TestBrowserRoles(t *testing.T) {
+	exe := chromium(t)
+	for _, d := range testdb.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			if d == store.MySQL {
+				testdb.MySQLServerDSN(t)
+			}
+			base, st := serve(t, d)
+			ctx, cancel := context.WithTimeout(browser(t, exe), 60*time.Second)
+			defer cancel()
+			rolesFlow(t, ctx, base, st)
+		})
+	}
+}
+
 func browserFlow(t *testing.T, ctx context.Context, base string, st *store.Store) {
 	defID, schID := seed(t, st, "nightly-report")
 
@@ -322,6 +340,74 @@ func browserFlow(t *testing.T, ctx context.Context, base string, st *store.Store
 	got = text(t, ctx, `body`)
 	require.NotContains(t, got, "nightly-report")
 	require.NotContains(t, got, "browser-made")
+}
+
+// count is how many elements sel matches on the page.
+func count(t *testing.T, ctx context.Context, sel string) int {
+	t.Helper()
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, sel)))
+	require.NoError(t, err)
+	return n
+}
+
+// rolesFlow logs in as a viewer, then as an operator, and checks what
+// each is offered; then revokes the operator's token and sees the
+// session end. It starts logged out.
+func rolesFlow(t *testing.T, ctx context.Context, base string, st *store.Store) {
+	defID, schID := seed(t, st, "roles-report")
+	for _, tk := range []struct{ name, token string }{{"alice", "chime_viewer_token_alice"}, {"bob", "chime_operator_token_bob"}} {
+		role := models.RoleViewer
+		if tk.name == "bob" {
+			role = models.RoleOperator
+		}
+		require.NoError(t, st.Admin().CreateToken(ctx, &models.APIToken{Name: tk.name, TokenSHA256: api.HashToken(tk.token), Role: role}))
+	}
+	login := func(token string) {
+		do(t, ctx, chromedp.Navigate(base+"/login"), chromedp.WaitVisible(css(`#token`)),
+			chromedp.SendKeys(css(`#token`), token), chromedp.Submit(css(`#token`)), chromedp.WaitVisible(css(`#who`)))
+	}
+	sched := base + "/schedules/" + itoa(schID)
+	trigger := `form[action="/schedules/` + itoa(schID) + `/trigger"]`
+	edit := `a[href="/schedules/` + itoa(schID) + `/edit"]`
+
+	// The viewer reads everything and is offered no action.
+	login("chime_viewer_token_alice")
+	require.Contains(t, text(t, ctx, `#who`), "alice · viewer")
+	do(t, ctx, chromedp.Navigate(sched), chromedp.WaitVisible(css(`#schedule-status`)))
+	require.Contains(t, text(t, ctx, `main`), "roles-report")
+	require.Zero(t, count(t, ctx, trigger), "a viewer is offered Trigger now")
+	require.Zero(t, count(t, ctx, `form[action="/schedules/`+itoa(schID)+`/pause"]`))
+	require.Zero(t, count(t, ctx, edit))
+	do(t, ctx, chromedp.Navigate(base+"/definitions/"+itoa(defID)), chromedp.WaitVisible(css(`#definition-params`)))
+	require.Zero(t, count(t, ctx, `a[href="/definitions/`+itoa(defID)+`/edit"]`))
+	require.Zero(t, count(t, ctx, `a[href="/definitions/`+itoa(defID)+`/delete"]`))
+	do(t, ctx, chromedp.Navigate(base+"/definitions"), chromedp.WaitVisible(css(`#who`)))
+	require.Zero(t, count(t, ctx, `a[href="/definitions/new"]`))
+	do(t, ctx, chromedp.Click(css(`form.logout button`)), chromedp.WaitVisible(css(`#token`)))
+
+	// The operator may pause and trigger, not edit.
+	login("chime_operator_token_bob")
+	require.Contains(t, text(t, ctx, `#who`), "bob · operator")
+	do(t, ctx, chromedp.Navigate(sched), chromedp.WaitVisible(css(trigger)))
+	require.Equal(t, 1, count(t, ctx, `form[action="/schedules/`+itoa(schID)+`/pause"]`))
+	require.Zero(t, count(t, ctx, edit), "an operator is offered Edit")
+	require.Zero(t, count(t, ctx, `a[href="/schedules/`+itoa(schID)+`/delete"]`))
+	jobsOf := func() int {
+		js, err := st.Admin().ScheduleJobs(ctx, schID, 100)
+		require.NoError(t, err)
+		return len(js)
+	}
+	before := jobsOf()
+	do(t, ctx, chromedp.Click(css(trigger+` button`)), chromedp.WaitVisible(css(`#job-status`)))
+	require.Equal(t, before+1, jobsOf(), "the operator's trigger wrote a job")
+	do(t, ctx, chromedp.Navigate(base+"/schedules"), chromedp.WaitVisible(css(`#schedules`)))
+	require.Zero(t, count(t, ctx, `a[href="/schedules/new"]`))
+
+	// Revoked: the session ends at its next request.
+	_, err := st.Admin().RevokeToken(ctx, "bob", time.Now())
+	require.NoError(t, err)
+	do(t, ctx, chromedp.Navigate(sched), chromedp.WaitVisible(css(`#token`)))
+	require.NotContains(t, text(t, ctx, `body`), "roles-report")
 }
 
 // definition writes a sleep definition by SQL and returns its id.

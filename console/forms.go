@@ -1,10 +1,12 @@
 package console
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -439,7 +441,10 @@ func (c *Console) jobAction(w http.ResponseWriter, r *http.Request, s *session) 
 			return
 		}
 		body := map[string]any{"job_definition_id": j.JobDefinitionID, "params": json.RawMessage(j.Params)}
-		if len(j.Params) == 0 {
+		// Params the definition gives anyway are left out: a run with
+		// params changes what runs, which an operator may not, and
+		// running a job again as it was defined does not.
+		if len(j.Params) == 0 || c.definitionGives(ctx, j.JobDefinitionID, j.Params) {
 			body["params"] = nil
 		}
 		// The same job again: at the priority it ran with.
@@ -548,4 +553,19 @@ func (c *Console) confirmDeleteDefinition(w http.ResponseWriter, r *http.Request
 func (c *Console) deleteDefinition(w http.ResponseWriter, r *http.Request, s *session) {
 	id, _ := pathID(r)
 	c.callThen(w, r, s, http.MethodDelete, fmt.Sprintf("%s/definitions/%d", api.Prefix, id), "/definitions?done=deleted")
+}
+
+// definitionGives says whether params are what the definition's defaults
+// make of an empty params.
+func (c *Console) definitionGives(ctx context.Context, defID int64, params models.JSON) bool {
+	d, err := c.st.Admin().GetDefinition(ctx, defID)
+	if err != nil {
+		return false
+	}
+	merged, err := models.MergeParams(d.DefaultParams, nil)
+	if err != nil {
+		return false
+	}
+	var a, b any
+	return json.Unmarshal(merged, &a) == nil && json.Unmarshal(params, &b) == nil && reflect.DeepEqual(a, b)
 }

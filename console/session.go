@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -8,11 +9,18 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/chimesched/chime/api"
+	"github.com/chimesched/chime/chimedb"
+	"github.com/chimesched/chime/models"
 )
 
 const (
@@ -28,6 +36,22 @@ type session struct {
 	expires time.Time // the cookie's
 	// CSRF is the token every form of this session posts back.
 	CSRF string
+	// Who logged in: every API call of the session is made as this
+	// principal, so the API's rules apply to the console as they do to
+	// the token itself.
+	Who *api.Principal
+}
+
+// Can says whether the session's role may take a kind of action, so a
+// page offers only those: "operate" (run, pause, resume, stop, reset),
+// "edit" (create, change, delete definitions and schedules) or "admin".
+// The API refuses the others anyway.
+func (s *session) Can(action string) bool {
+	if s == nil || s.Who == nil {
+		return false
+	}
+	need := map[string]models.Role{"operate": models.RoleOperator, "edit": models.RoleEditor, "admin": models.RoleAdmin}[action]
+	return need != "" && s.Who.Role.Rank() >= need.Rank()
 }
 
 // sessionKey derives the cookie signing key from the token, so every node
@@ -60,8 +84,10 @@ func (c *Console) mac(parts ...[]byte) []byte {
 var b64 = base64.RawURLEncoding
 
 // newSession makes a cookie value with a fresh nonce: a login never reuses
-// a session id an attacker could have planted.
-func (c *Console) newSession() (string, *session, error) {
+// a session id an attacker could have planted. The cookie carries the
+// SHA-256 of the token that logged in (never the token), by which every
+// request finds who it is, and whether the token still lives.
+func (c *Console) newSession(tokenHash [sha256.Size]byte, who *api.Principal) (string, *session, error) {
 	nonce := make([]byte, sessionNonceSize)
 	if _, err := rand.Read(nonce); err != nil {
 		return "", nil, err
@@ -69,13 +95,38 @@ func (c *Console) newSession() (string, *session, error) {
 	expires := time.Unix(c.cfg.Now().Add(c.cfg.SessionTTL).Unix(), 0)
 	var exp [8]byte
 	binary.BigEndian.PutUint64(exp[:], uint64(expires.Unix()))
-	payload := append(nonce, exp[:]...)
+	payload := append(append(nonce, exp[:]...), tokenHash[:]...)
 	value := b64.EncodeToString(payload) + "." + b64.EncodeToString(c.mac([]byte("session"), payload))
-	return value, c.sessionOf(nonce, expires), nil
+	return value, c.sessionOf(nonce, expires, who), nil
 }
 
-func (c *Console) sessionOf(nonce []byte, expires time.Time) *session {
-	return &session{nonce: string(nonce), expires: expires, CSRF: b64.EncodeToString(c.mac([]byte("csrf"), nonce))}
+func (c *Console) sessionOf(nonce []byte, expires time.Time, who *api.Principal) *session {
+	return &session{nonce: string(nonce), expires: expires, CSRF: b64.EncodeToString(c.mac([]byte("csrf"), nonce)), Who: who}
+}
+
+// principalOf finds who holds the token of hash: the bootstrap admin, a
+// live named token, or nobody (nil: unknown, revoked, expired). Scoped
+// tokens are nobody here: the console's pages read the database without
+// a scope, so a scoped token uses the API and the CLI.
+func (c *Console) principalOf(ctx context.Context, hash [sha256.Size]byte) (*api.Principal, error) {
+	if c.cfg.Token == "" {
+		return &api.Principal{Name: api.OpenName, Role: models.RoleAdmin, Via: "console"}, nil
+	}
+	want := sha256.Sum256([]byte(c.cfg.Token))
+	if subtle.ConstantTimeCompare(hash[:], want[:]) == 1 {
+		return &api.Principal{Name: api.BootstrapName, Role: models.RoleAdmin, Via: "console"}, nil
+	}
+	t, err := c.st.Admin().TokenByHash(ctx, hex.EncodeToString(hash[:]))
+	if errors.Is(err, chimedb.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !t.Live(c.cfg.Now()) || t.Scope != "" {
+		return nil, nil
+	}
+	return &api.Principal{Name: t.Name, Role: t.Role, Via: "console"}, nil
 }
 
 // readSession checks the session cookie: signature, expiry, logout. The
@@ -92,7 +143,7 @@ func (c *Console) readSession(r *http.Request) (*session, error) {
 	}
 	payload, err1 := b64.DecodeString(p)
 	mac, err2 := b64.DecodeString(sig)
-	if err1 != nil || err2 != nil || len(payload) != sessionNonceSize+8 {
+	if err1 != nil || err2 != nil || len(payload) != sessionNonceSize+8+sha256.Size {
 		return nil, nil
 	}
 	if !hmac.Equal(mac, c.mac([]byte("session"), payload)) {
@@ -110,7 +161,13 @@ func (c *Console) readSession(r *http.Request) (*session, error) {
 	if gone {
 		return nil, nil
 	}
-	return c.sessionOf(nonce, exp), nil
+	// A session lives no longer than its token: revoked or expired on
+	// any node, it ends on every node at its next request.
+	who, err := c.principalOf(r.Context(), [sha256.Size]byte(payload[sessionNonceSize+8:]))
+	if err != nil || who == nil {
+		return nil, err
+	}
+	return c.sessionOf(nonce, exp, who), nil
 }
 
 // cookieName is name, with the __Host- prefix when cookies are Secure:
@@ -146,7 +203,8 @@ func (c *Console) authed(h authedHandler) http.Handler {
 		if s == nil && c.cfg.Token == "" && r.Method == http.MethodGet {
 			// No token: the API is open on loopback, so is the console;
 			// the session only carries the CSRF token.
-			value, ns, err := c.newSession()
+			who, _ := c.principalOf(r.Context(), [sha256.Size]byte{})
+			value, ns, err := c.newSession([sha256.Size]byte{}, who)
 			if err != nil {
 				http.Error(w, "cannot make a session", http.StatusInternalServerError)
 				return
@@ -170,7 +228,7 @@ func (c *Console) authed(h authedHandler) http.Handler {
 				return
 			}
 		}
-		h(w, r, s)
+		h(w, r.WithContext(api.WithPrincipal(r.Context(), s.Who)), s)
 	})
 }
 
@@ -214,22 +272,26 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Hashing first makes the comparison constant-time in the length too.
-	got := sha256.Sum256([]byte(r.PostFormValue("token")))
-	want := sha256.Sum256([]byte(c.cfg.Token))
-	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-		c.slowDown(r)
-		c.log.WithField("remote", r.RemoteAddr).Warn("console: failed login")
-		c.renderLogin(w, r, http.StatusUnauthorized, "That is not the API token.")
+	got := sha256.Sum256([]byte(strings.TrimSpace(r.PostFormValue("token"))))
+	who, err := c.principalOf(r.Context(), got)
+	if err != nil {
+		c.dbFail(w, r, nil, err)
 		return
 	}
-	value, _, err := c.newSession()
+	if who == nil {
+		c.slowDown(r)
+		c.log.WithField("remote", r.RemoteAddr).Info("console: failed login")
+		c.renderLogin(w, r, http.StatusUnauthorized, "That is not the API token, nor a live named token (a scoped token cannot log in to the console: use the API or the CLI).")
+		return
+	}
+	value, _, err := c.newSession(got, who)
 	if err != nil {
 		http.Error(w, "cannot make a session", http.StatusInternalServerError)
 		return
 	}
 	c.setCookie(w, loginCSRFCookie, "", -1)
 	c.setCookie(w, sessionCookie, value, int(c.cfg.SessionTTL.Seconds()))
-	c.log.WithField("remote", r.RemoteAddr).Info("console: login")
+	c.log.WithFields(logrus.Fields{"remote": r.RemoteAddr, "by": who.Name, "role": string(who.Role)}).Info("console: login")
 	redirectAfterLogin(w, r, r.PostFormValue("next"))
 }
 

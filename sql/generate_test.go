@@ -23,6 +23,7 @@ var generated = map[string]func() string{
 	"mysql/00011_calendar_times.sql":      mysqlCalendarTimes,
 	"sqlite/00011_calendar_times.sql":     sqliteCalendarTimes,
 	"mysql/00021_workflow_times.sql":      mysqlWorkflowTimes,
+	"mysql/00026_api_tokens.sql":          mysqlAPITokens,
 }
 
 func TestGeneratedMigrations(t *testing.T) {
@@ -335,5 +336,44 @@ func mysqlWorkflowTimes() string {
 	for i := len(workflowTables21) - 1; i >= 0; i-- {
 		w("%s", mysqlDropTriggers(workflowTables21[i].name))
 	}
+	return b.String()
+}
+
+// apiTokens26 is the api_tokens table (00026): admins revoke a token
+// with plain SQL, at any session time zone.
+var apiTokens26 = timeTable{"api_tokens", []string{"expires_at", "revoked_at", "created_at"}}
+
+func mysqlAPITokens() string {
+	var b strings.Builder
+	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	w(generatedNote)
+	w("%s", `-- Named API tokens, each with a role and an optional scope (see
+-- docs/security.md). Only the SHA-256 of a token is kept, in lower-case
+-- hex: the token itself is shown once, when it is made, and cannot be
+-- read back. role is viewer, operator, editor or admin; scope, when not
+-- empty, is a prefix of job definition names: the token sees and touches
+-- only those definitions and their schedules and jobs. A token is refused
+-- from expires_at on (NULL: never) and from revoked_at on. The
+-- CHIME_API_TOKEN of the configuration is not a row: it stays the
+-- bootstrap admin. A row chime cannot read (an unknown role) is refused,
+-- and says why in the log.
+
+-- +goose Up
+CREATE TABLE api_tokens (
+  id           BIGINT       NOT NULL AUTO_INCREMENT,
+  name         VARCHAR(191) NOT NULL,
+  token_sha256 CHAR(64)     NOT NULL,
+  role         VARCHAR(16)  NOT NULL,
+  scope        VARCHAR(191) NOT NULL DEFAULT '',
+  expires_at   DATETIME(6)  NULL,
+  revoked_at   DATETIME(6)  NULL,
+  created_at   DATETIME(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  PRIMARY KEY (id),
+  UNIQUE KEY uq_api_tokens_name (name),
+  UNIQUE KEY uq_api_tokens_sha256 (token_sha256)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+`)
+	w("%s", mysqlTriggers(apiTokens26))
+	w("\n-- +goose Down\n%sDROP TABLE api_tokens;\n", mysqlDropTriggers(apiTokens26.name))
 	return b.String()
 }

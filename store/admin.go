@@ -22,11 +22,7 @@ type Admin struct{ s *Store }
 // Admin returns the admin queries of s.
 func (s *Store) Admin() chimedb.AdminQueries { return &Admin{s: s} }
 
-func (a *Admin) page(ctx context.Context, p *chimedb.AdminListParams, timeCol string, out any) error {
-	return a.pageQuery(ctx, p, timeCol).Find(out).Error
-}
-
-// pageQuery is the query of page, for a caller that reads it itself.
+// pageQuery is the query of one page of a list.
 func (a *Admin) pageQuery(ctx context.Context, p *chimedb.AdminListParams, timeCol string) *gorm.DB {
 	q := a.s.db.WithContext(ctx).Order("id DESC").Limit(max(p.Limit, 1))
 	if p.BeforeID > 0 {
@@ -36,9 +32,7 @@ func (a *Admin) pageQuery(ctx context.Context, p *chimedb.AdminListParams, timeC
 		q = q.Where("name = ?", p.Name)
 	}
 	if p.NameContains != "" {
-		// '!' escapes: a backslash means different things to MySQL and SQLite.
-		esc := strings.NewReplacer("!", "!!", "%", "!%", "_", "!_").Replace(p.NameContains)
-		q = q.Where(`name LIKE ? ESCAPE '!'`, "%"+esc+"%")
+		q = q.Where(`name LIKE ? ESCAPE '!'`, "%"+likeEscape(p.NameContains)+"%")
 	}
 	if p.Status != "" {
 		q = q.Where("status = ?", p.Status)
@@ -59,10 +53,29 @@ func (a *Admin) pageQuery(ctx context.Context, p *chimedb.AdminListParams, timeC
 	return q
 }
 
+// likeEscape escapes s for LIKE ... ESCAPE '!': a backslash means
+// different things to MySQL and SQLite.
+func likeEscape(s string) string {
+	return strings.NewReplacer("!", "!!", "%", "!%", "_", "!_").Replace(s)
+}
+
+// inScope narrows q, a query of rows with a job_definition_id (column
+// col), to the definitions whose name starts with prefix.
+func inScope(q *gorm.DB, col, prefix string) *gorm.DB {
+	if prefix == "" {
+		return q
+	}
+	return q.Where(col+` IN (SELECT id FROM job_definitions WHERE name LIKE ? ESCAPE '!')`, likeEscape(prefix)+"%")
+}
+
 // ListDefinitions returns a page of job_definitions.
 func (a *Admin) ListDefinitions(ctx context.Context, p *chimedb.AdminListParams) ([]models.JobDefinition, error) {
 	var out []models.JobDefinition
-	if err := a.page(ctx, p, "created_at", &out); err != nil {
+	q := a.pageQuery(ctx, p, "created_at")
+	if p.DefinitionPrefix != "" {
+		q = q.Where(`name LIKE ? ESCAPE '!'`, likeEscape(p.DefinitionPrefix)+"%")
+	}
+	if err := q.Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("list job definitions: %w", err)
 	}
 	return out, nil
@@ -71,7 +84,7 @@ func (a *Admin) ListDefinitions(ctx context.Context, p *chimedb.AdminListParams)
 // ListSchedules returns a page of schedules.
 func (a *Admin) ListSchedules(ctx context.Context, p *chimedb.AdminListParams) ([]models.Schedule, error) {
 	var out []models.Schedule
-	if err := a.page(ctx, p, "created_at", &out); err != nil {
+	if err := inScope(a.pageQuery(ctx, p, "created_at"), "job_definition_id", p.DefinitionPrefix).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("list schedules: %w", err)
 	}
 	return out, nil
@@ -81,7 +94,7 @@ func (a *Admin) ListSchedules(ctx context.Context, p *chimedb.AdminListParams) (
 // row written without the API that chime cannot run as it is comes back
 // with Unreadable set (see shownJobs).
 func (a *Admin) ListJobs(ctx context.Context, p *chimedb.AdminListParams) ([]models.Job, error) {
-	out, err := shownJobs(a.pageQuery(ctx, p, "scheduled_at").Model(&models.Job{}))
+	out, err := shownJobs(inScope(a.pageQuery(ctx, p, "scheduled_at"), "job_definition_id", p.DefinitionPrefix).Model(&models.Job{}))
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}

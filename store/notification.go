@@ -324,6 +324,9 @@ func (a *Admin) ListNotifications(ctx context.Context, p *chimedb.AdminListParam
 	if p.BeforeID > 0 {
 		q = q.Where("id < ?", p.BeforeID)
 	}
+	if p.DefinitionPrefix != "" {
+		q = q.Where("job_id IN (?)", inScope(a.s.db.WithContext(ctx).Model(&models.Job{}).Select("id"), "job_definition_id", p.DefinitionPrefix))
+	}
 	out, err := shownNotices(q.Order("id DESC").Limit(max(p.Limit, 1)))
 	if err != nil {
 		return nil, fmt.Errorf("list notifications: %w", err)

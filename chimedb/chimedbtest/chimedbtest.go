@@ -94,7 +94,8 @@ type tcase struct {
 func methods() []method {
 	var all []method
 	for _, group := range [][]method{scheduleMethods(), taskMethods(), leaseMethods(), clusterMethods(),
-		adminStoreMethods(), adminQueryMethods(), consoleQueryMethods(), consoleStoreMethods(), formMethods(), alertMethods(), workflowMethods()} {
+		adminStoreMethods(), adminQueryMethods(), consoleQueryMethods(), consoleStoreMethods(), formMethods(), alertMethods(), workflowMethods(),
+		tokenMethods()} {
 		all = append(all, group...)
 	}
 	return all
