@@ -17,7 +17,8 @@ import (
 // adminCommands returns the commands that manage a running chime through
 // its API: definition, schedule, job, nodes and config.
 func adminCommands() []*cobra.Command {
-	return []*cobra.Command{newDefinitionCommand(), newScheduleCommand(), newCalendarCommand(), newJobCommand(), newNodesCommand(), newConfigCommand()}
+	return []*cobra.Command{newDefinitionCommand(), newScheduleCommand(), newCalendarCommand(), newJobCommand(), newNodesCommand(), newConfigCommand(),
+		newQueueCommand()}
 }
 
 // adminGroup makes a parent command carrying the shared API flags.

@@ -156,6 +156,8 @@ func (c *Console) Handler(api http.Handler) http.Handler {
 	mux.Handle("GET /definitions/{id}/delete", c.authed(c.confirmDeleteDefinition))
 	mux.Handle("POST /definitions/{id}/delete", c.authed(c.deleteDefinition))
 
+	mux.Handle("GET /queues", c.authed(c.queues))
+	mux.Handle("POST /queues/{name}/{action}", c.authed(c.queueAction))
 	mux.Handle("GET /nodes", c.authed(c.nodes))
 	mux.Handle("/", c.authed(func(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, http.StatusNotFound, "There is no page at this address.")

@@ -549,3 +549,14 @@ func (c *Console) deleteDefinition(w http.ResponseWriter, r *http.Request, s *se
 	id, _ := pathID(r)
 	c.callThen(w, r, s, http.MethodDelete, fmt.Sprintf("%s/definitions/%d", api.Prefix, id), "/definitions?done=deleted")
 }
+
+// queueAction pauses or resumes a queue through the API.
+func (c *Console) queueAction(w http.ResponseWriter, r *http.Request, s *session) {
+	action := r.PathValue("action")
+	if action != "pause" && action != "resume" {
+		c.fail(w, r, s, http.StatusNotFound, "There is no such action on a queue.")
+		return
+	}
+	name := r.PathValue("name")
+	c.callThen(w, r, s, http.MethodPost, api.Prefix+"/queues/"+url.PathEscape(name)+"/"+action, "/queues")
+}

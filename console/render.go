@@ -55,6 +55,7 @@ var funcs = template.FuncMap{
 	"orDash":      orDash,
 	"scheduleRef": func(id *int64) int64 { return derefID(id) },
 	"dict3":       func(name, label string, f *form) fieldArgs { return fieldArgs{name, label, f} },
+	"derefInt64":  func(p *int64) string { return strconv.FormatInt(*p, 10) },
 }
 
 // fieldArgs is what the field templates get.

@@ -91,7 +91,7 @@ type tcase struct {
 func methods() []method {
 	var all []method
 	for _, group := range [][]method{scheduleMethods(), taskMethods(), leaseMethods(), clusterMethods(),
-		adminStoreMethods(), adminQueryMethods(), consoleQueryMethods(), consoleStoreMethods(), formMethods()} {
+		adminStoreMethods(), adminQueryMethods(), consoleQueryMethods(), consoleStoreMethods(), formMethods(), queueMethods()} {
 		all = append(all, group...)
 	}
 	return all
