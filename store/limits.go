@@ -495,12 +495,15 @@ func (s *Store) lockDefLimits(tx *gorm.DB, ids []int64, defs map[int64]*defLimit
 		ID int64 `gorm:"column:job_definition_id"`
 		N  int64 `gorm:"column:n"`
 	}
-	if err := tx.Raw(`SELECT job_definition_id, COUNT(*) AS n FROM jobs WHERE status IN ? AND job_definition_id IN ? GROUP BY job_definition_id`,
-		activeStatuses, ids).Scan(&counts).Error; err != nil {
+	// No condition on job_definition_id: with one, a planner may read the
+	// definition's whole history by its index instead of the few active
+	// rows by status (seen on SQLite: the drain's claims went quadratic).
+	if err := tx.Raw(`SELECT job_definition_id, COUNT(*) AS n FROM jobs WHERE status IN ? GROUP BY job_definition_id`,
+		activeStatuses).Scan(&counts).Error; err != nil {
 		return fmt.Errorf("count active jobs of definitions: %w", err)
 	}
 	for _, c := range counts {
-		if d := defs[c.ID]; d != nil {
+		if d := defs[c.ID]; d != nil && slices.Contains(ids, c.ID) {
 			d.active = c.N
 		}
 	}
