@@ -164,6 +164,15 @@ var routeRules = map[string]rule{
 	"PATCH " + Prefix + "/alert-rules/{id}":        {role: models.RoleEditor, object: sharedObject, unscoped: true},
 	"DELETE " + Prefix + "/alert-rules/{id}":       {role: models.RoleEditor, object: sharedObject, unscoped: true},
 	"GET " + Prefix + "/alerts":                    {role: models.RoleViewer, unscoped: true},
+
+	// Queues are shared by every team's definitions: limits are an
+	// editor's, holding a queue's starts back an operator's.
+	"GET " + Prefix + "/queues":                {role: models.RoleViewer, unscoped: true},
+	"GET " + Prefix + "/queues/{name}":         {role: models.RoleViewer, unscoped: true},
+	"PUT " + Prefix + "/queues/{name}":         {role: models.RoleEditor, unscoped: true},
+	"DELETE " + Prefix + "/queues/{name}":      {role: models.RoleEditor, unscoped: true},
+	"POST " + Prefix + "/queues/{name}/pause":  {role: models.RoleOperator, unscoped: true},
+	"POST " + Prefix + "/queues/{name}/resume": {role: models.RoleOperator, unscoped: true},
 }
 
 // ruleOf is the rule of a route; a route without one is admin-only.

@@ -78,6 +78,7 @@ type fixture struct {
 	calendar        int64
 	workflow, run   int64
 	channel, rule   int64
+	queue           string
 	spareToken      string
 	n               int
 }
@@ -219,6 +220,17 @@ var routeSamples = map[string]sample{
 	},
 	"DELETE /api/v1/alert-rules/{id}": shared("/api/v1/alert-rules/{id}", func(f *fixture) int64 { return f.rule }),
 	"GET /api/v1/alerts":              constant("/api/v1/alerts", ""),
+
+	"GET /api/v1/queues":        constant("/api/v1/queues", ""),
+	"GET /api/v1/queues/{name}": constant("/api/v1/queues/default", ""),
+	"PUT /api/v1/queues/{name}": func(f *fixture, _ target) (string, string, bool) {
+		return "/api/v1/queues/q" + itoa(int64(f.n)), `{"max_running":2}`, false
+	},
+	"DELETE /api/v1/queues/{name}": func(f *fixture, _ target) (string, string, bool) {
+		return "/api/v1/queues/" + f.queue, "", false
+	},
+	"POST /api/v1/queues/{name}/pause":  constant("/api/v1/queues/default/pause", ""),
+	"POST /api/v1/queues/{name}/resume": constant("/api/v1/queues/default/resume", ""),
 }
 
 // shared is the request of a route whose {id} names an object no scope
@@ -262,6 +274,8 @@ func (b *bundle) newFixture(n int) *fixture {
 	f.run = id(b.ok(201, "POST", "/api/v1/workflows/"+itoa(f.workflow)+"/runs", ""))
 	f.channel = id(b.ok(201, "POST", "/api/v1/alert-channels", fmt.Sprintf(`{"name":"ch%d","kind":"email","recipients":"ops@example.com"}`, n)))
 	f.rule = id(b.ok(201, "POST", "/api/v1/alert-rules", fmt.Sprintf(`{"name":"r%d","event":"job_failed","channel_id":%d}`, n, f.channel)))
+	f.queue = fmt.Sprintf("spareq%d", n)
+	b.ok(200, "PUT", "/api/v1/queues/"+f.queue, `{"max_running":1}`)
 	f.spareToken = fmt.Sprintf("spare%d", n)
 	b.ok(201, "POST", "/api/v1/tokens", `{"name":"`+f.spareToken+`","role":"viewer"}`)
 	return f
@@ -299,6 +313,7 @@ func fingerprint(t *testing.T, st *store.Store) string {
 		"SELECT id, status, generation FROM workflow_runs ORDER BY id",
 		"SELECT id, name, recipients, updated_at FROM alert_channels ORDER BY id",
 		"SELECT id, name, throttle_seconds, updated_at FROM alert_rules ORDER BY id",
+		"SELECT name, max_running, paused FROM queues ORDER BY name",
 	} {
 		rows, err := st.DB().Raw(q).Rows()
 		require.NoError(t, err, q)

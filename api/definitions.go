@@ -45,6 +45,9 @@ func (s *Server) createDefinition(w http.ResponseWriter, r *http.Request) *apiEr
 	if e := s.mayNameDefinition(r, d); e != nil {
 		return e
 	}
+	if e := s.queueExists(r, "queue", d.Queue); e != nil {
+		return e
+	}
 	if err := s.st.Admin().CreateDefinition(r.Context(), d); err != nil {
 		return s.fromStore(r, err, "a job definition")
 	}
@@ -76,6 +79,11 @@ func (s *Server) updateDefinition(w http.ResponseWriter, r *http.Request) *apiEr
 	}
 	if e := s.mayNameDefinition(r, d); e != nil {
 		return e
+	}
+	if d.Queue != cur.Queue {
+		if e := s.queueExists(r, "queue", d.Queue); e != nil {
+			return e
+		}
 	}
 	d.ID, d.CreatedAt = id, cur.CreatedAt
 	if err := admin.UpdateDefinition(r.Context(), d); err != nil {

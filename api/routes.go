@@ -82,6 +82,13 @@ var routeTable = []route{
 	{method: "GET", path: Prefix + "/nodes", handler: (*Server).listNodes},
 	{method: "GET", path: Prefix + "/version", handler: (*Server).version},
 
+	{method: "GET", path: Prefix + "/queues", handler: (*Server).listQueues},
+	{method: "GET", path: Prefix + "/queues/{name}", handler: (*Server).getQueue},
+	{method: "PUT", path: Prefix + "/queues/{name}", handler: (*Server).putQueue},
+	{method: "DELETE", path: Prefix + "/queues/{name}", handler: (*Server).deleteQueue},
+	{method: "POST", path: Prefix + "/queues/{name}/pause", handler: (*Server).pauseQueue},
+	{method: "POST", path: Prefix + "/queues/{name}/resume", handler: (*Server).resumeQueue},
+
 	{method: "GET", path: Prefix + "/configurations", handler: (*Server).listConfigurations},
 	{method: "GET", path: Prefix + "/configurations/{name}", handler: (*Server).getConfiguration},
 	{method: "PUT", path: Prefix + "/configurations/{name}", handler: (*Server).setConfiguration},

@@ -71,6 +71,21 @@ type AdminQueries interface {
 	DeleteSchedule(ctx context.Context, id int64) error
 	ListNotifications(ctx context.Context, p *AdminListParams, jobID int64) ([]models.Notification, error)
 
+	// ListQueues lists the queues rows, checked, with their jobs, and the
+	// queues that are named but have no row (Missing), by name.
+	ListQueues(ctx context.Context) ([]QueueState, error)
+	// GetQueue is one queue of ListQueues, or ErrNotFound.
+	GetQueue(ctx context.Context, name string) (*QueueState, error)
+	// PutQueue creates q, or sets the limits, description and paused flag
+	// of the row of that name (the rate limiter's state starts afresh when
+	// the rate changes).
+	PutQueue(ctx context.Context, q *models.Queue) error
+	// SetQueuePaused pauses or resumes a queue: ErrNotFound when missing.
+	SetQueuePaused(ctx context.Context, name string, paused bool) (*models.Queue, error)
+	// DeleteQueue deletes a queue no definition, schedule or unfinished
+	// job names (else ErrInUse); 'default' is never deleted (ErrInUse).
+	DeleteQueue(ctx context.Context, name string) error
+
 	// The console's reads: counts and names around the lists above.
 
 	// CountJobsByStatus counts the jobs due (run_at) at or after since, by
@@ -145,3 +160,19 @@ type ConsoleStore interface {
 	// SessionRevoked tells whether a session was logged out.
 	SessionRevoked(ctx context.Context, id string) (bool, error)
 }
+
+// QueueState is a queues row as the admin doors show it: the row, why it
+// is invalid (its jobs then wait; "" when valid), and its jobs now.
+type QueueState struct {
+	models.Queue
+	// Invalid says what is wrong with the row (or that no row exists for a
+	// queue definitions, schedules or jobs name: Missing).
+	Invalid string
+	Missing bool
+	// Running counts the queue's jobs queued, running or paused; Waiting
+	// its pending jobs that are due.
+	Running, Waiting int64
+}
+
+// QueueCount is the running and waiting jobs of one queue.
+type QueueCount struct{ Running, Waiting int64 }

@@ -61,6 +61,10 @@ type ClusterStore interface {
 	ReleaseStuckQueued(ctx context.Context, olderThan time.Duration) ([]int64, error)
 	ResetJob(ctx context.Context, id int64, reason string) (*models.Job, error)
 	CountWaitingJobs(ctx context.Context) (int64, error)
+	// CountQueueJobs counts each queue's active jobs (queued, running,
+	// paused) and due pending ones, by the queue each job takes (see
+	// models.Queue); a queue without such jobs is absent.
+	CountQueueJobs(ctx context.Context) (map[string]QueueCount, error)
 	FindScheduleAnomalies(ctx context.Context, overdueAfter time.Duration, limit int) (*ScheduleAnomalies, error)
 	TouchSchedules(ctx context.Context, ids []int64) error
 	DeleteFinishedJobs(ctx context.Context, olderThan time.Duration, batch int) (int, error)

@@ -89,6 +89,13 @@ type ClaimResult struct {
 	// admin's edit not committed yet, another node's claim): their due
 	// jobs were left pending for a later claim, which should come soon.
 	Held []int64
+	// Limited lists picked jobs a limit held back (a queue's or a
+	// definition's max_running, a paused or invalid queue, a rate limit):
+	// left pending, with the reason. They do not count in Selected.
+	Limited []LimitedJob
+	// RetryIn, when not zero, is how soon (by the database's clock) a
+	// rate-limited queue whose jobs this claim held back may start one.
+	RetryIn time.Duration
 	// Last is where the claim's scan ended: the last row it picked (claimed
 	// or not), from the scan below ClaimParams.After when the scan above it
 	// ran short. Nil when it picked none.
@@ -227,3 +234,21 @@ type RecoverNodeResult struct {
 	Failed    []int64 // running/paused with no attempt left → failed
 	Stopped   []int64 // running/paused with control = stop → stopped
 }
+
+// LimitedJob is a due job a limit held back in a claim.
+type LimitedJob struct {
+	ID int64
+	// Kind is one of the Limit* values, for metrics.
+	Kind string
+	// Reason says which limit, for the job's log.
+	Reason string
+}
+
+// The kinds of limit that hold a job back.
+const (
+	LimitQueue      = "queue_max_running"
+	LimitDefinition = "definition_max_running"
+	LimitPaused     = "queue_paused"
+	LimitRate       = "queue_rate"
+	LimitInvalid    = "invalid"
+)

@@ -80,6 +80,7 @@ func newDefinitionCommand() *cobra.Command {
 	fl.StringVar(&d.emails, "notify-emails", "", "comma-separated addresses")
 	fl.BoolVar(&d.recovery, "requests-recovery", true, "run a job cut off by the loss of its node again without using an attempt (false: fail it)")
 	fl.IntVar(&d.priority, "priority", models.PriorityDefault, priorityUsage)
+	d.registerLimits(addCmd)
 	_ = addCmd.MarkFlagRequired("task-type") // so task_type is always sent
 
 	listCmd := &cobra.Command{

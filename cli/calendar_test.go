@@ -67,3 +67,38 @@ func TestCronNextCalendarFile(t *testing.T) {
 	_, _, code = cronNext(t, "0 0 0 ? * 1", "--syntax", "quartz", "--dst", "skip")
 	require.Equal(t, 2, code)
 }
+
+// TestCLIQueues: queue set/list/pause/resume/delete, a definition put in
+// a queue with a max_running, and the API refusing an unknown queue and
+// bad limits.
+func TestCLIQueues(t *testing.T) {
+	t.Parallel()
+	url := startAPI(t)
+	out := mustChime(t, url, "queue", "set", "erp", "--max-running", "2", "--rate", "100", "--period-ms", "60000")
+	require.Regexp(t, `(?m)^max_running:\s+2$`, out)
+	mustChime(t, url, "definition", "add", "export", "--task-type", "sleep", "--params", `{"duration":"1s"}`, "--queue", "erp", "--max-running", "1")
+	out = mustChime(t, url, "definition", "show", "export")
+	require.Regexp(t, `(?m)^queue:\s+erp$`, out)
+	require.Regexp(t, `(?m)^max_running:\s+1$`, out)
+	out = mustChime(t, url, "queue", "list")
+	require.Regexp(t, `(?m)^NAME\s+RUNNING\s+LIMIT\s+RATE\s+WAITING\s+STATE`, out)
+	require.Regexp(t, `(?m)^erp\s+0\s+2\s+100/60000ms\s+0\s+open`, out)
+	require.Contains(t, mustChime(t, url, "queue", "pause", "erp"), "paused:")
+	require.Regexp(t, `(?m)^erp\s.*paused`, mustChime(t, url, "queue", "list"))
+	mustChime(t, url, "queue", "resume", "erp")
+
+	_, err := chime(t, url, "definition", "add", "lost", "--task-type", "sleep", "--params", `{"duration":"1s"}`, "--queue", "nope")
+	require.ErrorContains(t, err, `queue "nope" does not exist`)
+	_, err = chime(t, url, "queue", "set", "bad", "--max-running", "-1")
+	require.ErrorContains(t, err, "max_running -1 is out of")
+	_, err = chime(t, url, "queue", "set", "fast", "--rate", "1000000", "--period-ms", "1")
+	require.ErrorContains(t, err, "more than one start per microsecond")
+	_, err = chime(t, url, "queue", "set", "has space")
+	require.Error(t, err)
+	_, err = chime(t, url, "queue", "delete", "erp")
+	require.ErrorContains(t, err, "named by 1 definition")
+	_, err = chime(t, url, "queue", "delete", "default")
+	require.Error(t, err)
+	mustChime(t, url, "queue", "set", "spare")
+	require.Contains(t, mustChime(t, url, "queue", "delete", "spare"), "deleted queue spare")
+}

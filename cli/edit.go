@@ -58,6 +58,15 @@ type definitionFlags struct {
 	taskType, descr, notifyOn, emails    string
 	timeout, attempts, backoff, priority int
 	recovery                             bool
+	queue                                string
+	maxRunning                           int
+}
+
+// registerLimits adds the flags of the limits, shared by add and edit.
+func (d *definitionFlags) registerLimits(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&d.queue, "queue", "default", "the queue whose limits its jobs take (chime queue list)")
+	fl.IntVar(&d.maxRunning, "max-running", 0, "the most of its jobs active at once, cluster-wide (0: no limit)")
 }
 
 // fields adds their body keys to b. --params is not among them: add leaves
@@ -72,6 +81,13 @@ func (d *definitionFlags) fields(b *editBody) {
 	b.add("notify-emails", "notify_emails", strVal(&d.emails))
 	b.add("requests-recovery", "requests_recovery", func() (any, error) { return d.recovery, nil })
 	b.add("priority", "priority", intVal(&d.priority))
+	b.add("queue", "queue", strVal(&d.queue))
+	b.add("max-running", "max_running", func() (any, error) {
+		if d.maxRunning == 0 {
+			return nil, nil // JSON null: no limit
+		}
+		return d.maxRunning, nil
+	})
 }
 
 // edit sends body as a PATCH to the row of path that arg names (id or
@@ -163,6 +179,7 @@ fire on; jobs already written keep the params they were written with.`,
 	fl.StringVar(&d.emails, "notify-emails", "", "comma-separated addresses")
 	fl.BoolVar(&d.recovery, "requests-recovery", true, "run a job cut off by the loss of its node again without using an attempt")
 	fl.IntVar(&d.priority, "priority", models.PriorityDefault, priorityUsage+"; jobs already written keep theirs")
+	d.registerLimits(cmd)
 	return cmd
 }
 

@@ -235,6 +235,7 @@ func (n *Node) maintLoop(ctx context.Context) {
 func (n *Node) refreshWaiting(ctx context.Context, leading bool) {
 	if !leading {
 		metrics.JobsWaiting.Set(0)
+		metrics.QueueJobs.Reset()
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, n.cfg.opTimeout())
@@ -247,4 +248,18 @@ func (n *Node) refreshWaiting(ctx context.Context, leading bool) {
 		return
 	}
 	metrics.JobsWaiting.Set(float64(waiting))
+	queues, err := n.st.CountQueueJobs(cctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			n.log.WithError(err).Warn("counting jobs per queue for chime_queue_jobs failed; retrying next pass")
+		}
+		return
+	}
+	// A queue whose jobs are gone leaves the gauge rather than stay at its
+	// last count.
+	metrics.QueueJobs.Reset()
+	for q, c := range queues {
+		metrics.QueueJobs.WithLabelValues(q, "running").Set(float64(c.Running))
+		metrics.QueueJobs.WithLabelValues(q, "waiting").Set(float64(c.Waiting))
+	}
 }

@@ -184,7 +184,7 @@ func TestBrowser(t *testing.T) {
 			}
 			base, st := serve(t, d)
 			bctx := browser(t, exe)
-			ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
+			ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
 			defer cancel()
 			browserFlow(t, ctx, base, st)
 			if shots != "" && d == store.SQLite {
@@ -322,6 +322,29 @@ func browserFlow(t *testing.T, ctx context.Context, base string, st *store.Store
 	got = text(t, ctx, `#definition-params`)
 	require.Contains(t, got, `"DB_PASSWORD": "********"`)
 	require.NotContains(t, text(t, ctx, `body`), "hunter2")
+
+	// Queues: running, limit and rate shown; Pause stops new starts and
+	// the page says so; Resume opens it again.
+	require.NoError(t, st.DB().Exec(`INSERT INTO queues (name, max_running, rate_limit, rate_period_ms) VALUES ('erp', 2, 100, 60000)`).Error)
+	do(t, ctx,
+		chromedp.Click(css(`a[href="/queues"]`)),
+		chromedp.WaitVisible(css(`#queues tr[data-queue="erp"]`)),
+	)
+	row := text(t, ctx, `#queues tr[data-queue="erp"]`)
+	require.Contains(t, row, "100 per 60000 ms")
+	require.Contains(t, row, "open")
+	do(t, ctx,
+		chromedp.Click(css(`form[action="/queues/erp/pause"] button`)),
+		chromedp.WaitVisible(css(`form[action="/queues/erp/resume"]`)),
+	)
+	require.Contains(t, text(t, ctx, `#queues tr[data-queue="erp"] .state`), "paused")
+	var paused bool
+	require.NoError(t, st.DB().Raw(`SELECT paused FROM queues WHERE name = 'erp'`).Scan(&paused).Error)
+	require.True(t, paused)
+	do(t, ctx,
+		chromedp.Click(css(`form[action="/queues/erp/resume"] button`)),
+		chromedp.WaitVisible(css(`form[action="/queues/erp/pause"]`)),
+	)
 
 	// Logged in, a next that Chromium reads as another host stays here
 	// (issue 22, finding 5: it landed on http://evil.example/typed).

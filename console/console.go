@@ -156,6 +156,8 @@ func (c *Console) Handler(api http.Handler) http.Handler {
 	mux.Handle("GET /definitions/{id}/delete", c.authed(c.confirmDeleteDefinition))
 	mux.Handle("POST /definitions/{id}/delete", c.authed(c.deleteDefinition))
 
+	mux.Handle("GET /queues", c.authed(c.queues))
+	mux.Handle("POST /queues/{name}/{action}", c.authed(c.queueAction))
 	mux.Handle("GET /nodes", c.authed(c.nodes))
 	mux.Handle("GET /alerts", c.authed(c.alerts))
 	mux.Handle("POST /alerts/channels/{id}/test", c.authed(c.testChannel))

@@ -569,3 +569,14 @@ func (c *Console) definitionGives(ctx context.Context, defID int64, params model
 	var a, b any
 	return json.Unmarshal(merged, &a) == nil && json.Unmarshal(params, &b) == nil && reflect.DeepEqual(a, b)
 }
+
+// queueAction pauses or resumes a queue through the API.
+func (c *Console) queueAction(w http.ResponseWriter, r *http.Request, s *session) {
+	action := r.PathValue("action")
+	if action != "pause" && action != "resume" {
+		c.fail(w, r, s, http.StatusNotFound, "There is no such action on a queue.")
+		return
+	}
+	name := r.PathValue("name")
+	c.callThen(w, r, s, http.MethodPost, api.Prefix+"/queues/"+url.PathEscape(name)+"/"+action, "/queues")
+}

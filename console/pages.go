@@ -712,3 +712,16 @@ func (c *Console) definition(w http.ResponseWriter, r *http.Request, s *session)
 	c.render(w, http.StatusOK, "definition", &page{Title: def.Name, Nav: "definitions", Session: s,
 		Flash: doneWords[r.URL.Query().Get("done")], Data: d})
 }
+
+// queues lists the queues with their jobs and limits, and a pause or
+// resume button each.
+func (c *Console) queues(w http.ResponseWriter, r *http.Request, s *session) {
+	qs, err := c.st.Admin().ListQueues(r.Context())
+	if err != nil {
+		c.dbFail(w, r, s, err)
+		return
+	}
+	c.render(w, http.StatusOK, "queues", &page{Title: "Queues", Nav: "queues", Session: s, Data: struct {
+		Queues []chimedb.QueueState
+	}{qs}})
+}

@@ -57,6 +57,7 @@ var funcs = template.FuncMap{
 	"dict3":       func(name, label string, f *form) fieldArgs { return fieldArgs{name, label, f} },
 	"dictRuns":    func(runs []models.WorkflowRun, names map[int64]string) runsArgs { return runsArgs{runs, names} },
 	"namesOf":     func(id int64, name string) map[int64]string { return map[int64]string{id: name} },
+	"derefInt64":  func(p *int64) string { return strconv.FormatInt(*p, 10) },
 }
 
 // runsArgs is what the runs table template gets.

@@ -16,20 +16,26 @@ import (
 // Priority is the default priority of its jobs (see PriorityStep); 0 in Go
 // leaves it out of an insert, so the column's default, 5, applies.
 type JobDefinition struct {
-	ID                  int64     `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
-	Name                string    `gorm:"column:name" json:"name"`
-	TaskType            string    `gorm:"column:task_type" json:"task_type"`
-	Description         string    `gorm:"column:description" json:"description"`
-	DefaultParams       JSON      `gorm:"column:default_params" json:"default_params"`
-	TimeoutSeconds      int       `gorm:"column:timeout_seconds" json:"timeout_seconds"`
-	MaxAttempts         int       `gorm:"column:max_attempts" json:"max_attempts"`
-	RetryBackoffSeconds int       `gorm:"column:retry_backoff_seconds" json:"retry_backoff_seconds"`
-	NotifyOn            NotifyOn  `gorm:"column:notify_on" json:"notify_on"`
-	NotifyEmails        string    `gorm:"column:notify_emails" json:"notify_emails"`
-	RequestsRecovery    bool      `gorm:"column:requests_recovery" json:"requests_recovery"`
-	Priority            int       `gorm:"column:priority;default:5" json:"priority"`
-	CreatedAt           time.Time `gorm:"column:created_at" json:"created_at"`
-	UpdatedAt           time.Time `gorm:"column:updated_at" json:"updated_at"`
+	ID                  int64    `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
+	Name                string   `gorm:"column:name" json:"name"`
+	TaskType            string   `gorm:"column:task_type" json:"task_type"`
+	Description         string   `gorm:"column:description" json:"description"`
+	DefaultParams       JSON     `gorm:"column:default_params" json:"default_params"`
+	TimeoutSeconds      int      `gorm:"column:timeout_seconds" json:"timeout_seconds"`
+	MaxAttempts         int      `gorm:"column:max_attempts" json:"max_attempts"`
+	RetryBackoffSeconds int      `gorm:"column:retry_backoff_seconds" json:"retry_backoff_seconds"`
+	NotifyOn            NotifyOn `gorm:"column:notify_on" json:"notify_on"`
+	NotifyEmails        string   `gorm:"column:notify_emails" json:"notify_emails"`
+	RequestsRecovery    bool     `gorm:"column:requests_recovery" json:"requests_recovery"`
+	Priority            int      `gorm:"column:priority;default:5" json:"priority"`
+	// Queue names the queues row whose limits the definition's jobs take
+	// ('' is 'default'); a schedule or an ad hoc job may override it.
+	Queue string `gorm:"column:queue;default:default" json:"queue"`
+	// MaxRunning bounds the definition's jobs queued, running or paused
+	// at once, cluster-wide; nil is no limit (see Queue.MaxRunning).
+	MaxRunning *int64    `gorm:"column:max_running" json:"max_running"`
+	CreatedAt  time.Time `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt  time.Time `gorm:"column:updated_at" json:"updated_at"`
 
 	// Unreadable is no column: the engines' reads set it, with only ID
 	// and Name, when a column holds a value its type cannot (SQLite keeps
@@ -66,8 +72,11 @@ type Schedule struct {
 	Status               ScheduleStatus `gorm:"column:status" json:"status"`
 	StatusReason         string         `gorm:"column:status_reason" json:"status_reason"`
 	Priority             *int           `gorm:"column:priority" json:"priority"`
-	CreatedAt            time.Time      `gorm:"column:created_at" json:"created_at"`
-	UpdatedAt            time.Time      `gorm:"column:updated_at" json:"updated_at"`
+	// Queue overrides the definition's queue for the schedule's jobs; nil
+	// or "" keeps it. Read when a job is claimed.
+	Queue     *string   `gorm:"column:queue" json:"queue"`
+	CreatedAt time.Time `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt time.Time `gorm:"column:updated_at" json:"updated_at"`
 
 	// Unreadable is no column: the schedule engine's read sets it, with
 	// only ID, Name, JobDefinitionID and Status, when a column of the row
@@ -145,19 +154,22 @@ type Job struct {
 	Outcome         JobOutcome `gorm:"column:outcome" json:"outcome"`
 	Snoozes         int        `gorm:"column:snoozes" json:"snoozes"`
 	Priority        int        `gorm:"column:priority;default:null" json:"priority"`
-	ClaimKey        int64      `gorm:"column:claim_key;->" json:"-"`
-	Params          JSON       `gorm:"column:params" json:"params"`
-	CatchUp         bool       `gorm:"column:catch_up" json:"catch_up"`
-	MissedFires     int        `gorm:"column:missed_fires" json:"missed_fires"`
-	NodeID          string     `gorm:"column:node_id" json:"node_id"`
-	QueuedAt        *time.Time `gorm:"column:queued_at" json:"queued_at"`
-	StartedAt       *time.Time `gorm:"column:started_at" json:"started_at"`
-	FinishedAt      *time.Time `gorm:"column:finished_at" json:"finished_at"`
-	HeartbeatAt     *time.Time `gorm:"column:heartbeat_at" json:"heartbeat_at"`
-	Result          *string    `gorm:"column:result" json:"result"`
-	Error           *string    `gorm:"column:error" json:"error"`
-	CreatedAt       time.Time  `gorm:"column:created_at" json:"created_at"`
-	UpdatedAt       time.Time  `gorm:"column:updated_at" json:"updated_at"`
+	// Queue is the job's own queue (an ad hoc job's override); nil or ""
+	// takes its schedule's, else its definition's, when claimed.
+	Queue       *string    `gorm:"column:queue" json:"queue"`
+	ClaimKey    int64      `gorm:"column:claim_key;->" json:"-"`
+	Params      JSON       `gorm:"column:params" json:"params"`
+	CatchUp     bool       `gorm:"column:catch_up" json:"catch_up"`
+	MissedFires int        `gorm:"column:missed_fires" json:"missed_fires"`
+	NodeID      string     `gorm:"column:node_id" json:"node_id"`
+	QueuedAt    *time.Time `gorm:"column:queued_at" json:"queued_at"`
+	StartedAt   *time.Time `gorm:"column:started_at" json:"started_at"`
+	FinishedAt  *time.Time `gorm:"column:finished_at" json:"finished_at"`
+	HeartbeatAt *time.Time `gorm:"column:heartbeat_at" json:"heartbeat_at"`
+	Result      *string    `gorm:"column:result" json:"result"`
+	Error       *string    `gorm:"column:error" json:"error"`
+	CreatedAt   time.Time  `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt   time.Time  `gorm:"column:updated_at" json:"updated_at"`
 
 	// RunID and StepID name the workflow run and step that wrote the job;
 	// nil for a job of no run. RunInputs is what the run hands the step
@@ -280,7 +292,7 @@ func (Lease) TableName() string { return "leases" }
 func All() []any {
 	return []any{&JobDefinition{}, &Schedule{}, &TimeTrigger{}, &Job{}, &JobLog{}, &Configuration{}, &Node{}, &Lease{}, &Notification{}, &Calendar{},
 		&AlertChannel{}, &AlertRule{}, &Alert{},
-		&Workflow{}, &WorkflowStep{}, &WorkflowEdge{}, &WorkflowRun{}, &WorkflowRunStep{}, &APIToken{}}
+		&Workflow{}, &WorkflowStep{}, &WorkflowEdge{}, &WorkflowRun{}, &WorkflowRunStep{}, &APIToken{}, &Queue{}}
 }
 
 // Notification is one completion email in the outbox: written in the same
@@ -320,4 +332,91 @@ type NotificationAttachment struct {
 	Name        string `json:"name"`
 	ContentType string `json:"content_type,omitempty"`
 	Data        []byte `json:"data"` // base64 in the JSON
+}
+
+// Queue is a named set of jobs with cluster-wide limits, enforced inside
+// the claim's transaction (store/limits.go). Table queues; the row
+// 'default' holds every job whose definition names no other.
+//
+// MaxRunning: nil is no limit; 1..MaxQueueRunning is the most of the
+// queue's jobs queued, running or paused at once. RateLimit and
+// RatePeriodMs: both nil is no rate limit; otherwise at most RateLimit
+// starts per RatePeriodMs, spaced evenly (one every period / limit).
+// Paused stops new starts; running jobs go on. A row with a value out of
+// these bounds (0, negative, absurd; see CheckQueue) is invalid: its
+// jobs wait, with the reason, until an admin fixes it.
+type Queue struct {
+	Name         string `gorm:"column:name;primaryKey" json:"name"`
+	Description  string `gorm:"column:description" json:"description"`
+	MaxRunning   *int64 `gorm:"column:max_running" json:"max_running"`
+	RateLimit    *int64 `gorm:"column:rate_limit" json:"rate_limit"`
+	RatePeriodMs *int64 `gorm:"column:rate_period_ms" json:"rate_period_ms"`
+	// RateTatUs is the rate limiter's state: the earliest next start, in
+	// microseconds since the Unix epoch on the database's clock. chime
+	// writes it in the claim; NULL starts afresh.
+	RateTatUs *int64 `gorm:"column:rate_tat_us" json:"-"`
+	Paused    bool   `gorm:"column:paused" json:"paused"`
+}
+
+// TableName implements gorm's tabler.
+func (Queue) TableName() string { return "queues" }
+
+// DefaultQueue is the queue of a definition that names none.
+const DefaultQueue = "default"
+
+// Bounds of the limits: beyond them a value is a typo or an attack, and
+// the row holding it is invalid rather than a limit nobody meant.
+const (
+	MaxQueueRunning  = 1_000_000
+	MaxRateLimit     = 1_000_000
+	MinRatePeriodMs  = 1
+	MaxRatePeriodMs  = 366 * 24 * 3600 * 1000
+	MaxQueueNameLen  = 191
+	minRateSpacingUs = 1 // one start per microsecond at the most
+)
+
+// CheckMaxRunning says what is wrong with a max_running value; "" when
+// it is a limit (nil is none).
+func CheckMaxRunning(v *int64) string {
+	if v == nil {
+		return ""
+	}
+	if *v < 1 || *v > MaxQueueRunning {
+		return fmt.Sprintf("max_running %d is out of 1..%d (NULL is no limit)", *v, MaxQueueRunning)
+	}
+	return ""
+}
+
+// CheckQueue says what is wrong with q's limits; "" when the row is valid.
+func CheckQueue(q *Queue) string {
+	if q.Name == "" || len(q.Name) > MaxQueueNameLen {
+		return fmt.Sprintf("queue name must be 1..%d bytes", MaxQueueNameLen)
+	}
+	if r := CheckMaxRunning(q.MaxRunning); r != "" {
+		return r
+	}
+	if (q.RateLimit == nil) != (q.RatePeriodMs == nil) {
+		return "rate_limit and rate_period_ms must be set together (both NULL is no rate limit)"
+	}
+	if q.RateLimit == nil {
+		return ""
+	}
+	if *q.RateLimit < 1 || *q.RateLimit > MaxRateLimit {
+		return fmt.Sprintf("rate_limit %d is out of 1..%d", *q.RateLimit, MaxRateLimit)
+	}
+	if *q.RatePeriodMs < MinRatePeriodMs || *q.RatePeriodMs > MaxRatePeriodMs {
+		return fmt.Sprintf("rate_period_ms %d is out of %d..%d", *q.RatePeriodMs, MinRatePeriodMs, MaxRatePeriodMs)
+	}
+	if *q.RatePeriodMs*1000 / *q.RateLimit < minRateSpacingUs {
+		return fmt.Sprintf("rate_limit %d per %d ms is more than one start per microsecond", *q.RateLimit, *q.RatePeriodMs)
+	}
+	return ""
+}
+
+// RateSpacing is the time between two starts of a rate-limited queue.
+func (q *Queue) RateSpacing() time.Duration {
+	if q.RateLimit == nil || q.RatePeriodMs == nil || *q.RateLimit <= 0 {
+		return 0
+	}
+	return time.Duration(*q.RatePeriodMs) * time.Millisecond / time.Duration(*q.RateLimit)
 }

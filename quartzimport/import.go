@@ -252,11 +252,16 @@ func (im *importer) definition(ctx context.Context, q *qJob) error {
 		line.Notes = append(line.Notes, "Quartz saved its JobDataMap after each run (@PersistJobDataAfterExecution); chime's params do not change")
 	}
 	if q.nonConcurrent {
-		line.Notes = append(line.Notes, "@DisallowConcurrentExecution: its schedules get concurrency forbid (per schedule, not across them)")
+		line.Notes = append(line.Notes, "@DisallowConcurrentExecution: max_running 1 (one job of it at a time across all its schedules), and its schedules get concurrency forbid")
+	}
+	var maxRunning *int64
+	if q.nonConcurrent {
+		one := int64(1)
+		maxRunning = &one
 	}
 	row, err := validate.Definition(im.o.Registry, &models.JobDefinition{Name: name, TaskType: task, Description: q.description.String,
 		DefaultParams: params, MaxAttempts: 1, RetryBackoffSeconds: 10, NotifyOn: models.NotifyNever, RequestsRecovery: q.recovery,
-		Priority: models.PriorityDefault})
+		Priority: models.PriorityDefault, MaxRunning: maxRunning})
 	if err != nil {
 		return notMapped("as a %s task: %v", task, err)
 	}

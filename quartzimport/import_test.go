@@ -268,6 +268,10 @@ func TestImport(t *testing.T) {
 		// @DisallowConcurrentExecution: forbid; @PersistJobDataAfterExecution: said.
 		require.Equal(t, models.ConcurrencyForbid, byName["ops.exclusive-minutely"].Concurrency)
 		require.Equal(t, models.ConcurrencyAllow, byName["ops.every-90s"].Concurrency)
+		// Quartz's rule holds across a JobDetail's triggers: max_running 1.
+		require.NotNil(t, defs["ops.exclusive"].MaxRunning)
+		require.EqualValues(t, 1, *defs["ops.exclusive"].MaxRunning)
+		require.Nil(t, defs["reports.daily-report"].MaxRunning)
 		require.Contains(t, strings.Join(line(t, rep, "definition ops.exclusive").Notes, " "), "@PersistJobDataAfterExecution")
 
 		once := byName["ops.once"]

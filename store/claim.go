@@ -102,53 +102,103 @@ const claimLoadTimeout = 10 * time.Second
 func (s *Store) claimTx(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimResult, schedNames map[int64]string, bad *badJobs) error {
 	began := time.Now()
 	now := DBTime(p.Now)
-	pick, err := s.selectDue(tx, p.Limit, now, p.After, nil)
-	if err != nil {
-		return err
-	}
-	bad.rows = append(bad.rows, pick.bad...)
+	lim := &claimLimits{defs: map[int64]*defLimit{}, schedQ: map[int64]string{}, decided: map[int64]bool{}}
 	forbid := map[int64]bool{}
-	if err := readSchedules(tx, pick.rows, schedNames, forbid); err != nil {
-		return err
-	}
-	// Schedules that forbid overlap and have a job holding a worker.
-	// Looked up only when a picked row belongs to a forbid schedule: most
-	// claims pick none, and this saves them a statement.
-	var blocked, held []int64
-	if pickedForbid(pick.rows, forbid) {
-		if pick, blocked, held, err = s.dropBusyForbid(tx, p, now, pick, schedNames, forbid); err != nil {
+	failed := map[int64]bool{}
+	taken := map[int64]bool{} // forbid schedules with a row admitted
+	var (
+		blocked, held []int64
+		claimed       []models.Job
+		last          *chimedb.ClaimCursor
+	)
+	// Each round picks again without what the rounds before found full
+	// (see limits.go), keeping what they admitted; the forbid schedules'
+	// checks run on each pick.
+	for round := 1; ; round++ {
+		ex := lim.excluded
+		pick, err := s.selectDue(tx, p.Limit, now, p.After, &ex)
+		if err != nil {
 			return err
 		}
-		bad.rows = append(bad.rows, pick.bad...)
-	}
-	if len(bad.rows) > 0 {
-		if bad.failed, err = s.failBadJobs(tx, bad.rows, now, []models.JobStatus{models.JobPending}); err != nil {
+		roundBad := pick.bad
+		if err := readSchedules(tx, pick.rows, schedNames, forbid, lim.schedQ); err != nil {
 			return err
 		}
-		if err := s.enqueueNotices(tx, bad.failed); err != nil {
+		// Schedules that forbid overlap and have a job holding a worker.
+		// Looked up only when a picked row belongs to a forbid schedule: most
+		// claims pick none, and this saves them a statement.
+		if pickedForbid(pick.rows, forbid) {
+			var b, h []int64
+			if pick, b, h, err = s.dropBusyForbid(tx, p, now, pick, schedNames, forbid, &ex, lim.schedQ); err != nil {
+				return err
+			}
+			blocked, held = append(blocked, b...), append(held, h...)
+			roundBad = append(roundBad, pick.bad...)
+		}
+		if pick.last != nil && (last == nil || cursorLess(*last, *pick.last)) {
+			last = pick.last
+		}
+		var fresh []badRow
+		for _, b := range roundBad {
+			if !failed[b.id] {
+				failed[b.id] = true
+				fresh = append(fresh, b)
+			}
+		}
+		if len(fresh) > 0 {
+			bad.rows = append(bad.rows, fresh...)
+			f, err := s.failBadJobs(tx, fresh, now, []models.JobStatus{models.JobPending})
+			if err != nil {
+				return err
+			}
+			bad.failed = append(bad.failed, f...)
+			if err := s.enqueueNotices(tx, f); err != nil {
+				return err
+			}
+		}
+		if err := s.prepareLimits(tx, lim, pick.rows); err != nil {
 			return err
 		}
-	}
-	rows := pick.rows
-	// A row failed here took its place in the claim like any other: the
-	// scan's count says whether rows are left beyond it.
-	res.Selected, res.Last = len(rows)+len(pick.bad), pick.last
-	taken := map[int64]bool{}
-	ids := make([]int64, 0, len(rows))
-	for _, r := range rows {
-		if r.ScheduleID != nil && forbid[*r.ScheduleID] {
+		heldBefore := len(lim.held)
+		room := p.Limit - len(claimed) - len(failed)
+		claimed = append(claimed, lim.admit(pick.rows, room, func(r *models.Job) bool {
+			if r.ScheduleID == nil || !forbid[*r.ScheduleID] {
+				return false
+			}
 			if slices.Contains(held, *r.ScheduleID) {
-				continue // left pending: see chimedb.ClaimResult.Held
+				return true // left pending: see chimedb.ClaimResult.Held
 			}
 			if taken[*r.ScheduleID] || slices.Contains(blocked, *r.ScheduleID) {
 				blocked = append(blocked, *r.ScheduleID)
-				continue
+				return true
 			}
 			taken[*r.ScheduleID] = true
+			return false
+		})...)
+		if len(lim.held) == heldBefore || pick.n() < p.Limit || round == limitRounds || len(claimed)+len(failed) >= p.Limit {
+			break
 		}
+	}
+	slices.SortFunc(claimed, func(a, b models.Job) int {
+		if cursorLess(chimedb.ClaimCursor{ClaimKey: a.ClaimKey, ID: a.ID}, chimedb.ClaimCursor{ClaimKey: b.ClaimKey, ID: b.ID}) {
+			return -1
+		}
+		return 1
+	})
+	// A row failed here took its place in the claim like any other: the
+	// scan's count says whether rows are left beyond it. A row a limit
+	// held back did not: counting it would make a queue's full backlog
+	// look like work to claim at once.
+	res.Selected, res.Last = len(claimed)+len(failed), last
+	res.Limited, res.RetryIn = lim.held, lim.retryIn
+	ids := make([]int64, 0, len(claimed))
+	for _, r := range claimed {
 		r.Status, r.NodeID, r.QueuedAt, r.Outcome = models.JobQueued, p.NodeID, &now, models.OutcomeNone
 		res.Jobs = append(res.Jobs, chimedb.ClaimedJob{Job: r})
 		ids = append(ids, r.ID)
+	}
+	if err := lim.save(tx); err != nil {
+		return err
 	}
 	res.Blocked, res.Held = blocked, held
 	if len(ids) == 0 {
@@ -219,7 +269,7 @@ func (s *Store) startClaimed(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.C
 // again starts from the same floor (p.After) as the first, so its last is
 // its end; its bad rows are those of the first again, or more.
 func (s *Store) dropBusyForbid(tx *gorm.DB, p *chimedb.ClaimParams, now time.Time, pick duePick,
-	schedNames map[int64]string, forbid map[int64]bool) (duePick, []int64, []int64, error) {
+	schedNames map[int64]string, forbid map[int64]bool, ex *claimExclude, schedQ map[int64]string) (duePick, []int64, []int64, error) {
 	held, err := s.lockForbid(tx, pick.rows, forbid)
 	if err != nil {
 		return duePick{}, nil, nil, err
@@ -235,10 +285,10 @@ func (s *Store) dropBusyForbid(tx *gorm.DB, p *chimedb.ClaimParams, now time.Tim
 	}
 	// Rows of busy or held schedules took places that eligible rows may
 	// have: pick again without them.
-	if pick, err = s.selectDue(tx, p.Limit, now, p.After, append(slices.Clone(blocked), held...)); err != nil {
+	if pick, err = s.selectDue(tx, p.Limit, now, p.After, ex.withSchedules(append(slices.Clone(blocked), held...))); err != nil {
 		return duePick{}, nil, nil, err
 	}
-	if err := readSchedules(tx, pick.rows, schedNames, forbid); err != nil {
+	if err := readSchedules(tx, pick.rows, schedNames, forbid, schedQ); err != nil {
 		return duePick{}, nil, nil, err
 	}
 	more, err := s.lockForbid(tx, pick.rows, forbid)
@@ -327,7 +377,7 @@ func attach(res *chimedb.ClaimResult, defs []models.JobDefinition, err error, sc
 // claim had locked and rolled back) waits for the first claim without a
 // floor: the order above then holds plus at most the floor's age, which
 // the caller bounds (taskengine drops its floor after floorMaxAge).
-func (s *Store) selectDue(tx *gorm.DB, limit int, now time.Time, after *chimedb.ClaimCursor, exclude []int64) (duePick, error) {
+func (s *Store) selectDue(tx *gorm.DB, limit int, now time.Time, after *chimedb.ClaimCursor, exclude *claimExclude) (duePick, error) {
 	if after == nil {
 		return s.selectDueIn(tx, limit, now, "", nil, exclude)
 	}
@@ -362,7 +412,7 @@ type duePick struct {
 func (p *duePick) n() int { return len(p.rows) + len(p.bad) }
 
 // selectDueIn is one scan of selectDue, narrowed by the condition where.
-func (s *Store) selectDueIn(tx *gorm.DB, limit int, now time.Time, where string, args []any, exclude []int64) (duePick, error) {
+func (s *Store) selectDueIn(tx *gorm.DB, limit int, now time.Time, where string, args []any, exclude *claimExclude) (duePick, error) {
 	sql, sqlArgs := s.claimSQL(limit, now, where, args, exclude)
 	if s.rowLocks() {
 		sql += " FOR UPDATE SKIP LOCKED"
@@ -388,16 +438,17 @@ func cursorLess(a, b chimedb.ClaimCursor) bool {
 // claimSQL is the pick of one scan of a claim, without its lock clause:
 // the statement selectDueIn runs and explainClaim explains, so the plans
 // the tests pin are those of the claim itself.
-func (s *Store) claimSQL(limit int, now time.Time, where string, whereArgs []any, exclude []int64) (string, []any) {
+func (s *Store) claimSQL(limit int, now time.Time, where string, whereArgs []any, exclude *claimExclude) (string, []any) {
 	sql := `SELECT * FROM ` + s.claimFrom() + ` WHERE status = ? AND claim_key <= ? AND run_at <= ? AND control <> ?`
 	args := []any{models.JobPending, ClaimKeyUntil(now), DBTime(now), models.ControlStop}
 	if where != "" {
 		sql += " AND " + where
 		args = append(args, whereArgs...)
 	}
-	if len(exclude) > 0 {
-		sql += " AND (schedule_id IS NULL OR schedule_id NOT IN ?)"
-		args = append(args, exclude)
+	if exclude != nil {
+		ex, exArgs := exclude.sql()
+		sql += ex
+		args = append(args, exArgs...)
 	}
 	return sql + " ORDER BY claim_key, id LIMIT ?", append(args, limit)
 }
@@ -445,9 +496,9 @@ func lastOf(rows []models.Job) *chimedb.ClaimCursor {
 	return &chimedb.ClaimCursor{ClaimKey: r.ClaimKey, ID: r.ID}
 }
 
-// readSchedules reads name and concurrency of the schedules of rows not
-// read yet into names and forbid.
-func readSchedules(tx *gorm.DB, rows []models.Job, names map[int64]string, forbid map[int64]bool) error {
+// readSchedules reads name, concurrency and queue of the schedules of rows
+// not read yet into names, forbid and queues.
+func readSchedules(tx *gorm.DB, rows []models.Job, names map[int64]string, forbid map[int64]bool, queues map[int64]string) error {
 	var ids []int64
 	for _, r := range rows {
 		if r.ScheduleID != nil {
@@ -460,12 +511,15 @@ func readSchedules(tx *gorm.DB, rows []models.Job, names map[int64]string, forbi
 		return nil
 	}
 	var scheds []models.Schedule
-	if err := tx.Select("id, name, concurrency").Where("id IN ?", ids).Find(&scheds).Error; err != nil {
+	if err := tx.Select("id, name, concurrency, queue").Where("id IN ?", ids).Find(&scheds).Error; err != nil {
 		return fmt.Errorf("read schedules of due jobs: %w", err)
 	}
 	for _, sc := range scheds {
 		names[sc.ID] = sc.Name
 		forbid[sc.ID] = sc.Concurrency == models.ConcurrencyForbid
+		if sc.Queue != nil && *sc.Queue != "" {
+			queues[sc.ID] = *sc.Queue
+		}
 	}
 	return nil
 }

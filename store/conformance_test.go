@@ -78,7 +78,8 @@ func emptyDatabase(st *store.Store) error {
 			return err
 		}
 	}
-	return nil
+	// The migration's row: every definition's queue unless it names another.
+	return st.DB().Exec("INSERT INTO queues (name) VALUES ('default')").Error
 }
 
 // lockRow holds the row of table with id id in a transaction of its own

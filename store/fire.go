@@ -140,6 +140,7 @@ type fireRow struct {
 	priority int                // its jobs' priority: its own, else its definition's
 	name     string             // the schedule's name, for jobs handed off
 	forbid   bool               // concurrency = 'forbid': its jobs are never handed off
+	queue    bool               // it overrides its definition's queue: its jobs are never handed off
 }
 
 // lockFireRows reads, inside the transaction, which of the batch's
@@ -200,7 +201,7 @@ func (s *Store) lockFireChunk(tx *gorm.DB, chunk []int64, out map[int64]fireRow)
 		lock, tlock = " FOR UPDATE OF s SKIP LOCKED", " FOR UPDATE"
 	}
 	rows, err := conn.QueryContext(ctx,
-		"SELECT s.id, s.name, s.concurrency, COALESCE(s.priority, (SELECT d.priority FROM job_definitions d WHERE d.id = s.job_definition_id))"+
+		"SELECT s.id, s.name, s.concurrency, COALESCE(s.priority, (SELECT d.priority FROM job_definitions d WHERE d.id = s.job_definition_id)), s.queue"+
 			" FROM "+sched+" WHERE s.status = ? AND s.id IN ("+list+") ORDER BY s.id"+lock, active)
 	if err != nil {
 		return err
@@ -208,15 +209,16 @@ func (s *Store) lockFireChunk(tx *gorm.DB, chunk []int64, out map[int64]fireRow)
 	var locked []int64
 	for rows.Next() {
 		var (
-			id         int64
-			name, conc sql.NullString
-			prio       sql.NullInt64
+			id                int64
+			name, conc, queue sql.NullString
+			prio              sql.NullInt64
 		)
-		if err := rows.Scan(&id, &name, &conc, &prio); err != nil {
+		if err := rows.Scan(&id, &name, &conc, &prio, &queue); err != nil {
 			_ = rows.Close()
 			return err
 		}
-		r := fireRow{priority: models.PriorityDefault, name: name.String, forbid: conc.String == string(models.ConcurrencyForbid)}
+		r := fireRow{priority: models.PriorityDefault, name: name.String, forbid: conc.String == string(models.ConcurrencyForbid),
+			queue: queue.String != ""}
 		if prio.Valid {
 			r.priority = int(prio.Int64)
 		}
@@ -351,12 +353,18 @@ func (s *Store) pickHandoff(tx *gorm.DB, p *chimedb.WriteFiresParams, normal []c
 	for i := range rows {
 		defs[rows[i].ID] = &rows[i]
 	}
+	free, err := defaultQueueFree(tx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	pending = make([]chimedb.FireJob, 0, len(normal))
 	for _, j := range normal {
 		d := defs[j.JobDefinitionID]
 		// An unreadable definition's job is written pending: the claim
-		// fails it with the reason.
-		if len(handoff) < p.HandoffSlots && d != nil && d.Unreadable == "" && !seen[j.ScheduleID].forbid && slices.Contains(p.HandoffKinds, d.TaskType) {
+		// fails it with the reason. A job a limit may hold is written
+		// pending too: only the claim takes limits (see limits.go).
+		limited := !free || d == nil || d.MaxRunning != nil || (d.Queue != "" && d.Queue != models.DefaultQueue) || seen[j.ScheduleID].queue
+		if len(handoff) < p.HandoffSlots && d != nil && d.Unreadable == "" && !seen[j.ScheduleID].forbid && !limited && slices.Contains(p.HandoffKinds, d.TaskType) {
 			handoff = append(handoff, j)
 			continue
 		}

@@ -67,6 +67,8 @@ func jobField(j *models.Job, col string) any {
 		return nullZero[int64]{&j.ClaimKey}
 	case "params":
 		return &j.Params
+	case "queue":
+		return &j.Queue
 	case "catch_up":
 		return &j.CatchUp
 	case "missed_fires":

@@ -26,7 +26,7 @@ const scheduleInChunk = 1000
 var (
 	loadScheduleColumns = []string{"id", "name", "job_definition_id", "schedule_type", "cron_expr", "cron_syntax", "dst_policy",
 		"calendar_id", "interval_seconds", "run_at", "timezone", "start_at", "end_at", "max_runs", "misfire_policy",
-		"catchup_window_seconds", "concurrency", "params", "status", "status_reason", "created_at", "updated_at", "priority"}
+		"catchup_window_seconds", "concurrency", "params", "status", "status_reason", "created_at", "updated_at", "priority", "queue"}
 	loadTriggerColumns = []string{"id", "schedule_id", "next_fire_at", "last_fire_at", "fired_count", "remaining_count",
 		"misfired_count", "created_at", "updated_at", "spec_hash", "spec_changed_at"}
 )
@@ -113,6 +113,7 @@ func (s *Store) LoadSchedules(ctx context.Context, p *chimedb.LoadSchedulesParam
 // row to row.
 type rowScan struct {
 	name, typ, cron, syntax, dst, tz, misfire, conc, params, status, reason, spec sql.RawBytes
+	queue                                                                         sql.NullString
 	id, def                                                                       int64
 	cal, interval, maxRuns, window, priority                                      sql.NullInt64
 	tid, tsid, tfired, trem, tmissed                                              sql.NullInt64
@@ -123,7 +124,7 @@ type rowScan struct {
 func (r *rowScan) scan(rows *sql.Rows, in *interner) (chimedb.ScheduleRow, error) {
 	*r = rowScan{}
 	dest := []any{&r.id, &r.name, &r.def, &r.typ, &r.cron, &r.syntax, &r.dst, &r.cal, &r.interval, &r.runAt, &r.tz,
-		&r.startAt, &r.endAt, &r.maxRuns, &r.misfire, &r.window, &r.conc, &r.params, &r.status, &r.reason, &r.created, &r.updated, &r.priority,
+		&r.startAt, &r.endAt, &r.maxRuns, &r.misfire, &r.window, &r.conc, &r.params, &r.status, &r.reason, &r.created, &r.updated, &r.priority, &r.queue,
 		&r.tid, &r.tsid, &r.tnext, &r.tlast, &r.tfired, &r.trem, &r.tmissed, &r.tcreated, &r.tupdated, &r.spec, &r.tchanged}
 	bad, raw, err := scanChecked(rows, dest)
 	if err != nil {
@@ -149,6 +150,10 @@ func (r *rowScan) scan(rows *sql.Rows, in *interner) (chimedb.ScheduleRow, error
 		Concurrency: models.Concurrency(in.str(r.conc)), Status: models.ScheduleStatus(in.str(r.status)),
 		StatusReason: in.str(r.reason), CreatedAt: r.created, UpdatedAt: r.updated, Priority: nullInt(r.priority),
 	}}
+	if r.queue.Valid {
+		q := in.str([]byte(r.queue.String))
+		out.Schedule.Queue = &q
+	}
 	if r.cron != nil {
 		c := in.str(r.cron)
 		out.Schedule.CronExpr = in.ptr(c)

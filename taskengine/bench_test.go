@@ -105,7 +105,9 @@ func (c *stmtCounts) perJob(n int) string {
 
 // BenchmarkDrain drains 20,000 pending `sleep 0s` jobs with a pool of 100
 // and reports jobs/s from the start of the engine (first claim) to the last
-// outcome written. Run with -benchtime=1x.
+// outcome written. Run with -benchtime=1x. With CHIME_BENCH_LIMITS set,
+// the default queue and the definition have a max_running the drain never
+// reaches (docs/limits.md): the limits' cost in the claim.
 func BenchmarkDrain(b *testing.B) {
 	for _, d := range testdb.Dialects {
 		b.Run(string(d), func(b *testing.B) {
@@ -116,6 +118,12 @@ func BenchmarkDrain(b *testing.B) {
 				db := st.DB()
 				def := testdb.Definition(b, st, &testdb.DefinitionOpts{Name: "bench", DefaultParams: `{"duration":"0s"}`}).ID
 				insertRows(b, db, n, def, models.JobPending, time.Now().Add(-time.Second))
+				if os.Getenv("CHIME_BENCH_LIMITS") != "" {
+					// Limits configured on both the queue and the
+					// definition, but not reached: their cost alone.
+					require.NoError(b, db.Exec(`UPDATE queues SET max_running = 100000 WHERE name = 'default'`).Error)
+					require.NoError(b, db.Exec(`UPDATE job_definitions SET max_running = 100000 WHERE id = ?`, def).Error)
+				}
 				cfg := testConfig(b, "bench")
 				cfg.PoolSize = 100
 				// The production intervals, not testConfig's short ones: a

@@ -69,6 +69,8 @@ type claimResult struct {
 	asked, selected int
 	blocked         []int64
 	held            bool // it left jobs of held forbid schedules
+	limited         bool // a limit held jobs back (chimedb.ClaimResult.Limited)
+	retryIn         time.Duration
 	err             error
 	// The floor the claim started after, the loop's epoch then, its start
 	// (engine clock) and where its scan ended.
@@ -151,14 +153,18 @@ type pollState struct {
 	poll       clockwork.Timer
 	cooldown   clockwork.Timer
 	retryHeld  clockwork.Timer
+	retryRate  clockwork.Timer // a rate-limited queue's next start is due
+	limited    bool            // the last claim left jobs a limit held
 }
 
 func (p *producer) newPollState() *pollState {
 	clock := p.cfg.Clock
 	s := &pollState{gen: 1, results: make(chan claimResult, maxClaims),
-		poll: clock.NewTimer(jitter(p.interval())), cooldown: clock.NewTimer(claimCooldown), retryHeld: clock.NewTimer(heldRetry)}
+		poll: clock.NewTimer(jitter(p.interval())), cooldown: clock.NewTimer(claimCooldown), retryHeld: clock.NewTimer(heldRetry),
+		retryRate: clock.NewTimer(heldRetry)}
 	s.cooldown.Stop()
 	s.retryHeld.Stop()
+	s.retryRate.Stop()
 	return s
 }
 
@@ -170,6 +176,7 @@ func (p *producer) loop(ctx context.Context, s *pollState) {
 		s.poll.Stop()
 		s.cooldown.Stop()
 		s.retryHeld.Stop()
+		s.retryRate.Stop()
 		// Claims in flight hand their jobs to the executor: Stop waits for
 		// them so that the executor, stopped next, knows every job.
 		s.claims.Wait()
@@ -230,10 +237,19 @@ func (p *producer) await(ctx context.Context, s *pollState) bool {
 		s.inFlight--
 		return p.claimed(ctx, s, r)
 	case <-p.workers.freed:
+		if s.limited {
+			// A job of this node ended: it may have held a slot of a
+			// limit that holds due jobs back.
+			s.gen++
+		}
 	case <-s.cooldown.Chan():
 		s.cooling, s.cooledDown = false, true
 	case <-s.retryHeld.Chan():
 		s.gen++
+	case <-s.retryRate.Chan():
+		// The held jobs may lie below the floor.
+		s.gen++
+		s.floor.drop()
 	case <-s.poll.Chan():
 		s.poll.Reset(jitter(p.interval()))
 		s.gen++
@@ -264,6 +280,10 @@ func (p *producer) claimed(ctx context.Context, s *pollState, r claimResult) boo
 	s.backlog = r.selected >= r.asked
 	s.floor.note(r, s.backlog)
 	p.waiting.note(ctx, r.blocked)
+	s.limited = r.limited
+	if r.retryIn > 0 {
+		s.retryRate.Reset(min(r.retryIn, p.interval()))
+	}
 	if r.held {
 		// Their jobs may lie below where this claim ended.
 		s.floor.drop()
@@ -316,6 +336,8 @@ func (p *producer) claim(ctx context.Context, seq uint64, asked int, after *chim
 	p.exec.take(res.Jobs)
 	p.workers.report()
 	r.selected, r.blocked, r.held, r.last = res.Selected, res.Blocked, len(res.Held) > 0, res.Last
+	r.limited, r.retryIn = len(res.Limited) > 0, res.RetryIn
+	p.waiting.noteLimited(res.Limited)
 	if p.signals.claimed.Enabled() {
 		for i := range res.Jobs {
 			r.ids = append(r.ids, res.Jobs[i].ID)
@@ -337,7 +359,29 @@ type waitNotes struct {
 	log    logrus.FieldLogger
 	jobLog *logrus.Logger
 	mu     sync.Mutex
-	logged map[int64]bool // forbid-held jobs already logged, until claimed
+	logged map[int64]bool   // forbid-held jobs already logged, until claimed
+	limits map[int64]string // limit-held jobs already logged, with the kind, until claimed
+}
+
+// noteLimited writes, once per job and kind of limit, why a limit held a
+// due job back, and counts the holds.
+func (w *waitNotes) noteLimited(held []chimedb.LimitedJob) {
+	if len(held) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.limits == nil || len(w.limits) > maxWaitNoted {
+		w.limits = map[int64]string{}
+	}
+	for _, h := range held {
+		metrics.JobsHeld.WithLabelValues(h.Kind).Inc()
+		if w.limits[h.ID] == h.Kind {
+			continue
+		}
+		w.limits[h.ID] = h.Kind
+		w.jobLog.WithFields(logrus.Fields{fieldJobID: h.ID, fieldNodeID: w.cfg.NodeID}).Info(h.Reason)
+	}
 }
 
 func (w *waitNotes) note(ctx context.Context, blocked []int64) {
@@ -377,5 +421,6 @@ func (w *waitNotes) forget(jobs []chimedb.ClaimedJob) {
 	}
 	for i := range jobs {
 		delete(w.logged, jobs[i].ID)
+		delete(w.limits, jobs[i].ID)
 	}
 }

@@ -26,12 +26,16 @@ type DefinitionRequest struct {
 	NotifyEmails        string          `json:"notify_emails"`
 	RequestsRecovery    bool            `json:"requests_recovery"`
 	Priority            int64           `json:"priority"`
+	// Queue names the queue whose limits the jobs take; MaxRunning bounds
+	// the definition's active jobs (null: no limit). See models.Queue.
+	Queue      string `json:"queue"`
+	MaxRunning *int64 `json:"max_running"`
 }
 
 // NewDefinitionRequest holds the column defaults a create starts from.
 func NewDefinitionRequest() *DefinitionRequest {
 	return &DefinitionRequest{MaxAttempts: 1, RetryBackoffSeconds: 10, NotifyOn: models.NotifyNever, RequestsRecovery: true,
-		Priority: models.PriorityDefault}
+		Priority: models.PriorityDefault, Queue: models.DefaultQueue}
 }
 
 // DefinitionRequestOf is d as a request: what an update starts from.
@@ -40,6 +44,7 @@ func DefinitionRequestOf(d *models.JobDefinition) *DefinitionRequest {
 		Name: d.Name, TaskType: d.TaskType, Description: d.Description, DefaultParams: json.RawMessage(d.DefaultParams),
 		TimeoutSeconds: int64(d.TimeoutSeconds), MaxAttempts: int64(d.MaxAttempts), RetryBackoffSeconds: int64(d.RetryBackoffSeconds),
 		NotifyOn: d.NotifyOn, NotifyEmails: d.NotifyEmails, RequestsRecovery: d.RequestsRecovery, Priority: int64(d.Priority),
+		Queue: d.Queue, MaxRunning: d.MaxRunning,
 	}
 }
 
@@ -92,6 +97,15 @@ func (req *DefinitionRequest) validate(reg *tasks.Registry) (*models.JobDefiniti
 	if e := checkPriority(req.Priority); e != nil {
 		return nil, e
 	}
+	if req.Queue == "" {
+		req.Queue = models.DefaultQueue
+	}
+	if e := CheckQueueName("queue", req.Queue); e != nil {
+		return nil, e
+	}
+	if r := models.CheckMaxRunning(req.MaxRunning); r != "" {
+		return nil, errorf("max_running", "%s", r)
+	}
 	if utf8.RuneCountInString(req.NotifyEmails) > MaxEmails {
 		return nil, errorf("notify_emails", "notify_emails is longer than %d characters", MaxEmails)
 	}
@@ -119,6 +133,21 @@ func (req *DefinitionRequest) validate(reg *tasks.Registry) (*models.JobDefiniti
 		Name: req.Name, TaskType: req.TaskType, Description: req.Description, DefaultParams: params,
 		TimeoutSeconds: int(req.TimeoutSeconds), MaxAttempts: int(req.MaxAttempts), RetryBackoffSeconds: int(req.RetryBackoffSeconds),
 		NotifyOn: req.NotifyOn, NotifyEmails: strings.Join(emails, ","), RequestsRecovery: req.RequestsRecovery,
-		Priority: int(req.Priority),
+		Priority: int(req.Priority), Queue: req.Queue, MaxRunning: req.MaxRunning,
 	}, nil
+}
+
+// CheckQueueName says what is wrong with a queue's name: 1 to
+// models.MaxQueueNameLen bytes of letters, digits and . _ - (a name
+// appears in metrics' labels, URLs and the console).
+func CheckQueueName(field, name string) *Error {
+	if name == "" || len(name) > models.MaxQueueNameLen {
+		return errorf(field, "%s must be 1 to %d characters", field, models.MaxQueueNameLen)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return errorf(field, "%s %q may hold only letters, digits, '.', '_' and '-'", field, name)
+		}
+	}
+	return nil
 }

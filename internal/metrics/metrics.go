@@ -79,6 +79,17 @@ var (
 		Name: "chime_workflow_runs",
 		Help: "Workflow runs by status (pending, running, paused, succeeded, failed, canceled). Set by the maintenance leader.",
 	}, []string{"status"})
+	// JobsHeld counts, per claim, the due jobs a limit held back, by kind
+	// (chimedb.Limit*).
+	JobsHeld = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chime_jobs_held_total", Help: "Due jobs a claim left pending because of a limit (kind: queue_max_running, definition_max_running, queue_paused, queue_rate, invalid), counted per claim.",
+	}, []string{"kind"})
+	// QueueJobs is the number of jobs per queue and state (running: queued,
+	// running or paused; waiting: pending and due), set by the
+	// maintenance leader.
+	QueueJobs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "chime_queue_jobs", Help: "Jobs per queue: state=running (queued, running or paused) and state=waiting (pending and due). Set by the maintenance leader.",
+	}, []string{"queue", "state"})
 	// IsLeader is 1 while this node holds the scheduler lease.
 	IsLeader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "chime_scheduler_leader", Help: "1 while this node holds the scheduler lease."})
 	// AlertsSent and AlertsFailed count alert deliveries by channel name:
@@ -96,7 +107,7 @@ var chimeCollectors = []prometheus.Collector{
 	Fires, DuplicateFires, MisfiresCollapsed, MisfiresDropped, FireLateness,
 	JobsFinished, JobDuration, JobStartLateness, PoolBusy, PoolCapacity,
 	ClaimDuration, PollDuration, NotificationFailures, IsLeader, JobsWaiting,
-	AlertsSent, AlertsFailed, WorkflowRuns,
+	AlertsSent, AlertsFailed, WorkflowRuns, JobsHeld, QueueJobs,
 }
 
 func init() {

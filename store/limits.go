@@ -1,0 +1,578 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/chimesched/chime/chimedb"
+	"github.com/chimesched/chime/models"
+)
+
+// Limits (queues.max_running, job_definitions.max_running, queues.paused
+// and the queues' rate limits) are checked and taken inside the claim's
+// own transaction, so no two claims can together pass one:
+//
+//   - The claim reads the definitions of the rows it picked and every
+//     queues row (a small table), without locks. A row whose limits are
+//     all unset costs nothing more.
+//   - The rows that bind a picked job (its definition when it has
+//     max_running, its queue when it has max_running or a rate) are then
+//     locked, definitions first, each in key order, and read again under
+//     the lock: a second claim of the same queue waits here for the first
+//     to commit. Under READ COMMITTED (MySQL and PostgreSQL as chime
+//     opens them) the count that follows sees that commit; SQLite has one
+//     writer at a time already.
+//   - The active jobs (queued, running, paused) of those queues and
+//     definitions are counted: an indexed count (the status prefix of
+//     idx_jobs_claim_order) over the few active rows, not a maintained
+//     counter, so a job leaving active by any path (completion, a retry's
+//     wait, the reconciler recovering a dead node's job, an admin's SQL)
+//     frees its slot with no bookkeeping to forget.
+//   - Picked rows are admitted in claim order while their limits have
+//     room, so priorities and the starvation bound hold within a queue.
+//     The others stay pending; when the pick was full, the claim picks
+//     again without the definitions, schedules and queues that are full
+//     (at most limitRounds picks), so a full queue's backlog does not
+//     starve the queues behind it.
+//
+// A limit changed while a claim runs binds the claims that begin after
+// the change commits. Jobs already running are never stopped by a limit.
+
+// limitRounds bounds the picks of one claim.
+const limitRounds = 3
+
+// claimExclude is what a claim's scan leaves out.
+type claimExclude struct {
+	schedules []int64
+	defs      []int64
+	queues    []string // jobs.queue values
+}
+
+func (e *claimExclude) sql() (string, []any) {
+	var sql string
+	var args []any
+	if len(e.schedules) > 0 {
+		sql += " AND (schedule_id IS NULL OR schedule_id NOT IN ?)"
+		args = append(args, e.schedules)
+	}
+	if len(e.defs) > 0 {
+		sql += " AND job_definition_id NOT IN ?"
+		args = append(args, e.defs)
+	}
+	if len(e.queues) > 0 {
+		sql += " AND (queue IS NULL OR queue NOT IN ?)"
+		args = append(args, e.queues)
+	}
+	return sql, args
+}
+
+func (e *claimExclude) withSchedules(ids []int64) *claimExclude {
+	c := &claimExclude{schedules: append(slices.Clone(e.schedules), ids...), defs: e.defs, queues: e.queues}
+	return c
+}
+
+// queueLimit is one queues row as a claim sees it.
+type queueLimit struct {
+	q       models.Queue
+	invalid string // why the row cannot be used; "" when valid
+	locked  bool   // locked (and read again) by this claim
+	active  int64  // its active jobs, counted under the lock
+	taken   int64  // admitted by this claim
+	tat     int64  // the rate limiter's state after this claim's starts, µs
+	tat0    int64  // as read under the lock
+}
+
+func (q *queueLimit) binds() bool {
+	return q.invalid == "" && !q.q.Paused && (q.q.MaxRunning != nil || q.q.RateLimit != nil)
+}
+
+// defLimit is what the limits need of one definition.
+type defLimit struct {
+	queue   string
+	max     *int64
+	invalid string
+	locked  bool
+	active  int64
+	taken   int64 // admitted by this claim
+}
+
+// claimLimits is the limits' state through one claim.
+type claimLimits struct {
+	queues   map[string]*queueLimit // nil until read
+	defs     map[int64]*defLimit
+	schedQ   map[int64]string // schedules' queue overrides
+	nowUs    int64            // the database's clock, read once when a rate binds
+	haveNow  bool
+	held     []chimedb.LimitedJob
+	retryIn  time.Duration
+	excluded claimExclude
+	decided  map[int64]bool // rows admitted or held by a round
+}
+
+// rowQueue is the queue of job r and where it came from.
+func (l *claimLimits) rowQueue(r *models.Job) (string, string) {
+	if r.Queue != nil && *r.Queue != "" {
+		return *r.Queue, "job"
+	}
+	if r.ScheduleID != nil {
+		if q := l.schedQ[*r.ScheduleID]; q != "" {
+			return q, "schedule"
+		}
+	}
+	if d := l.defs[r.JobDefinitionID]; d != nil && d.queue != "" {
+		return d.queue, "definition"
+	}
+	return models.DefaultQueue, "definition"
+}
+
+// prepare reads what the limits of rows need and locks the rows that bind
+// them, counting their active jobs.
+func (s *Store) prepareLimits(tx *gorm.DB, l *claimLimits, rows []models.Job) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	if l.queues == nil {
+		qs, err := readQueues(tx, "", nil)
+		if err != nil {
+			return err
+		}
+		l.queues = qs
+	}
+	var newDefs []int64
+	for _, r := range rows {
+		if _, ok := l.defs[r.JobDefinitionID]; !ok && !slices.Contains(newDefs, r.JobDefinitionID) {
+			newDefs = append(newDefs, r.JobDefinitionID)
+		}
+	}
+	if len(newDefs) > 0 {
+		if err := readDefLimits(tx, newDefs, l.defs); err != nil {
+			return err
+		}
+	}
+	// What binds and is not locked yet.
+	var lockDefs []int64
+	var lockQueues []string
+	for _, r := range rows {
+		if d := l.defs[r.JobDefinitionID]; d != nil && d.invalid == "" && d.max != nil && !d.locked && !slices.Contains(lockDefs, r.JobDefinitionID) {
+			lockDefs = append(lockDefs, r.JobDefinitionID)
+		}
+		name, _ := l.rowQueue(&r)
+		if q := l.queues[name]; q != nil && q.binds() && !q.locked && !slices.Contains(lockQueues, name) {
+			lockQueues = append(lockQueues, name)
+		}
+	}
+	if len(lockDefs) > 0 {
+		if err := s.lockDefLimits(tx, lockDefs, l.defs); err != nil {
+			return err
+		}
+	}
+	if len(lockQueues) > 0 {
+		sort.Strings(lockQueues)
+		fresh, err := readQueues(tx, s.limitLock(), lockQueues)
+		if err != nil {
+			return err
+		}
+		for _, name := range lockQueues {
+			q := fresh[name]
+			if q == nil { // deleted since the first read
+				delete(l.queues, name)
+				continue
+			}
+			q.locked = true
+			q.tat = q.tat0
+			l.queues[name] = q
+		}
+		if err := countActiveQueues(tx, lockQueues, l.queues); err != nil {
+			return err
+		}
+		for _, name := range lockQueues {
+			if q := l.queues[name]; q != nil && q.q.RateLimit != nil && !l.haveNow {
+				now, err := s.dbNowTx(tx)
+				if err != nil {
+					return err
+				}
+				l.nowUs, l.haveNow = now.UnixMicro(), true
+			}
+		}
+	}
+	return nil
+}
+
+// limitLock is the lock a claim takes on the rows of its limits.
+func (s *Store) limitLock() string {
+	switch s.dialect {
+	case MySQL:
+		return " FOR UPDATE"
+	case Postgres:
+		// NO KEY: a fire inserting jobs of the definition takes KEY SHARE
+		// for the foreign key, which this does not wait for.
+		return " FOR NO KEY UPDATE"
+	}
+	return ""
+}
+
+// admit takes, of rows (in claim order), those the limits let start now,
+// up to room, and returns them. Rows an earlier round decided are passed
+// over, and what it took still counts. The held rows are noted with the
+// reason, and their keys excluded from the next round's pick.
+func (l *claimLimits) admit(rows []models.Job, room int, skip func(*models.Job) bool) []models.Job {
+	var out []models.Job
+	for i := range rows {
+		r := &rows[i]
+		if l.decided[r.ID] || len(out) >= room || skip(r) {
+			continue
+		}
+		reason, kind, by := l.check(r)
+		l.decided[r.ID] = true
+		if reason == "" {
+			out = append(out, *r)
+			continue
+		}
+		l.held = append(l.held, chimedb.LimitedJob{ID: r.ID, Kind: kind, Reason: reason})
+		l.exclude(r, by)
+	}
+	return out
+}
+
+// check admits r or says why not, what kind of limit held it, and whether
+// its queue ("queue") or definition ("definition") did.
+func (l *claimLimits) check(r *models.Job) (reason, kind, by string) {
+	d := l.defs[r.JobDefinitionID]
+	if d == nil {
+		return "", "", "" // no such definition: the claim fails it with that reason
+	}
+	if d.invalid != "" {
+		return fmt.Sprintf("waiting: definition %d is invalid: %s", r.JobDefinitionID, d.invalid), chimedb.LimitInvalid, "definition"
+	}
+	name, _ := l.rowQueue(r)
+	q := l.queues[name]
+	switch {
+	case q == nil:
+		return fmt.Sprintf("waiting: queue %q does not exist (create it, or move the job's definition or schedule to another queue)", name), chimedb.LimitInvalid, "queue"
+	case q.invalid != "":
+		return fmt.Sprintf("waiting: queue %q is invalid: %s", name, q.invalid), chimedb.LimitInvalid, "queue"
+	case q.q.Paused:
+		return fmt.Sprintf("waiting: queue %q is paused", name), chimedb.LimitPaused, "queue"
+	case q.q.MaxRunning != nil && q.active+q.taken >= *q.q.MaxRunning:
+		return fmt.Sprintf("waiting: queue %q has max_running = %d jobs active", name, *q.q.MaxRunning), chimedb.LimitQueue, "queue"
+	case d.max != nil && d.active+d.taken >= *d.max:
+		return fmt.Sprintf("waiting: definition %d has max_running = %d jobs active", r.JobDefinitionID, *d.max), chimedb.LimitDefinition, "definition"
+	}
+	if sp := q.q.RateSpacing(); sp > 0 {
+		// GCRA without burst: starts at least sp apart, on the
+		// database's clock, so no window of rate_period_ms holds more than
+		// rate_limit starts. Any tolerance for a claim that comes early,
+		// or credit for one that came late, would let a window hold one
+		// more. The claim says when the next start is due (RetryIn), so
+		// the engine comes back then rather than at its next poll.
+		spUs := sp.Microseconds()
+		if q.tat > l.nowUs {
+			if w := time.Duration(q.tat-l.nowUs) * time.Microsecond; l.retryIn == 0 || w < l.retryIn {
+				l.retryIn = w
+			}
+			return fmt.Sprintf("waiting: queue %q starts at most %d jobs per %d ms", name, *q.q.RateLimit, *q.q.RatePeriodMs), chimedb.LimitRate, "queue"
+		}
+		q.tat = max(q.tat, l.nowUs) + spUs
+	}
+	q.taken++
+	d.taken++
+	return "", "", ""
+}
+
+// exclude leaves r's full queue or definition out of the next pick.
+func (l *claimLimits) exclude(r *models.Job, by string) {
+	e := &l.excluded
+	if by == "definition" {
+		if !slices.Contains(e.defs, r.JobDefinitionID) {
+			e.defs = append(e.defs, r.JobDefinitionID)
+		}
+		return
+	}
+	switch _, from := l.rowQueue(r); from {
+	case "job":
+		if !slices.Contains(e.queues, *r.Queue) {
+			e.queues = append(e.queues, *r.Queue)
+		}
+	case "schedule":
+		if !slices.Contains(e.schedules, *r.ScheduleID) {
+			e.schedules = append(e.schedules, *r.ScheduleID)
+		}
+	default:
+		// Also leaves out the definition's jobs that a schedule or the job
+		// moves to another queue, for this claim only.
+		if !slices.Contains(e.defs, r.JobDefinitionID) {
+			e.defs = append(e.defs, r.JobDefinitionID)
+		}
+	}
+}
+
+// save writes the rate limiters' state the admitted rows moved.
+func (l *claimLimits) save(tx *gorm.DB) error {
+	names := make([]string, 0, len(l.queues))
+	for name, q := range l.queues {
+		if q.locked && q.tat != q.tat0 {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := tx.Exec(`UPDATE queues SET rate_tat_us = ? WHERE name = ?`, l.queues[name].tat, name).Error; err != nil {
+			return fmt.Errorf("save the rate limit of queue %q: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// queueColumns are read from queues, in readQueues' order.
+const queueColumns = "name, description, max_running, rate_limit, rate_period_ms, rate_tat_us, paused"
+
+// readQueues reads the queues rows (those of names, when given, with
+// lock), each checked: a value that is no integer, or out of its bounds,
+// makes the row invalid with the reason instead of failing the read.
+func readQueues(tx *gorm.DB, lock string, names []string) (map[string]*queueLimit, error) {
+	q := tx.Raw(`SELECT ` + queueColumns + ` FROM queues ORDER BY name` + lock)
+	if names != nil {
+		q = tx.Raw(`SELECT `+queueColumns+` FROM queues WHERE name IN ? ORDER BY name`+lock, names)
+	}
+	rows, err := q.Rows()
+	if err != nil {
+		return nil, fmt.Errorf("read queues: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]*queueLimit{}
+	for rows.Next() {
+		raw := make([]any, 7)
+		ptrs := make([]any, 7)
+		for i := range raw {
+			ptrs[i] = &raw[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, fmt.Errorf("read queues: %w", err)
+		}
+		ql := queueFromRaw(raw)
+		out[ql.q.Name] = ql
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read queues: %w", err)
+	}
+	return out, nil
+}
+
+// queueFromRaw builds a checked queue from the driver's values.
+func queueFromRaw(raw []any) *queueLimit {
+	ql := &queueLimit{q: models.Queue{Name: rawString(raw[0]), Description: rawString(raw[1])}}
+	cols := []string{"max_running", "rate_limit", "rate_period_ms", "rate_tat_us"}
+	dst := []**int64{&ql.q.MaxRunning, &ql.q.RateLimit, &ql.q.RatePeriodMs, &ql.q.RateTatUs}
+	for i, c := range cols {
+		v, ok := rawNullInt(raw[2+i])
+		if !ok {
+			ql.invalid = fmt.Sprintf("queues.%s holds %s, which is not an integer", c, rawText(raw[2+i]))
+			continue
+		}
+		*dst[i] = v
+	}
+	p, ok := rawBool(raw[6])
+	if !ok && ql.invalid == "" {
+		ql.invalid = fmt.Sprintf("queues.paused holds %s, which is not true or false", rawText(raw[6]))
+	}
+	ql.q.Paused = p
+	if ql.invalid == "" {
+		ql.invalid = models.CheckQueue(&ql.q)
+	}
+	if ql.q.RateTatUs != nil {
+		ql.tat0 = *ql.q.RateTatUs
+	}
+	return ql
+}
+
+// rawNullInt reads an integer column's driver value; nil is NULL.
+func rawNullInt(v any) (*int64, bool) {
+	switch v := v.(type) {
+	case nil:
+		return nil, true
+	case int64:
+		return &v, true
+	case int32:
+		n := int64(v)
+		return &n, true
+	case []byte:
+		return parseIntText(string(v))
+	case string:
+		return parseIntText(v)
+	}
+	return nil, false
+}
+
+func parseIntText(s string) (*int64, bool) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return nil, false
+	}
+	return &n, true
+}
+
+// rawBool reads a boolean column's driver value.
+func rawBool(v any) (bool, bool) {
+	switch v := v.(type) {
+	case bool:
+		return v, true
+	case int64:
+		return v != 0, v == 0 || v == 1
+	case []byte:
+		return rawBool(string(v))
+	case string:
+		switch v {
+		case "0", "f", "false", "FALSE":
+			return false, true
+		case "1", "t", "true", "TRUE":
+			return true, true
+		}
+	}
+	return false, false
+}
+
+// readDefLimits reads queue and max_running of the definitions ids into defs.
+func readDefLimits(tx *gorm.DB, ids []int64, defs map[int64]*defLimit) error {
+	for chunk := range slices.Chunk(ids, scheduleInChunk) {
+		rows, err := tx.Raw(`SELECT id, queue, max_running FROM job_definitions WHERE id IN ?`, chunk).Rows()
+		if err != nil {
+			return fmt.Errorf("read limits of definitions: %w", err)
+		}
+		for rows.Next() {
+			var raw [3]any
+			if err := rows.Scan(&raw[0], &raw[1], &raw[2]); err != nil {
+				_ = rows.Close()
+				return fmt.Errorf("read limits of definitions: %w", err)
+			}
+			defs[rawInt64(raw[0])] = defFromRaw(raw[1], raw[2])
+		}
+		if err := closeRows(rows); err != nil {
+			return fmt.Errorf("read limits of definitions: %w", err)
+		}
+	}
+	return nil
+}
+
+func defFromRaw(queue, maxRunning any) *defLimit {
+	d := &defLimit{queue: rawString(queue)}
+	v, ok := rawNullInt(maxRunning)
+	if !ok {
+		d.invalid = fmt.Sprintf("job_definitions.max_running holds %s, which is not an integer", rawText(maxRunning))
+		return d
+	}
+	d.max = v
+	d.invalid = models.CheckMaxRunning(v)
+	return d
+}
+
+// lockDefLimits locks the definitions ids, reads their limits again under
+// the lock and counts their active jobs.
+func (s *Store) lockDefLimits(tx *gorm.DB, ids []int64, defs map[int64]*defLimit) error {
+	slices.Sort(ids)
+	rows, err := tx.Raw(`SELECT id, queue, max_running FROM job_definitions WHERE id IN ? ORDER BY id`+s.limitLock(), ids).Rows()
+	if err != nil {
+		return fmt.Errorf("lock definitions with max_running: %w", err)
+	}
+	for rows.Next() {
+		var raw [3]any
+		if err := rows.Scan(&raw[0], &raw[1], &raw[2]); err != nil {
+			_ = rows.Close()
+			return fmt.Errorf("lock definitions with max_running: %w", err)
+		}
+		d := defFromRaw(raw[1], raw[2])
+		d.locked = true
+		defs[rawInt64(raw[0])] = d
+	}
+	if err := closeRows(rows); err != nil {
+		return fmt.Errorf("lock definitions with max_running: %w", err)
+	}
+	var counts []struct {
+		ID int64 `gorm:"column:job_definition_id"`
+		N  int64 `gorm:"column:n"`
+	}
+	// No condition on job_definition_id: with one, a planner may read the
+	// definition's whole history by its index instead of the few active
+	// rows by status (seen on SQLite: the drain's claims went quadratic).
+	if err := tx.Raw(`SELECT job_definition_id, COUNT(*) AS n FROM jobs WHERE status IN ? GROUP BY job_definition_id`,
+		activeStatuses).Scan(&counts).Error; err != nil {
+		return fmt.Errorf("count active jobs of definitions: %w", err)
+	}
+	for _, c := range counts {
+		if d := defs[c.ID]; d != nil && slices.Contains(ids, c.ID) {
+			d.active = c.N
+		}
+	}
+	return nil
+}
+
+// activeQueueExpr is the queue of the jobs row j (with its schedule s and
+// definition d), as rowQueue decides it.
+const activeQueueExpr = `COALESCE(NULLIF(j.queue, ''), NULLIF(s.queue, ''), NULLIF(d.queue, ''), 'default')`
+
+// countActiveQueues counts the active jobs of the queues names.
+func countActiveQueues(tx *gorm.DB, names []string, queues map[string]*queueLimit) error {
+	var counts []struct {
+		Q string `gorm:"column:q"`
+		N int64  `gorm:"column:n"`
+	}
+	if err := tx.Raw(`SELECT `+activeQueueExpr+` AS q, COUNT(*) AS n FROM jobs j
+		JOIN job_definitions d ON d.id = j.job_definition_id LEFT JOIN schedules s ON s.id = j.schedule_id
+		WHERE j.status IN ? GROUP BY 1`, activeStatuses).Scan(&counts).Error; err != nil {
+		return fmt.Errorf("count active jobs of queues: %w", err)
+	}
+	for _, name := range names {
+		if q := queues[name]; q != nil {
+			q.active = 0
+		}
+	}
+	for _, c := range counts {
+		if q := queues[c.Q]; q != nil && slices.Contains(names, c.Q) {
+			q.active = c.N
+		}
+	}
+	return nil
+}
+
+// dbNowTx reads the database's clock inside tx.
+func (s *Store) dbNowTx(tx *gorm.DB) (time.Time, error) {
+	expr, arg := s.dbNowExpr(0)
+	var v any
+	if err := tx.Raw("SELECT "+expr, arg).Row().Scan(&v); err != nil {
+		return time.Time{}, fmt.Errorf("read the database clock: %w", err)
+	}
+	switch t := v.(type) {
+	case time.Time:
+		return t.UTC(), nil
+	case []byte:
+		return parseDBNow(string(t))
+	case string:
+		return parseDBNow(t)
+	}
+	return time.Time{}, fmt.Errorf("read the database clock: unexpected %T", v)
+}
+
+func parseDBNow(v string) (time.Time, error) {
+	for _, layout := range []string{sqliteTimeLayout, "2006-01-02 15:04:05.999999999", time.RFC3339Nano} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("read the database clock: %q is no time", v)
+}
+
+// defaultQueueFree says whether the queue 'default' has no limit and is
+// not paused: a fire hands off (starts on its own node without a claim)
+// only jobs of such a queue.
+func defaultQueueFree(tx *gorm.DB) (bool, error) {
+	qs, err := readQueues(tx, "", []string{models.DefaultQueue})
+	if err != nil {
+		return false, err
+	}
+	q := qs[models.DefaultQueue]
+	return q != nil && q.invalid == "" && !q.binds() && !q.q.Paused, nil
+}
