@@ -22,8 +22,8 @@ var generated = map[string]func() string{
 	"sqlite/00007_later_time_columns.sql": sqliteLaterColumns,
 	"mysql/00011_calendar_times.sql":      mysqlCalendarTimes,
 	"sqlite/00011_calendar_times.sql":     sqliteCalendarTimes,
-	"mysql/00021_workflow_times.sql":      mysqlWorkflowTimes,
-	"mysql/00026_api_tokens.sql":          mysqlAPITokens,
+	"mysql/00019_workflow_times.sql":      mysqlWorkflowTimes,
+	"mysql/00021_api_tokens.sql":          mysqlAPITokens,
 }
 
 func TestGeneratedMigrations(t *testing.T) {
@@ -315,9 +315,9 @@ func sqliteCalendarTimes() string {
 	return b.String()
 }
 
-// workflowTables21 are the workflow tables (00020), whose rows admins may
+// workflowTables19 are the workflow tables (00018), whose rows admins may
 // write: a run is started by an INSERT.
-var workflowTables21 = []timeTable{
+var workflowTables19 = []timeTable{
 	{"workflows", []string{"created_at", "updated_at"}},
 	{"workflow_steps", []string{"created_at"}},
 	{"workflow_runs", []string{"started_at", "finished_at", "created_at", "updated_at"}},
@@ -328,20 +328,20 @@ func mysqlWorkflowTimes() string {
 	var b strings.Builder
 	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
 	w(generatedNote)
-	w("-- Migration 00003's rule for the workflow tables (00020).\n\n-- +goose Up\n")
-	for _, t := range workflowTables21 {
+	w("-- Migration 00003's rule for the workflow tables (00018).\n\n-- +goose Up\n")
+	for _, t := range workflowTables19 {
 		w("%s", mysqlTriggers(t))
 	}
 	w("\n-- +goose Down\n")
-	for i := len(workflowTables21) - 1; i >= 0; i-- {
-		w("%s", mysqlDropTriggers(workflowTables21[i].name))
+	for i := len(workflowTables19) - 1; i >= 0; i-- {
+		w("%s", mysqlDropTriggers(workflowTables19[i].name))
 	}
 	return b.String()
 }
 
-// apiTokens26 is the api_tokens table (00026): admins revoke a token
+// apiTokens21 is the api_tokens table (00021): admins revoke a token
 // with plain SQL, at any session time zone.
-var apiTokens26 = timeTable{"api_tokens", []string{"expires_at", "revoked_at", "created_at"}}
+var apiTokens21 = timeTable{"api_tokens", []string{"expires_at", "revoked_at", "created_at"}}
 
 func mysqlAPITokens() string {
 	var b strings.Builder
@@ -373,7 +373,7 @@ CREATE TABLE api_tokens (
   UNIQUE KEY uq_api_tokens_sha256 (token_sha256)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 `)
-	w("%s", mysqlTriggers(apiTokens26))
-	w("\n-- +goose Down\n%sDROP TABLE api_tokens;\n", mysqlDropTriggers(apiTokens26.name))
+	w("%s", mysqlTriggers(apiTokens21))
+	w("\n-- +goose Down\n%sDROP TABLE api_tokens;\n", mysqlDropTriggers(apiTokens21.name))
 	return b.String()
 }
