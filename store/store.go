@@ -98,74 +98,30 @@ func Open(ctx context.Context, cfg Config) (st *Store, err error) {
 			return nil, err
 		}
 	}
-	var dialector gorm.Dialector
-	var pgCfg *pgx.ConnConfig
+	var (
+		dialector gorm.Dialector
+		pgCfg     *pgx.ConnConfig
+	)
 	switch cfg.Driver {
 	case Postgres:
-		c, err := pgConfig(cfg.DSN, cfg.idleTxTimeout())
-		if err != nil {
-			return nil, err
-		}
-		pgCfg = c
-		if cfg.MaxOpenConns == 0 {
-			cfg.MaxOpenConns = 32
-		}
-		// A missing database is created, as on MySQL.
-		probe := openPostgres(c)
-		err = probe.PingContext(ctx)
-		_ = probe.Close()
-		if err != nil {
-			if err := pgFirstRun(ctx, c, cfg.Logger, err); err != nil {
-				return nil, fmt.Errorf("connect to postgres database: %w", err)
-			}
-		}
-		dialector = postgres.New(postgres.Config{Conn: openPostgres(c)})
+		dialector, pgCfg, err = postgresDialector(ctx, &cfg)
 	case MySQL:
-		dsn, err := mysqlDSN(ctx, cfg.DSN, cfg.idleTxTimeout())
-		if err != nil {
-			// A missing database is created, a malformed DSN explained.
-			complete := func(ctx context.Context, dsn string) (string, error) { return mysqlDSN(ctx, dsn, cfg.idleTxTimeout()) }
-			if dsn, err = mysqlFirstRun(ctx, cfg.DSN, cfg.Logger, err, complete); err != nil {
-				return nil, err
-			}
-		}
-		dialector = mysql.New(mysql.Config{DSN: dsn})
-		if cfg.MaxOpenConns == 0 {
-			cfg.MaxOpenConns = 32
-		}
+		dialector, err = mysqlDialector(ctx, &cfg)
 	case SQLite:
-		if file := sqliteFile(cfg.DSN); file != "" {
-			if err := checkSQLiteDir(file); err != nil {
-				// user@host:3306/db, a MySQL DSN without tcp(...), is
-				// a path only when its directory exists.
-				if missingNetwork(cfg.DSN) {
-					return nil, mismatch(SQLite, MySQL)
-				}
-				return nil, err
-			}
-			if err := createSQLiteFile(cfg.DSN, file, cfg.Logger); err != nil {
-				return nil, err
-			}
-			if cfg.Exclusive {
-				release, err := lockSQLite(file, lockHolder(cfg.Holder))
-				if err != nil {
-					return nil, err
-				}
-				unlock = release
-				// Released again below unless the store is handed out.
-				defer func() {
-					if st == nil {
-						unlock()
-					}
-				}()
-			}
-		}
-		dialector = sqlite.Open(sqliteDSN(cfg.DSN))
-		if cfg.MaxOpenConns == 0 {
-			cfg.MaxOpenConns = 8
-		}
+		dialector, unlock, err = sqliteDialector(&cfg)
 	default:
 		return nil, fmt.Errorf("database.driver: unknown driver %q (want sqlite, mysql or postgres)", cfg.Driver)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if unlock != nil {
+		// Released again unless the store is handed out.
+		defer func() {
+			if st == nil {
+				unlock()
+			}
+		}()
 	}
 	db, err := gorm.Open(dialector, gcfg)
 	if err != nil {
@@ -183,6 +139,70 @@ func Open(ctx context.Context, cfg Config) (st *Store, err error) {
 		return nil, fmt.Errorf("connect to %s database: %w", cfg.Driver, err)
 	}
 	return &Store{db: db, sqlDB: sqlDB, dialect: cfg.Driver, log: cfg.Logger, unlock: unlock, pgConfig: pgCfg}, nil
+}
+
+// postgresDialector opens a PostgreSQL pool, creating a missing database
+// as on MySQL.
+func postgresDialector(ctx context.Context, cfg *Config) (gorm.Dialector, *pgx.ConnConfig, error) {
+	c, err := pgConfig(cfg.DSN, cfg.idleTxTimeout())
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg.MaxOpenConns == 0 {
+		cfg.MaxOpenConns = 32
+	}
+	probe := openPostgres(c)
+	err = probe.PingContext(ctx)
+	_ = probe.Close()
+	if err != nil {
+		if err := pgFirstRun(ctx, c, cfg.Logger, err); err != nil {
+			return nil, nil, fmt.Errorf("connect to postgres database: %w", err)
+		}
+	}
+	return postgres.New(postgres.Config{Conn: openPostgres(c)}), c, nil
+}
+
+// mysqlDialector completes the DSN; a missing database is created, a
+// malformed DSN explained.
+func mysqlDialector(ctx context.Context, cfg *Config) (gorm.Dialector, error) {
+	dsn, err := mysqlDSN(ctx, cfg.DSN, cfg.idleTxTimeout())
+	if err != nil {
+		complete := func(ctx context.Context, dsn string) (string, error) { return mysqlDSN(ctx, dsn, cfg.idleTxTimeout()) }
+		if dsn, err = mysqlFirstRun(ctx, cfg.DSN, cfg.Logger, err, complete); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.MaxOpenConns == 0 {
+		cfg.MaxOpenConns = 32
+	}
+	return mysql.New(mysql.Config{DSN: dsn}), nil
+}
+
+// sqliteDialector checks and creates the file and, with cfg.Exclusive,
+// takes its lock: unlock releases it (nil when none was taken).
+func sqliteDialector(cfg *Config) (d gorm.Dialector, unlock func(), err error) {
+	if file := sqliteFile(cfg.DSN); file != "" {
+		if err := checkSQLiteDir(file); err != nil {
+			// user@host:3306/db, a MySQL DSN without tcp(...), is
+			// a path only when its directory exists.
+			if missingNetwork(cfg.DSN) {
+				return nil, nil, mismatch(SQLite, MySQL)
+			}
+			return nil, nil, err
+		}
+		if err := createSQLiteFile(cfg.DSN, file, cfg.Logger); err != nil {
+			return nil, nil, err
+		}
+		if cfg.Exclusive {
+			if unlock, err = lockSQLite(file, lockHolder(cfg.Holder)); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if cfg.MaxOpenConns == 0 {
+		cfg.MaxOpenConns = 8
+	}
+	return sqlite.Open(sqliteDSN(cfg.DSN)), unlock, nil
 }
 
 // rowLocks says whether the database locks rows (SELECT ... FOR UPDATE
