@@ -51,21 +51,7 @@ func (s *Store) WriteFires(ctx context.Context, p *chimedb.WriteFiresParams) (*c
 		if err != nil {
 			return err
 		}
-		// ok: active, and the trigger row is where the writer planned from.
-		ok := make(map[int64]bool, len(seen))
-		for _, t := range p.Triggers {
-			r, active := seen[t.ScheduleID]
-			switch {
-			case r.busy:
-				res.Busy = append(res.Busy, t.ScheduleID)
-			case !active:
-				res.Inactive = append(res.Inactive, t.ScheduleID)
-			case r.exists && !sameTime(r.row.LastFireAt, t.FromLastFireAt):
-				res.Stale = append(res.Stale, r.row)
-			default:
-				ok[t.ScheduleID] = true
-			}
-		}
+		ok := classifyFires(p, seen, res)
 		var normal, catchUp []chimedb.FireJob
 		for _, j := range p.Jobs {
 			switch {
@@ -109,17 +95,8 @@ func (s *Store) WriteFires(ctx context.Context, p *chimedb.WriteFiresParams) (*c
 		if err := s.advanceTriggers(tx, trigs, p.Now); err != nil {
 			return fmt.Errorf("advance time triggers: %w", err)
 		}
-		var done []int64
-		for _, id := range p.Complete {
-			if ok[id] {
-				done = append(done, id)
-			}
-		}
-		for chunk := range slices.Chunk(done, scheduleInChunk) {
-			q := "UPDATE schedules SET status = ?, status_reason = ?, updated_at = ? WHERE status = ? AND id IN (" + idList(chunk) + ")"
-			if _, err := rawExec(tx, q, string(models.ScheduleCompleted), "no fires left", DBTime(p.Now), string(models.ScheduleActive)); err != nil {
-				return fmt.Errorf("complete schedules: %w", err)
-			}
+		if err := completeSchedules(tx, p, ok); err != nil {
+			return err
 		}
 		if p.BeforeCommit != nil {
 			return p.BeforeCommit(tx.Statement.Context)
@@ -130,6 +107,45 @@ func (s *Store) WriteFires(ctx context.Context, p *chimedb.WriteFiresParams) (*c
 		return nil, fmt.Errorf("write %d fires: %w", len(p.Jobs), err)
 	}
 	return res, nil
+}
+
+// classifyFires sorts the batch's schedules by what their locked rows say
+// into res (busy, inactive, stale) and returns the rest: active, and the
+// trigger row is where the writer planned from.
+func classifyFires(p *chimedb.WriteFiresParams, seen map[int64]fireRow, res *chimedb.WriteFiresResult) map[int64]bool {
+	ok := make(map[int64]bool, len(seen))
+	for _, t := range p.Triggers {
+		r, active := seen[t.ScheduleID]
+		switch {
+		case r.busy:
+			res.Busy = append(res.Busy, t.ScheduleID)
+		case !active:
+			res.Inactive = append(res.Inactive, t.ScheduleID)
+		case r.exists && !sameTime(r.row.LastFireAt, t.FromLastFireAt):
+			res.Stale = append(res.Stale, r.row)
+		default:
+			ok[t.ScheduleID] = true
+		}
+	}
+	return ok
+}
+
+// completeSchedules marks the batch's schedules with no fires left
+// completed, those of ok only.
+func completeSchedules(tx *gorm.DB, p *chimedb.WriteFiresParams, ok map[int64]bool) error {
+	var done []int64
+	for _, id := range p.Complete {
+		if ok[id] {
+			done = append(done, id)
+		}
+	}
+	for chunk := range slices.Chunk(done, scheduleInChunk) {
+		q := "UPDATE schedules SET status = ?, status_reason = ?, updated_at = ? WHERE status = ? AND id IN (" + idList(chunk) + ")"
+		if _, err := rawExec(tx, q, string(models.ScheduleCompleted), "no fires left", DBTime(p.Now), string(models.ScheduleActive)); err != nil {
+			return fmt.Errorf("complete schedules: %w", err)
+		}
+	}
+	return nil
 }
 
 // fireRow is what lockFireRows read of one active schedule.
@@ -236,7 +252,13 @@ func (s *Store) lockFireChunk(tx *gorm.DB, chunk []int64, out map[int64]fireRow)
 	if len(locked) == 0 {
 		return nil
 	}
-	rows, err = conn.QueryContext(ctx,
+	return readFireTriggers(tx, trig, tlock, locked, out)
+}
+
+// readFireTriggers reads (and, but on SQLite, locks: tlock) the trigger
+// rows of the schedules lockFireChunk locked into out.
+func readFireTriggers(tx *gorm.DB, trig, tlock string, locked []int64, out map[int64]fireRow) error {
+	rows, err := tx.Statement.ConnPool.QueryContext(tx.Statement.Context,
 		"SELECT schedule_id, next_fire_at, last_fire_at, fired_count, remaining_count, misfired_count FROM "+trig+
 			" WHERE schedule_id IN ("+idList(locked)+") ORDER BY schedule_id"+tlock)
 	if err != nil {
