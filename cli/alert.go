@@ -130,11 +130,11 @@ func newAlertChannelCommand(f *clientFlags) *cobra.Command {
 				if !ok {
 					return nil, fmt.Errorf("--header %q: want NAME=VALUE", kv)
 				}
-				if v, err := secretFlag("header", v); err != nil {
+				v, err := secretFlag("header", v)
+				if err != nil {
 					return nil, err
-				} else {
-					h[k] = v
 				}
+				h[k] = v
 			}
 			b["headers"] = h
 		}

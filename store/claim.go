@@ -138,23 +138,8 @@ func (s *Store) claimTx(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimR
 		if pick.last != nil && (last == nil || cursorLess(*last, *pick.last)) {
 			last = pick.last
 		}
-		var fresh []badRow
-		for _, b := range roundBad {
-			if !failed[b.id] {
-				failed[b.id] = true
-				fresh = append(fresh, b)
-			}
-		}
-		if len(fresh) > 0 {
-			bad.rows = append(bad.rows, fresh...)
-			f, err := s.failBadJobs(tx, fresh, now, []models.JobStatus{models.JobPending})
-			if err != nil {
-				return err
-			}
-			bad.failed = append(bad.failed, f...)
-			if err := s.enqueueNotices(tx, f); err != nil {
-				return err
-			}
+		if err := s.failFresh(tx, roundBad, failed, bad, now); err != nil {
+			return err
 		}
 		if err := s.prepareLimits(tx, lim, pick.rows); err != nil {
 			return err
@@ -179,18 +164,28 @@ func (s *Store) claimTx(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimR
 			break
 		}
 	}
-	slices.SortFunc(claimed, func(a, b models.Job) int {
-		if cursorLess(chimedb.ClaimCursor{ClaimKey: a.ClaimKey, ID: a.ID}, chimedb.ClaimCursor{ClaimKey: b.ClaimKey, ID: b.ID}) {
-			return -1
-		}
-		return 1
-	})
 	// A row failed here took its place in the claim like any other: the
 	// scan's count says whether rows are left beyond it. A row a limit
 	// held back did not: counting it would make a queue's full backlog
 	// look like work to claim at once.
 	res.Selected, res.Last = len(claimed)+len(failed), last
 	res.Limited, res.RetryIn = lim.held, lim.retryIn
+	res.Blocked, res.Held = blocked, held
+	return s.queueClaimed(tx, p, res, schedNames, began, claimed, lim)
+}
+
+// queueClaimed hands the claimed rows to res in claim order, saves the
+// limits' state, and marks the rows queued (or, for p.StartKinds,
+// started).
+func (s *Store) queueClaimed(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimResult, schedNames map[int64]string,
+	began time.Time, claimed []models.Job, lim *claimLimits) error {
+	now := DBTime(p.Now)
+	slices.SortFunc(claimed, func(a, b models.Job) int {
+		if cursorLess(chimedb.ClaimCursor{ClaimKey: a.ClaimKey, ID: a.ID}, chimedb.ClaimCursor{ClaimKey: b.ClaimKey, ID: b.ID}) {
+			return -1
+		}
+		return 1
+	})
 	ids := make([]int64, 0, len(claimed))
 	for _, r := range claimed {
 		r.Status, r.NodeID, r.QueuedAt, r.Outcome = models.JobQueued, p.NodeID, &now, models.OutcomeNone
@@ -200,7 +195,6 @@ func (s *Store) claimTx(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimR
 	if err := lim.save(tx); err != nil {
 		return err
 	}
-	res.Blocked, res.Held = blocked, held
 	if len(ids) == 0 {
 		return nil
 	}
@@ -220,6 +214,28 @@ func (s *Store) claimTx(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimR
 		return fmt.Errorf("mark jobs queued: %w", err)
 	}
 	return nil
+}
+
+// failFresh fails the bad rows of a round not failed by an earlier one,
+// and queues their notices.
+func (s *Store) failFresh(tx *gorm.DB, roundBad []badRow, failed map[int64]bool, bad *badJobs, now time.Time) error {
+	var fresh []badRow
+	for _, b := range roundBad {
+		if !failed[b.id] {
+			failed[b.id] = true
+			fresh = append(fresh, b)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	bad.rows = append(bad.rows, fresh...)
+	f, err := s.failBadJobs(tx, fresh, now, []models.JobStatus{models.JobPending})
+	if err != nil {
+		return err
+	}
+	bad.failed = append(bad.failed, f...)
+	return s.enqueueNotices(tx, f)
 }
 
 // startClaimed reads the definitions of res's jobs inside the claim and

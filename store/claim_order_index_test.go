@@ -65,7 +65,10 @@ func rangeOnClaimOrder(d store.Dialect) *regexp.Regexp {
 	case store.SQLite:
 		return regexp.MustCompile(`INDEX idx_jobs_claim_order \(status=\? AND claim_key[<>]`)
 	default:
-		return regexp.MustCompile(`(Index (Only )?Scan using|Bitmap Index Scan on) idx_jobs_claim_order[^\n]*\n[^\n]*Index Cond: \(.*status.*AND \(claim_key [<>]`)
+		// Since migration 00020 (alerts) PostgreSQL may instead read
+		// idx_jobs_finished from the cutoff down: a range too.
+		return regexp.MustCompile(`(Index (Only )?Scan using|Bitmap Index Scan on) idx_jobs_claim_order[^\n]*\n[^\n]*Index Cond: \(.*status.*AND \(claim_key [<>]` +
+			`|(Index (Only )?Scan using|Bitmap Index Scan on) idx_jobs_finished[^\n]*\n[^\n]*Index Cond: \(finished_at < `)
 	}
 }
 

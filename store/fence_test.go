@@ -227,7 +227,7 @@ func TestLeaseRenewalCutOffHoldsNothing(t *testing.T) {
 			}
 			p, err := faultproxy.Start(target)
 			require.NoError(t, err)
-			defer p.Close()
+			defer func() { _ = p.Close() }()
 			pcfg := cfg
 			pcfg.DSN = strings.Replace(cfg.DSN, target, p.Addr(), 1)
 			pst, err := store.Open(ctx, pcfg)

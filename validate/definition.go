@@ -145,9 +145,14 @@ func CheckQueueName(field, name string) *Error {
 		return errorf(field, "%s must be 1 to %d characters", field, models.MaxQueueNameLen)
 	}
 	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+		if !queueNameRune(r) {
 			return errorf(field, "%s %q may hold only letters, digits, '.', '_' and '-'", field, name)
 		}
 	}
 	return nil
+}
+
+// queueNameRune says whether a queue's name may hold r.
+func queueNameRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
 }

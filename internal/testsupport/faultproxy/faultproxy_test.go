@@ -51,7 +51,7 @@ func roundTrip(c net.Conn, r *bufio.Reader, d time.Duration) (string, error) {
 func TestBlackholeHealCut(t *testing.T) {
 	p, err := Start(echo(t))
 	require.NoError(t, err)
-	defer p.Close()
+	defer func() { _ = p.Close() }()
 	c, err := net.Dial("tcp", p.Addr())
 	require.NoError(t, err)
 	defer c.Close()
@@ -99,7 +99,7 @@ func errorsAs(err error, te *net.Error) bool {
 func TestBlackholeWhen(t *testing.T) {
 	p, err := Start(echo(t))
 	require.NoError(t, err)
-	defer p.Close()
+	defer func() { _ = p.Close() }()
 	c, err := net.Dial("tcp", p.Addr())
 	require.NoError(t, err)
 	defer c.Close()
