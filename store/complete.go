@@ -51,18 +51,7 @@ func (s *Store) CompleteJobs(ctx context.Context, p *chimedb.CompleteJobsParams)
 	if len(p.Outcomes) == 0 {
 		return nil, nil
 	}
-	// One outcome per row: of two for one id (a job claimed twice) the
-	// first is written, the other reported as not applied.
-	outs := make([]chimedb.JobOutcome, 0, len(p.Outcomes))
-	seen := make(map[int64]bool, len(p.Outcomes))
-	for _, o := range p.Outcomes {
-		if !seen[o.ID] {
-			seen[o.ID] = true
-			o.Result = s.storablePtr(o.Result, chimedb.MaxResultBytes)
-			o.Error = s.storablePtr(o.Error, chimedb.MaxErrorBytes)
-			outs = append(outs, o)
-		}
-	}
+	outs := s.uniqueOutcomes(p.Outcomes)
 	chunks := outcomeChunks(outs)
 	var applied []int64
 	err := s.InTx(ctx, func(tx *gorm.DB) error {
@@ -129,6 +118,29 @@ func (s *Store) CompleteJobs(ctx context.Context, p *chimedb.CompleteJobsParams)
 		return nil, fmt.Errorf("complete %d jobs on node %s: %w", len(p.Outcomes), p.NodeID, err)
 	}
 	s.reportRefusedLogs(refusedLogs)
+	s.reportRefusedOutcomes(refused)
+	return applied, nil
+}
+
+// uniqueOutcomes keeps one outcome per row, cut to what the columns hold:
+// of two for one id (a job claimed twice) the first is written, the other
+// reported as not applied.
+func (s *Store) uniqueOutcomes(in []chimedb.JobOutcome) []chimedb.JobOutcome {
+	outs := make([]chimedb.JobOutcome, 0, len(in))
+	seen := make(map[int64]bool, len(in))
+	for _, o := range in {
+		if !seen[o.ID] {
+			seen[o.ID] = true
+			o.Result = s.storablePtr(o.Result, chimedb.MaxResultBytes)
+			o.Error = s.storablePtr(o.Error, chimedb.MaxErrorBytes)
+			outs = append(outs, o)
+		}
+	}
+	return outs
+}
+
+// reportRefusedOutcomes logs the outcomes the database refused.
+func (s *Store) reportRefusedOutcomes(refused []refusedOutcome) {
 	for _, r := range refused {
 		l := s.log.WithField("job_id", r.id).WithError(r.err)
 		if r.placeholder {
@@ -137,7 +149,6 @@ func (s *Store) CompleteJobs(ctx context.Context, p *chimedb.CompleteJobsParams)
 			l.Error("the database refused this job's outcome and its placeholder; the job row is left as it was")
 		}
 	}
-	return applied, nil
 }
 
 // withOutcomeLogs is logs followed by the lines of the outcomes in outs

@@ -115,27 +115,7 @@ func stepStateOf(j *stepJob) models.StepState {
 // Pure: it reads g only.
 func (g *runGraph) decide() *runDecision {
 	d := &runDecision{states: make(map[int64]models.StepState, len(g.steps))}
-	in := make(map[int64][]models.WorkflowEdge, len(g.steps))
-	out := make(map[int64][]models.WorkflowEdge, len(g.steps))
-	indeg := make(map[int64]int, len(g.steps))
-	for _, e := range g.edges {
-		in[e.ToStepID] = append(in[e.ToStepID], e)
-		out[e.FromStepID] = append(out[e.FromStepID], e)
-		indeg[e.ToStepID]++
-	}
-	var order []int64
-	for _, st := range g.steps {
-		if indeg[st.ID] == 0 {
-			order = append(order, st.ID)
-		}
-	}
-	for i := 0; i < len(order); i++ {
-		for _, e := range out[order[i]] {
-			if indeg[e.ToStepID]--; indeg[e.ToStepID] == 0 {
-				order = append(order, e.ToStepID)
-			}
-		}
-	}
+	order, in, out := g.topoOrder()
 	byID := make(map[int64]*models.WorkflowStep, len(g.steps))
 	for i := range g.steps {
 		byID[g.steps[i].ID] = &g.steps[i]
@@ -155,27 +135,7 @@ func (g *runGraph) decide() *runDecision {
 			d.ready = append(d.ready, id)
 			continue
 		}
-		var holds, fails, undecided int
-		for _, e := range edges {
-			up := d.states[e.FromStepID]
-			decided := up == models.StepSucceeded || up == models.StepFailed || up == models.StepSkipped
-			switch {
-			case !decided:
-				undecided++
-			case e.Condition == models.EdgeAlways,
-				e.Condition == models.EdgeSuccess && up == models.StepSucceeded,
-				e.Condition == models.EdgeFailure && up == models.StepFailed:
-				holds++
-			default:
-				fails++
-			}
-		}
-		var ready, skipped bool
-		if byID[id].WaitFor == models.WaitAny {
-			ready, skipped = holds > 0, holds == 0 && undecided == 0
-		} else {
-			ready, skipped = holds == len(edges), fails > 0
-		}
+		ready, skipped := edgeVerdict(edges, d.states, byID[id].WaitFor == models.WaitAny)
 		switch {
 		case skipped:
 			d.states[id] = models.StepSkipped
@@ -198,6 +158,57 @@ func (g *runGraph) decide() *runDecision {
 		}
 	}
 	return d
+}
+
+// topoOrder lists the steps upstream first (a step on a cycle is left
+// out), with each step's incoming and outgoing edges.
+func (g *runGraph) topoOrder() (order []int64, in, out map[int64][]models.WorkflowEdge) {
+	in = make(map[int64][]models.WorkflowEdge, len(g.steps))
+	out = make(map[int64][]models.WorkflowEdge, len(g.steps))
+	indeg := make(map[int64]int, len(g.steps))
+	for _, e := range g.edges {
+		in[e.ToStepID] = append(in[e.ToStepID], e)
+		out[e.FromStepID] = append(out[e.FromStepID], e)
+		indeg[e.ToStepID]++
+	}
+	for _, st := range g.steps {
+		if indeg[st.ID] == 0 {
+			order = append(order, st.ID)
+		}
+	}
+	for i := 0; i < len(order); i++ {
+		for _, e := range out[order[i]] {
+			if indeg[e.ToStepID]--; indeg[e.ToStepID] == 0 {
+				order = append(order, e.ToStepID)
+			}
+		}
+	}
+	return order, in, out
+}
+
+// edgeVerdict says, from its incoming edges and its upstream steps'
+// states, whether a step may start now (ready) or never will (skipped);
+// neither while an edge it needs is undecided.
+func edgeVerdict(edges []models.WorkflowEdge, states map[int64]models.StepState, waitAny bool) (ready, skipped bool) {
+	var holds, fails, undecided int
+	for _, e := range edges {
+		up := states[e.FromStepID]
+		decided := up == models.StepSucceeded || up == models.StepFailed || up == models.StepSkipped
+		switch {
+		case !decided:
+			undecided++
+		case e.Condition == models.EdgeAlways,
+			e.Condition == models.EdgeSuccess && up == models.StepSucceeded,
+			e.Condition == models.EdgeFailure && up == models.StepFailed:
+			holds++
+		default:
+			fails++
+		}
+	}
+	if waitAny {
+		return holds > 0, holds == 0 && undecided == 0
+	}
+	return holds == len(edges), fails > 0
 }
 
 // stopped says whether the run writes no more steps: a step failed that
