@@ -14,7 +14,7 @@
 // load into a fresh database and starts a node on it. TestLimitsRace
 // samples, every 10 ms, the active jobs of a queue and a definition with
 // max_running while four nodes claim them, and kills one holding slots
-// (docs/limits.md); _RACE_JOBS (2000) sets how many jobs arrive, and
+// (docs/limits.md); _RACE_JOBS (1000) sets how many jobs arrive, and
 // _RACE_UNLIMITED=1 leaves the limits unset, to see the check fail.
 //
 // The tests need a MariaDB/MySQL server (CHIME_TEST_MYSQL_DSN) and a

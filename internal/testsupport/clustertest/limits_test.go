@@ -16,8 +16,11 @@ import (
 	"github.com/chimesched/chime/store"
 )
 
-// raceJobs is how many short jobs arrive (CHIME_CLUSTERTEST_RACE_JOBS).
-var raceJobs = envInt("CHIME_CLUSTERTEST_RACE_JOBS", 2000)
+// raceJobs is how many short jobs arrive (CHIME_CLUSTERTEST_RACE_JOBS):
+// 1,000 by default, which keeps a database's run near a minute on a
+// loaded 2-core machine (three at a time, each a claim's round trip);
+// the 2,000 on demand (docs/limits.md has both figures).
+var raceJobs = envInt("CHIME_CLUSTERTEST_RACE_JOBS", 1000)
 
 // With CHIME_CLUSTERTEST_RACE_UNLIMITED=1 the queue and the definition are
 // written without max_running while the test still asserts 3 and 1: the
@@ -238,7 +241,8 @@ func limitsRace(t *testing.T, dsn string) {
 	require.NoError(t, <-inserted)
 
 	// The queue runs full again without the dead node, and everything ends.
-	waitForOr(t, 60*time.Second, "every job to finish", func() bool {
+	// A bound on progress, not on speed: a stall shows as a timeout.
+	waitForOr(t, 30*time.Second+time.Duration(raceJobs)*40*time.Millisecond, "every job to finish", func() bool {
 		return count(t, st, "SELECT COUNT(*) FROM jobs WHERE status NOT IN ?", []models.JobStatus{models.JobSucceeded, models.JobFailed}) == 0
 	}, func() string {
 		var rows []struct {
