@@ -11,7 +11,11 @@
 // releases.tsv (built from its commit with git archive and go build) to
 // the working tree's binary, node by node, under load;
 // TestRestoreDumpUnderLoad restores a mariadb-dump or pg_dump taken under
-// load into a fresh database and starts a node on it.
+// load into a fresh database and starts a node on it. TestLimitsRace
+// samples, every 10 ms, the active jobs of a queue and a definition with
+// max_running while four nodes claim them, and kills one holding slots
+// (docs/limits.md); _RACE_JOBS (1000) sets how many jobs arrive, and
+// _RACE_UNLIMITED=1 leaves the limits unset, to see the check fail.
 //
 // The tests need a MariaDB/MySQL server (CHIME_TEST_MYSQL_DSN) and a
 // PostgreSQL server (CHIME_TEST_POSTGRES_DSN); without one

@@ -137,12 +137,13 @@ func migrate(t *testing.T, bin, dsn string) {
 	require.NoError(t, err, "chime migrate: %s", out)
 }
 
-// startNode starts `chime serve --no-migrate` as node id; it is killed at cleanup.
-func startNode(t *testing.T, bin, dsn, id string) *nodeProc {
+// startNode starts `chime serve --no-migrate` as node id; it is killed at
+// cleanup. extra (NAME=value) overrides nodeEnv's settings.
+func startNode(t *testing.T, bin, dsn, id string, extra ...string) *nodeProc {
 	t.Helper()
 	p := &nodeProc{id: id, out: &syncbuf.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, "serve", "--no-migrate")
-	p.cmd.Env = nodeEnv(dsn, id)
+	p.cmd.Env = append(nodeEnv(dsn, id), extra...) // exec keeps the last value of a name
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	require.NoError(t, p.cmd.Start())
 	go func() {
