@@ -3,8 +3,8 @@
 # binary (as `make build` does) and, from it, an OCI image layout written by
 # deploy/tools/ociimage (go-containerregistry, in a module of its own so
 # chime's go.mod does not carry it). `make image` runs it; the result loads
-# with e.g. `skopeo copy oci:dist/oci:dev docker-daemon:chime:dev` or
-# `podman load`/`docker load` of an archive made from it (docs/operations.md).
+# with e.g. `skopeo copy oci:dist/oci:dev docker-daemon:chime:dev`
+# (docs/operations.md).
 #   scripts/image.sh [DIR]   writes DIR/chime and DIR/oci (default: dist)
 #   VERSION=v0.2.0 scripts/image.sh
 set -euo pipefail
