@@ -1,5 +1,5 @@
 # Day-to-day commands; the README's two commands need none of this.
-.PHONY: help build run test test/race walkthrough bench bench/console screenshots tidy vet lint fixture/quartz fixture/quartz-store fixture/quartzblobs
+.PHONY: help build image helm/lint run test test/race walkthrough bench bench/console screenshots tidy vet lint fixture/quartz fixture/quartz-store fixture/quartzblobs
 
 MYSQL_DSN ?= chime_test:chime_test@tcp(127.0.0.1:3306)/chime_test
 
@@ -17,6 +17,19 @@ LDFLAGS = -s -w -X $(BUILDINFO).Version=$(VERSION) \
 
 build: ## build the static chime binary into ./bin/chime (VERSION=v0.2.0 for a release)
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o bin/chime ./cmd/chime
+
+# No container engine needed: deploy/tools/ociimage writes the image as an
+# OCI layout (docs/operations.md says how to load or push it).
+image: ## build the static binary and its container image as an OCI layout in dist/oci (VERSION=v0.2.0)
+	VERSION=$(VERSION) ./scripts/image.sh dist
+
+# helm is pinned in deploy/tools/go.mod, like golangci-lint in
+# internal/tools: the first run builds it (minutes).
+HELM = go tool -modfile=deploy/tools/go.mod helm
+
+helm/lint: ## helm lint and helm template on deploy/helm/chime
+	$(HELM) lint --strict deploy/helm/chime --set database.dsn=x,apiToken=x
+	$(HELM) template chime deploy/helm/chime --set database.dsn=x,apiToken=x >/dev/null
 
 run: ## run a node on the embedded SQLite file chime.db
 	go run ./cmd/chime serve

@@ -106,25 +106,3 @@ func TestCompose(t *testing.T) {
 	}
 	require.Len(t, ids, 3, "node ids must differ")
 }
-
-// The chart's templates, read as text (helm is not run by this test): the
-// probes, the Secret references and the grace period.
-func TestHelmChart(t *testing.T) {
-	t.Parallel()
-	dep := read(t, "helm/chime/templates/deployment.yaml")
-	helpers := read(t, "helm/chime/templates/_helpers.tpl")
-	values := read(t, "helm/chime/values.yaml")
-	require.Regexp(t, `readinessProbe:\n\s+httpGet:\n\s+path: /readyz`, dep)
-	require.Regexp(t, `livenessProbe:\n\s+httpGet:\n\s+path: /healthz`, dep)
-	require.Contains(t, dep, "terminationGracePeriodSeconds: {{ add .Values.shutdownGraceSeconds .Values.terminationMarginSeconds }}")
-	require.Contains(t, helpers, `value: "{{ .Values.shutdownGraceSeconds }}s"`, "CHIME_SHUTDOWN_GRACE follows the value the grace period is computed from")
-	for _, key := range []string{"dsn", "token"} {
-		require.Regexp(t, `secretKeyRef:\n\s+name: \{\{ include "chime.secret" \. \}\}\n\s+key: `+key, helpers)
-	}
-	require.Regexp(t, `(?m)^shutdownGraceSeconds: 30$`, values)
-	require.Equal(t, 30*time.Second, defaultGrace(t), "values.yaml's shutdownGraceSeconds is chime's default")
-	for _, f := range []string{"secret.yaml", "pdb.yaml", "service.yaml", "servicemonitor.yaml", "migrate-job.yaml"} {
-		_, err := os.Stat(filepath.Join("helm/chime/templates", f))
-		require.NoError(t, err)
-	}
-}
