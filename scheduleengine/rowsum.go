@@ -44,6 +44,7 @@ func sumOf(s *models.Schedule) rowSum {
 	b = appendString(b, string(s.Status))
 	b = appendString(b, s.StatusReason)
 	b = appendIntPtr(b, s.Priority)
+	b = appendStringPtr(b, s.Queue)
 	b = appendTime(b, s.CreatedAt)
 	b = appendTime(b, s.UpdatedAt)
 	b = appendString(b, s.Unreadable)

@@ -306,7 +306,9 @@ func seedSchedules(t *testing.T, st *store.Store, n int, sleep string) []int64 {
 		Name: "cluster-sleep", TaskType: "sleep", MaxAttempts: 1, NotifyOn: models.NotifyNever,
 		DefaultParams: models.JSON(`{"duration":"` + sleep + `"}`),
 	}
-	require.NoError(t, db.Create(&def).Error)
+	// The columns later releases added are left out: the rolling-upgrade
+	// test seeds a database of the last release's schema.
+	require.NoError(t, db.Omit("queue", "max_running").Create(&def).Error)
 	expr := "* * * * * *"
 	scheds := make([]models.Schedule, n)
 	for i := range scheds {
@@ -315,7 +317,7 @@ func seedSchedules(t *testing.T, st *store.Store, n int, sleep string) []int64 {
 			Timezone: "UTC", MisfirePolicy: models.MisfireFireOnce, Concurrency: models.ConcurrencyAllow, Status: models.ScheduleActive,
 		}
 	}
-	require.NoError(t, db.Create(&scheds).Error)
+	require.NoError(t, db.Omit("queue").Create(&scheds).Error)
 	ids := make([]int64, n)
 	for i, s := range scheds {
 		ids[i] = s.ID
