@@ -24,6 +24,7 @@ var generated = map[string]func() string{
 	"sqlite/00011_calendar_times.sql":     sqliteCalendarTimes,
 	"mysql/00019_workflow_times.sql":      mysqlWorkflowTimes,
 	"mysql/00021_api_tokens.sql":          mysqlAPITokens,
+	"mysql/00022_alert_times.sql":         mysqlAlertTimes,
 }
 
 func TestGeneratedMigrations(t *testing.T) {
@@ -335,6 +336,29 @@ func mysqlWorkflowTimes() string {
 	w("\n-- +goose Down\n")
 	for i := len(workflowTables19) - 1; i >= 0; i-- {
 		w("%s", mysqlDropTriggers(workflowTables19[i].name))
+	}
+	return b.String()
+}
+
+// alertTables22 are the alert tables (00020): admins write channels and
+// rules with plain SQL, and may set an alert's times by hand.
+var alertTables22 = []timeTable{
+	{"alert_channels", []string{"created_at", "updated_at"}},
+	{"alert_rules", []string{"created_at", "updated_at"}},
+	{"alerts", []string{"next_attempt_at", "resolved_at", "created_at", "sent_at", "updated_at"}},
+}
+
+func mysqlAlertTimes() string {
+	var b strings.Builder
+	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	w(generatedNote)
+	w("-- Migration 00003's rule for the alert tables (00020).\n\n-- +goose Up\n")
+	for _, t := range alertTables22 {
+		w("%s", mysqlTriggers(t))
+	}
+	w("\n-- +goose Down\n")
+	for i := len(alertTables22) - 1; i >= 0; i-- {
+		w("%s", mysqlDropTriggers(alertTables22[i].name))
 	}
 	return b.String()
 }
