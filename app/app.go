@@ -58,6 +58,7 @@ func StoreConfig(cfg *configs.Config, log logrus.FieldLogger) store.Config {
 		MaxOpenConns: cfg.Database.MaxOpenConns,
 		Logger:       log,
 		Holder:       "chime node " + cfg.Node.ID,
+		OnTxRetry:    func(reason string) { metrics.TxRetries.WithLabelValues(reason).Inc() },
 	}
 }
 

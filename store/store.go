@@ -57,6 +57,10 @@ type Config struct {
 	// connection (default DefaultIdleTxTimeout; whole seconds on MariaDB;
 	// MySQL and SQLite have no such bound).
 	IdleTxTimeout time.Duration
+	// OnTxRetry, when set, is called each time InTx runs a transaction again,
+	// with the reason (RetryReason): a deadlock retried in silence hid a
+	// lock-order bug once, so the count is exported as a metric.
+	OnTxRetry func(reason string)
 }
 
 // Store is an open database.
@@ -72,6 +76,7 @@ type Store struct {
 	// noIdleTimeout: the server has no idle_transaction_timeout (MySQL,
 	// not MariaDB); fenced transactions stop asking for it.
 	noIdleTimeout atomic.Bool
+	onTxRetry     func(reason string)
 }
 
 // Open connects to the database in cfg and checks that it answers.
@@ -138,7 +143,7 @@ func Open(ctx context.Context, cfg Config) (st *Store, err error) {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("connect to %s database: %w", cfg.Driver, err)
 	}
-	return &Store{db: db, sqlDB: sqlDB, dialect: cfg.Driver, log: cfg.Logger, unlock: unlock, pgConfig: pgCfg}, nil
+	return &Store{db: db, sqlDB: sqlDB, dialect: cfg.Driver, log: cfg.Logger, unlock: unlock, pgConfig: pgCfg, onTxRetry: cfg.OnTxRetry}, nil
 }
 
 // postgresDialector opens a PostgreSQL pool, creating a missing database

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/sirupsen/logrus"
 	"gorm.io/gorm"
 )
 
@@ -25,6 +26,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 		if err == nil || !Retryable(err) {
 			return err
 		}
+		s.noteRetry(err, i+1)
 		backoff := time.Duration(1<<i)*5*time.Millisecond + time.Duration(rand.IntN(5))*time.Millisecond
 		select {
 		case <-ctx.Done():
@@ -33,6 +35,46 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 		}
 	}
 	return err
+}
+
+// noteRetry makes a retried transaction visible: a deadlock or a
+// serialization failure points at two transactions taking rows in
+// different orders, which a retry hides but does not fix, so it is logged
+// at warn; SQLite's busy and a lock wait are the expected cost of
+// contention and are logged at debug. Both are counted through OnTxRetry.
+func (s *Store) noteRetry(err error, attempt int) {
+	reason := RetryReason(err)
+	if s.onTxRetry != nil {
+		s.onTxRetry(reason)
+	}
+	entry := s.log.WithFields(logrus.Fields{"reason": reason, "attempt": attempt})
+	switch reason {
+	case "deadlock", "serialization":
+		entry.WithError(err).Warn("transaction aborted by the database; running it again")
+	default:
+		entry.WithError(err).Debug("transaction aborted by the database; running it again")
+	}
+}
+
+// RetryReason names why a Retryable error aborted its transaction:
+// deadlock, lock_wait, serialization, lock_not_available or busy.
+func RetryReason(err error) string {
+	var me *mysqldrv.MySQLError
+	if errors.As(err, &me) {
+		if me.Number == 1213 {
+			return "deadlock"
+		}
+		return "lock_wait"
+	}
+	switch pgCode(err) {
+	case pgDeadlock:
+		return "deadlock"
+	case pgSerialization:
+		return "serialization"
+	case pgLockNotAvailable:
+		return "lock_not_available"
+	}
+	return "busy"
 }
 
 // Retryable reports whether err aborted a transaction that may simply be run again.

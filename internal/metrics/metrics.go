@@ -100,6 +100,12 @@ var (
 	AlertsFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "chime_alerts_failed_total", Help: "Alerts given up (attempts used up or refused for good), by channel.",
 	}, []string{"channel"})
+	// TxRetries counts transactions the database aborted and chime ran
+	// again: a steady rate of deadlocks means two paths lock rows in
+	// different orders.
+	TxRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chime_tx_retries_total", Help: "Transactions aborted by the database and run again, by reason (deadlock, lock_wait, serialization, lock_not_available, busy).",
+	}, []string{"reason"})
 )
 
 // chimeCollectors are chime's own metrics, as registered.
@@ -107,7 +113,7 @@ var chimeCollectors = []prometheus.Collector{
 	Fires, DuplicateFires, MisfiresCollapsed, MisfiresDropped, FireLateness,
 	JobsFinished, JobDuration, JobStartLateness, PoolBusy, PoolCapacity,
 	ClaimDuration, PollDuration, NotificationFailures, IsLeader, JobsWaiting,
-	AlertsSent, AlertsFailed, WorkflowRuns, JobsHeld, QueueJobs,
+	AlertsSent, AlertsFailed, WorkflowRuns, JobsHeld, QueueJobs, TxRetries,
 }
 
 func init() {
