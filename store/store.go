@@ -72,6 +72,8 @@ type Store struct {
 	// noIdleTimeout: the server has no idle_transaction_timeout (MySQL,
 	// not MariaDB); fenced transactions stop asking for it.
 	noIdleTimeout atomic.Bool
+	// graphs caches workflows' graphs for the decisions of their runs.
+	graphs graphCache
 }
 
 // Open connects to the database in cfg and checks that it answers.
