@@ -290,6 +290,11 @@ func (s *Store) decideRun(tx *gorm.DB, run *models.WorkflowRun, stamp string, do
 	if ready, up, ok := g.localReady(done); ok && len(set) == 0 {
 		return s.writeSteps(tx, g, ready, up, now)
 	}
+	if g.lastStep(done) && len(set) == 0 {
+		if ended, err := s.endIfAllSucceeded(tx, run, now); err != nil || ended {
+			return err
+		}
+	}
 	if !fresh {
 		if err := s.loadRunJobs(tx, g); err != nil {
 			return err
@@ -341,6 +346,46 @@ func applyRunSet(run *models.WorkflowRun, set map[string]any) {
 	if v, ok := set["reason"].(string); ok {
 		run.Reason = v
 	}
+}
+
+// lastStep says whether done is the success of the only step no other
+// waits on: most likely the run's end, which endIfAllSucceeded then
+// writes without reading the run's steps.
+func (g *runGraph) lastStep(done []chimedb.JobOutcome) bool {
+	if len(done) != 1 || done[0].Status != models.JobSucceeded || len(g.out[done[0].StepID]) > 0 || g.byID[done[0].StepID] == nil {
+		return false
+	}
+	sinks := 0
+	for i := range g.steps {
+		if len(g.out[g.steps[i].ID]) == 0 {
+			sinks++
+		}
+	}
+	return sinks == 1
+}
+
+// endIfAllSucceeded ends run, locked by tx, as succeeded when every step
+// of its workflow (as the database has it) has a succeeded job and no job
+// of its generation is anything else: what deciding it would say, in one
+// statement instead of a read and an update. ended is false when it is
+// not so; the run is then decided from its steps as always.
+func (s *Store) endIfAllSucceeded(tx *gorm.DB, run *models.WorkflowRun, now time.Time) (ended bool, err error) {
+	res := tx.Exec(`UPDATE workflow_runs SET status = ?, finished_at = ?, reason = '' WHERE id = ? AND status = ?
+		AND NOT EXISTS (SELECT 1 FROM workflow_steps s WHERE s.workflow_id = ? AND NOT EXISTS (
+			SELECT 1 FROM workflow_run_steps rs JOIN jobs j ON j.id = rs.job_id
+			WHERE rs.run_id = ? AND rs.step_id = s.id AND j.status = ?))
+		AND NOT EXISTS (SELECT 1 FROM workflow_run_steps rs LEFT JOIN jobs j ON j.id = rs.job_id
+			WHERE rs.run_id = ? AND rs.generation = ? AND (j.status IS NULL OR j.status <> ?))`,
+		models.RunSucceeded, now, run.ID, models.RunRunning, run.WorkflowID, run.ID, models.JobSucceeded,
+		run.ID, run.Generation, models.JobSucceeded)
+	if res.Error != nil {
+		return false, fmt.Errorf("end run %d: %w", run.ID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return false, nil
+	}
+	run.Status, run.FinishedAt, run.Reason = models.RunSucceeded, &now, ""
+	return true, nil
 }
 
 // localReady decides a run from the outcomes done alone, without reading

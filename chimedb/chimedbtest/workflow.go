@@ -638,6 +638,20 @@ func init() {
 			require.Equal(e.t, models.RunFailed, r.Status)
 			require.Equal(e.t, "step b failed", r.Reason)
 		}},
+		tcase{"the last step's success ends the run only when every step succeeded", func(e *env) {
+			g := e.flow(models.FailStop, []string{"a", "fix", "b"}, "a>b", "a!fix", "fix*b")
+			run := e.start(g, "")
+			e.finish(run.ID, "a", "n1", models.JobSucceeded, "")
+			require.Equal(e.t, states{"a": succeeded, "fix": skipped, "b": pending}, e.states(run.ID))
+			e.finish(run.ID, "b", "n1", models.JobSucceeded, "")
+			require.Equal(e.t, models.RunSucceeded, e.runRow(run.ID).Status)
+			g2 := e.flow(models.FailContinue, []string{"a", "x", "b"}, "a>b", "x*b")
+			run2 := e.start(g2, "")
+			e.finish(run2.ID, "x", "n1", models.JobFailed, "")
+			e.finish(run2.ID, "a", "n1", models.JobSucceeded, "")
+			e.finish(run2.ID, "b", "n1", models.JobSucceeded, "")
+			require.Equal(e.t, models.RunSucceeded, e.runRow(run2.ID).Status, "x's failure is handled by its always edge")
+		}},
 		tcase{"a step added by SQL reaches running runs once the workflow row is touched", func(e *env) {
 			g := e.flow(models.FailStop, []string{"a", "b"}, "a>b")
 			run := e.start(g, "")
