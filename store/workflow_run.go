@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -492,6 +493,9 @@ func (s *Store) writeSteps(tx *gorm.DB, g *runGraph, ready []int64, up map[int64
 		}
 		jobs = append(jobs, j)
 	}
+	if s.dialect == Postgres {
+		return s.insertStepJobsPG(tx, g, jobs, now)
+	}
 	if err := tx.CreateInBatches(&jobs, 200).Error; err != nil {
 		return fmt.Errorf("write the jobs of run %d's steps: %w", g.run.ID, err)
 	}
@@ -514,6 +518,60 @@ func (s *Store) writeSteps(tx *gorm.DB, g *runGraph, ready []int64, up map[int64
 		written += res.RowsAffected
 	}
 	if written < int64(len(jobs)) {
+		return s.undoTakenSteps(tx, g, jobs)
+	}
+	return nil
+}
+
+// pgPlaceholder is a bind parameter of gorm's PostgreSQL SQL.
+var pgPlaceholder = regexp.MustCompile(`\$[0-9]+`)
+
+// insertStepJobsPG writes jobs and their ledger rows in one statement
+// per 200 jobs, a data-modifying WITH: the INSERT of the jobs (as gorm
+// writes it) hands their ids to the INSERT of the ledger rows, and the
+// statement says which went in. A ledger row there already is handled as
+// on the other databases (undoTakenSteps).
+func (s *Store) insertStepJobsPG(tx *gorm.DB, g *runGraph, jobs []models.Job, now time.Time) error {
+	all := true
+	for c := range slices.Chunk(jobs, 200) {
+		dry := tx.Session(&gorm.Session{DryRun: true}).Create(&c)
+		if dry.Error != nil {
+			return fmt.Errorf("write the jobs of run %d's steps: %w", g.run.ID, dry.Error)
+		}
+		// gorm reads back the id and the columns it left to their
+		// defaults; here only the id and the step are wanted.
+		ins := dry.Statement.SQL.String()
+		cut := strings.LastIndex(ins, " RETURNING ")
+		if cut < 0 || !strings.HasPrefix(ins, `INSERT INTO "jobs"`) {
+			return fmt.Errorf("write the jobs of run %d's steps: unexpected SQL from gorm: %.100s", g.run.ID, ins)
+		}
+		ins = ins[:cut]
+		args := append(slices.Clone(dry.Statement.Vars), g.run.ID, g.run.Generation, now)
+		var rows []struct {
+			ID       int64
+			StepID   int64
+			Recorded bool
+		}
+		if err := tx.Raw(`WITH j AS (`+pgPlaceholder.ReplaceAllString(ins, "?")+` RETURNING id, step_id),
+			l AS (INSERT INTO workflow_run_steps (run_id, step_id, generation, job_id, created_at)
+				SELECT ?, j.step_id, ?, j.id, ? FROM j ON CONFLICT DO NOTHING RETURNING job_id)
+			SELECT j.id, j.step_id, l.job_id IS NOT NULL AS recorded FROM j LEFT JOIN l ON l.job_id = j.id`, args...).
+			Scan(&rows).Error; err != nil {
+			return fmt.Errorf("write the jobs of run %d's steps: %w", g.run.ID, err)
+		}
+		if len(rows) != len(c) {
+			return fmt.Errorf("write the jobs of run %d's steps: %d written of %d", g.run.ID, len(rows), len(c))
+		}
+		ids := make(map[int64]int64, len(rows))
+		for _, r := range rows {
+			ids[r.StepID] = r.ID
+			all = all && r.Recorded
+		}
+		for i := range c {
+			c[i].ID = ids[*c[i].StepID]
+		}
+	}
+	if !all {
 		return s.undoTakenSteps(tx, g, jobs)
 	}
 	return nil

@@ -2,6 +2,7 @@ package chimedbtest
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/stretchr/testify/require"
@@ -651,6 +652,37 @@ func init() {
 			e.finish(run2.ID, "a", "n1", models.JobSucceeded, "")
 			e.finish(run2.ID, "b", "n1", models.JobSucceeded, "")
 			require.Equal(e.t, models.RunSucceeded, e.runRow(run2.ID).Status, "x's failure is handled by its always edge")
+		}},
+		tcase{"a 250-wide fan-out is written at once and its join once", func(e *env) {
+			const wide = 250 // more than one INSERT's worth of jobs
+			def := e.definition()
+			spec := &chimedb.WorkflowSpec{Name: e.name("wide"), Steps: []chimedb.StepSpec{{Name: "a", DefinitionID: def.ID}, {Name: "join", DefinitionID: def.ID}}}
+			for i := range wide {
+				name := fmt.Sprintf("s%03d", i)
+				spec.Steps = append(spec.Steps, chimedb.StepSpec{Name: name, DefinitionID: def.ID})
+				spec.Edges = append(spec.Edges, chimedb.EdgeSpec{From: "a", To: name}, chimedb.EdgeSpec{From: name, To: "join"})
+			}
+			g, err := e.Workflow.CreateWorkflow(e.ctx, spec)
+			require.NoError(e.t, err)
+			run := e.start(g, "")
+			e.finish(run.ID, "a", "n1", models.JobSucceeded, "from a")
+			v := e.runView(run.ID)
+			var outs []chimedb.JobOutcome
+			for _, st := range v.Steps {
+				switch st.Step.Name {
+				case "a", "join":
+					continue
+				}
+				require.NotNil(e.t, st.Job, "step %s", st.Step.Name)
+				require.Equal(e.t, pending, st.State, "step %s", st.Step.Name)
+				require.Contains(e.t, string(st.Job.RunInputs), "from a")
+				e.toRunning(st.Job.ID, "n1")
+				outs = append(outs, chimedb.JobOutcome{ID: st.Job.ID, RunID: run.ID, StepID: st.Step.ID, Status: models.JobSucceeded, FinishedAt: e.now()})
+			}
+			require.Len(e.t, outs, wide)
+			require.Len(e.t, e.complete("n1", outs...), wide)
+			require.Equal(e.t, pending, e.states(run.ID)["join"])
+			require.Equal(e.t, 1, e.stepJobCount(run.ID, "join"))
 		}},
 		tcase{"a step added by SQL reaches running runs once the workflow row is touched", func(e *env) {
 			g := e.flow(models.FailStop, []string{"a", "b"}, "a>b")
