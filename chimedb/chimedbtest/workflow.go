@@ -684,6 +684,23 @@ func init() {
 			require.Equal(e.t, pending, e.states(run.ID)["join"])
 			require.Equal(e.t, 1, e.stepJobCount(run.ID, "join"))
 		}},
+		tcase{"a step a dead node's recovery fails decides its run at once", func(e *env) {
+			g := e.flow(models.FailStop, []string{"a", "b", "c", "d"}, "a>b", "a>c", "c>d")
+			run := e.start(g, "")
+			e.finish(run.ID, "a", "n1", models.JobSucceeded, "")
+			b := e.stepJob(run.ID, "b")
+			e.exec("UPDATE jobs SET max_attempts = 1 WHERE id = ?", b.ID)
+			e.toRunning(b.ID, "dead")
+			_, err := e.Task.RecoverNode(e.ctx, &chimedb.RecoverNodeParams{NodeID: "dead", Now: e.now()})
+			require.NoError(e.t, err)
+			require.Equal(e.t, failed, e.states(run.ID)["b"])
+			require.Contains(e.t, e.runRow(run.ID).Reason, "step b failed", "the run says it is stopping")
+			// c's completion, which would start d were b's failure not
+			// decided, must start nothing.
+			e.finish(run.ID, "c", "n1", models.JobSucceeded, "")
+			require.Nil(e.t, e.stepJob(run.ID, "d"))
+			require.Equal(e.t, models.RunFailed, e.runRow(run.ID).Status)
+		}},
 		tcase{"a step added by SQL reaches running runs once the workflow row is touched", func(e *env) {
 			g := e.flow(models.FailStop, []string{"a", "b"}, "a>b")
 			run := e.start(g, "")
