@@ -168,6 +168,10 @@ type JobOutcome struct {
 	// outcome of a run's job decides the run's next steps in the same
 	// transaction (see WorkflowStore).
 	RunID int64
+	// StepID is the job's step (jobs.step_id), 0 for none or unknown. With
+	// it, a step's end may be decided without reading the run's other
+	// steps (0 always reads them).
+	StepID int64
 	// Status is succeeded, failed, stopped, canceled (the task asked), or
 	// pending for a failed attempt that will be retried at RunAt, or a
 	// snooze.

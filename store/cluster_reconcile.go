@@ -37,7 +37,7 @@ func (s *Store) RecoverStalledJobs(ctx context.Context, silentFor time.Duration)
 		*res, bad = chimedb.RecoverNodeResult{}, badJobs{}
 		var jobs []models.Job
 		var err error
-		if bad.rows, err = s.lockMatching(tx, &jobs, "id, job_definition_id, status, control, attempt, max_attempts, recoveries, node_id, heartbeat_at", 1000,
+		if bad.rows, err = s.lockMatching(tx, &jobs, "id, job_definition_id, status, control, attempt, max_attempts, recoveries, node_id, heartbeat_at, run_id", 1000,
 			"status IN ? AND COALESCE(heartbeat_at, started_at, updated_at) < ? AND updated_at < ?", stalledStatuses, cutoff, cutoff); err != nil {
 			return fmt.Errorf("select stalled jobs: %w", err)
 		}
@@ -56,6 +56,9 @@ func (s *Store) RecoverStalledJobs(ctx context.Context, silentFor time.Duration)
 			return fmt.Sprintf("no heartbeat from node %s for more than %s during attempt %d of %d", j.NodeID, silentFor, j.Attempt, maxAttempts)
 		})
 		if err != nil {
+			return err
+		}
+		if err := s.decideRunsOfCut(tx, jobs, res, now); err != nil {
 			return err
 		}
 		if err := s.enqueueNotices(tx, append(append([]int64(nil), res.Failed...), res.Stopped...)); err != nil {

@@ -32,7 +32,7 @@ func (s *Store) RecoverNode(ctx context.Context, p *chimedb.RecoverNodeParams) (
 		*res, bad = chimedb.RecoverNodeResult{}, badJobs{}
 		var jobs []models.Job
 		var err error
-		if bad.rows, err = s.lockMatching(tx, &jobs, "id, job_definition_id, status, control, attempt, max_attempts, recoveries", 0,
+		if bad.rows, err = s.lockMatching(tx, &jobs, "id, job_definition_id, status, control, attempt, max_attempts, recoveries, run_id", 0,
 			"node_id = ? AND status IN ?", p.NodeID, activeStatuses); err != nil {
 			return fmt.Errorf("select jobs left by the dead process: %w", err)
 		}
@@ -68,6 +68,9 @@ func (s *Store) RecoverNode(ctx context.Context, p *chimedb.RecoverNodeParams) (
 			return err
 		}
 		logs = append(logs, more...)
+		if err := s.decideRunsOfCut(tx, cut, res, now); err != nil {
+			return err
+		}
 		if err := s.enqueueNotices(tx, append(append([]int64(nil), res.Failed...), res.Stopped...)); err != nil {
 			return err
 		}
@@ -147,6 +150,39 @@ func recoverCutOff(tx *gorm.DB, jobs []models.Job, pols map[int64]defPolicy, now
 		logs = append(logs, models.JobLog{JobID: j.ID, Level: level, Message: msg, CreatedAt: now})
 	}
 	return logs, nil
+}
+
+// decideRunsOfCut decides, in a recovery's transaction, the workflow runs
+// of the jobs it ended (failed or stopped), as a completion does: a
+// failure edge goes on at once rather than at the reconciler's next pass,
+// and a run under the stop policy says it is stopping before the
+// completion of another of its steps could start the step after (see
+// localReady). A run that cannot be decided here must not hold back the
+// recovery: AdvanceRuns decides it later, or fails it with the reason.
+func (s *Store) decideRunsOfCut(tx *gorm.DB, jobs []models.Job, res *chimedb.RecoverNodeResult, now time.Time) error {
+	ended := make(map[int64]models.JobStatus, len(res.Failed)+len(res.Stopped))
+	for _, id := range res.Failed {
+		ended[id] = models.JobFailed
+	}
+	for _, id := range res.Stopped {
+		ended[id] = models.JobStopped
+	}
+	var outs []chimedb.JobOutcome
+	for _, j := range jobs {
+		if st, ok := ended[j.ID]; ok && j.RunID != nil {
+			outs = append(outs, chimedb.JobOutcome{ID: j.ID, RunID: *j.RunID, Status: st})
+		}
+	}
+	if len(outs) == 0 {
+		return nil
+	}
+	if err := s.savepoint(tx, func() error { return s.advanceRunsOf(tx, outs, nil, now) }); err != nil {
+		if transient(err) {
+			return err
+		}
+		s.log.WithError(err).Error("could not decide the workflow runs of the recovered jobs; the reconciler retries")
+	}
+	return nil
 }
 
 // noRecovery says why a job cut off by node loss was not recovered for free.

@@ -77,6 +77,8 @@ type Store struct {
 	// not MariaDB); fenced transactions stop asking for it.
 	noIdleTimeout atomic.Bool
 	onTxRetry     func(reason string)
+	// graphs caches workflows' graphs for the decisions of their runs.
+	graphs graphCache
 }
 
 // Open connects to the database in cfg and checks that it answers.

@@ -229,28 +229,40 @@ func (s *Store) StartRun(ctx context.Context, p *chimedb.StartRunParams) (*model
 }
 
 func (s *Store) startRunTx(tx *gorm.DB, p *chimedb.StartRunParams) (models.WorkflowRun, error) {
-	var wf models.Workflow
-	q := tx.Where("id = ?", p.WorkflowID)
+	var wfs []lockedWorkflow
+	q := tx.Model(&models.Workflow{}).Select("workflows.*, "+stampOf("workflows.id")).Where("id = ?", p.WorkflowID)
 	what := fmt.Sprint(p.WorkflowID)
 	if p.WorkflowID == 0 {
-		q, what = tx.Where("name = ?", p.Workflow), fmt.Sprintf("%q", p.Workflow)
+		q, what = tx.Model(&models.Workflow{}).Select("workflows.*, "+stampOf("workflows.id")).Where("name = ?", p.Workflow), fmt.Sprintf("%q", p.Workflow)
 	}
-	if err := first(q, &wf); err != nil {
+	if err := q.Limit(1).Scan(&wfs).Error; err != nil {
 		return models.WorkflowRun{}, fmt.Errorf("workflow %s: %w", what, err)
 	}
+	if len(wfs) == 0 {
+		return models.WorkflowRun{}, fmt.Errorf("workflow %s: %w", what, chimedb.ErrNotFound)
+	}
+	wf, stamp := &wfs[0].Workflow, ""
+	if wfs[0].WfStamp != nil {
+		stamp = *wfs[0].WfStamp
+	}
 	now := DBTime(time.Now())
-	run := models.WorkflowRun{WorkflowID: wf.ID, Status: models.RunPending, Generation: 1, Params: p.Params,
-		StartedBy: truncateUTF8(p.StartedBy, 191), CreatedAt: now, UpdatedAt: now}
+	// Written running: it is decided below, in this transaction, which
+	// holds its row's lock since the INSERT.
+	run := models.WorkflowRun{WorkflowID: wf.ID, Status: models.RunRunning, Generation: 1, Params: p.Params,
+		StartedBy: truncateUTF8(p.StartedBy, 191), StartedAt: &now, CreatedAt: now, UpdatedAt: now}
 	if err := tx.Create(&run).Error; err != nil {
 		return run, fmt.Errorf("insert run of workflow %q: %w", wf.Name, err)
 	}
-	if err := s.advanceRun(tx, run.ID, now); err != nil {
-		return run, err
-	}
-	if err := first(tx.Where("id = ?", run.ID), &run); err != nil {
+	if err := s.decideRun(tx, &run, stamp, nil, true, now); err != nil {
 		return run, err
 	}
 	return run, nil
+}
+
+// lockedWorkflow is a workflow's row with its stamp (see lockRun).
+type lockedWorkflow struct {
+	models.Workflow
+	WfStamp *string `gorm:"column:wf_stamp"`
 }
 
 // GetRun returns a run with the state of every step (see runGraph.decide;
@@ -262,7 +274,7 @@ func (s *Store) GetRun(ctx context.Context, id int64) (*chimedb.RunView, error) 
 		if err := first(tx.Where("id = ?", id), &run); err != nil {
 			return fmt.Errorf("run %d: %w", id, err)
 		}
-		g, err := s.loadRunGraph(tx, &run)
+		g, err := s.loadRunGraph(tx, &run, "")
 		if err != nil {
 			return err
 		}
@@ -379,7 +391,7 @@ func (s *Store) RerunRun(ctx context.Context, id int64) (*models.WorkflowRun, er
 			models.RunRunning, id).Error; err != nil {
 			return fmt.Errorf("rerun run %d: %w", id, err)
 		}
-		return s.advanceRun(tx, id, now)
+		return s.advanceRun(tx, id, nil, now)
 	})
 }
 
@@ -404,7 +416,7 @@ func (s *Store) ResumeRun(ctx context.Context, id int64) (*models.WorkflowRun, e
 		if err := s.setRun(tx, id, map[string]any{"status": models.RunRunning}); err != nil {
 			return err
 		}
-		return s.advanceRun(tx, id, now)
+		return s.advanceRun(tx, id, nil, now)
 	})
 }
 
@@ -448,7 +460,7 @@ func (s *Store) AdvanceRuns(ctx context.Context, limit int) (int, error) {
 	}
 	n := 0
 	for _, id := range ids {
-		err := s.InTx(ctx, func(tx *gorm.DB) error { return s.advanceRun(tx, id, DBTime(time.Now())) })
+		err := s.InTx(ctx, func(tx *gorm.DB) error { return s.advanceRun(tx, id, nil, DBTime(time.Now())) })
 		if err == nil {
 			n++
 			continue

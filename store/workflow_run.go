@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -24,13 +25,9 @@ const maxUpstreamResultBytes = 64 << 10
 // runGraph is what deciding a run reads: its workflow, steps and edges,
 // and the job of each step's latest generation.
 type runGraph struct {
-	run   models.WorkflowRun
-	wf    models.Workflow
-	steps []models.WorkflowStep
-	edges []models.WorkflowEdge
-	jobs  map[int64]*stepJob // by step id
-	// bad says why the graph cannot be run ("" when it can).
-	bad string
+	run models.WorkflowRun
+	*cachedGraph
+	jobs map[int64]*stepJob // by step id
 }
 
 // stepJob is a step's ledger row in its latest generation, with its job.
@@ -49,40 +46,35 @@ type runDecision struct {
 	live      int      // steps whose job has not ended
 }
 
-// loadRunGraph reads run's workflow and jobs inside tx. A graph that
-// cannot be run (its workflow gone, a cycle, an edge to another
-// workflow's step) comes back with bad set.
-func (s *Store) loadRunGraph(tx *gorm.DB, run *models.WorkflowRun) (*runGraph, error) {
-	g := &runGraph{run: *run, jobs: map[int64]*stepJob{}}
-	var wfs []models.Workflow
-	if err := tx.Where("id = ?", run.WorkflowID).Limit(1).Find(&wfs).Error; err != nil {
-		return nil, fmt.Errorf("read workflow %d: %w", run.WorkflowID, err)
+// loadRunGraph reads run's workflow (the cached graph when stamp, the
+// workflow's updated_at, is that of the cache) and jobs inside tx. A
+// graph that cannot be run (its workflow gone, a cycle, an edge to
+// another workflow's step) comes back with bad set.
+func (s *Store) loadRunGraph(tx *gorm.DB, run *models.WorkflowRun, stamp string) (*runGraph, error) {
+	cg, err := s.graphOf(tx, run.WorkflowID, stamp)
+	if err != nil {
+		return nil, err
 	}
-	if len(wfs) == 0 {
-		g.bad = fmt.Sprintf("workflow %d does not exist", run.WorkflowID)
+	g := &runGraph{run: *run, cachedGraph: cg, jobs: map[int64]*stepJob{}}
+	if g.bad != "" {
 		return g, nil
 	}
-	g.wf = wfs[0]
-	if err := tx.Where("workflow_id = ?", run.WorkflowID).Order("id").Limit(chimedb.MaxWorkflowSteps + 1).Find(&g.steps).Error; err != nil {
-		return nil, fmt.Errorf("read steps of workflow %d: %w", run.WorkflowID, err)
-	}
-	if err := tx.Where("workflow_id = ?", run.WorkflowID).Order("id").Limit(chimedb.MaxWorkflowEdges + 1).Find(&g.edges).Error; err != nil {
-		return nil, fmt.Errorf("read edges of workflow %d: %w", run.WorkflowID, err)
-	}
-	if err := chimedb.CheckGraph(g.steps, g.edges); err != nil {
-		g.bad = fmt.Sprintf("workflow %q cannot run: %v", g.wf.Name, err)
-		return g, nil
-	}
+	return g, s.loadRunJobs(tx, g)
+}
+
+// loadRunJobs reads the job of each step of g's run.
+func (s *Store) loadRunJobs(tx *gorm.DB, g *runGraph) error {
+	run := &g.run
 	var rows []stepJob
 	if err := tx.Raw(`SELECT rs.step_id, rs.generation, rs.job_id, j.status FROM workflow_run_steps rs
 		LEFT JOIN jobs j ON j.id = rs.job_id WHERE rs.run_id = ? ORDER BY rs.generation`, run.ID).Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("read the steps of run %d: %w", run.ID, err)
+		return fmt.Errorf("read the steps of run %d: %w", run.ID, err)
 	}
 	for i := range rows {
 		r := &rows[i]
 		if r.JobID == nil {
-			// A ledger row whose job was never written (a statement
-			// refused after the row): the step is not written yet.
+			// A ledger row whose job was never written (a row an admin
+			// wrote): the step is not written yet.
 			continue
 		}
 		if r.Generation < run.Generation && r.Status != nil && *r.Status != string(models.JobSucceeded) &&
@@ -92,7 +84,7 @@ func (s *Store) loadRunGraph(tx *gorm.DB, run *models.WorkflowRun) (*runGraph, e
 		}
 		g.jobs[r.StepID] = r
 	}
-	return g, nil
+	return nil
 }
 
 // stepStateOf is the state a step's job gives it.
@@ -197,9 +189,7 @@ func edgeVerdict(edges []models.WorkflowEdge, states map[int64]models.StepState,
 		switch {
 		case !decided:
 			undecided++
-		case e.Condition == models.EdgeAlways,
-			e.Condition == models.EdgeSuccess && up == models.StepSucceeded,
-			e.Condition == models.EdgeFailure && up == models.StepFailed:
+		case edgeHolds(e, up):
 			holds++
 		default:
 			fails++
@@ -211,10 +201,51 @@ func edgeVerdict(edges []models.WorkflowEdge, states map[int64]models.StepState,
 	return holds == len(edges), fails > 0
 }
 
+// edgeHolds says whether e holds once its upstream step, decided, is in
+// state up.
+func edgeHolds(e models.WorkflowEdge, up models.StepState) bool {
+	return e.Condition == models.EdgeAlways ||
+		e.Condition == models.EdgeSuccess && up == models.StepSucceeded ||
+		e.Condition == models.EdgeFailure && up == models.StepFailed
+}
+
 // stopped says whether the run writes no more steps: a step failed that
 // nothing handles, under the stop policy.
 func (g *runGraph) stopped(d *runDecision) bool {
 	return len(d.unhandled) > 0 && g.wf.FailurePolicy != models.FailContinue
+}
+
+// lockedRun is a run's row read under its lock, with its workflow's
+// updated_at (the graph cache's stamp) read by the same statement.
+type lockedRun struct {
+	models.WorkflowRun
+	WfStamp *string `gorm:"column:wf_stamp"`
+}
+
+// stampOf is the expression that reads workflow id's stamp, written the
+// same way wherever it is read so that the driver hands back the same
+// text for the same updated_at.
+func stampOf(id string) string {
+	return "(SELECT w_.updated_at FROM workflows w_ WHERE w_.id = " + id + ") AS wf_stamp"
+}
+
+// lockRun locks run id and reads it with its workflow's stamp (nil run:
+// no such run). The subquery takes no lock: deciding two runs of one
+// workflow at once does not wait on the workflow's row.
+func (s *Store) lockRun(tx *gorm.DB, id int64) (*models.WorkflowRun, string, error) {
+	var rows []lockedRun
+	if err := tx.Raw(`SELECT r.*, `+stampOf("r.workflow_id")+` FROM workflow_runs r WHERE r.id = ?`+s.lockClause(), id).
+		Scan(&rows).Error; err != nil {
+		return nil, "", fmt.Errorf("lock run %d: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return nil, "", nil
+	}
+	stamp := ""
+	if rows[0].WfStamp != nil {
+		stamp = *rows[0].WfStamp
+	}
+	return &rows[0].WorkflowRun, stamp, nil
 }
 
 // advanceRun decides run id inside tx, which must commit what it writes:
@@ -223,51 +254,178 @@ func (g *runGraph) stopped(d *runDecision) bool {
 // job), writes the jobs of the steps whose edges now all hold, and ends
 // the run when no step is left to run. A run that cannot be run (a bad
 // row) fails with the reason. Runs that are paused or over are left
-// alone.
-func (s *Store) advanceRun(tx *gorm.DB, id int64, now time.Time) error {
-	var runs []models.WorkflowRun
-	if err := s.forUpdate(tx.Where("id = ?", id)).Limit(1).Find(&runs).Error; err != nil {
-		return fmt.Errorf("lock run %d: %w", id, err)
+// alone. done, when not nil, are the final outcomes of the run's jobs
+// this transaction wrote (see localReady).
+func (s *Store) advanceRun(tx *gorm.DB, id int64, done []chimedb.JobOutcome, now time.Time) error {
+	run, stamp, err := s.lockRun(tx, id)
+	if err != nil || run == nil {
+		return err
 	}
-	if len(runs) == 0 {
-		return nil
-	}
-	run := &runs[0]
 	if run.Status != models.RunPending && run.Status != models.RunRunning {
 		return nil
 	}
+	return s.decideRun(tx, run, stamp, done, false, now)
+}
+
+// decideRun decides run, locked by tx (fresh: written by tx, so it has no
+// job yet), and applies to *run what it changes in its row.
+func (s *Store) decideRun(tx *gorm.DB, run *models.WorkflowRun, stamp string, done []chimedb.JobOutcome, fresh bool, now time.Time) error {
 	set := map[string]any{}
 	if run.Status == models.RunPending || run.StartedAt == nil {
 		set["status"], set["started_at"] = models.RunRunning, now
 	}
-	g, err := s.loadRunGraph(tx, run)
+	defer applyRunSet(run, set)
+	cg, err := s.graphOf(tx, run.WorkflowID, stamp)
 	if err != nil {
 		return err
 	}
-	if g.bad == "" {
-		if _, err := models.MergeParams(nil, run.Params); err != nil {
-			g.bad = fmt.Sprintf("run %d: %v", run.ID, err)
+	g := &runGraph{run: *run, cachedGraph: cg, jobs: map[int64]*stepJob{}}
+	bad := g.bad
+	if _, err := models.MergeParams(nil, run.Params); bad == "" && err != nil {
+		bad = fmt.Sprintf("run %d: %v", run.ID, err)
+	}
+	if bad != "" {
+		s.log.WithField("run_id", run.ID).Warn("workflow run failed: " + bad)
+		return s.endRun(tx, run.ID, set, models.RunFailed, bad, now)
+	}
+	if ready, up, ok := g.localReady(done); ok && len(set) == 0 {
+		return s.writeSteps(tx, g, ready, up, now)
+	}
+	if g.lastStep(done) && len(set) == 0 {
+		if ended, err := s.endIfAllSucceeded(tx, run, now); err != nil || ended {
+			return err
 		}
 	}
-	if g.bad != "" {
-		s.log.WithField("run_id", run.ID).Warn("workflow run failed: " + g.bad)
-		return s.endRun(tx, run.ID, set, models.RunFailed, g.bad, now)
+	if !fresh {
+		if err := s.loadRunJobs(tx, g); err != nil {
+			return err
+		}
 	}
 	d := g.decide()
 	if len(d.ready) > 0 && !g.stopped(d) {
-		if err := s.writeSteps(tx, g, d, now); err != nil {
+		up, err := s.upstreamResults(tx, g, d)
+		if err != nil {
+			return err
+		}
+		if err := s.writeSteps(tx, g, d.ready, up, now); err != nil {
 			return err
 		}
 		return s.setRun(tx, run.ID, set)
 	}
 	if d.live > 0 {
+		if g.stopped(d) && run.Reason == "" {
+			// Marks the run as stopping: a completion that would start
+			// a step without reading the others' states (localReady)
+			// sees it and decides the whole run instead.
+			set["reason"] = "step " + strings.Join(sortedCopy(d.unhandled), ", ") + " failed; waiting for the running steps"
+		}
 		return s.setRun(tx, run.ID, set)
 	}
 	if len(d.unhandled) > 0 {
-		slices.Sort(d.unhandled)
-		return s.endRun(tx, run.ID, set, models.RunFailed, "step "+strings.Join(d.unhandled, ", ")+" failed", now)
+		return s.endRun(tx, run.ID, set, models.RunFailed, "step "+strings.Join(sortedCopy(d.unhandled), ", ")+" failed", now)
 	}
 	return s.endRun(tx, run.ID, set, models.RunSucceeded, "", now)
+}
+
+func sortedCopy(in []string) []string {
+	out := slices.Clone(in)
+	slices.Sort(out)
+	return out
+}
+
+// applyRunSet applies to run the columns set changed in its row.
+func applyRunSet(run *models.WorkflowRun, set map[string]any) {
+	if v, ok := set["status"].(models.RunStatus); ok {
+		run.Status = v
+	}
+	if v, ok := set["started_at"].(time.Time); ok {
+		run.StartedAt = &v
+	}
+	if v, ok := set["finished_at"].(time.Time); ok {
+		run.FinishedAt = &v
+	}
+	if v, ok := set["reason"].(string); ok {
+		run.Reason = v
+	}
+}
+
+// lastStep says whether done is the success of the only step no other
+// waits on: most likely the run's end, which endIfAllSucceeded then
+// writes without reading the run's steps.
+func (g *runGraph) lastStep(done []chimedb.JobOutcome) bool {
+	if len(done) != 1 || done[0].Status != models.JobSucceeded || len(g.out[done[0].StepID]) > 0 || g.byID[done[0].StepID] == nil {
+		return false
+	}
+	sinks := 0
+	for i := range g.steps {
+		if len(g.out[g.steps[i].ID]) == 0 {
+			sinks++
+		}
+	}
+	return sinks == 1
+}
+
+// endIfAllSucceeded ends run, locked by tx, as succeeded when every step
+// of its workflow (as the database has it) has a succeeded job and no job
+// of its generation is anything else: what deciding it would say, in one
+// statement instead of a read and an update. ended is false when it is
+// not so; the run is then decided from its steps as always.
+func (s *Store) endIfAllSucceeded(tx *gorm.DB, run *models.WorkflowRun, now time.Time) (ended bool, err error) {
+	res := tx.Exec(`UPDATE workflow_runs SET status = ?, finished_at = ?, reason = '' WHERE id = ? AND status = ?
+		AND NOT EXISTS (SELECT 1 FROM workflow_steps s WHERE s.workflow_id = ? AND NOT EXISTS (
+			SELECT 1 FROM workflow_run_steps rs JOIN jobs j ON j.id = rs.job_id
+			WHERE rs.run_id = ? AND rs.step_id = s.id AND j.status = ?))
+		AND NOT EXISTS (SELECT 1 FROM workflow_run_steps rs LEFT JOIN jobs j ON j.id = rs.job_id
+			WHERE rs.run_id = ? AND rs.generation = ? AND (j.status IS NULL OR j.status <> ?))`,
+		models.RunSucceeded, now, run.ID, models.RunRunning, run.WorkflowID, run.ID, models.JobSucceeded,
+		run.ID, run.Generation, models.JobSucceeded)
+	if res.Error != nil {
+		return false, fmt.Errorf("end run %d: %w", run.ID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return false, nil
+	}
+	run.Status, run.FinishedAt, run.Reason = models.RunSucceeded, &now, ""
+	return true, nil
+}
+
+// localReady decides a run from the outcomes done alone, without reading
+// its other steps' jobs, when that is sure to give what deciding the
+// whole run gives: the run is in its first generation and not stopping
+// (no reason yet), each step of done has downstream steps, each of which
+// waits on that step alone through an edge its outcome makes hold. Those
+// steps are then ready, the run goes on, and the results they see of
+// their upstream are those of done. ok is false otherwise.
+func (g *runGraph) localReady(done []chimedb.JobOutcome) (ready []int64, up map[int64]models.StepResult, ok bool) {
+	if len(done) == 0 || g.run.Generation != 1 || g.run.Reason != "" || g.run.Status != models.RunRunning {
+		return nil, nil, false
+	}
+	up = make(map[int64]models.StepResult, len(done))
+	for i := range done {
+		o := &done[i]
+		edges := g.out[o.StepID]
+		if g.byID[o.StepID] == nil || len(edges) == 0 {
+			return nil, nil, false
+		}
+		status := string(o.Status)
+		state := stepStateOf(&stepJob{Status: &status})
+		for _, e := range edges {
+			if len(g.in[e.ToStepID]) != 1 || !edgeHolds(e, state) {
+				return nil, nil, false
+			}
+			ready = append(ready, e.ToStepID)
+		}
+		r := models.StepResult{State: state, JobID: o.ID}
+		if o.Result != nil {
+			r.Result = truncateUTF8(*o.Result, maxUpstreamResultBytes)
+		}
+		if o.Error != nil {
+			r.Error = truncateUTF8(*o.Error, maxUpstreamResultBytes)
+		}
+		up[o.StepID] = r
+	}
+	slices.Sort(ready)
+	return ready, up, true
 }
 
 func (s *Store) setRun(tx *gorm.DB, id int64, set map[string]any) error {
@@ -296,56 +454,26 @@ func truncateUTF8(s string, n int) string {
 	return s[:n]
 }
 
-// writeSteps writes the job of each ready step: first its ledger row, the
-// guard (a row already there with its job written means another
-// transaction wrote the step: it is skipped), then the job, then the
-// job's id into the ledger row.
-func (s *Store) writeSteps(tx *gorm.DB, g *runGraph, d *runDecision, now time.Time) error {
-	byID := make(map[int64]*models.WorkflowStep, len(g.steps))
-	defIDs := make([]int64, 0, len(d.ready))
-	for i := range g.steps {
-		byID[g.steps[i].ID] = &g.steps[i]
-	}
-	for _, id := range d.ready {
-		defIDs = append(defIDs, byID[id].JobDefinitionID)
-	}
-	var defs []models.JobDefinition
-	if err := tx.Select("id", "default_params").Where("id IN ?", defIDs).Find(&defs).Error; err != nil {
-		return fmt.Errorf("read the definitions of run %d's steps: %w", g.run.ID, err)
-	}
-	defaults := make(map[int64]models.JSON, len(defs))
-	for _, df := range defs {
-		defaults[df.ID] = df.DefaultParams
-	}
-	up, err := s.upstreamResults(tx, g, d)
+// writeSteps writes the jobs of the ready steps, up holding the results
+// of the steps they wait on: the jobs in one INSERT, then their ledger
+// rows in one more. The ledger's key (run, step, generation) is the
+// guard: the run's lock already keeps two transactions from writing one
+// step, and should a row be there anyway (written by SQL), the job
+// written here is taken back (see undoTakenSteps).
+func (s *Store) writeSteps(tx *gorm.DB, g *runGraph, ready []int64, up map[int64]models.StepResult, now time.Time) error {
+	defaults, err := s.stepDefaults(tx, g, ready)
 	if err != nil {
 		return err
 	}
-	in := map[int64][]int64{}
-	for _, e := range g.edges {
-		in[e.ToStepID] = append(in[e.ToStepID], e.FromStepID)
-	}
-	gen := g.run.Generation
-	for _, id := range d.ready {
-		st := byID[id]
-		var taken []int64
-		if err := tx.Raw(`SELECT job_id FROM workflow_run_steps WHERE run_id = ? AND step_id = ? AND generation = ? AND job_id IS NOT NULL`,
-			g.run.ID, id, gen).Scan(&taken).Error; err != nil {
-			return fmt.Errorf("read the ledger of run %d: %w", g.run.ID, err)
-		}
-		if len(taken) > 0 {
-			continue
-		}
-		if err := tx.Exec(`INSERT INTO workflow_run_steps (run_id, step_id, generation, created_at) VALUES (?, ?, ?, ?)`+s.ledgerIgnoreDup(),
-			g.run.ID, id, gen, now).Error; err != nil {
-			return fmt.Errorf("write the ledger row of run %d step %q: %w", g.run.ID, st.Name, err)
-		}
+	jobs := make([]models.Job, 0, len(ready))
+	for _, id := range ready {
+		st := g.byID[id]
 		inputs := models.RunInputs{Run: g.run.ID, Step: st.Name, Params: g.run.Params, TimeoutSeconds: st.TimeoutSeconds}
-		for _, from := range in[id] {
+		for _, e := range g.in[id] {
 			if inputs.Upstream == nil {
 				inputs.Upstream = map[string]models.StepResult{}
 			}
-			inputs.Upstream[byID[from].Name] = up[from]
+			inputs.Upstream[g.byID[e.FromStepID].Name] = up[e.FromStepID]
 		}
 		doc, err := json.Marshal(inputs)
 		if err != nil {
@@ -363,12 +491,150 @@ func (s *Store) writeSteps(tx *gorm.DB, g *runGraph, d *runDecision, now time.Ti
 		if st.MaxAttempts != nil {
 			j.MaxAttempts = *st.MaxAttempts
 		}
-		if err := tx.Create(&j).Error; err != nil {
-			return fmt.Errorf("write the job of run %d step %q: %w", g.run.ID, st.Name, err)
+		jobs = append(jobs, j)
+	}
+	if s.dialect == Postgres {
+		return s.insertStepJobsPG(tx, g, jobs, now)
+	}
+	if err := tx.CreateInBatches(&jobs, 200).Error; err != nil {
+		return fmt.Errorf("write the jobs of run %d's steps: %w", g.run.ID, err)
+	}
+	var written int64
+	for c := range slices.Chunk(jobs, 500) {
+		var sb strings.Builder
+		args := make([]any, 0, 5*len(c))
+		for i := range c {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString("(?, ?, ?, ?, ?)")
+			args = append(args, g.run.ID, *c[i].StepID, g.run.Generation, c[i].ID, now)
 		}
-		if err := tx.Exec(`UPDATE workflow_run_steps SET job_id = ? WHERE run_id = ? AND step_id = ? AND generation = ? AND job_id IS NULL`,
-			j.ID, g.run.ID, id, gen).Error; err != nil {
-			return fmt.Errorf("record the job of run %d step %q: %w", g.run.ID, st.Name, err)
+		res := tx.Exec(`INSERT INTO workflow_run_steps (run_id, step_id, generation, job_id, created_at) VALUES `+
+			sb.String()+s.ledgerIgnoreDup(), args...)
+		if res.Error != nil {
+			return fmt.Errorf("write the ledger rows of run %d: %w", g.run.ID, res.Error)
+		}
+		written += res.RowsAffected
+	}
+	if written < int64(len(jobs)) {
+		return s.undoTakenSteps(tx, g, jobs)
+	}
+	return nil
+}
+
+// pgPlaceholder is a bind parameter of gorm's PostgreSQL SQL.
+var pgPlaceholder = regexp.MustCompile(`\$[0-9]+`)
+
+// insertStepJobsPG writes jobs and their ledger rows in one statement
+// per 200 jobs, a data-modifying WITH: the INSERT of the jobs (as gorm
+// writes it) hands their ids to the INSERT of the ledger rows, and the
+// statement says which went in. A ledger row there already is handled as
+// on the other databases (undoTakenSteps).
+func (s *Store) insertStepJobsPG(tx *gorm.DB, g *runGraph, jobs []models.Job, now time.Time) error {
+	all := true
+	for c := range slices.Chunk(jobs, 200) {
+		dry := tx.Session(&gorm.Session{DryRun: true}).Create(&c)
+		if dry.Error != nil {
+			return fmt.Errorf("write the jobs of run %d's steps: %w", g.run.ID, dry.Error)
+		}
+		// gorm reads back the id and the columns it left to their
+		// defaults; here only the id and the step are wanted.
+		ins := dry.Statement.SQL.String()
+		cut := strings.LastIndex(ins, " RETURNING ")
+		if cut < 0 || !strings.HasPrefix(ins, `INSERT INTO "jobs"`) {
+			return fmt.Errorf("write the jobs of run %d's steps: unexpected SQL from gorm: %.100s", g.run.ID, ins)
+		}
+		ins = ins[:cut]
+		args := append(slices.Clone(dry.Statement.Vars), g.run.ID, g.run.Generation, now)
+		var rows []struct {
+			ID       int64
+			StepID   int64
+			Recorded bool
+		}
+		if err := tx.Raw(`WITH j AS (`+pgPlaceholder.ReplaceAllString(ins, "?")+` RETURNING id, step_id),
+			l AS (INSERT INTO workflow_run_steps (run_id, step_id, generation, job_id, created_at)
+				SELECT ?, j.step_id, ?, j.id, ? FROM j ON CONFLICT DO NOTHING RETURNING job_id)
+			SELECT j.id, j.step_id, l.job_id IS NOT NULL AS recorded FROM j LEFT JOIN l ON l.job_id = j.id`, args...).
+			Scan(&rows).Error; err != nil {
+			return fmt.Errorf("write the jobs of run %d's steps: %w", g.run.ID, err)
+		}
+		if len(rows) != len(c) {
+			return fmt.Errorf("write the jobs of run %d's steps: %d written of %d", g.run.ID, len(rows), len(c))
+		}
+		ids := make(map[int64]int64, len(rows))
+		for _, r := range rows {
+			ids[r.StepID] = r.ID
+			all = all && r.Recorded
+		}
+		for i := range c {
+			c[i].ID = ids[*c[i].StepID]
+		}
+	}
+	if !all {
+		return s.undoTakenSteps(tx, g, jobs)
+	}
+	return nil
+}
+
+// stepDefaults reads the default params of the definitions of the ready
+// steps that have params of their own (to merge them in): none for steps
+// without.
+func (s *Store) stepDefaults(tx *gorm.DB, g *runGraph, ready []int64) (map[int64]models.JSON, error) {
+	var defIDs []int64
+	for _, id := range ready {
+		if st := g.byID[id]; len(st.Params) > 0 {
+			defIDs = append(defIDs, st.JobDefinitionID)
+		}
+	}
+	if len(defIDs) == 0 {
+		return nil, nil
+	}
+	var defs []models.JobDefinition
+	for c := range slices.Chunk(defIDs, 500) {
+		var part []models.JobDefinition
+		if err := tx.Select("id", "default_params").Where("id IN ?", c).Find(&part).Error; err != nil {
+			return nil, fmt.Errorf("read the definitions of run %d's steps: %w", g.run.ID, err)
+		}
+		defs = append(defs, part...)
+	}
+	defaults := make(map[int64]models.JSON, len(defs))
+	for _, df := range defs {
+		defaults[df.ID] = df.DefaultParams
+	}
+	return defaults, nil
+}
+
+// undoTakenSteps is for the steps among jobs whose ledger row was there
+// already: one with a job keeps it, and the job written here is deleted
+// (the step runs once); one without a job (a row an admin wrote) gets
+// the job written here.
+func (s *Store) undoTakenSteps(tx *gorm.DB, g *runGraph, jobs []models.Job) error {
+	var rows []models.WorkflowRunStep
+	if err := tx.Where("run_id = ? AND generation = ?", g.run.ID, g.run.Generation).Find(&rows).Error; err != nil {
+		return fmt.Errorf("read the ledger of run %d: %w", g.run.ID, err)
+	}
+	ledger := make(map[int64]*int64, len(rows))
+	for _, r := range rows {
+		ledger[r.StepID] = r.JobID
+	}
+	var extra []int64
+	for i := range jobs {
+		j := &jobs[i]
+		taken := ledger[*j.StepID]
+		switch {
+		case taken == nil:
+			if err := tx.Exec(`UPDATE workflow_run_steps SET job_id = ? WHERE run_id = ? AND step_id = ? AND generation = ? AND job_id IS NULL`,
+				j.ID, g.run.ID, *j.StepID, g.run.Generation).Error; err != nil {
+				return fmt.Errorf("record the job of run %d step %d: %w", g.run.ID, *j.StepID, err)
+			}
+		case *taken != j.ID:
+			extra = append(extra, j.ID)
+		}
+	}
+	for c := range slices.Chunk(extra, 500) {
+		if err := tx.Exec(`DELETE FROM jobs WHERE id IN ?`, c).Error; err != nil {
+			return fmt.Errorf("take back the jobs of run %d's steps written already: %w", g.run.ID, err)
 		}
 	}
 	return nil
@@ -442,22 +708,33 @@ func (s *Store) upstreamResults(tx *gorm.DB, g *runGraph, d *runDecision) (map[i
 
 // advanceRunsOf decides, inside a completion's transaction, the runs of
 // the outcomes written, in id order (so that two batches lock their runs
-// in the same order).
+// in the same order). With written nil (every outcome was written as it
+// is) a run whose outcomes all say their step is given them, which may
+// spare reading its other steps (see localReady).
 func (s *Store) advanceRunsOf(tx *gorm.DB, outs []chimedb.JobOutcome, written map[int64]bool, now time.Time) error {
+	byRun := map[int64][]chimedb.JobOutcome{}
+	whole := map[int64]bool{} // runs decided from all their steps' jobs
 	var ids []int64
 	for i := range outs {
 		o := &outs[i]
 		if o.RunID == 0 || !o.Status.Finished() || (written != nil && !written[o.ID]) {
 			continue
 		}
-		ids = append(ids, o.RunID)
-	}
-	if len(ids) == 0 {
-		return nil
+		if _, seen := byRun[o.RunID]; !seen {
+			ids = append(ids, o.RunID)
+		}
+		byRun[o.RunID] = append(byRun[o.RunID], *o)
+		if written != nil || o.StepID == 0 {
+			whole[o.RunID] = true
+		}
 	}
 	slices.Sort(ids)
-	for _, id := range slices.Compact(ids) {
-		if err := s.advanceRun(tx, id, now); err != nil {
+	for _, id := range ids {
+		done := byRun[id]
+		if whole[id] {
+			done = nil
+		}
+		if err := s.advanceRun(tx, id, done, now); err != nil {
 			return err
 		}
 	}

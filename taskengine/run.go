@@ -84,6 +84,9 @@ func (x *executor) newJob(cj *chimedb.ClaimedJob) *tasks.Job {
 	}
 	if cj.RunID != nil {
 		job.RunID = *cj.RunID
+		if cj.StepID != nil {
+			job.StepID = *cj.StepID
+		}
 		if in, err := runInputs(cj); err == nil {
 			job.Step, job.RunParams = in.Step, json.RawMessage(in.Params)
 			for name, r := range in.Upstream {
@@ -313,7 +316,7 @@ func classify(err, cause error, stopRequested bool, timeout time.Duration, snooz
 // wrong); a snoozed one, due after its snooze, with its attempt given back.
 func (x *executor) complete(job *tasks.Job, v verdict, output string, at, startedAt time.Time, backoff time.Duration, interrupted bool) models.JobStatus {
 	c := completion{log: job.Log(), status: v.status}
-	c.out = chimedb.JobOutcome{ID: job.ID, RunID: job.RunID, Status: v.status, Outcome: v.outcome, FinishedAt: at}
+	c.out = chimedb.JobOutcome{ID: job.ID, RunID: job.RunID, StepID: job.StepID, Status: v.status, Outcome: v.outcome, FinishedAt: at}
 	if output != "" {
 		c.out.Result = &output
 	}
@@ -373,7 +376,7 @@ func (x *executor) finishUnstarted(job *tasks.Job, err error) {
 	s := err.Error()
 	x.completer.add(completion{
 		log: job.Log(), status: models.JobFailed, level: logrus.ErrorLevel, msg: "failed before starting: " + s,
-		out: chimedb.JobOutcome{ID: job.ID, RunID: job.RunID, Status: models.JobFailed, FinishedAt: x.cfg.Clock.Now(), Error: &s,
+		out: chimedb.JobOutcome{ID: job.ID, RunID: job.RunID, StepID: job.StepID, Status: models.JobFailed, FinishedAt: x.cfg.Clock.Now(), Error: &s,
 			// The row's attempt is unchanged: the job never started.
 			Notice: outcomeNotice(job, models.JobFailed, job.Attempt-1, false)},
 	})

@@ -27,13 +27,14 @@ type Job struct {
 	Params         json.RawMessage // definition defaults merged with schedule params
 	Notify         NotifySpec
 
-	// RunID, Step, RunParams and Upstream are set for the job of a
+	// RunID, StepID, Step, RunParams and Upstream are set for the job of a
 	// workflow step (docs/workflows.md), zero otherwise. RunParams are
 	// the run's params (the step's own are in Params). Upstream holds,
 	// by step name, what each step this one waits on left: every
 	// upstream step is over when a step's job is written, so it is
 	// complete and does not change.
 	RunID     int64
+	StepID    int64 // workflow_steps.id of Step
 	Step      string
 	RunParams json.RawMessage
 	Upstream  map[string]StepResult

@@ -2,6 +2,7 @@ package chimedbtest
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/stretchr/testify/require"
@@ -112,7 +113,13 @@ func (e *env) finish(id int64, name, node string, status models.JobStatus, resul
 	j := e.stepJob(id, name)
 	require.NotNil(e.t, j, "step %q of run %d has no job", name, id)
 	e.toRunning(j.ID, node)
+	// The step is said as the task engine says it: the decision may then
+	// skip reading the run's other steps (other cases' outcomes say only
+	// the run, and take the path that reads them all).
 	out := chimedb.JobOutcome{ID: j.ID, RunID: id, Status: status, FinishedAt: e.now()}
+	if j.StepID != nil {
+		out.StepID = *j.StepID
+	}
 	if result != "" {
 		out.Result = &result
 	}
@@ -597,6 +604,116 @@ var advanceRunsCases = []tcase{
 		require.Equal(e.t, 1, n)
 		require.Equal(e.t, pending, e.states(run.ID)["b"])
 	}},
+}
+
+func init() {
+	advanceRunsCases = append(advanceRunsCases,
+		tcase{"a ledger row already there keeps its step from being written twice", func(e *env) {
+			g := e.flow(models.FailStop, []string{"a", "b"}, "a>b")
+			run := e.start(g, "")
+			a := e.stepJob(run.ID, "a")
+			// A row that says b is written (by SQL, or a writer the run's
+			// lock did not stop): the decision after a, which does not
+			// read the ledger, must leave b to it.
+			e.exec("INSERT INTO workflow_run_steps (run_id, step_id, generation, job_id) VALUES (?, ?, 1, ?)", run.ID, g.Steps[1].ID, a.ID)
+			e.finish(run.ID, "a", "n1", models.JobSucceeded, "")
+			require.Zero(e.t, e.stepJobCount(run.ID, "b"), "the job the decision wrote for b is taken back")
+			require.Equal(e.t, a.ID, e.stepJob(run.ID, "b").ID)
+		}},
+		tcase{"a ledger row without a job gets the step's job", func(e *env) {
+			g := e.flow(models.FailStop, []string{"a", "b"}, "a>b")
+			run := e.start(g, "")
+			e.exec("INSERT INTO workflow_run_steps (run_id, step_id, generation) VALUES (?, ?, 1)", run.ID, g.Steps[1].ID)
+			e.finish(run.ID, "a", "n1", models.JobSucceeded, "")
+			require.Equal(e.t, 1, e.stepJobCount(run.ID, "b"))
+			require.Equal(e.t, pending, e.states(run.ID)["b"])
+		}},
+		tcase{"under stop, a branch still running starts nothing after another failed", func(e *env) {
+			g := e.flow(models.FailStop, []string{"a", "b", "c", "d"}, "a>b", "a>c", "c>d")
+			run := e.start(g, "")
+			e.finish(run.ID, "a", "n1", models.JobSucceeded, "")
+			e.finish(run.ID, "b", "n1", models.JobFailed, "")
+			e.finish(run.ID, "c", "n1", models.JobSucceeded, "")
+			require.Nil(e.t, e.stepJob(run.ID, "d"))
+			r := e.runRow(run.ID)
+			require.Equal(e.t, models.RunFailed, r.Status)
+			require.Equal(e.t, "step b failed", r.Reason)
+		}},
+		tcase{"the last step's success ends the run only when every step succeeded", func(e *env) {
+			g := e.flow(models.FailStop, []string{"a", "fix", "b"}, "a>b", "a!fix", "fix*b")
+			run := e.start(g, "")
+			e.finish(run.ID, "a", "n1", models.JobSucceeded, "")
+			require.Equal(e.t, states{"a": succeeded, "fix": skipped, "b": pending}, e.states(run.ID))
+			e.finish(run.ID, "b", "n1", models.JobSucceeded, "")
+			require.Equal(e.t, models.RunSucceeded, e.runRow(run.ID).Status)
+			g2 := e.flow(models.FailContinue, []string{"a", "x", "b"}, "a>b", "x*b")
+			run2 := e.start(g2, "")
+			e.finish(run2.ID, "x", "n1", models.JobFailed, "")
+			e.finish(run2.ID, "a", "n1", models.JobSucceeded, "")
+			e.finish(run2.ID, "b", "n1", models.JobSucceeded, "")
+			require.Equal(e.t, models.RunSucceeded, e.runRow(run2.ID).Status, "x's failure is handled by its always edge")
+		}},
+		tcase{"a 250-wide fan-out is written at once and its join once", func(e *env) {
+			const wide = 250 // more than one INSERT's worth of jobs
+			def := e.definition()
+			spec := &chimedb.WorkflowSpec{Name: e.name("wide"), Steps: []chimedb.StepSpec{{Name: "a", DefinitionID: def.ID}, {Name: "join", DefinitionID: def.ID}}}
+			for i := range wide {
+				name := fmt.Sprintf("s%03d", i)
+				spec.Steps = append(spec.Steps, chimedb.StepSpec{Name: name, DefinitionID: def.ID})
+				spec.Edges = append(spec.Edges, chimedb.EdgeSpec{From: "a", To: name}, chimedb.EdgeSpec{From: name, To: "join"})
+			}
+			g, err := e.Workflow.CreateWorkflow(e.ctx, spec)
+			require.NoError(e.t, err)
+			run := e.start(g, "")
+			e.finish(run.ID, "a", "n1", models.JobSucceeded, "from a")
+			v := e.runView(run.ID)
+			var outs []chimedb.JobOutcome
+			for _, st := range v.Steps {
+				switch st.Step.Name {
+				case "a", "join":
+					continue
+				}
+				require.NotNil(e.t, st.Job, "step %s", st.Step.Name)
+				require.Equal(e.t, pending, st.State, "step %s", st.Step.Name)
+				require.Contains(e.t, string(st.Job.RunInputs), "from a")
+				e.toRunning(st.Job.ID, "n1")
+				outs = append(outs, chimedb.JobOutcome{ID: st.Job.ID, RunID: run.ID, StepID: st.Step.ID, Status: models.JobSucceeded, FinishedAt: e.now()})
+			}
+			require.Len(e.t, outs, wide)
+			require.Len(e.t, e.complete("n1", outs...), wide)
+			require.Equal(e.t, pending, e.states(run.ID)["join"])
+			require.Equal(e.t, 1, e.stepJobCount(run.ID, "join"))
+		}},
+		tcase{"a step a dead node's recovery fails decides its run at once", func(e *env) {
+			g := e.flow(models.FailStop, []string{"a", "b", "c", "d"}, "a>b", "a>c", "c>d")
+			run := e.start(g, "")
+			e.finish(run.ID, "a", "n1", models.JobSucceeded, "")
+			b := e.stepJob(run.ID, "b")
+			e.exec("UPDATE jobs SET max_attempts = 1 WHERE id = ?", b.ID)
+			e.toRunning(b.ID, "dead")
+			_, err := e.Task.RecoverNode(e.ctx, &chimedb.RecoverNodeParams{NodeID: "dead", Now: e.now()})
+			require.NoError(e.t, err)
+			require.Equal(e.t, failed, e.states(run.ID)["b"])
+			require.Contains(e.t, e.runRow(run.ID).Reason, "step b failed", "the run says it is stopping")
+			// c's completion, which would start d were b's failure not
+			// decided, must start nothing.
+			e.finish(run.ID, "c", "n1", models.JobSucceeded, "")
+			require.Nil(e.t, e.stepJob(run.ID, "d"))
+			require.Equal(e.t, models.RunFailed, e.runRow(run.ID).Status)
+		}},
+		tcase{"a step added by SQL reaches running runs once the workflow row is touched", func(e *env) {
+			g := e.flow(models.FailStop, []string{"a", "b"}, "a>b")
+			run := e.start(g, "")
+			e.finish(run.ID, "a", "n1", models.JobSucceeded, "")
+			e.exec("INSERT INTO workflow_steps (workflow_id, name, job_definition_id) VALUES (?, 'c', ?)", g.ID, e.definition().ID)
+			e.exec(`INSERT INTO workflow_edges (workflow_id, from_step_id, to_step_id)
+				SELECT ?, ?, id FROM workflow_steps WHERE workflow_id = ? AND name = 'c'`, g.ID, g.Steps[1].ID, g.ID)
+			e.exec("UPDATE workflows SET description = 'now with c' WHERE id = ?", g.ID)
+			e.finish(run.ID, "b", "n1", models.JobSucceeded, "")
+			require.Equal(e.t, pending, e.states(run.ID)["c"])
+			require.Equal(e.t, models.RunRunning, e.runRow(run.ID).Status)
+		}},
+	)
 }
 
 // childJobSQL is docs/workflows.md's "when A succeeds, run B" in SQL.

@@ -16,6 +16,10 @@
 // max_running while four nodes claim them, and kills one holding slots
 // (docs/limits.md); _RACE_JOBS (1000) sets how many jobs arrive, and
 // _RACE_UNLIMITED=1 leaves the limits unset, to see the check fail.
+// TestWorkflowKill runs a 50-step workflow (fan-outs, joins, a chain) on
+// three nodes while one is killed twice, and audits one job per step
+// (docs/workflows.md); _WORKFLOW_RUNS (1) runs more at once, and
+// _WORKFLOW_SLEEP (600ms) sets each step's sleep.
 //
 // The tests need a MariaDB/MySQL server (CHIME_TEST_MYSQL_DSN) and a
 // PostgreSQL server (CHIME_TEST_POSTGRES_DSN); without one
