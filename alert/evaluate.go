@@ -54,6 +54,8 @@ type Evaluator struct {
 	// since is when each backlog rule's count condition was first seen
 	// true; a new leader starts it again (documented).
 	since map[int64]time.Time
+	// lastPrune is when the pass last deleted old lease_changes rows.
+	lastPrune time.Time
 	startstop.Base
 }
 
@@ -172,6 +174,8 @@ func (e *Evaluator) Pass(ctx context.Context) (int, error) {
 			more, err = e.backlog(ctx, r, now)
 		case models.EventNodeLost:
 			more, err = e.nodeLost(ctx, r, now)
+		case models.EventLeaseFlapping:
+			more, err = e.flapping(ctx, r, now)
 		}
 		if err != nil {
 			e.cfg.Logger.WithError(err).WithField("rule", r.Name).Warn("alert: judging the rule failed")
@@ -179,6 +183,7 @@ func (e *Evaluator) Pass(ctx context.Context) (int, error) {
 		}
 		recs = append(recs, more...)
 	}
+	e.prune(ctx, now)
 	n := 0
 	if len(recs) > 0 {
 		if n, err = e.st.RecordAlerts(ctx, recs); err != nil {
@@ -256,14 +261,77 @@ func (n *namer) label(j *models.Job) string {
 	return fmt.Sprintf("%s (job %d)", name, j.ID)
 }
 
-func inScope(r *rule, j *models.Job) bool {
+// inScope says whether job j is in rule r's scope; members holds, for the
+// queue and workflow scopes, the ids of the jobs read in them (nil: the
+// jobs were read in the rule's scope already).
+func inScope(r *rule, j *models.Job, members map[string]map[int64]bool) bool {
 	switch r.Scope {
 	case models.ScopeDefinition:
 		return r.DefinitionID != nil && *r.DefinitionID == j.JobDefinitionID
 	case models.ScopeSchedule:
 		return r.ScheduleID != nil && j.ScheduleID != nil && *r.ScheduleID == *j.ScheduleID
+	case models.ScopeQueue, models.ScopeWorkflow:
+		return members == nil || members[scopeKey(r)][j.ID]
 	}
 	return true
+}
+
+// scopeKey names a queue or workflow scope, and is the subject of the
+// alerts about it as a whole (backlog).
+func scopeKey(r *rule) string {
+	switch {
+	case r.Scope == models.ScopeQueue && r.Queue != nil:
+		return "queue:" + *r.Queue
+	case r.Scope == models.ScopeWorkflow && r.WorkflowID != nil:
+		return fmt.Sprintf("workflow:%d", *r.WorkflowID)
+	}
+	return ""
+}
+
+// narrow restricts q to rule r's scope.
+func narrow(q *chimedb.AlertJobQuery, r *rule) {
+	switch r.Scope {
+	case models.ScopeDefinition:
+		q.DefinitionID = *r.DefinitionID
+	case models.ScopeSchedule:
+		q.ScheduleID = *r.ScheduleID
+	case models.ScopeQueue:
+		q.Queue = *r.Queue
+	case models.ScopeWorkflow:
+		q.WorkflowID = *r.WorkflowID
+	}
+}
+
+// members reads, for each queue and workflow scope of rules, the ids of
+// the jobs of q in it: which queue a job ran in, and which workflow its
+// run belongs to, are other rows' columns, which the database joins.
+func (e *Evaluator) members(ctx context.Context, rules []rule, q chimedb.AlertJobQuery) (map[string]map[int64]bool, error) {
+	out := map[string]map[int64]bool{}
+	for i := range rules {
+		r := &rules[i]
+		key := scopeKey(r)
+		if key == "" || out[key] != nil {
+			continue
+		}
+		set := map[int64]bool{}
+		sq := q
+		narrow(&sq, r)
+		for range 50 {
+			page, err := e.st.AlertJobs(ctx, &sq)
+			if err != nil {
+				return nil, err
+			}
+			for _, j := range page {
+				set[j.ID] = true
+			}
+			if len(page) < sq.Limit || page[len(page)-1].FinishedAt == nil {
+				break
+			}
+			sq.FinishedFrom = *page[len(page)-1].FinishedAt
+		}
+		out[key] = set
+	}
+	return out, nil
 }
 
 var finalStatuses = []models.JobStatus{models.JobSucceeded, models.JobFailed, models.JobStopped, models.JobCanceled}
@@ -303,6 +371,11 @@ func (e *Evaluator) jobEvents(ctx context.Context, rules []rule, from, now time.
 		q.FinishedFrom = *page[len(page)-1].FinishedAt
 	}
 	names.fill(ctx, jobs)
+	members, err := e.members(ctx, jr, chimedb.AlertJobQuery{Statuses: finalStatuses, FinishedFrom: from,
+		FinishedTo: now.Add(time.Second), Limit: chimedb.MaxAlertJobs})
+	if err != nil {
+		return nil, err
+	}
 	// prev is the last final status seen per subject in this pass, for
 	// job_recovered; the first job of a subject asks the database.
 	prev := map[string]models.JobStatus{}
@@ -319,7 +392,7 @@ func (e *Evaluator) jobEvents(ctx context.Context, rules []rule, from, now time.
 		prev[subject] = j.Status
 		for k := range jr {
 			r := &jr[k]
-			if !inScope(r, j) || j.FinishedAt.Before(r.CreatedAt) {
+			if !inScope(r, j, members) || j.FinishedAt.Before(r.CreatedAt) {
 				continue
 			}
 			var summary string
@@ -570,12 +643,7 @@ func maxTime(a, b time.Time) time.Time {
 // runs that ended.
 func (e *Evaluator) slow(ctx context.Context, r rule, now time.Time, names *namer) ([]chimedb.AlertRecord, error) {
 	q := &chimedb.AlertJobQuery{Statuses: []models.JobStatus{models.JobRunning}, Order: chimedb.ByStartedAt, Limit: chimedb.MaxAlertJobs}
-	if r.Scope == models.ScopeDefinition {
-		q.DefinitionID = *r.DefinitionID
-	}
-	if r.Scope == models.ScopeSchedule {
-		q.ScheduleID = *r.ScheduleID
-	}
+	narrow(q, &r)
 	running, err := e.st.AlertJobs(ctx, q)
 	if err != nil {
 		return nil, err
@@ -590,7 +658,7 @@ func (e *Evaluator) slow(ctx context.Context, r rule, now time.Time, names *name
 	live := map[string]bool{}
 	for i := range running {
 		j := &running[i]
-		if j.StartedAt == nil || !inScope(&r, j) {
+		if j.StartedAt == nil || !inScope(&r, j, nil) {
 			continue
 		}
 		key := fmt.Sprintf("r%d:slow:job:%d:%d", r.ID, j.ID, j.Attempt)
@@ -662,11 +730,14 @@ func (e *Evaluator) backlog(ctx context.Context, r rule, now time.Time) ([]chime
 	q := &chimedb.AlertJobQuery{Statuses: []models.JobStatus{models.JobPending}, RunAtTo: now, Order: chimedb.ByRunAt,
 		Limit: min(max(r.p.MaxDue+1, 1), chimedb.MaxAlertJobs)}
 	subject := "cluster"
-	if r.Scope == models.ScopeDefinition {
-		q.DefinitionID, subject = *r.DefinitionID, fmt.Sprintf("definition:%d", *r.DefinitionID)
-	}
-	if r.Scope == models.ScopeSchedule {
-		q.ScheduleID, subject = *r.ScheduleID, fmt.Sprintf("schedule:%d", *r.ScheduleID)
+	narrow(q, &r)
+	switch r.Scope {
+	case models.ScopeDefinition:
+		subject = fmt.Sprintf("definition:%d", *r.DefinitionID)
+	case models.ScopeSchedule:
+		subject = fmt.Sprintf("schedule:%d", *r.ScheduleID)
+	case models.ScopeQueue, models.ScopeWorkflow:
+		subject = truncate(scopeKey(&r), 180)
 	}
 	due, err := e.st.AlertJobs(ctx, q)
 	if err != nil {
@@ -742,4 +813,70 @@ func (e *Evaluator) nodeLost(ctx context.Context, r rule, now time.Time) ([]chim
 		recs = append(recs, e.record(&r, p, truncate(subject, 180), key, now, ""))
 	}
 	return recs, nil
+}
+
+// flapping judges a lease_flapping rule: the lease taken more than
+// max_changes times in the last within_seconds fires, once per episode;
+// back to at most max_changes, it resolves.
+func (e *Evaluator) flapping(ctx context.Context, r rule, now time.Time) ([]chimedb.AlertRecord, error) {
+	window := time.Duration(r.p.WithinSeconds) * time.Second
+	changes, err := e.st.LeaseChanges(ctx, r.p.Lease, now.Add(-window), chimedb.MaxAlertJobs)
+	if err != nil {
+		return nil, err
+	}
+	var in []models.LeaseChange
+	for _, c := range changes {
+		if !c.ChangedAt.After(now) && !c.ChangedAt.Before(r.CreatedAt) {
+			in = append(in, c)
+		}
+	}
+	open, err := e.open(ctx, &r, now)
+	if err != nil {
+		return nil, err
+	}
+	subject := "lease:" + r.p.Lease
+	if len(in) <= r.p.MaxChanges {
+		var recs []chimedb.AlertRecord
+		keys := make([]string, 0, len(open))
+		for k := range open {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			a := open[k]
+			recs = append(recs, e.resolve(&r, &a, fmt.Sprintf("the %s lease has calmed down: %d changes of holder in the last %v",
+				r.p.Lease, len(in), window), now))
+		}
+		return recs, nil
+	}
+	if len(open) > 0 {
+		return nil, nil // still flapping: one alert per episode
+	}
+	var holders []string
+	for _, c := range in[max(len(in)-10, 0):] {
+		holders = append(holders, c.Holder)
+	}
+	p := &Payload{Version: PayloadVersion, Event: r.Event, State: models.AlertFiring, OccurredAt: in[len(in)-1].ChangedAt.UTC(),
+		Subject: subject, Rule: &Ref{ID: r.ID, Name: r.Name},
+		Summary: fmt.Sprintf("the %s lease changed hands %d times in the last %v (more than %d); last taken by %s",
+			r.p.Lease, len(in), window, r.p.MaxChanges, in[len(in)-1].Holder),
+		Details: map[string]any{"lease": r.p.Lease, "changes": len(in), "max_changes": r.p.MaxChanges,
+			"within_seconds": r.p.WithinSeconds, "last_holders": holders}}
+	key := fmt.Sprintf("r%d:lease_flapping:%s:%d", r.ID, r.p.Lease, now.Unix())
+	return []chimedb.AlertRecord{e.record(&r, p, subject, key, now, "")}, nil
+}
+
+// leaseChangesKept is how long lease_changes rows are kept: longer than
+// the widest window a rule may ask for.
+const leaseChangesKept = models.MaxFlapWindowSeconds*time.Second + 24*time.Hour
+
+// prune deletes old lease_changes rows, once an hour.
+func (e *Evaluator) prune(ctx context.Context, now time.Time) {
+	if !e.lastPrune.IsZero() && now.Sub(e.lastPrune) < time.Hour {
+		return
+	}
+	if _, err := e.st.PruneLeaseChanges(ctx, now.Add(-leaseChangesKept)); err != nil {
+		e.cfg.Logger.WithError(err).Warn("alert: deleting old lease changes failed; retrying next hour")
+	}
+	e.lastPrune = now
 }

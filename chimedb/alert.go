@@ -47,6 +47,14 @@ type AlertStore interface {
 	// ListAlerts returns a page of alerts, newest first (p.BeforeID,
 	// p.Limit, p.Status).
 	ListAlerts(ctx context.Context, p *AdminListParams) ([]models.Alert, error)
+
+	// LeaseChanges returns the takings of lease name (lease_changes, which
+	// triggers on leases write) at or after since, oldest first, at most
+	// limit (default and cap MaxAlertJobs).
+	LeaseChanges(ctx context.Context, name string, since time.Time, limit int) ([]models.LeaseChange, error)
+	// PruneLeaseChanges deletes the lease changes before before; it
+	// returns how many.
+	PruneLeaseChanges(ctx context.Context, before time.Time) (int64, error)
 }
 
 // AlertJobOrder is the order of AlertJobs.
@@ -64,6 +72,11 @@ type AlertJobQuery struct {
 	Statuses     []models.JobStatus
 	ScheduleID   int64
 	DefinitionID int64
+	// Queue: jobs that run in this queue (their own, else their
+	// schedule's, else their definition's, else "default").
+	Queue string
+	// WorkflowID: jobs of this workflow's runs.
+	WorkflowID int64
 	// FinishedFrom <= finished_at < FinishedTo.
 	FinishedFrom, FinishedTo time.Time
 	// ScheduledFrom <= scheduled_at < ScheduledTo.

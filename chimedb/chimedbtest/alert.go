@@ -23,6 +23,8 @@ func alertMethods() []method {
 		{"AlertStore.ClaimAlerts", claimAlertsCases},
 		{"AlertStore.FinishAlert", finishAlertCases},
 		{"AlertStore.ListAlerts", listAlertsCases},
+		{"AlertStore.LeaseChanges", leaseChangesCases},
+		{"AlertStore.PruneLeaseChanges", pruneLeaseChangesCases},
 	}
 }
 
@@ -333,5 +335,53 @@ var listAlertsCases = []tcase{
 		none, err := e.alertStore().ListAlerts(e.ctx, &chimedb.AdminListParams{Limit: 2, Status: "sent"})
 		require.NoError(e.t, err)
 		require.Empty(e.t, none)
+	}},
+}
+
+// takeLease writes the lease row as a node, or an admin, would: the
+// triggers on leases record the changes of holder.
+func (e *env) takeLease(name, holder string) {
+	e.t.Helper()
+	e.exec("UPDATE leases SET holder = ? WHERE name = ?", holder, name)
+}
+
+var leaseChangesCases = []tcase{
+	{"records each new holder, not renewals or releases, oldest first", func(e *env) {
+		e.exec("INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)", "scheduler", "a", e.now().Add(time.Minute))
+		e.exec("INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)", "other", "", e.now())
+		e.takeLease("scheduler", "a")
+		e.exec("UPDATE leases SET expires_at = ? WHERE name = ?", e.now().Add(2*time.Minute), "scheduler")
+		e.takeLease("scheduler", "b")
+		e.takeLease("scheduler", "")
+		e.takeLease("scheduler", "a")
+		got, err := e.alertStore().LeaseChanges(e.ctx, "scheduler", time.Time{}, 0)
+		require.NoError(e.t, err)
+		var seen []string
+		for _, c := range got {
+			seen = append(seen, c.Previous+">"+c.Holder)
+			require.WithinDuration(e.t, e.now(), c.ChangedAt, time.Minute, "changed_at is the database's now")
+		}
+		require.Equal(e.t, []string{">a", "a>b", ">a"}, seen)
+		last, err := e.alertStore().LeaseChanges(e.ctx, "scheduler", got[2].ChangedAt, 1)
+		require.NoError(e.t, err)
+		require.Len(e.t, last, 1)
+		none, err := e.alertStore().LeaseChanges(e.ctx, "other", time.Time{}, 0)
+		require.NoError(e.t, err)
+		require.Empty(e.t, none, "a free lease created by nobody is no change")
+	}},
+}
+
+var pruneLeaseChangesCases = []tcase{
+	{"deletes the changes before a time", func(e *env) {
+		e.exec("INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)", "scheduler", "a", e.now())
+		e.takeLease("scheduler", "b")
+		e.exec("UPDATE lease_changes SET changed_at = ? WHERE holder = ?", e.now().Add(-10*24*time.Hour), "a")
+		n, err := e.alertStore().PruneLeaseChanges(e.ctx, e.now().Add(-24*time.Hour))
+		require.NoError(e.t, err)
+		require.EqualValues(e.t, 1, n)
+		got, err := e.alertStore().LeaseChanges(e.ctx, "scheduler", time.Time{}, 0)
+		require.NoError(e.t, err)
+		require.Len(e.t, got, 1)
+		require.Equal(e.t, "b", got[0].Holder)
 	}},
 }
