@@ -162,6 +162,11 @@ func (e *Evaluator) Pass(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	recs = append(recs, jobRecs...)
+	early, err := e.earlyEvents(ctx, rules, from, now, names)
+	if err != nil {
+		return 0, err
+	}
+	recs = append(recs, early...)
 	for _, r := range rules {
 		var more []chimedb.AlertRecord
 		var err error
@@ -448,8 +453,7 @@ func (e *Evaluator) jobEvents(ctx context.Context, rules []rule, from, now time.
 			if len(details) > 0 {
 				p.Details = details
 			}
-			key := fmt.Sprintf("r%d:%s:job:%d:%s:%d", r.ID, r.Event, j.ID, j.Status, j.Attempt)
-			recs = append(recs, e.record(r, p, subject, key, now, ""))
+			recs = append(recs, e.record(r, p, subject, jobKey(r, j), now, ""))
 		}
 	}
 	return recs, nil
@@ -879,4 +883,73 @@ func (e *Evaluator) prune(ctx context.Context, now time.Time) {
 		e.cfg.Logger.WithError(err).Warn("alert: deleting old lease changes failed; retrying next hour")
 	}
 	e.lastPrune = now
+}
+
+// jobKey is the dedupe key of a job event. A catch-up job is one
+// occurrence, and a rescue one per recovery, whether seen as it happens
+// (earlyEvents) or when the job finishes: the key is the same, so the
+// alert is sent once.
+func jobKey(r *rule, j *models.Job) string {
+	switch r.Event {
+	case models.EventCatchUp:
+		return fmt.Sprintf("r%d:catch_up:job:%d", r.ID, j.ID)
+	case models.EventJobRescued:
+		return fmt.Sprintf("r%d:job_rescued:job:%d:%d", r.ID, j.ID, j.Recoveries)
+	}
+	return fmt.Sprintf("r%d:%s:job:%d:%s:%d", r.ID, r.Event, j.ID, j.Status, j.Attempt)
+}
+
+var activeStatuses = []models.JobStatus{models.JobPending, models.JobQueued, models.JobRunning, models.JobPaused}
+
+// earlyEvents reports catch_up and job_rescued when they happen, not when
+// the job finishes: catch-up jobs scheduled since the last pass (a
+// catch-up job is written when it is due), and unfinished jobs with
+// recoveries. jobEvents still sees those it missed as they finish.
+func (e *Evaluator) earlyEvents(ctx context.Context, rules []rule, from, now time.Time, names *namer) ([]chimedb.AlertRecord, error) {
+	var recs []chimedb.AlertRecord
+	for i := range rules {
+		r := &rules[i]
+		q := &chimedb.AlertJobQuery{Order: chimedb.ByRunAt, Limit: chimedb.MaxAlertJobs}
+		switch r.Event {
+		case models.EventCatchUp:
+			q.CatchUp, q.ScheduledFrom, q.ScheduledTo = true, from, now.Add(time.Second)
+		case models.EventJobRescued:
+			q.Statuses, q.MinRecoveries = activeStatuses, 1
+		default:
+			continue
+		}
+		narrow(q, r)
+		jobs, err := e.st.AlertJobs(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		names.fill(ctx, jobs)
+		for k := range jobs {
+			j := &jobs[k]
+			if j.Status.Finished() {
+				continue // jobEvents judges it
+			}
+			p, subject := names.base(j)
+			label := names.label(j)
+			p.Event, p.State, p.Rule = r.Event, models.AlertFiring, &Ref{ID: r.ID, Name: r.Name}
+			if r.Event == models.EventCatchUp {
+				if j.ScheduledAt.Before(r.CreatedAt) {
+					continue
+				}
+				p.OccurredAt = j.CreatedAt.UTC()
+				p.Summary = fmt.Sprintf("%s catches up %d missed fires in one run (now %s)", label, j.MissedFires, j.Status)
+				p.Details = map[string]any{"missed_fires": j.MissedFires}
+			} else {
+				if j.UpdatedAt.Before(r.CreatedAt) {
+					continue
+				}
+				p.OccurredAt = j.UpdatedAt.UTC()
+				p.Summary = fmt.Sprintf("%s was taken back from a lost node or reset by the reconciler (%d times so far); it is %s again",
+					label, j.Recoveries, j.Status)
+				p.Details = map[string]any{"recoveries": j.Recoveries}
+			}
+			recs = append(recs, e.record(r, p, subject, jobKey(r, j), now, ""))
+		}
+	}
+	return recs, nil
 }

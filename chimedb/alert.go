@@ -77,6 +77,12 @@ type AlertJobQuery struct {
 	Queue string
 	// WorkflowID: jobs of this workflow's runs.
 	WorkflowID int64
+	// CatchUp: only catch-up jobs that stand for missed fires
+	// (missed_fires > 0).
+	CatchUp bool
+	// MinRecoveries > 0: only jobs taken back from a lost node or reset
+	// by the reconciler at least that many times.
+	MinRecoveries int
 	// FinishedFrom <= finished_at < FinishedTo.
 	FinishedFrom, FinishedTo time.Time
 	// ScheduledFrom <= scheduled_at < ScheduledTo.

@@ -248,6 +248,12 @@ func (s *Store) AlertJobs(ctx context.Context, q *chimedb.AlertJobQuery) ([]mode
 		db = db.Where(`COALESCE(NULLIF(jobs.queue, ''), (SELECT NULLIF(s.queue, '') FROM schedules s WHERE s.id = jobs.schedule_id),
 			(SELECT NULLIF(d.queue, '') FROM job_definitions d WHERE d.id = jobs.job_definition_id), ?) = ?`, models.DefaultQueue, q.Queue)
 	}
+	if q.CatchUp {
+		db = db.Where("catch_up = ? AND missed_fires > 0", true)
+	}
+	if q.MinRecoveries > 0 {
+		db = db.Where("recoveries >= ?", q.MinRecoveries)
+	}
 	if q.WorkflowID != 0 {
 		db = db.Where("jobs.run_id IN (SELECT r.id FROM workflow_runs r WHERE r.workflow_id = ?)", q.WorkflowID)
 	}
