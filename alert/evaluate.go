@@ -167,6 +167,11 @@ func (e *Evaluator) Pass(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	recs = append(recs, early...)
+	runs, err := e.runEvents(ctx, rules, from, now)
+	if err != nil {
+		return 0, err
+	}
+	recs = append(recs, runs...)
 	for _, r := range rules {
 		var more []chimedb.AlertRecord
 		var err error
@@ -952,4 +957,58 @@ func (e *Evaluator) earlyEvents(ctx context.Context, rules []rule, from, now tim
 		}
 	}
 	return recs, nil
+}
+
+// runEvents reads the workflow runs finished in [from, now] and matches
+// them to the workflow_failed and workflow_succeeded rules.
+func (e *Evaluator) runEvents(ctx context.Context, rules []rule, from, now time.Time) ([]chimedb.AlertRecord, error) {
+	var recs []chimedb.AlertRecord
+	for i := range rules {
+		r := &rules[i]
+		status := models.RunFailed
+		switch r.Event {
+		case models.EventWorkflowFailed:
+		case models.EventWorkflowSucceeded:
+			status = models.RunSucceeded
+		default:
+			continue
+		}
+		q := &chimedb.AlertRunQuery{Statuses: []models.RunStatus{status}, FinishedFrom: from, FinishedTo: now.Add(time.Second)}
+		if r.Scope == models.ScopeWorkflow {
+			q.WorkflowID = *r.WorkflowID
+		}
+		runs, err := e.st.AlertRuns(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, run := range runs {
+			if run.FinishedAt == nil || run.FinishedAt.Before(r.CreatedAt) {
+				continue
+			}
+			name := run.WorkflowName
+			if name == "" {
+				name = fmt.Sprintf("workflow %d", run.WorkflowID)
+			}
+			subject := fmt.Sprintf("workflow:%d", run.WorkflowID)
+			p := &Payload{Version: PayloadVersion, Event: r.Event, State: models.AlertFiring, OccurredAt: run.FinishedAt.UTC(),
+				Subject: subject, Rule: &Ref{ID: r.ID, Name: r.Name}, Workflow: &Ref{ID: run.WorkflowID, Name: run.WorkflowName},
+				Run: &RunInfo{ID: run.ID, Status: run.Status, Generation: run.Generation, StartedAt: utc(run.StartedAt),
+					FinishedAt: utc(run.FinishedAt), Reason: truncate(run.Reason, 2048)}}
+			p.Summary = fmt.Sprintf("%s (run %d) %s", name, run.ID, run.Status)
+			if run.Reason != "" {
+				p.Summary += ": " + truncate(run.Reason, 200)
+			}
+			key := fmt.Sprintf("r%d:%s:run:%d:%d", r.ID, r.Event, run.ID, run.Generation)
+			recs = append(recs, e.record(r, p, subject, key, now, ""))
+		}
+	}
+	return recs, nil
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }

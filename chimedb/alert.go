@@ -52,6 +52,9 @@ type AlertStore interface {
 	// triggers on leases write) at or after since, oldest first, at most
 	// limit (default and cap MaxAlertJobs).
 	LeaseChanges(ctx context.Context, name string, since time.Time, limit int) ([]models.LeaseChange, error)
+	// AlertRuns returns the workflow runs q matches, by finished_at and
+	// id, at most q.Limit (default and cap MaxAlertJobs).
+	AlertRuns(ctx context.Context, q *AlertRunQuery) ([]AlertRun, error)
 	// PruneLeaseChanges deletes the lease changes before before; it
 	// returns how many.
 	PruneLeaseChanges(ctx context.Context, before time.Time) (int64, error)
@@ -91,6 +94,22 @@ type AlertJobQuery struct {
 	RunAtTo time.Time
 	Order   AlertJobOrder
 	Limit   int // default and cap 1000
+}
+
+// AlertRunQuery selects workflow runs for AlertRuns; zero fields do not
+// filter.
+type AlertRunQuery struct {
+	Statuses   []models.RunStatus
+	WorkflowID int64
+	// FinishedFrom <= finished_at < FinishedTo.
+	FinishedFrom, FinishedTo time.Time
+	Limit                    int
+}
+
+// AlertRun is a workflow run with its workflow's name.
+type AlertRun struct {
+	models.WorkflowRun
+	WorkflowName string
 }
 
 // MaxAlertJobs caps AlertJobQuery.Limit.

@@ -147,23 +147,26 @@ type AlertEvent string
 // The events. The job events are read from jobs as they finish; the others
 // are conditions judged by the maintenance leader on its clock.
 const (
-	EventJobFailed        AlertEvent = "job_failed"        // failed for good (no retry left or none asked)
-	EventRetriesExhausted AlertEvent = "retries_exhausted" // failed for good after more than one attempt
-	EventJobRecovered     AlertEvent = "job_recovered"     // succeeded, and the subject's previous final job had not
-	EventJobCanceled      AlertEvent = "job_canceled"      // canceled or stopped
-	EventCatchUp          AlertEvent = "catch_up"          // a catch-up job that collapsed missed fires
-	EventJobRescued       AlertEvent = "job_rescued"       // finished after a lost node or the reconciler reset it
-	EventDeadline         AlertEvent = "deadline"          // a schedule's run not done by a wall-clock time, or not started in time
-	EventSlow             AlertEvent = "slow"              // a running job longer than a duration or k × the recent median
-	EventBacklog          AlertEvent = "backlog"           // due jobs waiting too long, or too many for too long
-	EventNodeLost         AlertEvent = "node_lost"         // a node declared dead
-	EventLeaseFlapping    AlertEvent = "lease_flapping"    // a lease changed hands more than max_changes times in within_seconds
-	EventTest             AlertEvent = "test"              // chime alert test: no rule
+	EventJobFailed         AlertEvent = "job_failed"         // failed for good (no retry left or none asked)
+	EventRetriesExhausted  AlertEvent = "retries_exhausted"  // failed for good after more than one attempt
+	EventJobRecovered      AlertEvent = "job_recovered"      // succeeded, and the subject's previous final job had not
+	EventJobCanceled       AlertEvent = "job_canceled"       // canceled or stopped
+	EventCatchUp           AlertEvent = "catch_up"           // a catch-up job that collapsed missed fires
+	EventJobRescued        AlertEvent = "job_rescued"        // finished after a lost node or the reconciler reset it
+	EventDeadline          AlertEvent = "deadline"           // a schedule's run not done by a wall-clock time, or not started in time
+	EventSlow              AlertEvent = "slow"               // a running job longer than a duration or k × the recent median
+	EventBacklog           AlertEvent = "backlog"            // due jobs waiting too long, or too many for too long
+	EventNodeLost          AlertEvent = "node_lost"          // a node declared dead
+	EventLeaseFlapping     AlertEvent = "lease_flapping"     // a lease changed hands more than max_changes times in within_seconds
+	EventWorkflowFailed    AlertEvent = "workflow_failed"    // a workflow run ended failed
+	EventWorkflowSucceeded AlertEvent = "workflow_succeeded" // a workflow run ended succeeded
+	EventTest              AlertEvent = "test"               // chime alert test: no rule
 )
 
 // AlertEvents lists the events a rule may name.
 var AlertEvents = []AlertEvent{EventJobFailed, EventRetriesExhausted, EventJobRecovered, EventJobCanceled, EventCatchUp,
-	EventJobRescued, EventDeadline, EventSlow, EventBacklog, EventNodeLost, EventLeaseFlapping}
+	EventJobRescued, EventDeadline, EventSlow, EventBacklog, EventNodeLost, EventLeaseFlapping,
+	EventWorkflowFailed, EventWorkflowSucceeded}
 
 // Resolvable reports whether the event is a condition that clears, with a
 // "resolved" message when it does.
@@ -349,6 +352,10 @@ func (r *AlertRule) ParsedParams() (*AlertParams, error) {
 		}
 	case EventLeaseFlapping:
 		errs = append(errs, p.checkFlapping(r.Scope)...)
+	case EventWorkflowFailed, EventWorkflowSucceeded:
+		if r.Scope != ScopeAll && r.Scope != ScopeWorkflow {
+			errs = append(errs, fmt.Errorf("scope: a %s rule is about workflow runs (scope all or workflow)", r.Event))
+		}
 	}
 	if r.Event != EventLeaseFlapping && (p.MaxChanges != 0 || p.WithinSeconds != 0 || p.Lease != "") {
 		errs = append(errs, errors.New("params: max_changes, within_seconds and lease are lease_flapping's"))

@@ -453,8 +453,12 @@ END
 -- +goose StatementEnd
 
 ALTER TABLE alert_rules ADD COLUMN queue VARCHAR(191) NULL, ADD COLUMN workflow_id BIGINT NULL;
+
+-- The evaluator reads the workflow runs finished since its last pass.
+CREATE INDEX idx_workflow_runs_finished ON workflow_runs (finished_at);
 `)
 	w("\n-- +goose Down\n")
+	w("DROP INDEX idx_workflow_runs_finished ON workflow_runs;\n")
 	w("ALTER TABLE alert_rules DROP COLUMN workflow_id, DROP COLUMN queue;\n")
 	w("DROP TRIGGER chime_leases_changed_update;\nDROP TRIGGER chime_leases_changed_insert;\n")
 	w("%s", mysqlDropTriggers(leaseChanges27.name))

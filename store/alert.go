@@ -516,3 +516,49 @@ func (s *Store) PruneLeaseChanges(ctx context.Context, before time.Time) (int64,
 	}
 	return res.RowsAffected, nil
 }
+
+// AlertRuns implements chimedb.AlertStore.
+func (s *Store) AlertRuns(ctx context.Context, q *chimedb.AlertRunQuery) ([]chimedb.AlertRun, error) {
+	db := s.db.WithContext(ctx).Model(&models.WorkflowRun{})
+	if len(q.Statuses) > 0 {
+		db = db.Where("status IN ?", q.Statuses)
+	}
+	if q.WorkflowID != 0 {
+		db = db.Where("workflow_id = ?", q.WorkflowID)
+	}
+	if !q.FinishedFrom.IsZero() {
+		db = db.Where("finished_at >= ?", DBTime(q.FinishedFrom))
+	}
+	if !q.FinishedTo.IsZero() {
+		db = db.Where("finished_at < ?", DBTime(q.FinishedTo))
+	}
+	limit := q.Limit
+	if limit <= 0 || limit > chimedb.MaxAlertJobs {
+		limit = chimedb.MaxAlertJobs
+	}
+	var runs []models.WorkflowRun
+	if err := db.Order("finished_at, id").Limit(limit).Find(&runs).Error; err != nil {
+		return nil, fmt.Errorf("read workflow runs for alerts: %w", err)
+	}
+	out := make([]chimedb.AlertRun, len(runs))
+	ids := make([]int64, 0, len(runs))
+	for i, r := range runs {
+		out[i].WorkflowRun = r
+		ids = append(ids, r.WorkflowID)
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var wfs []models.Workflow
+	if err := s.db.WithContext(ctx).Select("id, name").Where("id IN ?", ids).Find(&wfs).Error; err != nil {
+		return nil, fmt.Errorf("read workflow names for alerts: %w", err)
+	}
+	names := map[int64]string{}
+	for _, w := range wfs {
+		names[w.ID] = w.Name
+	}
+	for i := range out {
+		out[i].WorkflowName = names[out[i].WorkflowID]
+	}
+	return out, nil
+}

@@ -24,6 +24,7 @@ func alertMethods() []method {
 		{"AlertStore.FinishAlert", finishAlertCases},
 		{"AlertStore.ListAlerts", listAlertsCases},
 		{"AlertStore.LeaseChanges", leaseChangesCases},
+		{"AlertStore.AlertRuns", alertRunsCases},
 		{"AlertStore.PruneLeaseChanges", pruneLeaseChangesCases},
 	}
 }
@@ -383,5 +384,34 @@ var pruneLeaseChangesCases = []tcase{
 		require.NoError(e.t, err)
 		require.Len(e.t, got, 1)
 		require.Equal(e.t, "b", got[0].Holder)
+	}},
+}
+
+var alertRunsCases = []tcase{
+	{"returns the runs finished in a window, by status and workflow, with the workflow's name", func(e *env) {
+		now := e.now()
+		// Explicit ids: the suite reads rows only through the interfaces.
+		wf, other := int64(901), int64(902)
+		e.exec("INSERT INTO workflows (id, name, failure_policy) VALUES (?, ?, ?), (?, ?, ?)",
+			wf, "nightly", models.FailStop, other, "other", models.FailStop)
+		add := func(w int64, status models.RunStatus, finished *time.Time) {
+			e.exec("INSERT INTO workflow_runs (workflow_id, status, generation, finished_at) VALUES (?, ?, 0, ?)", w, status, finished)
+		}
+		at := func(d time.Duration) *time.Time { t := now.Add(d); return &t }
+		add(wf, models.RunFailed, at(-time.Minute))
+		add(wf, models.RunFailed, at(-2*time.Hour))
+		add(other, models.RunFailed, at(-30*time.Second))
+		add(wf, models.RunSucceeded, at(-10*time.Second))
+		add(wf, models.RunRunning, nil)
+		got, err := e.alertStore().AlertRuns(e.ctx, &chimedb.AlertRunQuery{Statuses: []models.RunStatus{models.RunFailed},
+			FinishedFrom: now.Add(-time.Hour), FinishedTo: now.Add(time.Second)})
+		require.NoError(e.t, err)
+		require.Len(e.t, got, 2)
+		require.Equal(e.t, "nightly", got[0].WorkflowName, "oldest first")
+		require.Equal(e.t, "other", got[1].WorkflowName)
+		mine, err := e.alertStore().AlertRuns(e.ctx, &chimedb.AlertRunQuery{WorkflowID: wf, FinishedFrom: now.Add(-time.Hour), Limit: 1})
+		require.NoError(e.t, err)
+		require.Len(e.t, mine, 1)
+		require.Equal(e.t, models.RunFailed, mine[0].Status)
 	}},
 }

@@ -58,7 +58,11 @@ END
 
 ALTER TABLE alert_rules ADD COLUMN queue VARCHAR(191) NULL, ADD COLUMN workflow_id BIGINT NULL;
 
+-- The evaluator reads the workflow runs finished since its last pass.
+CREATE INDEX idx_workflow_runs_finished ON workflow_runs (finished_at);
+
 -- +goose Down
+DROP INDEX idx_workflow_runs_finished ON workflow_runs;
 ALTER TABLE alert_rules DROP COLUMN workflow_id, DROP COLUMN queue;
 DROP TRIGGER chime_leases_changed_update;
 DROP TRIGGER chime_leases_changed_insert;

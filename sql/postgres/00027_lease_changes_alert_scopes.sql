@@ -33,7 +33,11 @@ CREATE TRIGGER chime_leases_changed_update AFTER UPDATE OF holder ON leases FOR 
 ALTER TABLE alert_rules ADD COLUMN queue VARCHAR(191) NULL;
 ALTER TABLE alert_rules ADD COLUMN workflow_id BIGINT NULL;
 
+-- The evaluator reads the workflow runs finished since its last pass.
+CREATE INDEX idx_workflow_runs_finished ON workflow_runs (finished_at);
+
 -- +goose Down
+DROP INDEX idx_workflow_runs_finished;
 ALTER TABLE alert_rules DROP COLUMN workflow_id;
 ALTER TABLE alert_rules DROP COLUMN queue;
 DROP TRIGGER chime_leases_changed_update ON leases;

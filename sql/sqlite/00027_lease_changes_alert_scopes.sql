@@ -30,7 +30,11 @@ END;
 ALTER TABLE alert_rules ADD COLUMN queue TEXT NULL;
 ALTER TABLE alert_rules ADD COLUMN workflow_id INTEGER NULL;
 
+-- The evaluator reads the workflow runs finished since its last pass.
+CREATE INDEX idx_workflow_runs_finished ON workflow_runs (finished_at);
+
 -- +goose Down
+DROP INDEX idx_workflow_runs_finished;
 ALTER TABLE alert_rules DROP COLUMN workflow_id;
 ALTER TABLE alert_rules DROP COLUMN queue;
 DROP TRIGGER chime_leases_changed_update;
