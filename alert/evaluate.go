@@ -797,7 +797,9 @@ func (e *Evaluator) backlog(ctx context.Context, r rule, now time.Time) ([]chime
 	}
 	p := &Payload{Version: PayloadVersion, Event: r.Event, State: models.AlertFiring, OccurredAt: now.UTC(), Subject: subject,
 		Rule: &Ref{ID: r.ID, Name: r.Name}, Summary: "backlog (" + subject + "): " + why, Details: details}
-	key := fmt.Sprintf("r%d:backlog:%s:%d", r.ID, subject, now.Unix())
+	// A rule has one subject: cut, it still tells the episodes apart, and
+	// fits alerts.dedupe_key with ":resolved" after it.
+	key := fmt.Sprintf("r%d:backlog:%s:%d", r.ID, truncate(subject, 100), now.Unix())
 	return append(recs, e.record(&r, p, subject, key, now, "")), nil
 }
 

@@ -2,6 +2,7 @@ package alert_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,5 +89,17 @@ func TestQueueAndWorkflowScopes(t *testing.T) {
 		require.ElementsMatch(t, []int64{j1, j2, j3}, got[byQueue.ID])
 		require.Equal(t, []int64{j5}, got[byFlow.ID])
 		require.Equal(t, []string{fmt.Sprintf("queue:etl backlog (queue:etl): the oldest due job (%d) has waited 5m0s, more than 60s", due.ID)}, backlog)
+
+		// A queue name of the longest kind still makes a dedupe key the
+		// column holds (and its resolution's too).
+		long := strings.Repeat("q", models.MaxQueueNameLen)
+		f.rule(models.EventBacklog, func(r *models.AlertRule) {
+			r.Scope, r.Queue, r.Params = models.ScopeQueue, &long, models.JSON(`{"wait_seconds":60}`)
+		})
+		f.job(plain.ID, nil, func(j *models.Job) { j.Queue, j.RunAt = &long, store.DBTime(now.Add(-5*time.Minute)) })
+		f.clock.Advance(time.Second)
+		require.Equal(t, 1, f.pass())
+		require.NoError(t, db.Exec("UPDATE jobs SET status = ? WHERE status = ?", models.JobCanceled, models.JobPending).Error)
+		require.Equal(t, 2, f.pass(), "both backlogs drained")
 	})
 }
