@@ -54,6 +54,8 @@ type Evaluator struct {
 	// since is when each backlog rule's count condition was first seen
 	// true; a new leader starts it again (documented).
 	since map[int64]time.Time
+	// lastPrune is when the pass last deleted old lease_changes rows.
+	lastPrune time.Time
 	startstop.Base
 }
 
@@ -160,6 +162,16 @@ func (e *Evaluator) Pass(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	recs = append(recs, jobRecs...)
+	early, err := e.earlyEvents(ctx, rules, from, now, names)
+	if err != nil {
+		return 0, err
+	}
+	recs = append(recs, early...)
+	runs, err := e.runEvents(ctx, rules, from, now)
+	if err != nil {
+		return 0, err
+	}
+	recs = append(recs, runs...)
 	for _, r := range rules {
 		var more []chimedb.AlertRecord
 		var err error
@@ -172,6 +184,8 @@ func (e *Evaluator) Pass(ctx context.Context) (int, error) {
 			more, err = e.backlog(ctx, r, now)
 		case models.EventNodeLost:
 			more, err = e.nodeLost(ctx, r, now)
+		case models.EventLeaseFlapping:
+			more, err = e.flapping(ctx, r, now)
 		}
 		if err != nil {
 			e.cfg.Logger.WithError(err).WithField("rule", r.Name).Warn("alert: judging the rule failed")
@@ -179,6 +193,7 @@ func (e *Evaluator) Pass(ctx context.Context) (int, error) {
 		}
 		recs = append(recs, more...)
 	}
+	e.prune(ctx, now)
 	n := 0
 	if len(recs) > 0 {
 		if n, err = e.st.RecordAlerts(ctx, recs); err != nil {
@@ -256,14 +271,77 @@ func (n *namer) label(j *models.Job) string {
 	return fmt.Sprintf("%s (job %d)", name, j.ID)
 }
 
-func inScope(r *rule, j *models.Job) bool {
+// inScope says whether job j is in rule r's scope; members holds, for the
+// queue and workflow scopes, the ids of the jobs read in them (nil: the
+// jobs were read in the rule's scope already).
+func inScope(r *rule, j *models.Job, members map[string]map[int64]bool) bool {
 	switch r.Scope {
 	case models.ScopeDefinition:
 		return r.DefinitionID != nil && *r.DefinitionID == j.JobDefinitionID
 	case models.ScopeSchedule:
 		return r.ScheduleID != nil && j.ScheduleID != nil && *r.ScheduleID == *j.ScheduleID
+	case models.ScopeQueue, models.ScopeWorkflow:
+		return members == nil || members[scopeKey(r)][j.ID]
 	}
 	return true
+}
+
+// scopeKey names a queue or workflow scope, and is the subject of the
+// alerts about it as a whole (backlog).
+func scopeKey(r *rule) string {
+	switch {
+	case r.Scope == models.ScopeQueue && r.Queue != nil:
+		return "queue:" + *r.Queue
+	case r.Scope == models.ScopeWorkflow && r.WorkflowID != nil:
+		return fmt.Sprintf("workflow:%d", *r.WorkflowID)
+	}
+	return ""
+}
+
+// narrow restricts q to rule r's scope.
+func narrow(q *chimedb.AlertJobQuery, r *rule) {
+	switch r.Scope {
+	case models.ScopeDefinition:
+		q.DefinitionID = *r.DefinitionID
+	case models.ScopeSchedule:
+		q.ScheduleID = *r.ScheduleID
+	case models.ScopeQueue:
+		q.Queue = *r.Queue
+	case models.ScopeWorkflow:
+		q.WorkflowID = *r.WorkflowID
+	}
+}
+
+// members reads, for each queue and workflow scope of rules, the ids of
+// the jobs of q in it: which queue a job ran in, and which workflow its
+// run belongs to, are other rows' columns, which the database joins.
+func (e *Evaluator) members(ctx context.Context, rules []rule, q chimedb.AlertJobQuery) (map[string]map[int64]bool, error) {
+	out := map[string]map[int64]bool{}
+	for i := range rules {
+		r := &rules[i]
+		key := scopeKey(r)
+		if key == "" || out[key] != nil {
+			continue
+		}
+		set := map[int64]bool{}
+		sq := q
+		narrow(&sq, r)
+		for range 50 {
+			page, err := e.st.AlertJobs(ctx, &sq)
+			if err != nil {
+				return nil, err
+			}
+			for _, j := range page {
+				set[j.ID] = true
+			}
+			if len(page) < sq.Limit || page[len(page)-1].FinishedAt == nil {
+				break
+			}
+			sq.FinishedFrom = *page[len(page)-1].FinishedAt
+		}
+		out[key] = set
+	}
+	return out, nil
 }
 
 var finalStatuses = []models.JobStatus{models.JobSucceeded, models.JobFailed, models.JobStopped, models.JobCanceled}
@@ -303,6 +381,11 @@ func (e *Evaluator) jobEvents(ctx context.Context, rules []rule, from, now time.
 		q.FinishedFrom = *page[len(page)-1].FinishedAt
 	}
 	names.fill(ctx, jobs)
+	members, err := e.members(ctx, jr, chimedb.AlertJobQuery{Statuses: finalStatuses, FinishedFrom: from,
+		FinishedTo: now.Add(time.Second), Limit: chimedb.MaxAlertJobs})
+	if err != nil {
+		return nil, err
+	}
 	// prev is the last final status seen per subject in this pass, for
 	// job_recovered; the first job of a subject asks the database.
 	prev := map[string]models.JobStatus{}
@@ -319,7 +402,7 @@ func (e *Evaluator) jobEvents(ctx context.Context, rules []rule, from, now time.
 		prev[subject] = j.Status
 		for k := range jr {
 			r := &jr[k]
-			if !inScope(r, j) || j.FinishedAt.Before(r.CreatedAt) {
+			if !inScope(r, j, members) || j.FinishedAt.Before(r.CreatedAt) {
 				continue
 			}
 			var summary string
@@ -375,8 +458,7 @@ func (e *Evaluator) jobEvents(ctx context.Context, rules []rule, from, now time.
 			if len(details) > 0 {
 				p.Details = details
 			}
-			key := fmt.Sprintf("r%d:%s:job:%d:%s:%d", r.ID, r.Event, j.ID, j.Status, j.Attempt)
-			recs = append(recs, e.record(r, p, subject, key, now, ""))
+			recs = append(recs, e.record(r, p, subject, jobKey(r, j), now, ""))
 		}
 	}
 	return recs, nil
@@ -570,12 +652,7 @@ func maxTime(a, b time.Time) time.Time {
 // runs that ended.
 func (e *Evaluator) slow(ctx context.Context, r rule, now time.Time, names *namer) ([]chimedb.AlertRecord, error) {
 	q := &chimedb.AlertJobQuery{Statuses: []models.JobStatus{models.JobRunning}, Order: chimedb.ByStartedAt, Limit: chimedb.MaxAlertJobs}
-	if r.Scope == models.ScopeDefinition {
-		q.DefinitionID = *r.DefinitionID
-	}
-	if r.Scope == models.ScopeSchedule {
-		q.ScheduleID = *r.ScheduleID
-	}
+	narrow(q, &r)
 	running, err := e.st.AlertJobs(ctx, q)
 	if err != nil {
 		return nil, err
@@ -590,7 +667,7 @@ func (e *Evaluator) slow(ctx context.Context, r rule, now time.Time, names *name
 	live := map[string]bool{}
 	for i := range running {
 		j := &running[i]
-		if j.StartedAt == nil || !inScope(&r, j) {
+		if j.StartedAt == nil || !inScope(&r, j, nil) {
 			continue
 		}
 		key := fmt.Sprintf("r%d:slow:job:%d:%d", r.ID, j.ID, j.Attempt)
@@ -662,11 +739,14 @@ func (e *Evaluator) backlog(ctx context.Context, r rule, now time.Time) ([]chime
 	q := &chimedb.AlertJobQuery{Statuses: []models.JobStatus{models.JobPending}, RunAtTo: now, Order: chimedb.ByRunAt,
 		Limit: min(max(r.p.MaxDue+1, 1), chimedb.MaxAlertJobs)}
 	subject := "cluster"
-	if r.Scope == models.ScopeDefinition {
-		q.DefinitionID, subject = *r.DefinitionID, fmt.Sprintf("definition:%d", *r.DefinitionID)
-	}
-	if r.Scope == models.ScopeSchedule {
-		q.ScheduleID, subject = *r.ScheduleID, fmt.Sprintf("schedule:%d", *r.ScheduleID)
+	narrow(q, &r)
+	switch r.Scope {
+	case models.ScopeDefinition:
+		subject = fmt.Sprintf("definition:%d", *r.DefinitionID)
+	case models.ScopeSchedule:
+		subject = fmt.Sprintf("schedule:%d", *r.ScheduleID)
+	case models.ScopeQueue, models.ScopeWorkflow:
+		subject = truncate(scopeKey(&r), 180)
 	}
 	due, err := e.st.AlertJobs(ctx, q)
 	if err != nil {
@@ -717,7 +797,9 @@ func (e *Evaluator) backlog(ctx context.Context, r rule, now time.Time) ([]chime
 	}
 	p := &Payload{Version: PayloadVersion, Event: r.Event, State: models.AlertFiring, OccurredAt: now.UTC(), Subject: subject,
 		Rule: &Ref{ID: r.ID, Name: r.Name}, Summary: "backlog (" + subject + "): " + why, Details: details}
-	key := fmt.Sprintf("r%d:backlog:%s:%d", r.ID, subject, now.Unix())
+	// A rule has one subject: cut, it still tells the episodes apart, and
+	// fits alerts.dedupe_key with ":resolved" after it.
+	key := fmt.Sprintf("r%d:backlog:%s:%d", r.ID, truncate(subject, 100), now.Unix())
 	return append(recs, e.record(&r, p, subject, key, now, "")), nil
 }
 
@@ -742,4 +824,193 @@ func (e *Evaluator) nodeLost(ctx context.Context, r rule, now time.Time) ([]chim
 		recs = append(recs, e.record(&r, p, truncate(subject, 180), key, now, ""))
 	}
 	return recs, nil
+}
+
+// flapping judges a lease_flapping rule: the lease taken more than
+// max_changes times in the last within_seconds fires, once per episode;
+// back to at most max_changes, it resolves.
+func (e *Evaluator) flapping(ctx context.Context, r rule, now time.Time) ([]chimedb.AlertRecord, error) {
+	window := time.Duration(r.p.WithinSeconds) * time.Second
+	changes, err := e.st.LeaseChanges(ctx, r.p.Lease, now.Add(-window), chimedb.MaxAlertJobs)
+	if err != nil {
+		return nil, err
+	}
+	var in []models.LeaseChange
+	for _, c := range changes {
+		if !c.ChangedAt.After(now) && !c.ChangedAt.Before(r.CreatedAt) {
+			in = append(in, c)
+		}
+	}
+	open, err := e.open(ctx, &r, now)
+	if err != nil {
+		return nil, err
+	}
+	subject := "lease:" + r.p.Lease
+	if len(in) <= r.p.MaxChanges {
+		var recs []chimedb.AlertRecord
+		keys := make([]string, 0, len(open))
+		for k := range open {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			a := open[k]
+			recs = append(recs, e.resolve(&r, &a, fmt.Sprintf("the %s lease has calmed down: %d changes of holder in the last %v",
+				r.p.Lease, len(in), window), now))
+		}
+		return recs, nil
+	}
+	if len(open) > 0 {
+		return nil, nil // still flapping: one alert per episode
+	}
+	var holders []string
+	for _, c := range in[max(len(in)-10, 0):] {
+		holders = append(holders, c.Holder)
+	}
+	p := &Payload{Version: PayloadVersion, Event: r.Event, State: models.AlertFiring, OccurredAt: in[len(in)-1].ChangedAt.UTC(),
+		Subject: subject, Rule: &Ref{ID: r.ID, Name: r.Name},
+		Summary: fmt.Sprintf("the %s lease changed hands %d times in the last %v (more than %d); last taken by %s",
+			r.p.Lease, len(in), window, r.p.MaxChanges, in[len(in)-1].Holder),
+		Details: map[string]any{"lease": r.p.Lease, "changes": len(in), "max_changes": r.p.MaxChanges,
+			"within_seconds": r.p.WithinSeconds, "last_holders": holders}}
+	key := fmt.Sprintf("r%d:lease_flapping:%s:%d", r.ID, r.p.Lease, now.Unix())
+	return []chimedb.AlertRecord{e.record(&r, p, subject, key, now, "")}, nil
+}
+
+// leaseChangesKept is how long lease_changes rows are kept: longer than
+// the widest window a rule may ask for.
+const leaseChangesKept = models.MaxFlapWindowSeconds*time.Second + 24*time.Hour
+
+// prune deletes old lease_changes rows, once an hour.
+func (e *Evaluator) prune(ctx context.Context, now time.Time) {
+	if !e.lastPrune.IsZero() && now.Sub(e.lastPrune) < time.Hour {
+		return
+	}
+	if _, err := e.st.PruneLeaseChanges(ctx, now.Add(-leaseChangesKept)); err != nil {
+		e.cfg.Logger.WithError(err).Warn("alert: deleting old lease changes failed; retrying next hour")
+	}
+	e.lastPrune = now
+}
+
+// jobKey is the dedupe key of a job event. A catch-up job is one
+// occurrence, and a rescue one per recovery, whether seen as it happens
+// (earlyEvents) or when the job finishes: the key is the same, so the
+// alert is sent once.
+func jobKey(r *rule, j *models.Job) string {
+	switch r.Event {
+	case models.EventCatchUp:
+		return fmt.Sprintf("r%d:catch_up:job:%d", r.ID, j.ID)
+	case models.EventJobRescued:
+		return fmt.Sprintf("r%d:job_rescued:job:%d:%d", r.ID, j.ID, j.Recoveries)
+	}
+	return fmt.Sprintf("r%d:%s:job:%d:%s:%d", r.ID, r.Event, j.ID, j.Status, j.Attempt)
+}
+
+var activeStatuses = []models.JobStatus{models.JobPending, models.JobQueued, models.JobRunning, models.JobPaused}
+
+// earlyEvents reports catch_up and job_rescued when they happen, not when
+// the job finishes: catch-up jobs scheduled since the last pass (a
+// catch-up job is written when it is due), and unfinished jobs with
+// recoveries. jobEvents still sees those it missed as they finish.
+func (e *Evaluator) earlyEvents(ctx context.Context, rules []rule, from, now time.Time, names *namer) ([]chimedb.AlertRecord, error) {
+	var recs []chimedb.AlertRecord
+	for i := range rules {
+		r := &rules[i]
+		q := &chimedb.AlertJobQuery{Order: chimedb.ByRunAt, Limit: chimedb.MaxAlertJobs}
+		switch r.Event {
+		case models.EventCatchUp:
+			q.CatchUp, q.ScheduledFrom, q.ScheduledTo = true, from, now.Add(time.Second)
+		case models.EventJobRescued:
+			q.Statuses, q.MinRecoveries = activeStatuses, 1
+		default:
+			continue
+		}
+		narrow(q, r)
+		jobs, err := e.st.AlertJobs(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		names.fill(ctx, jobs)
+		for k := range jobs {
+			j := &jobs[k]
+			if j.Status.Finished() {
+				continue // jobEvents judges it
+			}
+			p, subject := names.base(j)
+			label := names.label(j)
+			p.Event, p.State, p.Rule = r.Event, models.AlertFiring, &Ref{ID: r.ID, Name: r.Name}
+			if r.Event == models.EventCatchUp {
+				if j.ScheduledAt.Before(r.CreatedAt) {
+					continue
+				}
+				p.OccurredAt = j.CreatedAt.UTC()
+				p.Summary = fmt.Sprintf("%s catches up %d missed fires in one run (now %s)", label, j.MissedFires, j.Status)
+				p.Details = map[string]any{"missed_fires": j.MissedFires}
+			} else {
+				if j.UpdatedAt.Before(r.CreatedAt) {
+					continue
+				}
+				p.OccurredAt = j.UpdatedAt.UTC()
+				p.Summary = fmt.Sprintf("%s was taken back from a lost node or reset by the reconciler (%d times so far); it is %s again",
+					label, j.Recoveries, j.Status)
+				p.Details = map[string]any{"recoveries": j.Recoveries}
+			}
+			recs = append(recs, e.record(r, p, subject, jobKey(r, j), now, ""))
+		}
+	}
+	return recs, nil
+}
+
+// runEvents reads the workflow runs finished in [from, now] and matches
+// them to the workflow_failed and workflow_succeeded rules.
+func (e *Evaluator) runEvents(ctx context.Context, rules []rule, from, now time.Time) ([]chimedb.AlertRecord, error) {
+	var recs []chimedb.AlertRecord
+	for i := range rules {
+		r := &rules[i]
+		status := models.RunFailed
+		switch r.Event {
+		case models.EventWorkflowFailed:
+		case models.EventWorkflowSucceeded:
+			status = models.RunSucceeded
+		default:
+			continue
+		}
+		q := &chimedb.AlertRunQuery{Statuses: []models.RunStatus{status}, FinishedFrom: from, FinishedTo: now.Add(time.Second)}
+		if r.Scope == models.ScopeWorkflow {
+			q.WorkflowID = *r.WorkflowID
+		}
+		runs, err := e.st.AlertRuns(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, run := range runs {
+			if run.FinishedAt == nil || run.FinishedAt.Before(r.CreatedAt) {
+				continue
+			}
+			name := run.WorkflowName
+			if name == "" {
+				name = fmt.Sprintf("workflow %d", run.WorkflowID)
+			}
+			subject := fmt.Sprintf("workflow:%d", run.WorkflowID)
+			p := &Payload{Version: PayloadVersion, Event: r.Event, State: models.AlertFiring, OccurredAt: run.FinishedAt.UTC(),
+				Subject: subject, Rule: &Ref{ID: r.ID, Name: r.Name}, Workflow: &Ref{ID: run.WorkflowID, Name: run.WorkflowName},
+				Run: &RunInfo{ID: run.ID, Status: run.Status, Generation: run.Generation, StartedAt: utc(run.StartedAt),
+					FinishedAt: utc(run.FinishedAt), Reason: truncate(run.Reason, 2048)}}
+			p.Summary = fmt.Sprintf("%s (run %d) %s", name, run.ID, run.Status)
+			if run.Reason != "" {
+				p.Summary += ": " + truncate(run.Reason, 200)
+			}
+			key := fmt.Sprintf("r%d:%s:run:%d:%d", r.ID, r.Event, run.ID, run.Generation)
+			recs = append(recs, e.record(r, p, subject, key, now, ""))
+		}
+	}
+	return recs, nil
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }

@@ -33,8 +33,20 @@ type Payload struct {
 	Definition *Ref              `json:"definition,omitempty"`
 	Schedule   *Ref              `json:"schedule,omitempty"`
 	Job        *JobInfo          `json:"job,omitempty"`
+	Workflow   *Ref              `json:"workflow,omitempty"`
+	Run        *RunInfo          `json:"run,omitempty"`
 	Node       string            `json:"node,omitempty"`
 	Details    map[string]any    `json:"details,omitempty"`
+}
+
+// RunInfo is the workflow run an alert is about.
+type RunInfo struct {
+	ID         int64            `json:"id"`
+	Status     models.RunStatus `json:"status"`
+	Generation int              `json:"generation"`
+	StartedAt  *time.Time       `json:"started_at,omitempty"`
+	FinishedAt *time.Time       `json:"finished_at,omitempty"`
+	Reason     string           `json:"reason,omitempty"`
 }
 
 // Ref names a row.

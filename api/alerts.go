@@ -276,6 +276,8 @@ type alertRuleRequest struct {
 	Scope           *string          `json:"scope"`
 	DefinitionID    *int64           `json:"definition_id"`
 	ScheduleID      *int64           `json:"schedule_id"`
+	Queue           *string          `json:"queue"`
+	WorkflowID      *int64           `json:"workflow_id"`
 	ChannelID       *int64           `json:"channel_id"`
 	Channel         *string          `json:"channel"`
 	ThrottleSeconds *int             `json:"throttle_seconds"`
@@ -298,6 +300,12 @@ func (s *Server) applyRule(ctx context.Context, st chimedb.AlertStore, q *alertR
 	}
 	if q.ScheduleID != nil {
 		rl.ScheduleID = q.ScheduleID
+	}
+	if q.Queue != nil {
+		rl.Queue = q.Queue
+	}
+	if q.WorkflowID != nil {
+		rl.WorkflowID = q.WorkflowID
 	}
 	if q.ThrottleSeconds != nil {
 		rl.ThrottleSeconds = *q.ThrottleSeconds
@@ -330,6 +338,12 @@ func (s *Server) applyRule(ctx context.Context, st chimedb.AlertStore, q *alertR
 	if rl.Scope != models.ScopeSchedule {
 		rl.ScheduleID = nil
 	}
+	if rl.Scope != models.ScopeQueue {
+		rl.Queue = nil
+	}
+	if rl.Scope != models.ScopeWorkflow {
+		rl.WorkflowID = nil
+	}
 	if _, err := rl.ParsedParams(); err != nil {
 		return badRequest(fieldOf(err.Error()), "%s", err.Error())
 	}
@@ -342,6 +356,15 @@ func (s *Server) applyRule(ctx context.Context, st chimedb.AlertStore, q *alertR
 	if rl.ScheduleID != nil {
 		if _, err := admin.GetSchedule(ctx, *rl.ScheduleID); err != nil {
 			return badRequest("schedule_id", "schedule %d does not exist", *rl.ScheduleID)
+		}
+	}
+	if rl.WorkflowID != nil {
+		ws, e := s.workflows()
+		if e != nil {
+			return e
+		}
+		if _, err := ws.GetWorkflow(ctx, *rl.WorkflowID); err != nil {
+			return badRequest("workflow_id", "workflow %d does not exist", *rl.WorkflowID)
 		}
 	}
 	return nil

@@ -109,11 +109,21 @@ func TestAlertBadInput(t *testing.T) {
 			{`{"name":"r","event":"slow","channel":"ops","params":{"median_factor":0.5}}`, "median_factor"},
 			{`{"name":"r","event":"slow","channel":"ops","params":{"max_seconds":5,"bogus":1}}`, "bogus"},
 			{`{"name":"r","event":"lease_flaps","channel":"ops"}`, "event"},
+			{`{"name":"r","event":"lease_flapping","channel":"ops","params":{"max_changes":3}}`, "params.within_seconds: 0"},
+			{`{"name":"r","event":"lease_flapping","channel":"ops","params":{"max_changes":3,"within_seconds":600,"lease":"x"}}`, "params.lease"},
+			{`{"name":"r","event":"job_failed","scope":"queue","channel":"ops"}`, "queue: a queue name"},
+			{`{"name":"r","event":"job_failed","scope":"workflow","workflow_id":999999,"channel":"ops"}`, "workflow 999999 does not exist"},
+			{`{"name":"r","event":"job_failed","scope":"team","channel":"ops"}`, `scope: \"team\"`},
 		} {
 			rec := b.call("POST", "/api/v1/alert-rules", c.body)
 			require.Equal(t, http.StatusBadRequest, rec.Code, c.body)
 			require.Contains(t, rec.Body.String(), c.want)
 		}
+		rec = b.call("POST", "/api/v1/alert-rules", `{"name":"etl","event":"job_failed","scope":"queue","queue":"etl","channel":"ops"}`)
+		require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+		require.Contains(t, rec.Body.String(), `"queue":"etl"`)
+		rec = b.call("POST", "/api/v1/alert-rules", `{"name":"flaps","event":"lease_flapping","channel":"ops","params":{"max_changes":3,"within_seconds":3600}}`)
+		require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
 		rec = b.call("POST", "/api/v1/alert-rules", `{"name":"late","event":"deadline","scope":"schedule","schedule_id":`+sched+
 			`,"channel":"ops","params":{"by":"07:00","time_zone":"Europe/Berlin"},"throttle_seconds":0}`)
 		require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())

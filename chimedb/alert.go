@@ -47,6 +47,17 @@ type AlertStore interface {
 	// ListAlerts returns a page of alerts, newest first (p.BeforeID,
 	// p.Limit, p.Status).
 	ListAlerts(ctx context.Context, p *AdminListParams) ([]models.Alert, error)
+
+	// LeaseChanges returns the takings of lease name (lease_changes, which
+	// triggers on leases write) at or after since, oldest first, at most
+	// limit (default and cap MaxAlertJobs).
+	LeaseChanges(ctx context.Context, name string, since time.Time, limit int) ([]models.LeaseChange, error)
+	// AlertRuns returns the workflow runs q matches, by finished_at and
+	// id, at most q.Limit (default and cap MaxAlertJobs).
+	AlertRuns(ctx context.Context, q *AlertRunQuery) ([]AlertRun, error)
+	// PruneLeaseChanges deletes the lease changes before before; it
+	// returns how many.
+	PruneLeaseChanges(ctx context.Context, before time.Time) (int64, error)
 }
 
 // AlertJobOrder is the order of AlertJobs.
@@ -64,6 +75,17 @@ type AlertJobQuery struct {
 	Statuses     []models.JobStatus
 	ScheduleID   int64
 	DefinitionID int64
+	// Queue: jobs that run in this queue (their own, else their
+	// schedule's, else their definition's, else "default").
+	Queue string
+	// WorkflowID: jobs of this workflow's runs.
+	WorkflowID int64
+	// CatchUp: only catch-up jobs that stand for missed fires
+	// (missed_fires > 0).
+	CatchUp bool
+	// MinRecoveries > 0: only jobs taken back from a lost node or reset
+	// by the reconciler at least that many times.
+	MinRecoveries int
 	// FinishedFrom <= finished_at < FinishedTo.
 	FinishedFrom, FinishedTo time.Time
 	// ScheduledFrom <= scheduled_at < ScheduledTo.
@@ -72,6 +94,22 @@ type AlertJobQuery struct {
 	RunAtTo time.Time
 	Order   AlertJobOrder
 	Limit   int // default and cap 1000
+}
+
+// AlertRunQuery selects workflow runs for AlertRuns; zero fields do not
+// filter.
+type AlertRunQuery struct {
+	Statuses   []models.RunStatus
+	WorkflowID int64
+	// FinishedFrom <= finished_at < FinishedTo.
+	FinishedFrom, FinishedTo time.Time
+	Limit                    int
+}
+
+// AlertRun is a workflow run with its workflow's name.
+type AlertRun struct {
+	models.WorkflowRun
+	WorkflowName string
 }
 
 // MaxAlertJobs caps AlertJobQuery.Limit.

@@ -227,7 +227,7 @@ func newAlertChannelCommand(f *clientFlags) *cobra.Command {
 func newAlertRuleCommand(f *clientFlags) *cobra.Command {
 	cmd := &cobra.Command{Use: "rule", Aliases: []string{"rules"}, Short: "Manage alert rules (which event goes where)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() }}
-	var event, channel, definition, schedule, params string
+	var event, channel, definition, schedule, queue, workflow, params string
 	var throttle time.Duration
 	var disabled bool
 	events := make([]string, len(models.AlertEvents))
@@ -235,19 +235,35 @@ func newAlertRuleCommand(f *clientFlags) *cobra.Command {
 		events[i] = string(e)
 	}
 	addCmd := &cobra.Command{
-		Use:   "add NAME --event EVENT --channel CHANNEL [--definition D | --schedule S] [--params JSON] [--throttle DURATION]",
+		Use:   "add NAME --event EVENT --channel CHANNEL [--definition D | --schedule S | --queue Q | --workflow W] [--params JSON] [--throttle DURATION]",
 		Short: "Create a rule",
 		Example: `  chime alert rule add failures --event job_failed --channel ops-hook --throttle 10m
   chime alert rule add report-by-7 --event deadline --schedule nightly-report --channel chat --params '{"by": "07:00", "time_zone": "Europe/Berlin"}'
   chime alert rule add etl-slow --event slow --definition etl --channel ops-hook --params '{"median_factor": 3}'
-  chime alert rule add backlog --event backlog --channel oncall --params '{"wait_seconds": 300}'`,
+  chime alert rule add backlog --event backlog --channel oncall --params '{"wait_seconds": 300}'
+  chime alert rule add etl-queue --event job_failed --queue etl --channel chat
+  chime alert rule add flapping --event lease_flapping --channel oncall --params '{"max_changes": 3, "within_seconds": 3600}'`,
 		Args: cobra.ExactArgs(1),
 		RunE: runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
 			b := map[string]any{"name": args[0], "event": event, "channel": channel, "throttle_seconds": int(throttle / time.Second),
 				"enabled": !disabled}
+			given := 0
+			for _, v := range []string{definition, schedule, queue, workflow} {
+				if v != "" {
+					given++
+				}
+			}
 			switch {
-			case definition != "" && schedule != "":
-				return fmt.Errorf("--definition and --schedule: give one or neither")
+			case given > 1:
+				return fmt.Errorf("--definition, --schedule, --queue and --workflow: give one or none")
+			case queue != "":
+				b["scope"], b["queue"] = "queue", queue
+			case workflow != "":
+				id, err := c.resolve(ctx, workflowsPath, "workflow", workflow)
+				if err != nil {
+					return err
+				}
+				b["scope"], b["workflow_id"] = "workflow", json.Number(id)
 			case definition != "":
 				id, err := c.resolve(ctx, definitionsPath, "definition", definition)
 				if err != nil {
@@ -276,6 +292,8 @@ func newAlertRuleCommand(f *clientFlags) *cobra.Command {
 	fl.StringVar(&channel, "channel", "", "the channel's name")
 	fl.StringVar(&definition, "definition", "", "only jobs of this definition (id or name)")
 	fl.StringVar(&schedule, "schedule", "", "only jobs of this schedule (id or name); required by deadline")
+	fl.StringVar(&queue, "queue", "", "only jobs that run in this queue")
+	fl.StringVar(&workflow, "workflow", "", "only jobs of this workflow's runs (id or name)")
 	fl.StringVar(&params, "params", "", "the event's thresholds, a JSON object (docs/alerts.md)")
 	fl.DurationVar(&throttle, "throttle", 0, "at most one alert per subject in this window; the rest are counted (0: none)")
 	fl.BoolVar(&disabled, "disabled", false, "keep the rule but do not evaluate it")
@@ -292,6 +310,12 @@ func newAlertRuleCommand(f *clientFlags) *cobra.Command {
 					}
 					if r.ScheduleID != nil {
 						scope += fmt.Sprintf(" %d", *r.ScheduleID)
+					}
+					if r.Queue != nil {
+						scope += " " + *r.Queue
+					}
+					if r.WorkflowID != nil {
+						scope += fmt.Sprintf(" %d", *r.WorkflowID)
 					}
 					return []string{itoa(r.ID), r.Name, string(r.Event), scope, itoa(r.ChannelID),
 						(time.Duration(r.ThrottleSeconds) * time.Second).String(), str(string(r.Params)), fmt.Sprint(r.Enabled), str(r.Invalid)}

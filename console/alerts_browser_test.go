@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chimesched/chime/alert"
+	"github.com/chimesched/chime/api"
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testsupport/testdb"
 	"github.com/chimesched/chime/models"
@@ -35,6 +36,7 @@ func TestBrowserAlerts(t *testing.T) {
 			do(t, ctx, chromedp.Navigate(base+"/alerts"), chromedp.WaitVisible(css(`#token`)),
 				chromedp.SendKeys(css(`#token`), testToken), chromedp.Submit(css(`#token`)), chromedp.WaitVisible(css(`#alert-channels`)))
 			alertsFlow(t, ctx, base, st)
+			alertFormsFlow(t, ctx, base, st)
 		})
 	}
 }
@@ -113,4 +115,83 @@ func alertsFlow(t *testing.T, ctx context.Context, base string, st *store.Store)
 	require.Contains(t, text(t, ctx, `#alerts`), "nightly-report (job 1) failed")
 	require.Equal(t, 1, received(`"event":"job_failed"`), "the recorded alert, once")
 	require.Equal(t, 1, received(`"event":"test"`))
+}
+
+// alertFormsFlow, logged in as the admin: the page's forms create a
+// webhook channel and a queue rule; a refused channel is shown again with
+// the error at its field and without the secrets typed; a refused rule
+// says why. Then a viewer is offered neither form, an editor only the
+// rule's (the API's rules: channels are the admins').
+func alertFormsFlow(t *testing.T, ctx context.Context, base string, st *store.Store) {
+	do(t, ctx, chromedp.Navigate(base+"/alerts"), chromedp.WaitVisible(css(`#alert-channels`)),
+		clickLive(`#new-channel summary`), chromedp.WaitVisible(css(`#f-channel-name`)),
+		chromedp.SendKeys(css(`#f-channel-name`), "form-hook"),
+		chromedp.SendKeys(css(`#f-url`), "ftp://example.com/hook?token=refused-s3cret"),
+		chromedp.SendKeys(css(`#f-signing_key`), "form-signing-k3y"),
+		chromedp.Submit(css(`#f-channel-name`)), chromedp.WaitVisible(css(`#e-url`)))
+	require.Contains(t, text(t, ctx, `#e-url`), "only http and https")
+	html, err := chromedp.Run(ctx, chromedp.OuterHTML(css(`html`)))
+	require.NoError(t, err)
+	require.NotContains(t, html, "refused-s3cret", "a refused form shows no secret back")
+	require.NotContains(t, html, "form-signing-k3y")
+	require.Contains(t, html, `value="form-hook"`, "the rest is kept")
+
+	do(t, ctx, chromedp.SendKeys(css(`#f-url`), "https://hooks.example.com/chime?token=kept-s3cret"),
+		chromedp.SendKeys(css(`#f-signing_key`), "form-signing-k3y"),
+		setValue("f-timeout_seconds", "7"),
+		chromedp.Submit(css(`#f-channel-name`)), chromedp.WaitVisible(css(`p.flash`)))
+	require.Contains(t, text(t, ctx, `p.flash`), "Channel created.")
+	require.Contains(t, text(t, ctx, `#alert-channels`), "form-hook")
+	html, err = chromedp.Run(ctx, chromedp.OuterHTML(css(`html`)))
+	require.NoError(t, err)
+	require.NotContains(t, html, "kept-s3cret")
+	require.NotContains(t, html, "form-signing-k3y")
+	chans, err := st.ListAlertChannels(ctx)
+	require.NoError(t, err)
+	var made *models.AlertChannel
+	for i := range chans {
+		if chans[i].Name == "form-hook" {
+			made = &chans[i]
+		}
+	}
+	require.NotNil(t, made)
+	require.Equal(t, "https://hooks.example.com/chime?token=kept-s3cret", made.URL)
+	require.Equal(t, "form-signing-k3y", made.SigningKey)
+	require.Equal(t, 7, made.TimeoutSeconds)
+
+	// A rule the API refuses says why; a good one is listed.
+	do(t, ctx, clickLive(`#new-rule summary`), chromedp.WaitVisible(css(`#f-rule-name`)),
+		chromedp.SendKeys(css(`#f-rule-name`), "flapping"), setValue("f-event", "lease_flapping"), setValue("f-channel", "form-hook"),
+		chromedp.SendKeys(css(`#f-params`), `{"max_changes": 0, "within_seconds": 3600}`),
+		chromedp.Submit(css(`#f-rule-name`)), chromedp.WaitVisible(css(`#e-params`)))
+	require.Contains(t, text(t, ctx, `#e-params`), "params.max_changes: 0 is not within 1-1000")
+	do(t, ctx, chromedp.Navigate(base+"/alerts"), chromedp.WaitVisible(css(`#alert-rules`)),
+		clickLive(`#new-rule summary`), chromedp.WaitVisible(css(`#f-rule-name`)),
+		chromedp.SendKeys(css(`#f-rule-name`), "etl-fails"), setValue("f-event", "job_failed"), setValue("f-channel", "form-hook"),
+		setValue("f-scope", "queue"), chromedp.SendKeys(css(`#f-queue`), "etl"), setValue("f-throttle_seconds", "600"),
+		chromedp.Submit(css(`#f-rule-name`)), chromedp.WaitVisible(css(`p.flash`)))
+	require.Contains(t, text(t, ctx, `p.flash`), "Rule created.")
+	rules := text(t, ctx, `#alert-rules`)
+	require.Contains(t, rules, "etl-fails")
+	require.Contains(t, rules, "queue etl")
+	require.Contains(t, rules, "600s")
+
+	// Who is offered what.
+	for _, tk := range []struct {
+		name, token string
+		role        models.Role
+	}{{"vera", "chime_viewer_token_vera", models.RoleViewer}, {"eddie", "chime_editor_token_eddie", models.RoleEditor}} {
+		require.NoError(t, st.Admin().CreateToken(ctx, &models.APIToken{Name: tk.name, TokenSHA256: api.HashToken(tk.token), Role: tk.role}))
+	}
+	login := func(token string) {
+		do(t, ctx, clickLive(`form.logout button`), chromedp.WaitVisible(css(`#token`)),
+			chromedp.SendKeys(css(`#token`), token), chromedp.Submit(css(`#token`)), chromedp.WaitVisible(css(`#who`)),
+			chromedp.Navigate(base+"/alerts"), chromedp.WaitVisible(css(`#alert-channels`)))
+	}
+	login("chime_viewer_token_vera")
+	require.Zero(t, count(t, ctx, `form[action="/alerts/channels"]`), "a viewer is offered the channel form")
+	require.Zero(t, count(t, ctx, `form[action="/alerts/rules"]`), "a viewer is offered the rule form")
+	login("chime_editor_token_eddie")
+	require.Zero(t, count(t, ctx, `form[action="/alerts/channels"]`), "an editor is offered the channel form")
+	require.Equal(t, 1, count(t, ctx, `form[action="/alerts/rules"]`))
 }

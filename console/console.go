@@ -161,6 +161,8 @@ func (c *Console) Handler(api http.Handler) http.Handler {
 	mux.Handle("GET /nodes", c.authed(c.nodes))
 	mux.Handle("GET /alerts", c.authed(c.alerts))
 	mux.Handle("POST /alerts/channels/{id}/test", c.authed(c.testChannel))
+	mux.Handle("POST /alerts/channels", c.authed(c.createChannel))
+	mux.Handle("POST /alerts/rules", c.authed(c.createRule))
 
 	mux.Handle("GET /workflows", c.authed(c.workflows))
 	mux.Handle("GET /workflows/{id}", c.authed(c.workflow))

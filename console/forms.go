@@ -29,8 +29,9 @@ func (f *form) Get(k string) string { return f.Values.Get(k) }
 // fail records the API's (or the form's own) error at its field, or on top.
 func (f *form) fail(field, msg string, fields []string) {
 	for _, k := range fields {
-		if k == field {
-			f.Errors[field] = msg
+		// "params.by" is the params field's, shown there.
+		if k == field || strings.HasPrefix(field, k+".") {
+			f.Errors[k] = msg
 			return
 		}
 	}

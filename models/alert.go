@@ -147,27 +147,31 @@ type AlertEvent string
 // The events. The job events are read from jobs as they finish; the others
 // are conditions judged by the maintenance leader on its clock.
 const (
-	EventJobFailed        AlertEvent = "job_failed"        // failed for good (no retry left or none asked)
-	EventRetriesExhausted AlertEvent = "retries_exhausted" // failed for good after more than one attempt
-	EventJobRecovered     AlertEvent = "job_recovered"     // succeeded, and the subject's previous final job had not
-	EventJobCanceled      AlertEvent = "job_canceled"      // canceled or stopped
-	EventCatchUp          AlertEvent = "catch_up"          // a catch-up job that collapsed missed fires
-	EventJobRescued       AlertEvent = "job_rescued"       // finished after a lost node or the reconciler reset it
-	EventDeadline         AlertEvent = "deadline"          // a schedule's run not done by a wall-clock time, or not started in time
-	EventSlow             AlertEvent = "slow"              // a running job longer than a duration or k × the recent median
-	EventBacklog          AlertEvent = "backlog"           // due jobs waiting too long, or too many for too long
-	EventNodeLost         AlertEvent = "node_lost"         // a node declared dead
-	EventTest             AlertEvent = "test"              // chime alert test: no rule
+	EventJobFailed         AlertEvent = "job_failed"         // failed for good (no retry left or none asked)
+	EventRetriesExhausted  AlertEvent = "retries_exhausted"  // failed for good after more than one attempt
+	EventJobRecovered      AlertEvent = "job_recovered"      // succeeded, and the subject's previous final job had not
+	EventJobCanceled       AlertEvent = "job_canceled"       // canceled or stopped
+	EventCatchUp           AlertEvent = "catch_up"           // a catch-up job that collapsed missed fires
+	EventJobRescued        AlertEvent = "job_rescued"        // finished after a lost node or the reconciler reset it
+	EventDeadline          AlertEvent = "deadline"           // a schedule's run not done by a wall-clock time, or not started in time
+	EventSlow              AlertEvent = "slow"               // a running job longer than a duration or k × the recent median
+	EventBacklog           AlertEvent = "backlog"            // due jobs waiting too long, or too many for too long
+	EventNodeLost          AlertEvent = "node_lost"          // a node declared dead
+	EventLeaseFlapping     AlertEvent = "lease_flapping"     // a lease changed hands more than max_changes times in within_seconds
+	EventWorkflowFailed    AlertEvent = "workflow_failed"    // a workflow run ended failed
+	EventWorkflowSucceeded AlertEvent = "workflow_succeeded" // a workflow run ended succeeded
+	EventTest              AlertEvent = "test"               // chime alert test: no rule
 )
 
 // AlertEvents lists the events a rule may name.
 var AlertEvents = []AlertEvent{EventJobFailed, EventRetriesExhausted, EventJobRecovered, EventJobCanceled, EventCatchUp,
-	EventJobRescued, EventDeadline, EventSlow, EventBacklog, EventNodeLost}
+	EventJobRescued, EventDeadline, EventSlow, EventBacklog, EventNodeLost, EventLeaseFlapping,
+	EventWorkflowFailed, EventWorkflowSucceeded}
 
 // Resolvable reports whether the event is a condition that clears, with a
 // "resolved" message when it does.
 func (e AlertEvent) Resolvable() bool {
-	return e == EventDeadline || e == EventSlow || e == EventBacklog
+	return e == EventDeadline || e == EventSlow || e == EventBacklog || e == EventLeaseFlapping
 }
 
 // AlertScope is alert_rules.scope.
@@ -177,7 +181,12 @@ const (
 	ScopeAll        AlertScope = "all"
 	ScopeDefinition AlertScope = "definition" // definition_id
 	ScopeSchedule   AlertScope = "schedule"   // schedule_id
+	ScopeQueue      AlertScope = "queue"      // queue: the jobs that run in it
+	ScopeWorkflow   AlertScope = "workflow"   // workflow_id: the jobs of its runs
 )
+
+// AlertScopes lists the scopes a rule may name.
+var AlertScopes = []AlertScope{ScopeAll, ScopeDefinition, ScopeSchedule, ScopeQueue, ScopeWorkflow}
 
 // AlertRule says which event, about what, goes to which channel, and how
 // often. Table alert_rules. Params holds the event's thresholds (see
@@ -189,6 +198,8 @@ type AlertRule struct {
 	Scope           AlertScope `gorm:"column:scope" json:"scope"`
 	DefinitionID    *int64     `gorm:"column:definition_id" json:"definition_id"`
 	ScheduleID      *int64     `gorm:"column:schedule_id" json:"schedule_id"`
+	Queue           *string    `gorm:"column:queue" json:"queue"`
+	WorkflowID      *int64     `gorm:"column:workflow_id" json:"workflow_id"`
 	ChannelID       int64      `gorm:"column:channel_id" json:"channel_id"`
 	ThrottleSeconds int        `gorm:"column:throttle_seconds" json:"throttle_seconds"`
 	Params          JSON       `gorm:"column:params" json:"params,omitempty"`
@@ -212,6 +223,7 @@ const MaxThrottleSeconds = 7 * 24 * 3600
 //	          defaults to the schedule's) and/or {"start_within_seconds": 600}
 //	slow:     {"max_seconds": 3600} and/or {"median_factor": 3, "median_of": 20}
 //	backlog:  {"wait_seconds": 300} and/or {"max_due": 100, "for_seconds": 600}
+//	lease_flapping: {"max_changes": 3, "within_seconds": 3600, "lease": "scheduler"}
 type AlertParams struct {
 	By                 string  `json:"by,omitempty"`
 	TimeZone           string  `json:"time_zone,omitempty"`
@@ -222,6 +234,9 @@ type AlertParams struct {
 	WaitSeconds        int     `json:"wait_seconds,omitempty"`
 	MaxDue             int     `json:"max_due,omitempty"`
 	ForSeconds         int     `json:"for_seconds,omitempty"`
+	MaxChanges         int     `json:"max_changes,omitempty"`
+	WithinSeconds      int     `json:"within_seconds,omitempty"`
+	Lease              string  `json:"lease,omitempty"`
 
 	// ByHour and ByMinute are By parsed; Loc is TimeZone loaded (nil:
 	// the schedule's).
@@ -262,8 +277,16 @@ func (r *AlertRule) ParsedParams() (*AlertParams, error) {
 		if r.ScheduleID == nil {
 			errs = append(errs, errors.New("schedule_id: required by scope schedule"))
 		}
+	case ScopeQueue:
+		if r.Queue == nil || *r.Queue == "" || len(*r.Queue) > MaxQueueNameLen {
+			errs = append(errs, fmt.Errorf("queue: a queue name of 1..%d bytes is required by scope queue", MaxQueueNameLen))
+		}
+	case ScopeWorkflow:
+		if r.WorkflowID == nil {
+			errs = append(errs, errors.New("workflow_id: required by scope workflow"))
+		}
 	default:
-		errs = append(errs, fmt.Errorf("scope: %q is not one of all, definition, schedule", r.Scope))
+		errs = append(errs, fmt.Errorf("scope: %q is not one of %v", r.Scope, AlertScopes))
 	}
 	if r.ThrottleSeconds < 0 || r.ThrottleSeconds > MaxThrottleSeconds {
 		errs = append(errs, fmt.Errorf("throttle_seconds: %d is not within 0 (no throttle)-%d", r.ThrottleSeconds, MaxThrottleSeconds))
@@ -327,6 +350,15 @@ func (r *AlertRule) ParsedParams() (*AlertParams, error) {
 		if p.WaitSeconds == 0 && p.MaxDue == 0 {
 			errs = append(errs, errors.New("params: a backlog rule needs wait_seconds or max_due"))
 		}
+	case EventLeaseFlapping:
+		errs = append(errs, p.checkFlapping(r.Scope)...)
+	case EventWorkflowFailed, EventWorkflowSucceeded:
+		if r.Scope != ScopeAll && r.Scope != ScopeWorkflow {
+			errs = append(errs, fmt.Errorf("scope: a %s rule is about workflow runs (scope all or workflow)", r.Event))
+		}
+	}
+	if r.Event != EventLeaseFlapping && (p.MaxChanges != 0 || p.WithinSeconds != 0 || p.Lease != "") {
+		errs = append(errs, errors.New("params: max_changes, within_seconds and lease are lease_flapping's"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -388,3 +420,35 @@ type Alert struct {
 
 // TableName implements gorm's tabler.
 func (Alert) TableName() string { return "alerts" }
+
+// Bounds of a lease_flapping rule's params.
+const (
+	MaxLeaseChanges      = 1000
+	MinFlapWindowSeconds = 60
+	MaxFlapWindowSeconds = 7 * 24 * 3600
+	DefaultFlappingLease = "scheduler"
+	maintenanceLeaseName = "maintenance"
+)
+
+// checkFlapping checks a lease_flapping rule's params and sets the
+// lease's default.
+func (p *AlertParams) checkFlapping(scope AlertScope) []error {
+	var errs []error
+	if scope != ScopeAll {
+		errs = append(errs, errors.New("scope: a lease_flapping rule is about the cluster (scope all)"))
+	}
+	if p.MaxChanges < 1 || p.MaxChanges > MaxLeaseChanges {
+		errs = append(errs, fmt.Errorf("params.max_changes: %d is not within 1-%d (the alert fires at one change more)", p.MaxChanges, MaxLeaseChanges))
+	}
+	if p.WithinSeconds < MinFlapWindowSeconds || p.WithinSeconds > MaxFlapWindowSeconds {
+		errs = append(errs, fmt.Errorf("params.within_seconds: %d is not within %d-%d", p.WithinSeconds, MinFlapWindowSeconds, MaxFlapWindowSeconds))
+	}
+	switch p.Lease {
+	case "":
+		p.Lease = DefaultFlappingLease
+	case DefaultFlappingLease, maintenanceLeaseName:
+	default:
+		errs = append(errs, fmt.Errorf("params.lease: %q is not scheduler or maintenance", p.Lease))
+	}
+	return errs
+}

@@ -288,11 +288,26 @@ type Lease struct {
 // TableName implements gorm's tabler.
 func (Lease) TableName() string { return "leases" }
 
+// LeaseChange is one taking of a lease by a holder: a node that took it
+// over, or created it. Table lease_changes, written by triggers on leases
+// (migration 00027), never by chime's code; renewals write nothing.
+// Previous is the holder before ("" when the lease was free or new).
+type LeaseChange struct {
+	ID        int64     `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
+	Name      string    `gorm:"column:name" json:"name"`
+	Holder    string    `gorm:"column:holder" json:"holder"`
+	Previous  string    `gorm:"column:previous" json:"previous"`
+	ChangedAt time.Time `gorm:"column:changed_at" json:"changed_at"`
+}
+
+// TableName implements gorm's tabler.
+func (LeaseChange) TableName() string { return "lease_changes" }
+
 // All lists every model, in creation order, for schema checks.
 func All() []any {
 	return []any{&JobDefinition{}, &Schedule{}, &TimeTrigger{}, &Job{}, &JobLog{}, &Configuration{}, &Node{}, &Lease{}, &Notification{}, &Calendar{},
 		&AlertChannel{}, &AlertRule{}, &Alert{},
-		&Workflow{}, &WorkflowStep{}, &WorkflowEdge{}, &WorkflowRun{}, &WorkflowRunStep{}, &APIToken{}, &Queue{}}
+		&Workflow{}, &WorkflowStep{}, &WorkflowEdge{}, &WorkflowRun{}, &WorkflowRunStep{}, &APIToken{}, &Queue{}, &LeaseChange{}}
 }
 
 // Notification is one completion email in the outbox: written in the same

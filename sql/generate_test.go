@@ -16,15 +16,16 @@ var update = flag.Bool("update", false, "rewrite the generated migrations")
 
 // generated maps each generated file to its generator.
 var generated = map[string]func() string{
-	"mysql/00003_admin_time_zones.sql":    mysqlTimeZones,
-	"sqlite/00003_admin_time_zones.sql":   sqliteTimeForms,
-	"mysql/00007_later_time_columns.sql":  mysqlLaterColumns,
-	"sqlite/00007_later_time_columns.sql": sqliteLaterColumns,
-	"mysql/00011_calendar_times.sql":      mysqlCalendarTimes,
-	"sqlite/00011_calendar_times.sql":     sqliteCalendarTimes,
-	"mysql/00019_workflow_times.sql":      mysqlWorkflowTimes,
-	"mysql/00021_api_tokens.sql":          mysqlAPITokens,
-	"mysql/00022_alert_times.sql":         mysqlAlertTimes,
+	"mysql/00003_admin_time_zones.sql":           mysqlTimeZones,
+	"sqlite/00003_admin_time_zones.sql":          sqliteTimeForms,
+	"mysql/00007_later_time_columns.sql":         mysqlLaterColumns,
+	"sqlite/00007_later_time_columns.sql":        sqliteLaterColumns,
+	"mysql/00011_calendar_times.sql":             mysqlCalendarTimes,
+	"sqlite/00011_calendar_times.sql":            sqliteCalendarTimes,
+	"mysql/00019_workflow_times.sql":             mysqlWorkflowTimes,
+	"mysql/00021_api_tokens.sql":                 mysqlAPITokens,
+	"mysql/00022_alert_times.sql":                mysqlAlertTimes,
+	"mysql/00027_lease_changes_alert_scopes.sql": mysqlLeaseChanges,
 }
 
 func TestGeneratedMigrations(t *testing.T) {
@@ -399,5 +400,68 @@ CREATE TABLE api_tokens (
 `)
 	w("%s", mysqlTriggers(apiTokens21))
 	w("\n-- +goose Down\n%sDROP TABLE api_tokens;\n", mysqlDropTriggers(apiTokens21.name))
+	return b.String()
+}
+
+// leaseChanges27 is lease_changes (00027): the triggers on leases write
+// it, in whatever session zone the lease's writer has.
+var leaseChanges27 = timeTable{"lease_changes", []string{"changed_at"}}
+
+// mysqlLeaseChanges is all of migration 00027: its table and the
+// triggers that fill it are plain text, its time triggers the rule's.
+func mysqlLeaseChanges() string {
+	var b strings.Builder
+	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	w(generatedNote)
+	w(`-- lease_changes: who took each lease, and when. Every node renews the
+-- leases it holds every heartbeat; a row is written only when the holder
+-- changes (or a first holder creates the lease), by triggers on leases, so
+-- no code path and no admin's SQL can take a lease unseen. The alert
+-- evaluator counts them (event lease_flapping) and deletes the old ones.
+-- Also the queue and workflow scopes of alert rules (alert_rules.queue,
+-- alert_rules.workflow_id).
+
+-- +goose Up
+CREATE TABLE lease_changes (
+  id         BIGINT       NOT NULL AUTO_INCREMENT,
+  name       VARCHAR(64)  NOT NULL,
+  holder     VARCHAR(191) NOT NULL,
+  previous   VARCHAR(191) NOT NULL DEFAULT '',
+  changed_at DATETIME(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  PRIMARY KEY (id),
+  KEY idx_lease_changes_at (changed_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+`)
+	w("%s", mysqlTriggers(leaseChanges27))
+	w(`
+-- +goose StatementBegin
+CREATE TRIGGER chime_leases_changed_insert AFTER INSERT ON leases FOR EACH ROW
+BEGIN
+  IF NEW.holder <> '' THEN
+    INSERT INTO lease_changes (name, holder, previous) VALUES (NEW.name, NEW.holder, '');
+  END IF;
+END
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER chime_leases_changed_update AFTER UPDATE ON leases FOR EACH ROW
+BEGIN
+  IF NEW.holder <> '' AND NOT (NEW.holder <=> OLD.holder) THEN
+    INSERT INTO lease_changes (name, holder, previous) VALUES (NEW.name, NEW.holder, OLD.holder);
+  END IF;
+END
+-- +goose StatementEnd
+
+ALTER TABLE alert_rules ADD COLUMN queue VARCHAR(191) NULL, ADD COLUMN workflow_id BIGINT NULL;
+
+-- The evaluator reads the workflow runs finished since its last pass.
+CREATE INDEX idx_workflow_runs_finished ON workflow_runs (finished_at);
+`)
+	w("\n-- +goose Down\n")
+	w("DROP INDEX idx_workflow_runs_finished ON workflow_runs;\n")
+	w("ALTER TABLE alert_rules DROP COLUMN workflow_id, DROP COLUMN queue;\n")
+	w("DROP TRIGGER chime_leases_changed_update;\nDROP TRIGGER chime_leases_changed_insert;\n")
+	w("%s", mysqlDropTriggers(leaseChanges27.name))
+	w("DROP TABLE lease_changes;\n")
 	return b.String()
 }

@@ -126,9 +126,12 @@ func (s *Store) ListAlertRules(ctx context.Context) ([]models.AlertRule, error) 
 	if err != nil {
 		return nil, fmt.Errorf("list alert rules: %w", err)
 	}
-	var defIDs, schedIDs, chanIDs []int64
+	var defIDs, schedIDs, chanIDs, wfIDs []int64
 	for _, r := range out {
 		chanIDs = append(chanIDs, r.ChannelID)
+		if r.WorkflowID != nil {
+			wfIDs = append(wfIDs, *r.WorkflowID)
+		}
 		if r.DefinitionID != nil {
 			defIDs = append(defIDs, *r.DefinitionID)
 		}
@@ -162,6 +165,10 @@ func (s *Store) ListAlertRules(ctx context.Context) ([]models.AlertRule, error) 
 	if err != nil {
 		return nil, err
 	}
+	wfs, err := exists("workflows", wfIDs)
+	if err != nil {
+		return nil, err
+	}
 	for i := range out {
 		r := &out[i]
 		var why []string
@@ -170,6 +177,9 @@ func (s *Store) ListAlertRules(ctx context.Context) ([]models.AlertRule, error) 
 		}
 		if r.Scope == models.ScopeSchedule && r.ScheduleID != nil && !scheds[*r.ScheduleID] {
 			why = append(why, fmt.Sprintf("schedule_id: schedule %d does not exist (deleted?)", *r.ScheduleID))
+		}
+		if r.Scope == models.ScopeWorkflow && r.WorkflowID != nil && !wfs[*r.WorkflowID] {
+			why = append(why, fmt.Sprintf("workflow_id: workflow %d does not exist (deleted?)", *r.WorkflowID))
 		}
 		if !chans[r.ChannelID] {
 			why = append(why, fmt.Sprintf("channel_id: channel %d does not exist", r.ChannelID))
@@ -193,7 +203,7 @@ func (s *Store) SaveAlertRule(ctx context.Context, r *models.AlertRule) error {
 	}
 	res := db.Model(&models.AlertRule{}).Where("id = ?", r.ID).Updates(map[string]any{
 		"name": r.Name, "event": r.Event, "scope": r.Scope, "definition_id": r.DefinitionID, "schedule_id": r.ScheduleID,
-		"channel_id": r.ChannelID, "throttle_seconds": r.ThrottleSeconds, "params": r.Params, "enabled": r.Enabled,
+		"queue": r.Queue, "workflow_id": r.WorkflowID, "channel_id": r.ChannelID, "throttle_seconds": r.ThrottleSeconds, "params": r.Params, "enabled": r.Enabled,
 	})
 	if res.Error != nil {
 		return fmt.Errorf("update alert rule %q: %w", r.Name, conflict(res.Error))
@@ -231,6 +241,21 @@ func (s *Store) AlertJobs(ctx context.Context, q *chimedb.AlertJobQuery) ([]mode
 	}
 	if q.DefinitionID != 0 {
 		db = db.Where("job_definition_id = ?", q.DefinitionID)
+	}
+	if q.Queue != "" {
+		// A job runs in its own queue, else its schedule's, else its
+		// definition's (as the claim reads them), else the default one.
+		db = db.Where(`COALESCE(NULLIF(jobs.queue, ''), (SELECT NULLIF(s.queue, '') FROM schedules s WHERE s.id = jobs.schedule_id),
+			(SELECT NULLIF(d.queue, '') FROM job_definitions d WHERE d.id = jobs.job_definition_id), ?) = ?`, models.DefaultQueue, q.Queue)
+	}
+	if q.CatchUp {
+		db = db.Where("catch_up = ? AND missed_fires > 0", true)
+	}
+	if q.MinRecoveries > 0 {
+		db = db.Where("recoveries >= ?", q.MinRecoveries)
+	}
+	if q.WorkflowID != 0 {
+		db = db.Where("jobs.run_id IN (SELECT r.id FROM workflow_runs r WHERE r.workflow_id = ?)", q.WorkflowID)
 	}
 	if !q.FinishedFrom.IsZero() {
 		db = db.Where("finished_at >= ?", DBTime(q.FinishedFrom))
@@ -469,3 +494,71 @@ func (s *Store) ListAlerts(ctx context.Context, p *chimedb.AdminListParams) ([]m
 }
 
 var _ chimedb.AlertStore = (*Store)(nil)
+
+// LeaseChanges implements chimedb.AlertStore.
+func (s *Store) LeaseChanges(ctx context.Context, name string, since time.Time, limit int) ([]models.LeaseChange, error) {
+	if limit <= 0 || limit > chimedb.MaxAlertJobs {
+		limit = chimedb.MaxAlertJobs
+	}
+	var out []models.LeaseChange
+	if err := s.db.WithContext(ctx).Where("name = ? AND changed_at >= ?", name, DBTime(since)).Order("changed_at, id").
+		Limit(limit).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("read the changes of lease %q: %w", name, err)
+	}
+	return out, nil
+}
+
+// PruneLeaseChanges implements chimedb.AlertStore.
+func (s *Store) PruneLeaseChanges(ctx context.Context, before time.Time) (int64, error) {
+	res := s.db.WithContext(ctx).Exec("DELETE FROM lease_changes WHERE changed_at < ?", DBTime(before))
+	if res.Error != nil {
+		return 0, fmt.Errorf("delete old lease changes: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}
+
+// AlertRuns implements chimedb.AlertStore.
+func (s *Store) AlertRuns(ctx context.Context, q *chimedb.AlertRunQuery) ([]chimedb.AlertRun, error) {
+	db := s.db.WithContext(ctx).Model(&models.WorkflowRun{})
+	if len(q.Statuses) > 0 {
+		db = db.Where("status IN ?", q.Statuses)
+	}
+	if q.WorkflowID != 0 {
+		db = db.Where("workflow_id = ?", q.WorkflowID)
+	}
+	if !q.FinishedFrom.IsZero() {
+		db = db.Where("finished_at >= ?", DBTime(q.FinishedFrom))
+	}
+	if !q.FinishedTo.IsZero() {
+		db = db.Where("finished_at < ?", DBTime(q.FinishedTo))
+	}
+	limit := q.Limit
+	if limit <= 0 || limit > chimedb.MaxAlertJobs {
+		limit = chimedb.MaxAlertJobs
+	}
+	var runs []models.WorkflowRun
+	if err := db.Order("finished_at, id").Limit(limit).Find(&runs).Error; err != nil {
+		return nil, fmt.Errorf("read workflow runs for alerts: %w", err)
+	}
+	out := make([]chimedb.AlertRun, len(runs))
+	ids := make([]int64, 0, len(runs))
+	for i, r := range runs {
+		out[i].WorkflowRun = r
+		ids = append(ids, r.WorkflowID)
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var wfs []models.Workflow
+	if err := s.db.WithContext(ctx).Select("id, name").Where("id IN ?", ids).Find(&wfs).Error; err != nil {
+		return nil, fmt.Errorf("read workflow names for alerts: %w", err)
+	}
+	names := map[int64]string{}
+	for _, w := range wfs {
+		names[w.ID] = w.Name
+	}
+	for i := range out {
+		out[i].WorkflowName = names[out[i].WorkflowID]
+	}
+	return out, nil
+}

@@ -23,6 +23,9 @@ func alertMethods() []method {
 		{"AlertStore.ClaimAlerts", claimAlertsCases},
 		{"AlertStore.FinishAlert", finishAlertCases},
 		{"AlertStore.ListAlerts", listAlertsCases},
+		{"AlertStore.LeaseChanges", leaseChangesCases},
+		{"AlertStore.AlertRuns", alertRunsCases},
+		{"AlertStore.PruneLeaseChanges", pruneLeaseChangesCases},
 	}
 }
 
@@ -333,5 +336,82 @@ var listAlertsCases = []tcase{
 		none, err := e.alertStore().ListAlerts(e.ctx, &chimedb.AdminListParams{Limit: 2, Status: "sent"})
 		require.NoError(e.t, err)
 		require.Empty(e.t, none)
+	}},
+}
+
+// takeLease writes the lease row as a node, or an admin, would: the
+// triggers on leases record the changes of holder.
+func (e *env) takeLease(name, holder string) {
+	e.t.Helper()
+	e.exec("UPDATE leases SET holder = ? WHERE name = ?", holder, name)
+}
+
+var leaseChangesCases = []tcase{
+	{"records each new holder, not renewals or releases, oldest first", func(e *env) {
+		e.exec("INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)", "scheduler", "a", e.now().Add(time.Minute))
+		e.exec("INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)", "other", "", e.now())
+		e.takeLease("scheduler", "a")
+		e.exec("UPDATE leases SET expires_at = ? WHERE name = ?", e.now().Add(2*time.Minute), "scheduler")
+		e.takeLease("scheduler", "b")
+		e.takeLease("scheduler", "")
+		e.takeLease("scheduler", "a")
+		got, err := e.alertStore().LeaseChanges(e.ctx, "scheduler", time.Time{}, 0)
+		require.NoError(e.t, err)
+		var seen []string
+		for _, c := range got {
+			seen = append(seen, c.Previous+">"+c.Holder)
+			require.WithinDuration(e.t, e.now(), c.ChangedAt, time.Minute, "changed_at is the database's now")
+		}
+		require.Equal(e.t, []string{">a", "a>b", ">a"}, seen)
+		last, err := e.alertStore().LeaseChanges(e.ctx, "scheduler", got[2].ChangedAt, 1)
+		require.NoError(e.t, err)
+		require.Len(e.t, last, 1)
+		none, err := e.alertStore().LeaseChanges(e.ctx, "other", time.Time{}, 0)
+		require.NoError(e.t, err)
+		require.Empty(e.t, none, "a free lease created by nobody is no change")
+	}},
+}
+
+var pruneLeaseChangesCases = []tcase{
+	{"deletes the changes before a time", func(e *env) {
+		e.exec("INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)", "scheduler", "a", e.now())
+		e.takeLease("scheduler", "b")
+		e.exec("UPDATE lease_changes SET changed_at = ? WHERE holder = ?", e.now().Add(-10*24*time.Hour), "a")
+		n, err := e.alertStore().PruneLeaseChanges(e.ctx, e.now().Add(-24*time.Hour))
+		require.NoError(e.t, err)
+		require.EqualValues(e.t, 1, n)
+		got, err := e.alertStore().LeaseChanges(e.ctx, "scheduler", time.Time{}, 0)
+		require.NoError(e.t, err)
+		require.Len(e.t, got, 1)
+		require.Equal(e.t, "b", got[0].Holder)
+	}},
+}
+
+var alertRunsCases = []tcase{
+	{"returns the runs finished in a window, by status and workflow, with the workflow's name", func(e *env) {
+		now := e.now()
+		// Explicit ids: the suite reads rows only through the interfaces.
+		wf, other := int64(901), int64(902)
+		e.exec("INSERT INTO workflows (id, name, failure_policy) VALUES (?, ?, ?), (?, ?, ?)",
+			wf, "nightly", models.FailStop, other, "other", models.FailStop)
+		add := func(w int64, status models.RunStatus, finished *time.Time) {
+			e.exec("INSERT INTO workflow_runs (workflow_id, status, generation, finished_at) VALUES (?, ?, 0, ?)", w, status, finished)
+		}
+		at := func(d time.Duration) *time.Time { t := now.Add(d); return &t }
+		add(wf, models.RunFailed, at(-time.Minute))
+		add(wf, models.RunFailed, at(-2*time.Hour))
+		add(other, models.RunFailed, at(-30*time.Second))
+		add(wf, models.RunSucceeded, at(-10*time.Second))
+		add(wf, models.RunRunning, nil)
+		got, err := e.alertStore().AlertRuns(e.ctx, &chimedb.AlertRunQuery{Statuses: []models.RunStatus{models.RunFailed},
+			FinishedFrom: now.Add(-time.Hour), FinishedTo: now.Add(time.Second)})
+		require.NoError(e.t, err)
+		require.Len(e.t, got, 2)
+		require.Equal(e.t, "nightly", got[0].WorkflowName, "oldest first")
+		require.Equal(e.t, "other", got[1].WorkflowName)
+		mine, err := e.alertStore().AlertRuns(e.ctx, &chimedb.AlertRunQuery{WorkflowID: wf, FinishedFrom: now.Add(-time.Hour), Limit: 1})
+		require.NoError(e.t, err)
+		require.Len(e.t, mine, 1)
+		require.Equal(e.t, models.RunFailed, mine[0].Status)
 	}},
 }
