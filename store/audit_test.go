@@ -167,5 +167,4 @@ func mkSchedule(t *testing.T, st *store.Store, defID int64) int64 {
 	return s.ID
 }
 
-
 func itoa(id int64) string { return strconv.FormatInt(id, 10) }
