@@ -161,6 +161,7 @@ func (c *Console) Handler(api http.Handler) http.Handler {
 	mux.Handle("GET /nodes", c.authed(c.nodes))
 	mux.Handle("GET /alerts", c.authed(c.alerts))
 	mux.Handle("POST /alerts/channels/{id}/test", c.authed(c.testChannel))
+	mux.Handle("GET /audit", c.authed(c.audit))
 
 	mux.Handle("GET /workflows", c.authed(c.workflows))
 	mux.Handle("GET /workflows/{id}", c.authed(c.workflow))
