@@ -90,7 +90,9 @@ const auditNote = `-- The audit log: one row per change of an admin object (job 
 -- queue's rate-limit clock) writes no row. jobs and the other tables chime
 -- writes as it works have no audit triggers: they are not admin objects,
 -- and jobs is the hottest table. Retention deletes rows older than
--- retention_days, as for finished jobs.
+-- retention_days, as for finished jobs. The triggers name each column: a
+-- later migration that adds a column to one of these tables must create
+-- its audit triggers again.
 `
 
 func mysqlAudit() string {
@@ -362,6 +364,19 @@ func sqliteAuditTrigger(t auditTable, op string) string {
 	if t.hasName {
 		name = "substr(" + r + ".name, 1, 191)"
 	}
+	event := strings.ToUpper(op)
+	if op == "update" {
+		// UPDATE OF: a statement that sets only ignored columns (a claim's
+		// rate_tat_us, a touch of updated_at) is compiled without this
+		// trigger, which SQLite compiles anew with every statement.
+		var watched []string
+		for _, c := range t.cols {
+			if !auditIgnored[c] {
+				watched = append(watched, `"`+c+`"`)
+			}
+		}
+		event = "UPDATE OF " + strings.Join(watched, ", ")
+	}
 	return fmt.Sprintf(`
 -- +goose StatementBegin
 CREATE TRIGGER chime_audit_%[1]s_%[2]s AFTER %[3]s ON %[1]s FOR EACH ROW%[4]s
@@ -374,5 +389,5 @@ BEGIN
     %[10]s);
 END;
 -- +goose StatementEnd
-`, t.name, op, strings.ToUpper(op), when, t.objectType, r, t.key, name, before, after)
+`, t.name, op, event, when, t.objectType, r, t.key, name, before, after)
 }

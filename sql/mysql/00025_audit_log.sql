@@ -18,7 +18,9 @@
 -- queue's rate-limit clock) writes no row. jobs and the other tables chime
 -- writes as it works have no audit triggers: they are not admin objects,
 -- and jobs is the hottest table. Retention deletes rows older than
--- retention_days, as for finished jobs.
+-- retention_days, as for finished jobs. The triggers name each column: a
+-- later migration that adds a column to one of these tables must create
+-- its audit triggers again.
 
 -- +goose Up
 CREATE TABLE audit_log (

@@ -18,7 +18,9 @@
 -- queue's rate-limit clock) writes no row. jobs and the other tables chime
 -- writes as it works have no audit triggers: they are not admin objects,
 -- and jobs is the hottest table. Retention deletes rows older than
--- retention_days, as for finished jobs.
+-- retention_days, as for finished jobs. The triggers name each column: a
+-- later migration that adds a column to one of these tables must create
+-- its audit triggers again.
 
 -- +goose Up
 CREATE TABLE audit_log (
@@ -72,7 +74,7 @@ END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE TRIGGER chime_audit_job_definitions_update AFTER UPDATE ON job_definitions FOR EACH ROW
+CREATE TRIGGER chime_audit_job_definitions_update AFTER UPDATE OF "id", "name", "task_type", "description", "default_params", "timeout_seconds", "max_attempts", "retry_backoff_seconds", "notify_on", "notify_emails", "created_at", "requests_recovery", "priority", "queue", "max_running" ON job_definitions FOR EACH ROW
 WHEN NOT (OLD."id" IS NEW."id" AND OLD."name" IS NEW."name" AND OLD."task_type" IS NEW."task_type" AND OLD."description" IS NEW."description" AND OLD."default_params" IS NEW."default_params" AND OLD."timeout_seconds" IS NEW."timeout_seconds" AND OLD."max_attempts" IS NEW."max_attempts" AND OLD."retry_backoff_seconds" IS NEW."retry_backoff_seconds" AND OLD."notify_on" IS NEW."notify_on" AND OLD."notify_emails" IS NEW."notify_emails" AND OLD."created_at" IS NEW."created_at" AND OLD."requests_recovery" IS NEW."requests_recovery" AND OLD."priority" IS NEW."priority" AND OLD."queue" IS NEW."queue" AND OLD."max_running" IS NEW."max_running")
 BEGIN
   INSERT INTO audit_log (actor, door, action, object_type, object_id, object_name, before_json, after_json)
@@ -177,7 +179,7 @@ END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE TRIGGER chime_audit_schedules_update AFTER UPDATE ON schedules FOR EACH ROW
+CREATE TRIGGER chime_audit_schedules_update AFTER UPDATE OF "id", "name", "job_definition_id", "schedule_type", "cron_expr", "interval_seconds", "run_at", "timezone", "start_at", "end_at", "max_runs", "misfire_policy", "catchup_window_seconds", "concurrency", "params", "status", "status_reason", "created_at", "cron_syntax", "dst_policy", "calendar_id", "priority", "queue" ON schedules FOR EACH ROW
 WHEN NOT (OLD."id" IS NEW."id" AND OLD."name" IS NEW."name" AND OLD."job_definition_id" IS NEW."job_definition_id" AND OLD."schedule_type" IS NEW."schedule_type" AND OLD."cron_expr" IS NEW."cron_expr" AND OLD."interval_seconds" IS NEW."interval_seconds" AND OLD."run_at" IS NEW."run_at" AND OLD."timezone" IS NEW."timezone" AND OLD."start_at" IS NEW."start_at" AND OLD."end_at" IS NEW."end_at" AND OLD."max_runs" IS NEW."max_runs" AND OLD."misfire_policy" IS NEW."misfire_policy" AND OLD."catchup_window_seconds" IS NEW."catchup_window_seconds" AND OLD."concurrency" IS NEW."concurrency" AND OLD."params" IS NEW."params" AND OLD."status" IS NEW."status" AND OLD."status_reason" IS NEW."status_reason" AND OLD."created_at" IS NEW."created_at" AND OLD."cron_syntax" IS NEW."cron_syntax" AND OLD."dst_policy" IS NEW."dst_policy" AND OLD."calendar_id" IS NEW."calendar_id" AND OLD."priority" IS NEW."priority" AND OLD."queue" IS NEW."queue")
 BEGIN
   INSERT INTO audit_log (actor, door, action, object_type, object_id, object_name, before_json, after_json)
@@ -290,7 +292,7 @@ END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE TRIGGER chime_audit_calendars_update AFTER UPDATE ON calendars FOR EACH ROW
+CREATE TRIGGER chime_audit_calendars_update AFTER UPDATE OF "id", "name", "kind", "definition", "timezone", "description", "created_at" ON calendars FOR EACH ROW
 WHEN NOT (OLD."id" IS NEW."id" AND OLD."name" IS NEW."name" AND OLD."kind" IS NEW."kind" AND OLD."definition" IS NEW."definition" AND OLD."timezone" IS NEW."timezone" AND OLD."description" IS NEW."description" AND OLD."created_at" IS NEW."created_at")
 BEGIN
   INSERT INTO audit_log (actor, door, action, object_type, object_id, object_name, before_json, after_json)
@@ -354,7 +356,7 @@ END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE TRIGGER chime_audit_queues_update AFTER UPDATE ON queues FOR EACH ROW
+CREATE TRIGGER chime_audit_queues_update AFTER UPDATE OF "name", "description", "max_running", "rate_limit", "rate_period_ms", "paused" ON queues FOR EACH ROW
 WHEN NOT (OLD."name" IS NEW."name" AND OLD."description" IS NEW."description" AND OLD."max_running" IS NEW."max_running" AND OLD."rate_limit" IS NEW."rate_limit" AND OLD."rate_period_ms" IS NEW."rate_period_ms" AND OLD."paused" IS NEW."paused")
 BEGIN
   INSERT INTO audit_log (actor, door, action, object_type, object_id, object_name, before_json, after_json)
@@ -414,7 +416,7 @@ END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE TRIGGER chime_audit_workflows_update AFTER UPDATE ON workflows FOR EACH ROW
+CREATE TRIGGER chime_audit_workflows_update AFTER UPDATE OF "id", "name", "description", "failure_policy", "created_at" ON workflows FOR EACH ROW
 WHEN NOT (OLD."id" IS NEW."id" AND OLD."name" IS NEW."name" AND OLD."description" IS NEW."description" AND OLD."failure_policy" IS NEW."failure_policy" AND OLD."created_at" IS NEW."created_at")
 BEGIN
   INSERT INTO audit_log (actor, door, action, object_type, object_id, object_name, before_json, after_json)
@@ -474,7 +476,7 @@ END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE TRIGGER chime_audit_workflow_steps_update AFTER UPDATE ON workflow_steps FOR EACH ROW
+CREATE TRIGGER chime_audit_workflow_steps_update AFTER UPDATE OF "id", "workflow_id", "name", "job_definition_id", "params", "timeout_seconds", "max_attempts", "wait_for", "created_at" ON workflow_steps FOR EACH ROW
 WHEN NOT (OLD."id" IS NEW."id" AND OLD."workflow_id" IS NEW."workflow_id" AND OLD."name" IS NEW."name" AND OLD."job_definition_id" IS NEW."job_definition_id" AND OLD."params" IS NEW."params" AND OLD."timeout_seconds" IS NEW."timeout_seconds" AND OLD."max_attempts" IS NEW."max_attempts" AND OLD."wait_for" IS NEW."wait_for" AND OLD."created_at" IS NEW."created_at")
 BEGIN
   INSERT INTO audit_log (actor, door, action, object_type, object_id, object_name, before_json, after_json)
@@ -539,7 +541,7 @@ END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE TRIGGER chime_audit_workflow_edges_update AFTER UPDATE ON workflow_edges FOR EACH ROW
+CREATE TRIGGER chime_audit_workflow_edges_update AFTER UPDATE OF "id", "workflow_id", "from_step_id", "to_step_id", "condition" ON workflow_edges FOR EACH ROW
 WHEN NOT (OLD."id" IS NEW."id" AND OLD."workflow_id" IS NEW."workflow_id" AND OLD."from_step_id" IS NEW."from_step_id" AND OLD."to_step_id" IS NEW."to_step_id" AND OLD."condition" IS NEW."condition")
 BEGIN
   INSERT INTO audit_log (actor, door, action, object_type, object_id, object_name, before_json, after_json)
@@ -598,7 +600,7 @@ END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE TRIGGER chime_audit_alert_channels_update AFTER UPDATE ON alert_channels FOR EACH ROW
+CREATE TRIGGER chime_audit_alert_channels_update AFTER UPDATE OF "id", "name", "kind", "url", "recipients", "signing_key", "headers", "timeout_seconds", "enabled", "created_at" ON alert_channels FOR EACH ROW
 WHEN NOT (OLD."id" IS NEW."id" AND OLD."name" IS NEW."name" AND OLD."kind" IS NEW."kind" AND OLD."url" IS NEW."url" AND OLD."recipients" IS NEW."recipients" AND OLD."signing_key" IS NEW."signing_key" AND OLD."headers" IS NEW."headers" AND OLD."timeout_seconds" IS NEW."timeout_seconds" AND OLD."enabled" IS NEW."enabled" AND OLD."created_at" IS NEW."created_at")
 BEGIN
   INSERT INTO audit_log (actor, door, action, object_type, object_id, object_name, before_json, after_json)
@@ -676,7 +678,7 @@ END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE TRIGGER chime_audit_alert_rules_update AFTER UPDATE ON alert_rules FOR EACH ROW
+CREATE TRIGGER chime_audit_alert_rules_update AFTER UPDATE OF "id", "name", "event", "scope", "definition_id", "schedule_id", "channel_id", "throttle_seconds", "params", "enabled", "created_at" ON alert_rules FOR EACH ROW
 WHEN NOT (OLD."id" IS NEW."id" AND OLD."name" IS NEW."name" AND OLD."event" IS NEW."event" AND OLD."scope" IS NEW."scope" AND OLD."definition_id" IS NEW."definition_id" AND OLD."schedule_id" IS NEW."schedule_id" AND OLD."channel_id" IS NEW."channel_id" AND OLD."throttle_seconds" IS NEW."throttle_seconds" AND OLD."params" IS NEW."params" AND OLD."enabled" IS NEW."enabled" AND OLD."created_at" IS NEW."created_at")
 BEGIN
   INSERT INTO audit_log (actor, door, action, object_type, object_id, object_name, before_json, after_json)
@@ -753,7 +755,7 @@ END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE TRIGGER chime_audit_api_tokens_update AFTER UPDATE ON api_tokens FOR EACH ROW
+CREATE TRIGGER chime_audit_api_tokens_update AFTER UPDATE OF "id", "name", "token_sha256", "role", "scope", "expires_at", "revoked_at", "created_at" ON api_tokens FOR EACH ROW
 WHEN NOT (OLD."id" IS NEW."id" AND OLD."name" IS NEW."name" AND OLD."token_sha256" IS NEW."token_sha256" AND OLD."role" IS NEW."role" AND OLD."scope" IS NEW."scope" AND OLD."expires_at" IS NEW."expires_at" AND OLD."revoked_at" IS NEW."revoked_at" AND OLD."created_at" IS NEW."created_at")
 BEGIN
   INSERT INTO audit_log (actor, door, action, object_type, object_id, object_name, before_json, after_json)
@@ -814,7 +816,7 @@ END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE TRIGGER chime_audit_configurations_update AFTER UPDATE ON configurations FOR EACH ROW
+CREATE TRIGGER chime_audit_configurations_update AFTER UPDATE OF "name", "value", "description" ON configurations FOR EACH ROW
 WHEN NOT (OLD."name" IS NEW."name" AND OLD."value" IS NEW."value" AND OLD."description" IS NEW."description")
 BEGIN
   INSERT INTO audit_log (actor, door, action, object_type, object_id, object_name, before_json, after_json)
