@@ -234,3 +234,46 @@ func quoteIdent(st *store.Store, s string) string {
 	}
 	return `"` + s + `"`
 }
+
+// auditedTables are the tables with audit triggers (migration 00025).
+var auditedTables = []string{"job_definitions", "schedules", "calendars", "queues", "workflows", "workflow_steps",
+	"workflow_edges", "alert_channels", "alert_rules", "api_tokens", "configurations"}
+
+// TestAuditTriggersCoverEveryColumn: the MySQL and SQLite triggers, and
+// PostgreSQL's UPDATE OF lists, name the columns of their table; a
+// migration that adds a column to an audited table without creating its
+// audit triggers again fails here.
+func TestAuditTriggersCoverEveryColumn(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		db := st.DB()
+		for _, table := range auditedTables {
+			var cols []string
+			var bodies []string
+			switch st.Dialect() {
+			case store.SQLite:
+				require.NoError(t, db.Raw("SELECT name FROM pragma_table_info(?)", table).Scan(&cols).Error)
+				require.NoError(t, db.Raw("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", "chime_audit_"+table+"_update").Scan(&bodies).Error)
+			case store.MySQL:
+				require.NoError(t, db.Raw("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", table).Scan(&cols).Error)
+				require.NoError(t, db.Raw("SELECT ACTION_STATEMENT FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = ?",
+					"chime_audit_"+table+"_update").Scan(&bodies).Error)
+			default:
+				if table != "schedules" && table != "queues" {
+					continue // to_jsonb(row) takes every column
+				}
+				require.NoError(t, db.Raw("SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?", table).Scan(&cols).Error)
+				require.NoError(t, db.Raw("SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid WHERE c.relname = ? AND t.tgname = 'chime_audit'",
+					table).Scan(&bodies).Error)
+			}
+			require.NotEmpty(t, cols, table)
+			require.Len(t, bodies, 1, table)
+			for _, c := range cols {
+				if c == "updated_at" || c == "rate_tat_us" {
+					continue
+				}
+				require.Regexp(t, `\b`+c+`\b`, bodies[0], "the audit trigger of %s does not name %s", table, c)
+			}
+		}
+	})
+}
