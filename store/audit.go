@@ -126,3 +126,5 @@ func (s *Store) DeleteOldAudit(ctx context.Context, olderThan time.Duration, bat
 	}
 	return int(res.RowsAffected), nil
 }
+
+var _ chimedb.AuditStore = (*Store)(nil)
