@@ -133,7 +133,9 @@ var routeRules = map[string]rule{
 	"GET " + Prefix + "/tokens":                  {role: models.RoleAdmin, unscoped: true},
 	"POST " + Prefix + "/tokens":                 {role: models.RoleAdmin, unscoped: true},
 	"POST " + Prefix + "/tokens/{name}/revoke":   {role: models.RoleAdmin, unscoped: true},
-	"GET " + Prefix + "/version":                 {role: models.RoleViewer},
+	// The audit log names every object and principal: admins only.
+	"GET " + Prefix + "/audit":   {role: models.RoleAdmin, unscoped: true},
+	"GET " + Prefix + "/version": {role: models.RoleViewer},
 
 	// Workflows span many definitions, so no scope covers them. Their
 	// steps may override a definition's params (a shell step's command),

@@ -120,6 +120,7 @@ func teamName(tg target, n int) string {
 // TestEveryRouteByRole.
 var routeSamples = map[string]sample{
 	"GET /api/v1/openapi.json": constant("/api/v1/openapi.json", ""),
+	"GET /api/v1/audit":        constant("/api/v1/audit?object_type=definition", ""),
 	"GET /api/v1/definitions":  constant("/api/v1/definitions", ""),
 	"POST /api/v1/definitions": func(f *fixture, tg target) (string, string, bool) {
 		if tg == shellTarget {

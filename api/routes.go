@@ -4,6 +4,9 @@ import (
 	"net/http"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/chimesched/chime/chimedb"
+	"github.com/chimesched/chime/models"
 )
 
 // route is one entry of the API. The table below is both what the mux
@@ -97,6 +100,8 @@ var routeTable = []route{
 	{method: "GET", path: Prefix + "/tokens", handler: (*Server).listTokens},
 	{method: "POST", path: Prefix + "/tokens", handler: (*Server).createToken},
 	{method: "POST", path: Prefix + "/tokens/{name}/revoke", handler: (*Server).revokeToken},
+
+	{method: "GET", path: Prefix + "/audit", handler: (*Server).listAudit},
 }
 
 func (s *Server) routes() http.Handler {
@@ -122,6 +127,7 @@ func (s *Server) routes() http.Handler {
 			}
 			rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 			if e == nil {
+				r = withActor(r)
 				e = h(s, rec, r)
 			}
 			if e != nil {
@@ -143,6 +149,30 @@ func (s *Server) routes() http.Handler {
 		mux.Handle("/", s.cfg.Console(mux))
 	}
 	return s.logRequests(s.guard(mux))
+}
+
+// ClientHeader names the client of a request: the CLI sends
+// "X-Chime-Client: cli", and the audit log records its changes with door
+// cli. Any client can send it, so it is informational, never trusted for
+// access.
+const ClientHeader = "X-Chime-Client"
+
+// withActor hands the store who makes a change and through which door,
+// for the audit log: the request's principal; the door is the console
+// for its sessions, cli when the client says so, api otherwise.
+func withActor(r *http.Request) *http.Request {
+	p := PrincipalOf(r.Context())
+	if p == nil || r.Method == http.MethodGet {
+		return r
+	}
+	door := models.AuditDoorAPI
+	switch {
+	case p.Via == models.AuditDoorConsole:
+		door = models.AuditDoorConsole
+	case r.Header.Get(ClientHeader) == models.AuditDoorCLI:
+		door = models.AuditDoorCLI
+	}
+	return r.WithContext(chimedb.WithActor(r.Context(), chimedb.Actor{Name: p.Name, Door: door}))
 }
 
 // logChange logs, at info, a request that changed something: who, through

@@ -227,6 +227,9 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	// The audit log's door (api.ClientHeader): claimed by the client, so
+	// informational only.
+	req.Header.Set("X-Chime-Client", "cli")
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("cannot reach the chime API at %s (is `chime serve` running? set --api-url, %s or %s): %w", c.base, EnvAPIURL, EnvAPIAddr, err)

@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chimesched/chime/app"
+	"github.com/chimesched/chime/chimedb"
+	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/quartzimport"
 	"github.com/chimesched/chime/tasks"
 	"github.com/chimesched/chime/tasks/builtin"
@@ -132,6 +134,9 @@ docs/quartz.md ("Moving from Quartz") has the whole mapping.
 					return err
 				}
 			}
+			// Written straight to the database, not through the API: the
+			// audit log says so rather than show the database user.
+			ctx = chimedb.WithActor(ctx, chimedb.Actor{Name: "chime import quartz", Door: models.AuditDoorCLI})
 			rep, err := quartzimport.Import(ctx, src, st.Admin(), quartzimport.Options{TablePrefix: prefix, Scheduler: scheduler,
 				ClassMap: classes, DefaultTask: defaultTask, DryRun: dryRun, Registry: reg})
 			if rep != nil {

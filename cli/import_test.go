@@ -75,6 +75,20 @@ func TestImportQuartz(t *testing.T) {
 	out, _, code = runChime(t, base...)
 	require.Equal(t, 1, code)
 	require.Contains(t, out, "created 35, unchanged 0, conflict 0, not mapped 7")
+	// The import writes to the database itself; the audit log names it.
+	db, err := sql.Open("sqlite", filepath.Join(dir, "chime.db"))
+	require.NoError(t, err)
+	var doors []string
+	rows, err := db.Query(`SELECT DISTINCT actor || ' ' || door FROM audit_log`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		doors = append(doors, s)
+	}
+	require.NoError(t, rows.Err())
+	require.NoError(t, db.Close())
+	require.Equal(t, []string{"chime import quartz cli"}, doors)
 	out, _, code = runChime(t, base...)
 	require.Equal(t, 1, code)
 	require.Contains(t, out, "unchanged 35, conflict 0, not mapped 7")

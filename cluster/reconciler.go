@@ -163,6 +163,9 @@ func (n *Node) retain(ctx context.Context, leading func() bool) (int, error) {
 	if total > 0 {
 		n.log.WithFields(logrus.Fields{"jobs": total, "retention_days": days}).Info("deleted finished jobs past retention, with their logs")
 	}
+	if err := n.retainAudit(ctx, leading, age, days); err != nil {
+		return total, err
+	}
 	gone, err := n.st.DeleteGoneNodes(ctx, age)
 	if err != nil {
 		return total, err
@@ -171,4 +174,36 @@ func (n *Node) retain(ctx context.Context, leading func() bool) (int, error) {
 		n.log.WithFields(logrus.Fields{"nodes": gone, "retention_days": days}).Info("deleted the rows of nodes gone for longer than retention")
 	}
 	return total, nil
+}
+
+// retainAudit deletes audit rows older than the job history's retention,
+// in batches, while this node leads: one setting says how far back chime
+// remembers what happened and who changed what.
+func (n *Node) retainAudit(ctx context.Context, leading func() bool, age time.Duration, days int) error {
+	as, ok := n.st.(chimedb.AuditStore)
+	if !ok {
+		return nil
+	}
+	total := 0
+	for leading() {
+		got, err := as.DeleteOldAudit(ctx, age, n.cfg.RetentionBatch)
+		total += got
+		if err != nil {
+			return err
+		}
+		if got < n.cfg.RetentionBatch {
+			break
+		}
+		t := n.cfg.Clock.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.Chan():
+		}
+	}
+	if total > 0 {
+		n.log.WithFields(logrus.Fields{"audit_rows": total, "retention_days": days}).Info("deleted audit log rows past retention")
+	}
+	return nil
 }

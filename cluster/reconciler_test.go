@@ -78,6 +78,29 @@ func TestRetention(t *testing.T) {
 	})
 }
 
+// Retention deletes audit rows as old as the finished jobs it deletes,
+// and keeps the younger ones.
+func TestRetentionAudit(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		a := newTestNode(t, st, "a", clockwork.NewRealClock())
+		// Each insert writes an audit row.
+		testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "d1"})
+		testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "d2"})
+		var ids []int64
+		require.NoError(t, st.DB().Raw("SELECT id FROM audit_log ORDER BY id").Scan(&ids).Error)
+		require.GreaterOrEqual(t, len(ids), 2)
+		require.NoError(t, st.DB().Exec("UPDATE audit_log SET at = ? WHERE id <> ?",
+			store.DBTime(time.Now().Add(-31*24*time.Hour)), ids[len(ids)-1]).Error)
+		_, err := a.retain(ctx, func() bool { return true })
+		require.NoError(t, err)
+		var left []int64
+		require.NoError(t, st.DB().Raw("SELECT id FROM audit_log").Scan(&left).Error)
+		require.Equal(t, ids[len(ids)-1:], left)
+	})
+}
+
 // retention_days beyond a century is refused: days × 24h overflows
 // time.Duration past about 106751 days, and the overflowed age used to
 // delete every finished job. Changing it live is checked the same way.

@@ -163,6 +163,7 @@ func (c *Console) Handler(api http.Handler) http.Handler {
 	mux.Handle("POST /alerts/channels/{id}/test", c.authed(c.testChannel))
 	mux.Handle("POST /alerts/channels", c.authed(c.createChannel))
 	mux.Handle("POST /alerts/rules", c.authed(c.createRule))
+	mux.Handle("GET /audit", c.authed(c.audit))
 
 	mux.Handle("GET /workflows", c.authed(c.workflows))
 	mux.Handle("GET /workflows/{id}", c.authed(c.workflow))

@@ -178,10 +178,12 @@ func (a *Admin) GetConfiguration(ctx context.Context, name string) (*models.Conf
 // SetConfiguration inserts or replaces the row named c.Name.
 func (a *Admin) SetConfiguration(ctx context.Context, c *models.Configuration) error {
 	c.UpdatedAt = DBTime(time.Now())
-	err := a.s.db.WithContext(ctx).Clauses(clause.OnConflict{
-		Columns:   []clause.Column{{Name: "name"}},
-		DoUpdates: clause.AssignmentColumns([]string{"value", "description", "updated_at"}),
-	}).Create(c).Error
+	err := a.s.audited(ctx, func(tx *gorm.DB) error {
+		return tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "name"}},
+			DoUpdates: clause.AssignmentColumns([]string{"value", "description", "updated_at"}),
+		}).Create(c).Error
+	})
 	if err != nil {
 		return fmt.Errorf("set configuration %q: %w", c.Name, err)
 	}
@@ -223,7 +225,11 @@ func (a *Admin) GetDefinition(ctx context.Context, id int64) (*models.JobDefinit
 func (a *Admin) CreateDefinition(ctx context.Context, d *models.JobDefinition) error {
 	now := DBTime(time.Now())
 	d.ID, d.CreatedAt, d.UpdatedAt = 0, now, now
-	if err := a.s.db.WithContext(ctx).Create(d).Error; err != nil {
+	err := a.s.audited(ctx, func(tx *gorm.DB) error {
+		d.ID = 0
+		return tx.Create(d).Error
+	})
+	if err != nil {
 		return fmt.Errorf("create job definition %q: %w", d.Name, conflict(err))
 	}
 	return nil
@@ -236,10 +242,13 @@ var definitionColumns = []string{"name", "task_type", "description", "default_pa
 // duplicate name wraps chimedb.ErrConflict.
 func (a *Admin) UpdateDefinition(ctx context.Context, d *models.JobDefinition) error {
 	d.UpdatedAt = DBTime(time.Now())
-	r := a.s.db.WithContext(ctx).Model(&models.JobDefinition{}).Where("id = ?", d.ID).
-		Select(definitionColumns).Updates(d)
-	if r.Error != nil {
-		return fmt.Errorf("update job definition %d: %w", d.ID, conflict(r.Error))
+	var r *gorm.DB
+	err := a.s.audited(ctx, func(tx *gorm.DB) error {
+		r = tx.Model(&models.JobDefinition{}).Where("id = ?", d.ID).Select(definitionColumns).Updates(d)
+		return r.Error
+	})
+	if err != nil {
+		return fmt.Errorf("update job definition %d: %w", d.ID, conflict(err))
 	}
 	if r.RowsAffected == 0 {
 		return fmt.Errorf("job definition %d: %w", d.ID, chimedb.ErrNotFound)

@@ -126,10 +126,14 @@ func (a *Admin) UpdateSchedule(ctx context.Context, s *models.Schedule) error {
 // leaves the row alone and returns it with changed = false, so the caller
 // can say why nothing happened.
 func (a *Admin) SetScheduleStatus(ctx context.Context, id int64, to models.ScheduleStatus, from ...models.ScheduleStatus) (s *models.Schedule, changed bool, err error) {
-	r := a.s.db.WithContext(ctx).Model(&models.Schedule{}).Where("id = ? AND status IN ?", id, from).
-		Updates(map[string]any{"status": to, "status_reason": "", "updated_at": DBTime(time.Now())})
-	if r.Error != nil {
-		return nil, false, fmt.Errorf("set status of schedule %d: %w", id, r.Error)
+	var r *gorm.DB
+	err = a.s.audited(ctx, func(tx *gorm.DB) error {
+		r = tx.Model(&models.Schedule{}).Where("id = ? AND status IN ?", id, from).
+			Updates(map[string]any{"status": to, "status_reason": "", "updated_at": DBTime(time.Now())})
+		return r.Error
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("set status of schedule %d: %w", id, err)
 	}
 	s, err = a.GetSchedule(ctx, id)
 	if err != nil {

@@ -66,7 +66,16 @@ func (s *Store) ListAlertChannels(ctx context.Context) ([]models.AlertChannel, e
 
 // SaveAlertChannel implements chimedb.AlertStore.
 func (s *Store) SaveAlertChannel(ctx context.Context, c *models.AlertChannel) error {
-	db := s.db.WithContext(ctx)
+	isNew := c.ID == 0
+	return s.audited(ctx, func(db *gorm.DB) error {
+		if isNew {
+			c.ID = 0 // a retried transaction inserts again
+		}
+		return saveAlertChannel(db, c)
+	})
+}
+
+func saveAlertChannel(db *gorm.DB, c *models.AlertChannel) error {
 	if c.ID == 0 {
 		c.CreatedAt = time.Time{}
 		if err := db.Omit("created_at", "updated_at").Create(c).Error; err != nil {
@@ -194,7 +203,16 @@ func (s *Store) ListAlertRules(ctx context.Context) ([]models.AlertRule, error) 
 
 // SaveAlertRule implements chimedb.AlertStore.
 func (s *Store) SaveAlertRule(ctx context.Context, r *models.AlertRule) error {
-	db := s.db.WithContext(ctx)
+	isNew := r.ID == 0
+	return s.audited(ctx, func(db *gorm.DB) error {
+		if isNew {
+			r.ID = 0 // a retried transaction inserts again
+		}
+		return saveAlertRule(db, r)
+	})
+}
+
+func saveAlertRule(db *gorm.DB, r *models.AlertRule) error {
 	if r.ID == 0 {
 		if err := db.Omit("created_at", "updated_at").Create(r).Error; err != nil {
 			return fmt.Errorf("create alert rule %q: %w", r.Name, conflict(err))
@@ -220,9 +238,13 @@ func (s *Store) SaveAlertRule(ctx context.Context, r *models.AlertRule) error {
 // DeleteAlertRule implements chimedb.AlertStore. The rule's alerts stay,
 // as history.
 func (s *Store) DeleteAlertRule(ctx context.Context, id int64) error {
-	res := s.db.WithContext(ctx).Exec("DELETE FROM alert_rules WHERE id = ?", id)
-	if res.Error != nil {
-		return fmt.Errorf("delete alert rule %d: %w", id, res.Error)
+	var res *gorm.DB
+	err := s.audited(ctx, func(tx *gorm.DB) error {
+		res = tx.Exec("DELETE FROM alert_rules WHERE id = ?", id)
+		return res.Error
+	})
+	if err != nil {
+		return fmt.Errorf("delete alert rule %d: %w", id, err)
 	}
 	if res.RowsAffected == 0 {
 		return fmt.Errorf("alert rule %d: %w", id, chimedb.ErrNotFound)

@@ -71,7 +71,11 @@ func calendarsByID(db *gorm.DB, ids []int64) (map[int64]*models.Calendar, error)
 func (a *Admin) CreateCalendar(ctx context.Context, c *models.Calendar) error {
 	now := DBTime(time.Now())
 	c.ID, c.CreatedAt, c.UpdatedAt = 0, now, now
-	if err := a.s.db.WithContext(ctx).Create(c).Error; err != nil {
+	err := a.s.audited(ctx, func(tx *gorm.DB) error {
+		c.ID = 0
+		return tx.Create(c).Error
+	})
+	if err != nil {
 		return fmt.Errorf("create calendar %q: %w", c.Name, conflict(err))
 	}
 	return nil
@@ -84,9 +88,13 @@ var calendarColumns = []string{"name", "kind", "definition", "timezone", "descri
 // schedules of calendars changed since its watermark).
 func (a *Admin) UpdateCalendar(ctx context.Context, c *models.Calendar) error {
 	c.UpdatedAt = DBTime(time.Now())
-	r := a.s.db.WithContext(ctx).Model(&models.Calendar{}).Where("id = ?", c.ID).Select(calendarColumns).Updates(c)
-	if r.Error != nil {
-		return fmt.Errorf("update calendar %d: %w", c.ID, conflict(r.Error))
+	var r *gorm.DB
+	err := a.s.audited(ctx, func(tx *gorm.DB) error {
+		r = tx.Model(&models.Calendar{}).Where("id = ?", c.ID).Select(calendarColumns).Updates(c)
+		return r.Error
+	})
+	if err != nil {
+		return fmt.Errorf("update calendar %d: %w", c.ID, conflict(err))
 	}
 	if r.RowsAffected == 0 {
 		return fmt.Errorf("calendar %d: %w", c.ID, chimedb.ErrNotFound)

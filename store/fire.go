@@ -95,7 +95,7 @@ func (s *Store) WriteFires(ctx context.Context, p *chimedb.WriteFiresParams) (*c
 		if err := s.advanceTriggers(tx, trigs, p.Now); err != nil {
 			return fmt.Errorf("advance time triggers: %w", err)
 		}
-		if err := completeSchedules(tx, p, ok); err != nil {
+		if err := s.completeSchedules(tx, p, ok); err != nil {
 			return err
 		}
 		if p.BeforeCommit != nil {
@@ -131,13 +131,19 @@ func classifyFires(p *chimedb.WriteFiresParams, seen map[int64]fireRow, res *chi
 }
 
 // completeSchedules marks the batch's schedules with no fires left
-// completed, those of ok only.
-func completeSchedules(tx *gorm.DB, p *chimedb.WriteFiresParams, ok map[int64]bool) error {
+// completed, those of ok only, as chime's own change in the audit log.
+func (s *Store) completeSchedules(tx *gorm.DB, p *chimedb.WriteFiresParams, ok map[int64]bool) error {
 	var done []int64
 	for _, id := range p.Complete {
 		if ok[id] {
 			done = append(done, id)
 		}
+	}
+	if len(done) == 0 {
+		return nil
+	}
+	if err := s.markAudit(tx, chimedb.EngineActor); err != nil {
+		return err
 	}
 	for chunk := range slices.Chunk(done, scheduleInChunk) {
 		q := "UPDATE schedules SET status = ?, status_reason = ?, updated_at = ? WHERE status = ? AND id IN (" + idList(chunk) + ")"
@@ -145,7 +151,7 @@ func completeSchedules(tx *gorm.DB, p *chimedb.WriteFiresParams, ok map[int64]bo
 			return fmt.Errorf("complete schedules: %w", err)
 		}
 	}
-	return nil
+	return s.unmarkAudit(tx)
 }
 
 // fireRow is what lockFireRows read of one active schedule.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
@@ -260,9 +262,12 @@ const maxInvalidReasonBytes = 1000
 // every sync.
 func (s *Store) MarkInvalid(ctx context.Context, p *chimedb.MarkInvalidParams) error {
 	reason := s.storable(p.Reason, maxInvalidReasonBytes)
-	err := s.DB().WithContext(ctx).Model(&models.Schedule{}).
-		Where("id = ? AND status = ?", p.ScheduleID, models.ScheduleActive).
-		Updates(map[string]any{"status": models.ScheduleInvalid, "status_reason": reason, "updated_at": DBTime(p.Now)}).Error
+	// chime's own change, so marked as the engine's in the audit log.
+	err := s.InTx(chimedb.WithActor(ctx, chimedb.EngineActor), func(tx *gorm.DB) error {
+		return tx.Model(&models.Schedule{}).
+			Where("id = ? AND status = ?", p.ScheduleID, models.ScheduleActive).
+			Updates(map[string]any{"status": models.ScheduleInvalid, "status_reason": reason, "updated_at": DBTime(p.Now)}).Error
+	})
 	if err != nil {
 		return fmt.Errorf("mark schedule %d invalid: %w", p.ScheduleID, err)
 	}

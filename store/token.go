@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
@@ -17,7 +19,11 @@ func (a *Admin) CreateToken(ctx context.Context, t *models.APIToken) error {
 		e := DBTime(*t.ExpiresAt)
 		t.ExpiresAt = &e
 	}
-	if err := a.s.db.WithContext(ctx).Create(t).Error; err != nil {
+	err := a.s.audited(ctx, func(tx *gorm.DB) error {
+		t.ID = 0
+		return tx.Create(t).Error
+	})
+	if err != nil {
 		return fmt.Errorf("create API token %q: %w", t.Name, conflict(err))
 	}
 	return nil
@@ -46,8 +52,10 @@ func (a *Admin) TokenByHash(ctx context.Context, hash string) (*models.APIToken,
 // revoked before, and returns the row.
 func (a *Admin) RevokeToken(ctx context.Context, name string, at time.Time) (*models.APIToken, error) {
 	db := a.s.db.WithContext(ctx)
-	if err := db.Model(&models.APIToken{}).Where("name = ? AND revoked_at IS NULL", name).
-		Update("revoked_at", DBTime(at)).Error; err != nil {
+	if err := a.s.audited(ctx, func(tx *gorm.DB) error {
+		return tx.Model(&models.APIToken{}).Where("name = ? AND revoked_at IS NULL", name).
+			Update("revoked_at", DBTime(at)).Error
+	}); err != nil {
 		return nil, fmt.Errorf("revoke API token %q: %w", name, err)
 	}
 	var t models.APIToken

@@ -11,18 +11,49 @@ import (
 	mysqldrv "github.com/go-sql-driver/mysql"
 	"github.com/sirupsen/logrus"
 	"gorm.io/gorm"
+
+	"github.com/chimesched/chime/chimedb"
 )
 
 // InTx runs fn in a transaction and retries it when the database reports a
 // deadlock (MySQL 1213, PostgreSQL 40P01), a lock wait timeout (1205), a
 // serialization failure (PostgreSQL 40001), or SQLite being busy:
 // those abort the whole transaction, and running it again is the documented
-// remedy. fn must therefore be safe to run more than once.
+// remedy. fn must therefore be safe to run more than once. When ctx
+// carries a chimedb.Actor, the transaction is marked with it for the
+// audit log (see markAudit).
 func (s *Store) InTx(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	db := s.db.WithContext(ctx)
+	a, marked := chimedb.ActorOf(ctx)
+	if marked {
+		inner := fn
+		fn = func(tx *gorm.DB) error {
+			if err := s.markAudit(tx, a); err != nil {
+				return err
+			}
+			if err := inner(tx); err != nil {
+				return err
+			}
+			return s.unmarkAudit(tx)
+		}
+	}
+	if marked && s.dialect == MySQL {
+		// MySQL's mark is a session variable, which a failed transaction
+		// would leave on its pooled connection: pin one connection and
+		// clear the mark on it however the transaction ended.
+		return db.Connection(func(c *gorm.DB) error {
+			defer c.WithContext(context.WithoutCancel(ctx)).Exec("SET @chime_actor = NULL, @chime_door = NULL")
+			return s.retryTx(ctx, c, fn)
+		})
+	}
+	return s.retryTx(ctx, db, fn)
+}
+
+func (s *Store) retryTx(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) error) error {
 	const attempts = 8
 	var err error
 	for i := 0; i < attempts; i++ {
-		err = s.db.WithContext(ctx).Transaction(fn)
+		err = db.Transaction(fn)
 		if err == nil || !Retryable(err) {
 			return err
 		}
