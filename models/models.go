@@ -292,7 +292,7 @@ func (Lease) TableName() string { return "leases" }
 func All() []any {
 	return []any{&JobDefinition{}, &Schedule{}, &TimeTrigger{}, &Job{}, &JobLog{}, &Configuration{}, &Node{}, &Lease{}, &Notification{}, &Calendar{},
 		&AlertChannel{}, &AlertRule{}, &Alert{},
-		&Workflow{}, &WorkflowStep{}, &WorkflowEdge{}, &WorkflowRun{}, &WorkflowRunStep{}, &APIToken{}, &Queue{}}
+		&Workflow{}, &WorkflowStep{}, &WorkflowEdge{}, &WorkflowRun{}, &WorkflowRunStep{}, &APIToken{}, &Queue{}, &Secret{}}
 }
 
 // Notification is one completion email in the outbox: written in the same
