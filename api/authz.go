@@ -133,7 +133,13 @@ var routeRules = map[string]rule{
 	"GET " + Prefix + "/tokens":                  {role: models.RoleAdmin, unscoped: true},
 	"POST " + Prefix + "/tokens":                 {role: models.RoleAdmin, unscoped: true},
 	"POST " + Prefix + "/tokens/{name}/revoke":   {role: models.RoleAdmin, unscoped: true},
-	"GET " + Prefix + "/version":                 {role: models.RoleViewer},
+	// A secret's name is shown to admins only: a name says what a
+	// credential is for.
+	"GET " + Prefix + "/secrets":           {role: models.RoleAdmin, unscoped: true},
+	"POST " + Prefix + "/secrets":          {role: models.RoleAdmin, unscoped: true},
+	"DELETE " + Prefix + "/secrets/{name}": {role: models.RoleAdmin, unscoped: true},
+	"POST " + Prefix + "/secrets/rotate":   {role: models.RoleAdmin, unscoped: true},
+	"GET " + Prefix + "/version":           {role: models.RoleViewer},
 
 	// Workflows span many definitions, so no scope covers them. Their
 	// steps may override a definition's params (a shell step's command),

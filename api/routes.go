@@ -97,6 +97,11 @@ var routeTable = []route{
 	{method: "GET", path: Prefix + "/tokens", handler: (*Server).listTokens},
 	{method: "POST", path: Prefix + "/tokens", handler: (*Server).createToken},
 	{method: "POST", path: Prefix + "/tokens/{name}/revoke", handler: (*Server).revokeToken},
+
+	{method: "GET", path: Prefix + "/secrets", handler: (*Server).listSecrets},
+	{method: "POST", path: Prefix + "/secrets", handler: (*Server).setSecret},
+	{method: "DELETE", path: Prefix + "/secrets/{name}", handler: (*Server).deleteSecret},
+	{method: "POST", path: Prefix + "/secrets/rotate", handler: (*Server).rotateSecrets},
 }
 
 func (s *Server) routes() http.Handler {

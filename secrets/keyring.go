@@ -42,6 +42,22 @@ var ErrNoKey = errors.New("secrets: no encryption key is configured on this node
 // does not have (rotated away, or not configured here).
 var ErrUnknownKey = errors.New("secrets: the row was encrypted with a key this node does not have")
 
+// ErrUndecryptable is the error of a row that does not open with its key:
+// changed by hand, or copied from another secret's row.
+var ErrUndecryptable = errors.New("secrets: the row does not decrypt")
+
+// IsPermanent says whether err is one no retry mends: a missing secret,
+// no key, a key this node lacks, a row that does not decrypt, or a
+// malformed reference.
+func IsPermanent(err error) bool {
+	for _, e := range []error{ErrMissing, ErrNoKey, ErrUnknownKey, ErrUndecryptable, errBadRef} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
 // Key is one AES-256 key and its id. The id is stored beside each
 // ciphertext (secrets.key_id) and names the key that opens it.
 type Key struct {
@@ -231,18 +247,18 @@ func (kr *Keyring) Open(name string, s Sealed) ([]byte, error) {
 	ct, err1 := base64.StdEncoding.DecodeString(s.Ciphertext)
 	nonce, err2 := base64.StdEncoding.DecodeString(s.Nonce)
 	if err1 != nil || err2 != nil {
-		return nil, errors.New("secrets: the row's ciphertext or nonce is not base64")
+		return nil, fmt.Errorf("%w: its ciphertext or nonce is not base64", ErrUndecryptable)
 	}
 	aead, err := newAEAD(k.key)
 	if err != nil {
 		return nil, err
 	}
 	if len(nonce) != aead.NonceSize() {
-		return nil, fmt.Errorf("secrets: the row's nonce has %d bytes, not %d", len(nonce), aead.NonceSize())
+		return nil, fmt.Errorf("%w: its nonce has %d bytes, not %d", ErrUndecryptable, len(nonce), aead.NonceSize())
 	}
 	v, err := aead.Open(nil, nonce, ct, []byte(name))
 	if err != nil {
-		return nil, fmt.Errorf("secrets: the row does not decrypt with key %q under its name (changed, or copied from another secret)", s.KeyID)
+		return nil, fmt.Errorf("%w with key %q under its name (changed, or copied from another secret)", ErrUndecryptable, s.KeyID)
 	}
 	return v, nil
 }

@@ -39,6 +39,9 @@ func CheckName(name string) error {
 	return nil
 }
 
+// errBadRef marks a malformed reference.
+var errBadRef = errors.New("bad secret reference")
+
 // HasRefs is a cheap test for params that may hold a reference; Refs
 // says for sure.
 func HasRefs(params []byte) bool { return bytes.Contains(params, []byte(`"$secret"`)) }
@@ -102,7 +105,7 @@ func walk(params []byte, fn func(name string) (any, error)) ([]byte, bool, error
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, false, fmt.Errorf("params: %w", err)
+		return nil, false, fmt.Errorf("params: %w (%w)", err, errBadRef)
 	}
 	found := false
 	v, err := replace(v, "", fn, &found)
@@ -125,10 +128,10 @@ func replace(v any, path string, fn func(string) (any, error), found *bool) (any
 		if raw, ok := x[RefKey]; ok {
 			name, isString := raw.(string)
 			if !isString || len(x) != 1 {
-				return nil, fmt.Errorf("params%s: a secret reference is an object with the one key %q and a secret's name as a string", path, RefKey)
+				return nil, fmt.Errorf("params%s: a secret reference is an object with the one key %q and a secret's name as a string: %w", path, RefKey, errBadRef)
 			}
 			if err := CheckName(name); err != nil {
-				return nil, fmt.Errorf("params%s: %w", path, err)
+				return nil, fmt.Errorf("params%s: %w (%w)", path, err, errBadRef)
 			}
 			*found = true
 			return fn(name)

@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func key(b byte) string { return base64.StdEncoding.EncodeToString([]byte(strings.Repeat(string(rune(b)), KeySize))) }
+func key(b byte) string {
+	return base64.StdEncoding.EncodeToString([]byte(strings.Repeat(string(rune(b)), KeySize)))
+}
 
 func TestSealOpen(t *testing.T) {
 	t.Parallel()
