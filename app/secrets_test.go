@@ -274,3 +274,15 @@ func mapValues(m map[string]string) []string {
 	}
 	return out
 }
+
+// TestSecretsBadKeyStopsStart: a key that does not parse stops the node
+// at start with an error that names the setting and not the key.
+func TestSecretsBadKeyStopsStart(t *testing.T) {
+	t.Parallel()
+	e := newNodeEnv(t, store.SQLite, 0)
+	cfg := e.cfg
+	cfg.Secrets.Key = "not-a-key-at-all"
+	err := Serve(t.Context(), &cfg, Options{NoMigrate: true, Logger: e.log})
+	require.ErrorContains(t, err, "CHIME_SECRETS_KEY")
+	require.NotContains(t, err.Error(), "not-a-key-at-all")
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/secrets"
 	"github.com/chimesched/chime/tasks"
 )
@@ -49,10 +50,13 @@ func (x *executor) resolveSecrets(ctx context.Context, job *tasks.Job) (*secrets
 	out, values, err := secrets.Resolve(job.Params, lookup)
 	switch {
 	case transient != nil:
+		metrics.SecretResolutions.WithLabelValues("error").Inc()
 		return nil, fmt.Errorf("secrets: reading a secret: %w", transient)
 	case err != nil:
+		metrics.SecretResolutions.WithLabelValues("refused").Inc()
 		return nil, tasks.SkipRetry(&secretRefError{err: err})
 	}
+	metrics.SecretResolutions.WithLabelValues("ok").Inc()
 	job.Params = json.RawMessage(out)
 	m := secrets.NewMasker(values)
 	if m != nil && job.Logger != nil {

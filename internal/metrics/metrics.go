@@ -100,6 +100,13 @@ var (
 	AlertsFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "chime_alerts_failed_total", Help: "Alerts given up (attempts used up or refused for good), by channel.",
 	}, []string{"channel"})
+	// SecretResolutions counts the jobs whose params refer to secrets, by
+	// how resolving them on the worker ended: ok, refused (missing secret,
+	// no key, a row that does not decrypt: the job failed at once) or
+	// error (the table could not be read: an ordinary failed attempt).
+	SecretResolutions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chime_secret_resolutions_total", Help: "Jobs whose secret references were resolved on this worker, by result (ok, refused, error).",
+	}, []string{"result"})
 )
 
 // chimeCollectors are chime's own metrics, as registered.
@@ -107,7 +114,7 @@ var chimeCollectors = []prometheus.Collector{
 	Fires, DuplicateFires, MisfiresCollapsed, MisfiresDropped, FireLateness,
 	JobsFinished, JobDuration, JobStartLateness, PoolBusy, PoolCapacity,
 	ClaimDuration, PollDuration, NotificationFailures, IsLeader, JobsWaiting,
-	AlertsSent, AlertsFailed, WorkflowRuns, JobsHeld, QueueJobs,
+	AlertsSent, AlertsFailed, WorkflowRuns, JobsHeld, QueueJobs, SecretResolutions,
 }
 
 func init() {
