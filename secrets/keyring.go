@@ -115,7 +115,7 @@ const MaxKeyIDLen = 64
 
 func checkKeyID(id string) error {
 	if id == "" || len(id) > MaxKeyIDLen || strings.IndexFunc(id, func(r rune) bool {
-		return r > unicode.MaxASCII || !(unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("-_.", r))
+		return r > unicode.MaxASCII || !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("-_.", r)
 	}) >= 0 {
 		return fmt.Errorf("secrets: a key id must be 1 to %d letters, digits, '-', '_' or '.'", MaxKeyIDLen)
 	}

@@ -32,7 +32,7 @@ func CheckName(name string) error {
 	case len(name) > MaxNameLen:
 		return fmt.Errorf("a secret's name has %d bytes; at most %d", len(name), MaxNameLen)
 	case !utf8.ValidString(name) || strings.IndexFunc(name, func(r rune) bool {
-		return r > unicode.MaxASCII || !(unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("-_./", r))
+		return r > unicode.MaxASCII || !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("-_./", r)
 	}) >= 0:
 		return fmt.Errorf("a secret's name may hold only ASCII letters, digits, '-', '_', '.' and '/'; got %q", name)
 	}

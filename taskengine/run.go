@@ -148,6 +148,10 @@ func (x *executor) runJob(cr *claimedRun) {
 	if !ok {
 		return
 	}
+	// Secrets are read here, on the worker, once the job runs: their values
+	// live in this run's memory only. Before the run is registered, so
+	// control never sees the job's logger change.
+	masker, execErr := x.resolveSecrets(cr.ctx, job)
 	ar := &activeRun{task: cr.task, job: job}
 	x.mu.Lock()
 	x.runs[job.ID] = ar
@@ -162,9 +166,6 @@ func (x *executor) runJob(cr *claimedRun) {
 	startedAt := x.cfg.Clock.Now()
 	metrics.JobStartLateness.Observe(startedAt.Sub(job.ScheduledAt).Seconds())
 	timeout := cr.timeout
-	// Secrets are read here, on the worker, once the job runs: their values
-	// live in this run's memory only.
-	masker, execErr := x.resolveSecrets(cr.ctx, job)
 	var cause error
 	if execErr == nil {
 		execErr, cause = x.execute(cr.ctx, ar, timeout)
