@@ -43,8 +43,11 @@ func CheckName(name string) error {
 var errBadRef = errors.New("bad secret reference")
 
 // HasRefs is a cheap test for params that may hold a reference; Refs
-// says for sure.
-func HasRefs(params []byte) bool { return bytes.Contains(params, []byte(`"$secret"`)) }
+// says for sure. A key may be spelt with escapes ("\u0024secret"), so
+// params with any escape are looked at too.
+func HasRefs(params []byte) bool {
+	return bytes.Contains(params, []byte(`"$secret"`)) || bytes.Contains(params, []byte(`\u`))
+}
 
 // Refs lists the names params refer to, sorted and once each. An object
 // with a "$secret" key that is not a reference ({"$secret": 5}, or other

@@ -49,12 +49,18 @@ func (x *executor) resolveSecrets(ctx context.Context, job *tasks.Job) (*secrets
 	}
 	out, values, err := secrets.Resolve(job.Params, lookup)
 	switch {
+	case err != nil && !json.Valid(job.Params):
+		// Not JSON (a row written by SQL): the task's own decoding says so.
+		return nil, nil
 	case transient != nil:
 		metrics.SecretResolutions.WithLabelValues("error").Inc()
 		return nil, fmt.Errorf("secrets: reading a secret: %w", transient)
 	case err != nil:
 		metrics.SecretResolutions.WithLabelValues("refused").Inc()
 		return nil, tasks.SkipRetry(&secretRefError{err: err})
+	}
+	if len(values) == 0 {
+		return nil, nil // an escape, no reference
 	}
 	metrics.SecretResolutions.WithLabelValues("ok").Inc()
 	job.Params = json.RawMessage(out)
