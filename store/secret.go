@@ -6,44 +6,40 @@ import (
 	"fmt"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
 // PutSecret inserts s, or replaces the ciphertext of the row of its name.
-// An insert that loses a race to another one of the same name replaces
-// that row instead.
+// No transaction: an insert that loses a race to another one of the same
+// name replaces that row instead (on PostgreSQL a failed INSERT would
+// abort the transaction around it).
 func (a *Admin) PutSecret(ctx context.Context, s *models.Secret) (created bool, err error) {
 	now := DBTime(time.Now())
-	err = a.s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		for range 2 {
-			res := tx.Model(&models.Secret{}).Where("name = ?", s.Name).
-				Updates(map[string]any{"ciphertext": s.Ciphertext, "nonce": s.Nonce, "key_id": s.KeyID, "updated_at": now})
-			if res.Error != nil {
-				return res.Error
-			}
-			if res.RowsAffected > 0 {
-				created = false
-				return first(tx.Where("name = ?", s.Name), s)
-			}
-			row := &models.Secret{Name: s.Name, Ciphertext: s.Ciphertext, Nonce: s.Nonce, KeyID: s.KeyID, CreatedAt: now, UpdatedAt: now}
-			err := tx.Create(row).Error
-			if err == nil {
-				*s, created = *row, true
-				return nil
-			}
-			if !errors.Is(conflict(err), chimedb.ErrConflict) {
-				return err
-			}
+	db := a.s.db.WithContext(ctx)
+	for range 3 {
+		res := db.Model(&models.Secret{}).Where("name = ?", s.Name).
+			Updates(map[string]any{"ciphertext": s.Ciphertext, "nonce": s.Nonce, "key_id": s.KeyID, "updated_at": now})
+		if res.Error != nil {
+			return false, fmt.Errorf("put secret %q: %w", s.Name, res.Error)
 		}
-		return fmt.Errorf("%w: written and removed by others meanwhile", chimedb.ErrConflict)
-	})
-	if err != nil {
-		return false, fmt.Errorf("put secret %q: %w", s.Name, err)
+		if res.RowsAffected > 0 {
+			if err := first(db.Where("name = ?", s.Name), s); err != nil {
+				return false, fmt.Errorf("put secret %q: %w", s.Name, err)
+			}
+			return false, nil
+		}
+		row := &models.Secret{Name: s.Name, Ciphertext: s.Ciphertext, Nonce: s.Nonce, KeyID: s.KeyID, CreatedAt: now, UpdatedAt: now}
+		err := db.Create(row).Error
+		if err == nil {
+			*s = *row
+			return true, nil
+		}
+		if !errors.Is(conflict(err), chimedb.ErrConflict) {
+			return false, fmt.Errorf("put secret %q: %w", s.Name, err)
+		}
 	}
-	return created, nil
+	return false, fmt.Errorf("put secret %q: %w: written and removed by others meanwhile", s.Name, chimedb.ErrConflict)
 }
 
 // GetSecret returns the secret named name, or chimedb.ErrNotFound.

@@ -1,7 +1,9 @@
 package chimedbtest
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/stretchr/testify/require"
 
@@ -45,6 +47,32 @@ var putSecretCases = []tcase{
 		require.Equal(e.t, []string{"c2", "n2", "k2"}, []string{got.Ciphertext, got.Nonce, got.KeyID})
 		require.True(e.t, got.CreatedAt.Equal(s.CreatedAt), "created_at stays")
 		require.False(e.t, got.UpdatedAt.Before(s.UpdatedAt))
+	}},
+	{"racing sets of one new name all succeed, one of them creating the row", func(e *env) {
+		const n = 8
+		created := make(chan bool, n)
+		errs := make(chan error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				c, err := e.admin.PutSecret(e.ctx, &models.Secret{Name: "raced", Ciphertext: fmt.Sprint("c", i), Nonce: fmt.Sprint("n", i), KeyID: "k"})
+				created <- c
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(created)
+		close(errs)
+		for err := range errs {
+			require.NoError(e.t, err)
+		}
+		count := 0
+		for c := range created {
+			if c {
+				count++
+			}
+		}
+		require.Equal(e.t, 1, count)
 	}},
 	{"a long ciphertext (a 64 KiB value, sealed and in base64) is kept whole", func(e *env) {
 		long := strings.Repeat("QUJD", 22000)
