@@ -54,6 +54,7 @@ func setupWith(t *testing.T, st *store.Store, change func(*Config)) *bundle {
 		Registry: testRegistry(), Token: testToken, Addr: "127.0.0.1:0", Logger: log, NodeID: "test-node",
 		OnSchedulesChanged: func(id int64) { b.mu.Lock(); b.changed = append(b.changed, id); b.mu.Unlock() },
 		OnJobsAdded:        func() { b.mu.Lock(); b.added++; b.mu.Unlock() },
+		Secrets:            testKeyring(t),
 	}
 	if change != nil {
 		change(&cfg)

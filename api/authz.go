@@ -134,8 +134,14 @@ var routeRules = map[string]rule{
 	"POST " + Prefix + "/tokens":                 {role: models.RoleAdmin, unscoped: true},
 	"POST " + Prefix + "/tokens/{name}/revoke":   {role: models.RoleAdmin, unscoped: true},
 	// The audit log names every object and principal: admins only.
-	"GET " + Prefix + "/audit":   {role: models.RoleAdmin, unscoped: true},
-	"GET " + Prefix + "/version": {role: models.RoleViewer},
+	"GET " + Prefix + "/audit": {role: models.RoleAdmin, unscoped: true},
+	// A secret's name is shown to admins only: a name says what a
+	// credential is for.
+	"GET " + Prefix + "/secrets":           {role: models.RoleAdmin, unscoped: true},
+	"POST " + Prefix + "/secrets":          {role: models.RoleAdmin, unscoped: true},
+	"DELETE " + Prefix + "/secrets/{name}": {role: models.RoleAdmin, unscoped: true},
+	"POST " + Prefix + "/secrets/rotate":   {role: models.RoleAdmin, unscoped: true},
+	"GET " + Prefix + "/version":           {role: models.RoleViewer},
 
 	// Workflows span many definitions, so no scope covers them. Their
 	// steps may override a definition's params (a shell step's command),

@@ -80,6 +80,7 @@ type fixture struct {
 	channel, rule   int64
 	queue           string
 	spareToken      string
+	spareSecret     string
 	n               int
 }
 
@@ -190,6 +191,15 @@ var routeSamples = map[string]sample{
 	},
 	"GET /api/v1/version": constant("/api/v1/version", ""),
 
+	"GET /api/v1/secrets": constant("/api/v1/secrets", ""),
+	"POST /api/v1/secrets": func(f *fixture, _ target) (string, string, bool) {
+		return "/api/v1/secrets", `{"name":"s-new` + itoa(int64(f.n)) + `","value":"v\n\u0000w"}`, false
+	},
+	"DELETE /api/v1/secrets/{name}": func(f *fixture, _ target) (string, string, bool) {
+		return "/api/v1/secrets/" + f.spareSecret, "", false
+	},
+	"POST /api/v1/secrets/rotate": constant("/api/v1/secrets/rotate", ""),
+
 	"GET /api/v1/workflows": constant("/api/v1/workflows", ""),
 	"POST /api/v1/workflows": func(f *fixture, _ target) (string, string, bool) {
 		return "/api/v1/workflows", `{"name":"wf-new` + itoa(int64(f.n)) + `","steps":[{"name":"a","definition_id":` + itoa(f.def[inScopeTarget]) + `}]}`, false
@@ -279,6 +289,8 @@ func (b *bundle) newFixture(n int) *fixture {
 	b.ok(200, "PUT", "/api/v1/queues/"+f.queue, `{"max_running":1}`)
 	f.spareToken = fmt.Sprintf("spare%d", n)
 	b.ok(201, "POST", "/api/v1/tokens", `{"name":"`+f.spareToken+`","role":"viewer"}`)
+	f.spareSecret = fmt.Sprintf("spare-secret%d", n)
+	b.ok(201, "POST", "/api/v1/secrets", `{"name":"`+f.spareSecret+`","value":"v"}`)
 	return f
 }
 
@@ -315,6 +327,7 @@ func fingerprint(t *testing.T, st *store.Store) string {
 		"SELECT id, name, recipients, updated_at FROM alert_channels ORDER BY id",
 		"SELECT id, name, throttle_seconds, updated_at FROM alert_rules ORDER BY id",
 		"SELECT name, max_running, paused FROM queues ORDER BY name",
+		"SELECT name, key_id, nonce FROM secrets ORDER BY name",
 	} {
 		rows, err := st.DB().Raw(q).Rows()
 		require.NoError(t, err, q)

@@ -122,6 +122,9 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 		}
 		return nil, badRequest("", "read request body: %v", err)
 	}
+	if e := mayReferSecrets(r, body); e != nil {
+		return nil, e
+	}
 	return body, nil
 }
 

@@ -102,6 +102,10 @@ var routeTable = []route{
 	{method: "POST", path: Prefix + "/tokens/{name}/revoke", handler: (*Server).revokeToken},
 
 	{method: "GET", path: Prefix + "/audit", handler: (*Server).listAudit},
+	{method: "GET", path: Prefix + "/secrets", handler: (*Server).listSecrets},
+	{method: "POST", path: Prefix + "/secrets", handler: (*Server).setSecret},
+	{method: "DELETE", path: Prefix + "/secrets/{name}", handler: (*Server).deleteSecret},
+	{method: "POST", path: Prefix + "/secrets/rotate", handler: (*Server).rotateSecrets},
 }
 
 func (s *Server) routes() http.Handler {

@@ -20,6 +20,7 @@ import (
 	"github.com/chimesched/chime/internal/metrics"
 	"github.com/chimesched/chime/internal/startstop"
 	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/secrets"
 	"github.com/chimesched/chime/tasks"
 )
 
@@ -107,6 +108,10 @@ type Config struct {
 	// TestAlertChannel, when set, sends a test message through a channel
 	// now (POST /alert-channels/{id}/test); app wires package alert's.
 	TestAlertChannel func(ctx context.Context, c *models.AlertChannel) error
+	// Secrets seals the values POST /secrets sets and rotates them; nil
+	// or without a key, those requests are refused (503) and nothing is
+	// stored. The API never opens a secret for an answer.
+	Secrets *secrets.Keyring
 }
 
 // Server is the HTTP API.

@@ -30,6 +30,7 @@ import (
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/notify"
 	"github.com/chimesched/chime/scheduleengine"
+	"github.com/chimesched/chime/secrets"
 	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/taskengine"
 	"github.com/chimesched/chime/tasks"
@@ -182,6 +183,9 @@ type node struct {
 	sched    *scheduleengine.Engine
 	api      *api.Server
 	apiLn    net.Listener // opened before joining; served from the last stage
+	// keys seal and open the secrets table: from the file or the
+	// environment only (secrets.*), never from a configurations row.
+	keys     *secrets.Keyring
 	services services
 	abort    context.CancelFunc // ends the context the services run in
 }
@@ -313,6 +317,9 @@ func (n *node) build(ctx context.Context, opts Options) error {
 	}
 	// Should what follows fail, stop closes the mailer all the same.
 	n.services.stages = []stage{{{"mailer", mailerService{n.mailer}}}}
+	if err := n.loadKeys(); err != nil {
+		return err
+	}
 	if !slices.Contains(reg.Kinds(), "sleep") {
 		if err := builtin.Register(reg, builtin.WithSender(n.mailer)); err != nil {
 			return err
@@ -340,6 +347,24 @@ func (n *node) build(ctx context.Context, opts Options) error {
 		return err
 	}
 	n.services.stages = n.plan()
+	return nil
+}
+
+// loadKeys reads the keys of the secrets table. A key that does not
+// parse stops the start; no key at all is allowed, and every use of a
+// secret then fails with secrets.ErrNoKey.
+func (n *node) loadKeys() error {
+	s := n.base.Secrets
+	kr, err := secrets.LoadKeyring(s.Key, s.OldKeys, s.KeyFile)
+	if err != nil {
+		return fmt.Errorf("secrets (CHIME_SECRETS_KEY, CHIME_SECRETS_OLD_KEYS, CHIME_SECRETS_KEY_FILE): %w", err)
+	}
+	n.keys = kr
+	if kr.Configured() {
+		n.log.WithField("key_id", kr.CurrentID()).Info("secrets: encryption key configured")
+	} else {
+		n.log.Debug("secrets: no encryption key configured; jobs referring to secrets fail on this node")
+	}
 	return nil
 }
 
@@ -407,6 +432,7 @@ func (n *node) buildEngines(ctx context.Context, reg *tasks.Registry, opts Optio
 			// reconciler would take them for stalled in a short failover window.
 			HeartbeatInterval: cfg.Cluster.Heartbeat.D(),
 			Registry:          reg,
+			Secrets:           &secrets.Source{St: n.st.Admin(), Keys: n.keys},
 		})
 		if err != nil {
 			return err
@@ -494,7 +520,7 @@ func (n *node) buildAPI(reg *tasks.Registry) (err error) {
 	srv, err := api.New(n.st, &api.Config{
 		Registry: reg, Token: cfg.API.Token, Addr: cfg.API.Addr, Listener: ln,
 		TLSCert: cfg.API.TLSCert, TLSKey: cfg.API.TLSKey, HSTS: httpsOnly, FailoverAfter: cfg.Cluster.FailoverAfter.D(),
-		Logger: n.log, NodeID: cfg.Node.ID, Settings: n.base, Build: Build(),
+		Logger: n.log, NodeID: cfg.Node.ID, Settings: n.base, Build: Build(), Secrets: n.keys,
 		OnSchedulesChanged: func(int64) {
 			if n.sched != nil {
 				n.sched.Refresh()

@@ -122,6 +122,24 @@ type AdminQueries interface {
 	// RevokeToken sets revoked_at of the token named name to at, unless
 	// it is revoked already, and returns the row; ErrNotFound.
 	RevokeToken(ctx context.Context, name string, at time.Time) (*models.APIToken, error)
+
+	// The secrets (secrets): rows of ciphertext; package secrets seals
+	// and opens them.
+
+	// PutSecret inserts s, or replaces the ciphertext, nonce and key_id of
+	// the row of its name; created says which. s gets the row's id and
+	// times.
+	PutSecret(ctx context.Context, s *models.Secret) (created bool, err error)
+	// GetSecret returns the secret named name, or ErrNotFound.
+	GetSecret(ctx context.Context, name string) (*models.Secret, error)
+	// ListSecrets lists every secret by name.
+	ListSecrets(ctx context.Context) ([]models.Secret, error)
+	// DeleteSecret deletes the secret named name; ErrNotFound.
+	DeleteSecret(ctx context.Context, name string) error
+	// RecryptSecret replaces the ciphertext, nonce and key_id of s.Name's
+	// row only while its nonce is still oldNonce (a rotation racing a
+	// set loses, and the set's value stands); false when it is not.
+	RecryptSecret(ctx context.Context, s *models.Secret, oldNonce string) (bool, error)
 }
 
 // MaxDefinitionChoices bounds DefinitionChoices; definitions are written

@@ -18,7 +18,7 @@ import (
 // its API: definition, schedule, job, nodes and config.
 func adminCommands() []*cobra.Command {
 	return []*cobra.Command{newDefinitionCommand(), newScheduleCommand(), newCalendarCommand(), newJobCommand(), newNodesCommand(), newConfigCommand(),
-		newAlertCommand(), newWorkflowCommand(), newTokenCommand(), newQueueCommand(), newAuditCommand()}
+		newAlertCommand(), newWorkflowCommand(), newTokenCommand(), newQueueCommand(), newAuditCommand(), newSecretCommand()}
 }
 
 // adminGroup makes a parent command carrying the shared API flags.

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/chimesched/chime/api"
 	"github.com/chimesched/chime/internal/testsupport/testdb"
+	"github.com/chimesched/chime/secrets"
 	"github.com/chimesched/chime/store"
 	"github.com/chimesched/chime/tasks"
 	"github.com/chimesched/chime/tasks/sleep"
@@ -43,7 +45,9 @@ func startAPIOn(t *testing.T, st *store.Store) string {
 	reg := tasks.NewRegistry()
 	reg.MustRegister(sleep.Kind, sleep.New)
 	log, _ := test.NewNullLogger()
-	srv, err := api.New(st, &api.Config{Registry: reg, Token: cliToken, Addr: "127.0.0.1:0", Logger: log})
+	keys, err := secrets.NewKeyring(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{5}, secrets.KeySize)), nil)
+	require.NoError(t, err)
+	srv, err := api.New(st, &api.Config{Registry: reg, Token: cliToken, Addr: "127.0.0.1:0", Logger: log, Secrets: keys})
 	require.NoError(t, err)
 	require.NoError(t, srv.Start(context.Background()))
 	t.Cleanup(func() {

@@ -56,6 +56,7 @@ type Config struct {
 	API            API            `yaml:"api"`
 	SMTP           SMTP           `yaml:"smtp"`
 	Cluster        Cluster        `yaml:"cluster"`
+	Secrets        Secrets        `yaml:"secrets"`
 	ShutdownGrace  Duration       `yaml:"shutdown_grace"`
 	RetentionDays  int            `yaml:"retention_days"`
 
@@ -138,6 +139,20 @@ type SMTP struct {
 type Cluster struct {
 	Heartbeat     Duration `yaml:"heartbeat"`
 	FailoverAfter Duration `yaml:"failover_after"`
+}
+
+// Secrets gives the keys of the secrets table (package secrets): never
+// a configurations row, so that whoever reads the database cannot read
+// the keys with it.
+type Secrets struct {
+	// Key is the current key: base64 of 32 bytes, optionally "ID:" before
+	// it. It seals new values and opens what it sealed.
+	Key string `yaml:"key"`
+	// OldKeys are keys that only open, comma-separated, until chime
+	// secret rotate has sealed every row with Key.
+	OldKeys string `yaml:"old_keys"`
+	// KeyFile holds the keys instead, one a line, the current first.
+	KeyFile string `yaml:"key_file"`
 }
 
 // EnvPrefix starts every environment override.

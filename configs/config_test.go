@@ -284,3 +284,19 @@ func TestTLSProxyKey(t *testing.T) {
 	_, err = Load("", env(map[string]string{"CHIME_API_TLS_PROXY": "yes please"}))
 	require.ErrorContains(t, err, "api.tls_proxy (CHIME_API_TLS_PROXY")
 }
+
+// TestSecretsKeysFromEnvironmentOnly: the secrets keys come from the
+// environment (or the file), are never set by a configurations row, and
+// are never shown.
+func TestSecretsKeysFromEnvironmentOnly(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"CHIME_SECRETS_KEY": "k1:AAAA", "CHIME_SECRETS_OLD_KEYS": "k0:BBBB", "CHIME_SECRETS_KEY_FILE": "/etc/chime/keys"}
+	c, err := Load("", func(k string) string { return env[k] })
+	require.NoError(t, err)
+	require.Equal(t, Secrets{Key: "k1:AAAA", OldKeys: "k0:BBBB", KeyFile: "/etc/chime/keys"}, c.Secrets)
+	for _, k := range []string{"secrets.key", "secrets.old_keys", "secrets.key_file"} {
+		require.True(t, IsFileOnly(k), k)
+		require.True(t, IsSecret(k), k)
+		require.Equal(t, Redacted, RedactValue(k, "x"), k)
+	}
+}

@@ -26,7 +26,7 @@ const (
 )
 
 // secretKeys hold credentials. database.dsn may carry a password too.
-var secretKeys = []string{"smtp.password", "api.token", "database.dsn"}
+var secretKeys = []string{"smtp.password", "api.token", "database.dsn", "secrets.key", "secrets.old_keys"}
 
 // liveKeys take effect on a running node when their configurations row
 // changes (app's watcher); every other key is read once, at start.
@@ -40,7 +40,7 @@ var liveKeys = []string{
 // fileOnlySections are set only by the file or the environment: who this
 // node is, where its database is, and who may call its API must not be
 // changeable by whoever can write one table row.
-var fileOnlySections = []string{"node", "api", "database"}
+var fileOnlySections = []string{"node", "api", "database", "secrets"}
 
 // IsSecret reports whether name's value must never be shown: a key that
 // holds a credential, or any other row whose name says it holds one (the

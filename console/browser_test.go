@@ -67,6 +67,12 @@ func browser(t *testing.T, exe string) context.Context {
 // and returns its base URL and a store on the same database for checks.
 func serve(t *testing.T, d store.Dialect) (string, *store.Store) {
 	t.Helper()
+	return serveWith(t, d, nil)
+}
+
+// serveWith is serve with change applied to the node's configuration.
+func serveWith(t *testing.T, d store.Dialect, change func(*configs.Config)) (string, *store.Store) {
+	t.Helper()
 	scfg := testdb.Config(t, d)
 	cfg, err := configs.Load("", func(string) string { return "" })
 	require.NoError(t, err)
@@ -82,6 +88,9 @@ func serve(t *testing.T, d store.Dialect) (string, *store.Store) {
 	cfg.TaskEngine.ControlInterval = configs.Duration(100 * time.Millisecond)
 	cfg.Cluster.Heartbeat = configs.Duration(250 * time.Millisecond)
 	cfg.ShutdownGrace = configs.Duration(2 * time.Second)
+	if change != nil {
+		change(cfg)
+	}
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
 	ctx, cancel := context.WithCancel(context.Background())

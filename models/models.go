@@ -307,7 +307,7 @@ func (LeaseChange) TableName() string { return "lease_changes" }
 func All() []any {
 	return []any{&JobDefinition{}, &Schedule{}, &TimeTrigger{}, &Job{}, &JobLog{}, &Configuration{}, &Node{}, &Lease{}, &Notification{}, &Calendar{},
 		&AlertChannel{}, &AlertRule{}, &Alert{},
-		&Workflow{}, &WorkflowStep{}, &WorkflowEdge{}, &WorkflowRun{}, &WorkflowRunStep{}, &APIToken{}, &Queue{}, &LeaseChange{}, &AuditEntry{}}
+		&Workflow{}, &WorkflowStep{}, &WorkflowEdge{}, &WorkflowRun{}, &WorkflowRunStep{}, &APIToken{}, &Queue{}, &LeaseChange{}, &AuditEntry{}, &Secret{}}
 }
 
 // Notification is one completion email in the outbox: written in the same

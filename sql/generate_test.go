@@ -25,6 +25,7 @@ var generated = map[string]func() string{
 	"mysql/00019_workflow_times.sql":             mysqlWorkflowTimes,
 	"mysql/00021_api_tokens.sql":                 mysqlAPITokens,
 	"mysql/00022_alert_times.sql":                mysqlAlertTimes,
+	"mysql/00026_secrets.sql":                    mysqlSecrets,
 	"mysql/00027_lease_changes_alert_scopes.sql": mysqlLeaseChanges,
 }
 
@@ -463,5 +464,40 @@ CREATE INDEX idx_workflow_runs_finished ON workflow_runs (finished_at);
 	w("DROP TRIGGER chime_leases_changed_update;\nDROP TRIGGER chime_leases_changed_insert;\n")
 	w("%s", mysqlDropTriggers(leaseChanges27.name))
 	w("DROP TABLE lease_changes;\n")
+	return b.String()
+}
+
+// secrets26 is the secrets table (00026).
+var secrets26 = timeTable{"secrets", []string{"created_at", "updated_at"}}
+
+func mysqlSecrets() string {
+	var b strings.Builder
+	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	w(generatedNote)
+	w("%s", `-- Secrets that jobs refer to from their params ({"$secret": "NAME"}; see
+-- docs/security.md). A value is never kept in clear: ciphertext is
+-- AES-256-GCM of it, in standard base64, under the key key_id names (given
+-- to chime by CHIME_SECRETS_KEY or secrets.key_file, never by the
+-- database), with nonce (base64) and the secret's name as associated data,
+-- so a ciphertext copied to another row does not decrypt. A worker
+-- decrypts at run time only; chime secret rotate re-encrypts every row
+-- with the current key (key_id's index finds those left).
+
+-- +goose Up
+CREATE TABLE secrets (
+  id         BIGINT       NOT NULL AUTO_INCREMENT,
+  name       VARCHAR(191) NOT NULL,
+  ciphertext MEDIUMTEXT   NOT NULL,
+  nonce      VARCHAR(64)  NOT NULL,
+  key_id     VARCHAR(64)  NOT NULL,
+  created_at DATETIME(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  updated_at DATETIME(6)  NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
+  PRIMARY KEY (id),
+  UNIQUE KEY uq_secrets_name (name),
+  KEY idx_secrets_key_id (key_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+`)
+	w("%s", mysqlTriggers(secrets26))
+	w("\n-- +goose Down\n%sDROP TABLE secrets;\n", mysqlDropTriggers(secrets26.name))
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package taskengine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -54,6 +55,15 @@ type Config struct {
 	// ends then, and the job fails. Keep it below the cluster's
 	// QueuedAfter, after which the reconciler releases a job still queued.
 	OnQueueTimeout time.Duration
+	// Secrets opens the secrets that params refer to ({"$secret": NAME}),
+	// just before Execute. Nil: a job whose params refer to one fails, as
+	// on a node without a key.
+	Secrets SecretSource
+}
+
+// SecretSource returns a secret's value by name (secrets.Source).
+type SecretSource interface {
+	Secret(ctx context.Context, name string) (string, error)
 }
 
 // Defaults.

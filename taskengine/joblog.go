@@ -219,6 +219,7 @@ type jobLogHook struct {
 func (h *jobLogHook) Levels() []logrus.Level { return logrus.AllLevels }
 
 func (h *jobLogHook) Fire(e *logrus.Entry) error {
+	maskEntry(e)
 	if id, ok := e.Data[fieldJobID].(int64); ok && id > 0 {
 		// Cut here too, not only in store: the buffer holds thousands of
 		// lines, and a task's line is as long as the task likes.

@@ -151,6 +151,10 @@ func (x *executor) runJob(cr *claimedRun) {
 	if !ok {
 		return
 	}
+	// Secrets are read here, on the worker, once the job runs: their values
+	// live in this run's memory only. Before the run is registered, so
+	// control never sees the job's logger change.
+	masker, execErr := x.resolveSecrets(cr.ctx, job)
 	ar := &activeRun{task: cr.task, job: job}
 	x.mu.Lock()
 	x.runs[job.ID] = ar
@@ -165,7 +169,11 @@ func (x *executor) runJob(cr *claimedRun) {
 	startedAt := x.cfg.Clock.Now()
 	metrics.JobStartLateness.Observe(startedAt.Sub(job.ScheduledAt).Seconds())
 	timeout := cr.timeout
-	execErr, cause := x.execute(cr.ctx, ar, timeout)
+	var cause error
+	if execErr == nil {
+		execErr, cause = x.execute(cr.ctx, ar, timeout)
+	}
+	execErr = maskError(masker, execErr)
 	finishedAt := x.cfg.Clock.Now()
 	metrics.JobDuration.Observe(finishedAt.Sub(startedAt).Seconds())
 
@@ -187,7 +195,7 @@ func (x *executor) runJob(cr *claimedRun) {
 		log.Errorf("%v\n%s", pe.Value, pe.Stack)
 	}
 	v := classify(execErr, cause, ar.stopRequested.Load(), timeout, job.Snoozes)
-	res := tasks.Result{Status: v.resultStatus(), Err: v.err, Output: job.Result(), StartedAt: startedAt, FinishedAt: finishedAt,
+	res := tasks.Result{Status: v.resultStatus(), Err: v.err, Output: masker.Mask(job.Result()), StartedAt: startedAt, FinishedAt: finishedAt,
 		Retrying: v.outcome == models.OutcomeSnoozed || (v.status == models.JobFailed && v.outcome == models.OutcomeNone && job.Attempt < job.MaxAttempts)}
 	x.onComplete(cr.ctx, cr.task, job, res)
 	status = x.complete(job, v, res.Output, finishedAt, dbStartedAt, cr.backoff, errors.Is(cause, errShutdown))
@@ -353,6 +361,8 @@ func (x *executor) complete(job *tasks.Job, v verdict, output string, at, starte
 // unless the task said SkipRetry, else the job's failure.
 func (x *executor) failed(c *completion, job *tasks.Job, v verdict, at, startedAt time.Time, backoff time.Duration, interrupted bool) {
 	switch {
+	case errors.As(v.err, new(*secretRefError)):
+		c.level, c.msg = logrus.ErrorLevel, fmt.Sprintf("failed (attempt %d of %d): %v", job.Attempt, job.MaxAttempts, v.err)
 	case v.outcome == models.OutcomeSkipRetry:
 		c.level, c.msg = logrus.ErrorLevel, fmt.Sprintf("failed (attempt %d of %d), not retried as the task asked: %v", job.Attempt, job.MaxAttempts, v.err)
 	case job.Attempt < job.MaxAttempts:

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chimesched/chime/models"
+	"github.com/chimesched/chime/secrets"
 	"github.com/chimesched/chime/tasks"
 )
 
@@ -244,11 +245,17 @@ func checkTaskParams(reg *tasks.Registry, kind, field string, params models.JSON
 		return errorf("job_definition_id", "the job definition's task_type %q is not registered on this node (registered: %s)",
 			kind, strings.Join(reg.Kinds(), ", "))
 	}
+	// A secret's reference is checked here for its form only; its value is
+	// a worker's to read, at run time.
+	checked, err := secrets.WithPlaceholders(params)
+	if err != nil {
+		return errorf(field, "%s: %v", field, err)
+	}
 	v, ok := t.(tasks.Validator)
 	if !ok {
 		return nil
 	}
-	if err := v.Validate(json.RawMessage(params)); err != nil {
+	if err := v.Validate(json.RawMessage(checked)); err != nil {
 		var pe *tasks.ParamError
 		if errors.As(err, &pe) && pe.Field != "" {
 			field += "." + pe.Field

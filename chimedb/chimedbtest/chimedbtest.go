@@ -95,7 +95,7 @@ func methods() []method {
 	var all []method
 	for _, group := range [][]method{scheduleMethods(), taskMethods(), leaseMethods(), clusterMethods(),
 		adminStoreMethods(), adminQueryMethods(), consoleQueryMethods(), consoleStoreMethods(), formMethods(), alertMethods(), workflowMethods(),
-		tokenMethods(), queueMethods()} {
+		tokenMethods(), queueMethods(), secretMethods()} {
 		all = append(all, group...)
 	}
 	return all

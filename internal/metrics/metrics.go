@@ -106,6 +106,13 @@ var (
 	TxRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "chime_tx_retries_total", Help: "Transactions aborted by the database and run again, by reason (deadlock, lock_wait, serialization, lock_not_available, busy).",
 	}, []string{"reason"})
+	// SecretResolutions counts the jobs whose params refer to secrets, by
+	// how resolving them on the worker ended: ok, refused (missing secret,
+	// no key, a row that does not decrypt: the job failed at once) or
+	// error (the table could not be read: an ordinary failed attempt).
+	SecretResolutions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chime_secret_resolutions_total", Help: "Jobs whose secret references were resolved on this worker, by result (ok, refused, error).",
+	}, []string{"result"})
 )
 
 // chimeCollectors are chime's own metrics, as registered.
@@ -113,7 +120,7 @@ var chimeCollectors = []prometheus.Collector{
 	Fires, DuplicateFires, MisfiresCollapsed, MisfiresDropped, FireLateness,
 	JobsFinished, JobDuration, JobStartLateness, PoolBusy, PoolCapacity,
 	ClaimDuration, PollDuration, NotificationFailures, IsLeader, JobsWaiting,
-	AlertsSent, AlertsFailed, WorkflowRuns, JobsHeld, QueueJobs, TxRetries,
+	AlertsSent, AlertsFailed, WorkflowRuns, JobsHeld, QueueJobs, TxRetries, SecretResolutions,
 }
 
 func init() {
