@@ -224,19 +224,21 @@ func (p *Proxy) pump(dst, src net.Conn, fromClient bool) {
 			if lat > 0 {
 				time.Sleep(lat)
 			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
 			if fromClient && p.cutsAfter(chunk) {
-				// The client is cut off at once; the server gets the
-				// chunk and then the end of the stream, not a reset,
-				// which would discard the chunk unread. The other pump
-				// closes the server's side once the server has answered
-				// (to nobody).
+				// The client is cut off first, so that no answer can
+				// reach it; the server gets the chunk and then the end of
+				// the stream, not a reset, which would discard the chunk
+				// unread. The other pump closes the server's side once
+				// the server has answered (to nobody).
 				cut = true
+				_ = src.Close()
+				_, _ = dst.Write(buf[:n])
 				if tc, ok := dst.(*net.TCPConn); ok {
 					_ = tc.CloseWrite()
 				}
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
 		}
