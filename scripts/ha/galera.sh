@@ -13,7 +13,7 @@
 #   scripts/ha/galera.sh up DIR            bootstrap g1, join g2 and g3, start HAProxy
 #   scripts/ha/galera.sh down DIR          stop it all
 #   scripts/ha/galera.sh status DIR        each node's wsrep state
-#   scripts/ha/galera.sh wait-synced DIR   wait until all three are Synced and HAProxy sees them up
+#   scripts/ha/galera.sh wait-synced DIR   wait until every running node is Synced and HAProxy sees it up
 #   scripts/ha/galera.sh writer DIR        the node HAProxy sends writes to now (g1..g3)
 #   scripts/ha/galera.sh kill-writer DIR   kill -9 the writer; print its name
 #   scripts/ha/galera.sh start DIR NODE    start a node again (it rejoins by IST or SST)
@@ -174,13 +174,16 @@ down)
 	done
 	;;
 status) status "$dir" ;;
-wait-synced)
+wait-synced) # every running node Synced, and up in HAProxy's eyes
 	for _ in $(seq 600); do
+		running=0
+		for n in "${nodes[@]}"; do alive "$dir/$n.pid" && running=$((running + 1)); done
 		up=$(echo "show servers state writer" | socat - "UNIX-CONNECT:$dir/haproxy.sock" 2>/dev/null | awk '$6 == 2' | wc -l)
-		[ "$up" = 3 ] && [ "$(status "$dir" | grep -c 'COMMENT=Synced.*READY=ON')" = 3 ] && exit 0
+		[ "$running" -ge 2 ] && [ "$up" = "$running" ] &&
+			[ "$(status "$dir" | grep -c 'COMMENT=Synced.*READY=ON')" = "$running" ] && exit 0
 		sleep 0.2
 	done
-	die "the nodes were not all Synced within 120 s"
+	die "the running nodes were not all Synced within 120 s"
 	;;
 writer) writer "$dir" ;;
 kill-writer)

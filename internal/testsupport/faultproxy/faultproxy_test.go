@@ -126,7 +126,7 @@ func TestBlackholeWhen(t *testing.T) {
 func TestCutAfter(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	got := make(chan string, 1)
 	go func() {
 		c, err := ln.Accept()
