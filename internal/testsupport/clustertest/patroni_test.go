@@ -143,6 +143,15 @@ func failoverUnderLoad(t *testing.T, dsn string, rounds []haRound, probe func() 
 	for _, id := range []string{"n1", "n2", "n3"} {
 		t.Logf("node %s's warnings and errors:\n%s", id, warnCounts(nodes[id].out.String()))
 	}
+	var failed []struct {
+		Error string
+		N     int
+	}
+	require.NoError(t, st.DB().Raw("SELECT COALESCE(error, '') AS error, COUNT(*) AS n FROM jobs WHERE status = ? GROUP BY error",
+		models.JobFailed).Scan(&failed).Error)
+	for _, f := range failed {
+		t.Logf("%d jobs failed with: %s", f.N, tail(f.Error, 300))
+	}
 	audit(t, st, ids)
 	require.Zero(t, count(t, st, "SELECT COUNT(*) FROM jobs WHERE job_definition_id = ? AND status <> ?", long.ID, models.JobSucceeded),
 		"a long job with requests_recovery did not succeed")
@@ -253,6 +262,9 @@ type round struct {
 
 func (r round) String() string {
 	codes := func(m map[string]int) string {
+		if len(m) == 0 {
+			return "nothing (never asked)"
+		}
 		var s []string
 		for k, n := range m {
 			s = append(s, fmt.Sprintf("%s ×%d", k, n))
