@@ -49,11 +49,20 @@ func (s *Store) ClaimJobs(ctx context.Context, p *chimedb.ClaimParams) (*chimedb
 	res := &chimedb.ClaimResult{}
 	schedNames := map[int64]string{}
 	var bad badJobs
+	committing := false
 	err := s.InTx(claimContext(ctx), func(tx *gorm.DB) error {
 		*res, bad = chimedb.ClaimResult{}, badJobs{}
 		clear(schedNames)
-		return s.claimTx(tx, p, res, schedNames, &bad)
+		committing = false
+		if err := s.claimTx(tx, p, res, schedNames, &bad); err != nil {
+			return err
+		}
+		committing = true // an error from here on is the COMMIT's
+		return nil
 	})
+	if err != nil && committing && len(res.Jobs) > 0 && s.claimCommitted(ctx, p, res, err) {
+		err = nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("claim jobs for node %s: %w", p.NodeID, err)
 	}
@@ -67,6 +76,62 @@ func (s *Store) ClaimJobs(ctx context.Context, p *chimedb.ClaimParams) (*chimedb
 		s.loadClaimed(rctx, res, schedNames)
 	}
 	return res, nil
+}
+
+// claimDoubtTimeout bounds how long a claim whose COMMIT got no answer
+// waits for the database to say whether it committed: a failover of the
+// primary takes seconds to tens of seconds.
+const claimDoubtTimeout = time.Minute
+
+// claimCommitted finds out whether a claim whose COMMIT failed committed
+// all the same: the COMMIT reached the server, and the answer was lost (the
+// primary failed over, the connection was cut, right then). Its rows are
+// then this node's: returned as an error, they would stay queued or
+// running on a live node that never runs them, and that node's job
+// heartbeats keep anyone from recovering them. It asks until the database
+// answers, for up to claimDoubtTimeout and while ctx lasts, and keeps in
+// res the jobs that are p.NodeID's with this claim's queued_at (exact to
+// the microsecond: no other claim wrote it); true when there are any. The
+// read locks the rows, so that it waits for the claim's transaction if
+// the server is still ending it.
+func (s *Store) claimCommitted(ctx context.Context, p *chimedb.ClaimParams, res *chimedb.ClaimResult, cause error) bool {
+	ids := make([]int64, len(res.Jobs))
+	for i, j := range res.Jobs {
+		ids[i] = j.ID
+	}
+	c, cancel := context.WithTimeout(ctx, claimDoubtTimeout)
+	defer cancel()
+	var ours []int64
+	for {
+		err := s.InTx(c, func(tx *gorm.DB) error {
+			ours = nil
+			return s.forUpdate(tx.Model(&models.Job{}).Where("id IN ? AND node_id = ? AND queued_at = ?", ids, p.NodeID, DBTime(p.Now))).
+				Pluck("id", &ours).Error
+		})
+		if err == nil {
+			break
+		}
+		select {
+		case <-c.Done():
+			s.log.WithError(cause).WithField("jobs", ids).Error("a claim's COMMIT got no answer and the database did not say in time " +
+				"whether it committed: if it did, these jobs stay on this node, unrun, until the node restarts")
+			return false
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	if len(ours) == 0 {
+		return false
+	}
+	kept := res.Jobs[:0]
+	for _, j := range res.Jobs {
+		if slices.Contains(ours, j.ID) {
+			kept = append(kept, j)
+		}
+	}
+	res.Jobs = kept
+	s.log.WithError(cause).WithField("jobs", len(kept)).
+		Warn("a claim's COMMIT got no answer, and the database says it committed: running its jobs")
+	return true
 }
 
 // claimPlanSettings hold a claim's transaction on PostgreSQL to ordered

@@ -28,4 +28,4 @@ case "$duration" in
   *) echo "DURATION is a whole number of s, m or h, e.g. 30m" >&2; exit 2 ;;
 esac
 go test -count=1 -v -timeout "$((secs + 600))s" -run '^TestChaosSoak$' ./internal/testsupport/clustertest/ 2>&1 |
-  grep -v '^\s*{'
+  grep --line-buffered -v '^\s*{'

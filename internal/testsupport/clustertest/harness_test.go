@@ -99,10 +99,11 @@ type nodeProc struct {
 	err  error // set before done closes
 }
 
-// driverOf says which database dsn reaches: a libpq URL is PostgreSQL,
-// anything else a go-sql-driver DSN for MariaDB.
+// driverOf says which database dsn reaches: a libpq URL or key=value DSN
+// (the multi-host form of the Patroni test) is PostgreSQL, anything else
+// a go-sql-driver DSN for MariaDB.
 func driverOf(dsn string) store.Dialect {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") || strings.HasPrefix(dsn, "host=") {
 		return store.Postgres
 	}
 	return store.MySQL

@@ -23,6 +23,7 @@ type Proxy struct {
 	black   bool
 	latency time.Duration
 	trigger []byte // BlackholeWhen's pattern, until a chunk carries it
+	cutter  []byte // CutAfter's pattern, until a chunk carries it
 	conns   map[net.Conn]struct{}
 	closed  bool
 	wg      sync.WaitGroup
@@ -59,6 +60,28 @@ func (p *Proxy) BlackholeWhen(pattern []byte) {
 	p.mu.Lock()
 	p.trigger = bytes.Clone(pattern)
 	p.mu.Unlock()
+}
+
+// CutAfter closes the connection of the first chunk from a client that
+// carries pattern right after passing that chunk on to the server: the
+// server gets the statement (a COMMIT, say) and runs it, the client never
+// hears the answer, as when a failover or a dropped route falls between
+// the two.
+func (p *Proxy) CutAfter(pattern []byte) {
+	p.mu.Lock()
+	p.cutter = bytes.Clone(pattern)
+	p.mu.Unlock()
+}
+
+// cutsAfter says whether chunk, from a client, sets CutAfter off.
+func (p *Proxy) cutsAfter(chunk []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cutter != nil && bytes.Contains(chunk, p.cutter) {
+		p.cutter = nil
+		return true
+	}
+	return false
 }
 
 // Heal ends a blackhole: held data flows on.
@@ -179,7 +202,13 @@ func (p *Proxy) serve(c net.Conn) {
 // pump copies src to dst chunk by chunk, holding each through a blackhole
 // and delaying it by the latency; when either side ends, both are closed.
 func (p *Proxy) pump(dst, src net.Conn, fromClient bool) {
-	defer func() { _ = dst.Close(); _ = src.Close() }()
+	cut := false
+	defer func() {
+		_ = src.Close()
+		if !cut {
+			_ = dst.Close()
+		}
+	}()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
@@ -194,6 +223,20 @@ func (p *Proxy) pump(dst, src net.Conn, fromClient bool) {
 			}
 			if lat > 0 {
 				time.Sleep(lat)
+			}
+			if fromClient && p.cutsAfter(chunk) {
+				// The client is cut off first, so that no answer can
+				// reach it; the server gets the chunk and then the end of
+				// the stream, not a reset, which would discard the chunk
+				// unread. The other pump closes the server's side once
+				// the server has answered (to nobody).
+				cut = true
+				_ = src.Close()
+				_, _ = dst.Write(buf[:n])
+				if tc, ok := dst.(*net.TCPConn); ok {
+					_ = tc.CloseWrite()
+				}
+				return
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return

@@ -119,3 +119,36 @@ func TestBlackholeWhen(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "pong\n", l)
 }
+
+// CutAfter passes the chunk that carries the pattern on to the server,
+// which reads it, and closes the client's connection before any answer;
+// the next connection is forwarded as before.
+func TestCutAfter(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer func() { _ = ln.Close() }()
+	got := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		l, _ := bufio.NewReader(c).ReadString('\n')
+		got <- l
+		_, _ = c.Write([]byte("answer\n"))
+	}()
+	p, err := Start(ln.Addr().String())
+	require.NoError(t, err)
+	defer func() { _ = p.Close() }()
+	c, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer c.Close()
+	p.CutAfter([]byte("commit"))
+	_, err = c.Write([]byte("commit\n"))
+	require.NoError(t, err)
+	require.Equal(t, "commit\n", <-got, "the server did not get the chunk")
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_, err = bufio.NewReader(c).ReadString('\n')
+	require.Error(t, err, "the answer reached the client")
+}
