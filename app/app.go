@@ -372,7 +372,7 @@ func (n *node) buildCluster() error {
 		roles = append(roles, "worker")
 	}
 	cn, err := cluster.New(n.st, &cluster.Config{
-		NodeID: cfg.Node.ID, Roles: strings.Join(roles, ","), Version: nodeVersion(),
+		NodeID: cfg.Node.ID, Roles: strings.Join(roles, ","), Tags: strings.Join(cfg.Node.TagList(), ","), Version: nodeVersion(),
 		Heartbeat: cfg.Cluster.Heartbeat.D(), FailoverAfter: cfg.Cluster.FailoverAfter.D(),
 		RetentionDays: cfg.RetentionDays, Logger: n.log,
 	})
@@ -395,6 +395,7 @@ func (n *node) buildEngines(ctx context.Context, reg *tasks.Registry, opts Optio
 		}
 		te, err := taskengine.New(n.st, &taskengine.Config{
 			NodeID:          cfg.Node.ID,
+			NodeTags:        cfg.Node.TagList(),
 			Logger:          n.log,
 			PollInterval:    cfg.TaskEngine.PollInterval.D(),
 			Watch:           watch,

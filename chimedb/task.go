@@ -30,6 +30,11 @@ type ClaimParams struct {
 	// ClaimResult.Last and decides how long a floor may stand (rows can
 	// appear below it: see taskengine's floor).
 	After *ClaimCursor
+	// NodeTags are the claiming node's tags (node.tags, parsed): the claim
+	// takes only jobs whose required tags are all among them. A job no
+	// live node's tags cover waits, with the reason, as a limit's would
+	// (LimitPlacement); one another node can take is left to it.
+	NodeTags []string
 }
 
 // ClaimCursor is a row's place in the claim's order: (claim_key, id).
@@ -251,4 +256,5 @@ const (
 	LimitPaused     = "queue_paused"
 	LimitRate       = "queue_rate"
 	LimitInvalid    = "invalid"
+	LimitPlacement  = "placement"
 )

@@ -60,6 +60,7 @@ type definitionFlags struct {
 	recovery                             bool
 	queue                                string
 	maxRunning                           int
+	requiredTags                         string
 }
 
 // registerLimits adds the flags of the limits, shared by add and edit.
@@ -67,6 +68,7 @@ func (d *definitionFlags) registerLimits(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&d.queue, "queue", "default", "the queue whose limits its jobs take (chime queue list)")
 	fl.IntVar(&d.maxRunning, "max-running", 0, "the most of its jobs active at once, cluster-wide (0: no limit)")
+	fl.StringVar(&d.requiredTags, "required-tags", "", "node tags its jobs need, comma-separated (only nodes whose node.tags have them all run them; empty: any node)")
 }
 
 // fields adds their body keys to b. --params is not among them: add leaves
@@ -82,6 +84,7 @@ func (d *definitionFlags) fields(b *editBody) {
 	b.add("requests-recovery", "requests_recovery", func() (any, error) { return d.recovery, nil })
 	b.add("priority", "priority", intVal(&d.priority))
 	b.add("queue", "queue", strVal(&d.queue))
+	b.add("required-tags", "required_tags", strVal(&d.requiredTags))
 	b.add("max-running", "max_running", func() (any, error) {
 		if d.maxRunning == 0 {
 			return nil, nil // JSON null: no limit

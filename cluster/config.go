@@ -25,6 +25,9 @@ type Config struct {
 	// Roles is written to nodes.roles, e.g. "scheduler,worker". Only a node
 	// whose roles include "scheduler" competes for the scheduler lease.
 	Roles string
+	// Tags is written to nodes.tags: this node's tags, sorted and
+	// comma-separated.
+	Tags string
 	// Hostname, PID and Version describe the process in nodes (defaults:
 	// os.Hostname, os.Getpid, "").
 	Hostname string

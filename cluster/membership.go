@@ -31,7 +31,7 @@ func newMembership(st chimedb.ClusterStore, cfg *Config) *Membership {
 		st:  st,
 		cfg: cfg,
 		info: chimedb.RegisterNodeParams{
-			ID: cfg.NodeID, Hostname: cfg.Hostname, PID: cfg.PID, Version: cfg.Version, Roles: cfg.Roles,
+			ID: cfg.NodeID, Hostname: cfg.Hostname, PID: cfg.PID, Version: cfg.Version, Roles: cfg.Roles, Tags: cfg.Tags,
 		},
 		log: cfg.Logger.WithField("node_id", cfg.NodeID),
 	}

@@ -158,6 +158,7 @@ func (c *Console) Handler(api http.Handler) http.Handler {
 
 	mux.Handle("GET /queues", c.authed(c.queues))
 	mux.Handle("POST /queues/{name}/{action}", c.authed(c.queueAction))
+	mux.Handle("POST /nodes/{node}/{action}", c.authed(c.nodeAction))
 	mux.Handle("GET /nodes", c.authed(c.nodes))
 	mux.Handle("GET /alerts", c.authed(c.alerts))
 	mux.Handle("POST /alerts/channels/{id}/test", c.authed(c.testChannel))

@@ -33,9 +33,13 @@ type JobDefinition struct {
 	Queue string `gorm:"column:queue;default:default" json:"queue"`
 	// MaxRunning bounds the definition's jobs queued, running or paused
 	// at once, cluster-wide; nil is no limit (see Queue.MaxRunning).
-	MaxRunning *int64    `gorm:"column:max_running" json:"max_running"`
-	CreatedAt  time.Time `gorm:"column:created_at" json:"created_at"`
-	UpdatedAt  time.Time `gorm:"column:updated_at" json:"updated_at"`
+	MaxRunning *int64 `gorm:"column:max_running" json:"max_running"`
+	// RequiredTags are the tags a node must all carry to claim the
+	// definition's jobs, comma-separated (see ParseTags); "" is any node.
+	// A schedule or an ad hoc job may override them.
+	RequiredTags string    `gorm:"column:required_tags" json:"required_tags"`
+	CreatedAt    time.Time `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt    time.Time `gorm:"column:updated_at" json:"updated_at"`
 
 	// Unreadable is no column: the engines' reads set it, with only ID
 	// and Name, when a column holds a value its type cannot (SQLite keeps
@@ -74,9 +78,12 @@ type Schedule struct {
 	Priority             *int           `gorm:"column:priority" json:"priority"`
 	// Queue overrides the definition's queue for the schedule's jobs; nil
 	// or "" keeps it. Read when a job is claimed.
-	Queue     *string   `gorm:"column:queue" json:"queue"`
-	CreatedAt time.Time `gorm:"column:created_at" json:"created_at"`
-	UpdatedAt time.Time `gorm:"column:updated_at" json:"updated_at"`
+	Queue *string `gorm:"column:queue" json:"queue"`
+	// RequiredTags overrides the definition's required tags for the
+	// schedule's jobs; nil or "" keeps them. Read when a job is claimed.
+	RequiredTags *string   `gorm:"column:required_tags" json:"required_tags"`
+	CreatedAt    time.Time `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt    time.Time `gorm:"column:updated_at" json:"updated_at"`
 
 	// Unreadable is no column: the schedule engine's read sets it, with
 	// only ID, Name, JobDefinitionID and Status, when a column of the row
@@ -156,20 +163,23 @@ type Job struct {
 	Priority        int        `gorm:"column:priority;default:null" json:"priority"`
 	// Queue is the job's own queue (an ad hoc job's override); nil or ""
 	// takes its schedule's, else its definition's, when claimed.
-	Queue       *string    `gorm:"column:queue" json:"queue"`
-	ClaimKey    int64      `gorm:"column:claim_key;->" json:"-"`
-	Params      JSON       `gorm:"column:params" json:"params"`
-	CatchUp     bool       `gorm:"column:catch_up" json:"catch_up"`
-	MissedFires int        `gorm:"column:missed_fires" json:"missed_fires"`
-	NodeID      string     `gorm:"column:node_id" json:"node_id"`
-	QueuedAt    *time.Time `gorm:"column:queued_at" json:"queued_at"`
-	StartedAt   *time.Time `gorm:"column:started_at" json:"started_at"`
-	FinishedAt  *time.Time `gorm:"column:finished_at" json:"finished_at"`
-	HeartbeatAt *time.Time `gorm:"column:heartbeat_at" json:"heartbeat_at"`
-	Result      *string    `gorm:"column:result" json:"result"`
-	Error       *string    `gorm:"column:error" json:"error"`
-	CreatedAt   time.Time  `gorm:"column:created_at" json:"created_at"`
-	UpdatedAt   time.Time  `gorm:"column:updated_at" json:"updated_at"`
+	Queue *string `gorm:"column:queue" json:"queue"`
+	// RequiredTags are the job's own required tags (an ad hoc job's
+	// override); nil or "" takes its schedule's, else its definition's.
+	RequiredTags *string    `gorm:"column:required_tags" json:"required_tags"`
+	ClaimKey     int64      `gorm:"column:claim_key;->" json:"-"`
+	Params       JSON       `gorm:"column:params" json:"params"`
+	CatchUp      bool       `gorm:"column:catch_up" json:"catch_up"`
+	MissedFires  int        `gorm:"column:missed_fires" json:"missed_fires"`
+	NodeID       string     `gorm:"column:node_id" json:"node_id"`
+	QueuedAt     *time.Time `gorm:"column:queued_at" json:"queued_at"`
+	StartedAt    *time.Time `gorm:"column:started_at" json:"started_at"`
+	FinishedAt   *time.Time `gorm:"column:finished_at" json:"finished_at"`
+	HeartbeatAt  *time.Time `gorm:"column:heartbeat_at" json:"heartbeat_at"`
+	Result       *string    `gorm:"column:result" json:"result"`
+	Error        *string    `gorm:"column:error" json:"error"`
+	CreatedAt    time.Time  `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt    time.Time  `gorm:"column:updated_at" json:"updated_at"`
 
 	// RunID and StepID name the workflow run and step that wrote the job;
 	// nil for a job of no run. RunInputs is what the run hands the step
@@ -272,7 +282,19 @@ type Node struct {
 	StartedAt   time.Time `gorm:"column:started_at" json:"started_at"`
 	HeartbeatAt time.Time `gorm:"column:heartbeat_at" json:"heartbeat_at"`
 	Status      string    `gorm:"column:status" json:"status"`
+	// Tags are the node's tags from its configuration (node.tags), sorted
+	// and comma-separated.
+	Tags string `gorm:"column:tags" json:"tags"`
+	// Drain is "" (claims as usual), NodeDraining (asked to stop claiming)
+	// or NodeDrained (draining, and runs nothing any more).
+	Drain string `gorm:"column:drain" json:"drain"`
 }
+
+// The values of nodes.drain besides "".
+const (
+	NodeDraining = "draining"
+	NodeDrained  = "drained"
+)
 
 // TableName implements gorm's tabler.
 func (Node) TableName() string { return "nodes" }

@@ -69,6 +69,8 @@ func jobField(j *models.Job, col string) any {
 		return &j.Params
 	case "queue":
 		return &j.Queue
+	case "required_tags":
+		return &j.RequiredTags
 	case "catch_up":
 		return &j.CatchUp
 	case "missed_fires":

@@ -51,6 +51,7 @@ type claimExclude struct {
 	schedules []int64
 	defs      []int64
 	queues    []string // jobs.queue values
+	ids       []int64  // jobs left to other nodes by their own required_tags
 }
 
 func (e *claimExclude) sql() (string, []any) {
@@ -68,11 +69,15 @@ func (e *claimExclude) sql() (string, []any) {
 		sql += " AND (queue IS NULL OR queue NOT IN ?)"
 		args = append(args, e.queues)
 	}
+	if len(e.ids) > 0 {
+		sql += " AND id NOT IN ?"
+		args = append(args, e.ids)
+	}
 	return sql, args
 }
 
 func (e *claimExclude) withSchedules(ids []int64) *claimExclude {
-	c := &claimExclude{schedules: append(slices.Clone(e.schedules), ids...), defs: e.defs, queues: e.queues}
+	c := &claimExclude{schedules: append(slices.Clone(e.schedules), ids...), defs: e.defs, queues: e.queues, ids: e.ids}
 	return c
 }
 
@@ -94,6 +99,7 @@ func (q *queueLimit) binds() bool {
 // defLimit is what the limits need of one definition.
 type defLimit struct {
 	queue   string
+	tags    string // required_tags as stored
 	max     *int64
 	invalid string
 	locked  bool
@@ -103,15 +109,17 @@ type defLimit struct {
 
 // claimLimits is the limits' state through one claim.
 type claimLimits struct {
-	queues   map[string]*queueLimit // nil until read
-	defs     map[int64]*defLimit
-	schedQ   map[int64]string // schedules' queue overrides
-	nowUs    int64            // the database's clock, read once when a rate binds
-	haveNow  bool
-	held     []chimedb.LimitedJob
-	retryIn  time.Duration
-	excluded claimExclude
-	decided  map[int64]bool // rows admitted or held by a round
+	queues    map[string]*queueLimit // nil until read
+	defs      map[int64]*defLimit
+	schedQ    map[int64]string // schedules' queue overrides
+	place     placement
+	elsewhere int   // rows left to other nodes by their tags
+	nowUs     int64 // the database's clock, read once when a rate binds
+	haveNow   bool
+	held      []chimedb.LimitedJob
+	retryIn   time.Duration
+	excluded  claimExclude
+	decided   map[int64]bool // rows admitted or held by a round
 }
 
 // rowQueue is the queue of job r and where it came from.
@@ -166,6 +174,9 @@ func (s *Store) prepareLimits(tx *gorm.DB, l *claimLimits, rows []models.Job) er
 		if err := readDefLimits(tx, newDefs, l.defs); err != nil {
 			return err
 		}
+	}
+	if err := s.preparePlacement(tx, l, rows); err != nil {
+		return err
 	}
 	// What binds and is not locked yet.
 	var lockDefs []int64
@@ -243,8 +254,17 @@ func (l *claimLimits) admit(rows []models.Job, room int, skip func(*models.Job) 
 		if l.decided[r.ID] || len(out) >= room || l.unlocked(r) || skip(r) {
 			continue
 		}
-		reason, kind, by := l.check(r)
+		// Placement first: a job this node does not take uses no slot.
+		reason, kind, by := l.placeCheck(r)
+		if kind == "" {
+			reason, kind, by = l.check(r)
+		}
 		l.decided[r.ID] = true
+		if kind == placeElsewhere {
+			l.elsewhere++
+			l.exclude(r, by)
+			continue
+		}
 		if reason == "" {
 			out = append(out, *r)
 			continue
@@ -331,6 +351,18 @@ func (l *claimLimits) check(r *models.Job) (reason, kind, by string) {
 // exclude leaves r's full queue or definition out of the next pick.
 func (l *claimLimits) exclude(r *models.Job, by string) {
 	e := &l.excluded
+	if by == "job" {
+		if !slices.Contains(e.ids, r.ID) {
+			e.ids = append(e.ids, r.ID)
+		}
+		return
+	}
+	if by == "schedule" {
+		if !slices.Contains(e.schedules, *r.ScheduleID) {
+			e.schedules = append(e.schedules, *r.ScheduleID)
+		}
+		return
+	}
 	if by == "definition" {
 		if !slices.Contains(e.defs, r.JobDefinitionID) {
 			e.defs = append(e.defs, r.JobDefinitionID)
@@ -483,17 +515,17 @@ func rawBool(v any) (bool, bool) {
 // readDefLimits reads queue and max_running of the definitions ids into defs.
 func readDefLimits(tx *gorm.DB, ids []int64, defs map[int64]*defLimit) error {
 	for chunk := range slices.Chunk(ids, scheduleInChunk) {
-		rows, err := tx.Raw(`SELECT id, queue, max_running FROM job_definitions WHERE id IN ?`, chunk).Rows()
+		rows, err := tx.Raw(`SELECT id, queue, max_running, required_tags FROM job_definitions WHERE id IN ?`, chunk).Rows()
 		if err != nil {
 			return fmt.Errorf("read limits of definitions: %w", err)
 		}
 		for rows.Next() {
-			var raw [3]any
-			if err := rows.Scan(&raw[0], &raw[1], &raw[2]); err != nil {
+			var raw [4]any
+			if err := rows.Scan(&raw[0], &raw[1], &raw[2], &raw[3]); err != nil {
 				_ = rows.Close()
 				return fmt.Errorf("read limits of definitions: %w", err)
 			}
-			defs[rawInt64(raw[0])] = defFromRaw(raw[1], raw[2])
+			defs[rawInt64(raw[0])] = defFromRaw(raw[1], raw[2], raw[3])
 		}
 		if err := closeRows(rows); err != nil {
 			return fmt.Errorf("read limits of definitions: %w", err)
@@ -502,8 +534,8 @@ func readDefLimits(tx *gorm.DB, ids []int64, defs map[int64]*defLimit) error {
 	return nil
 }
 
-func defFromRaw(queue, maxRunning any) *defLimit {
-	d := &defLimit{queue: rawString(queue)}
+func defFromRaw(queue, maxRunning, tags any) *defLimit {
+	d := &defLimit{queue: rawString(queue), tags: rawString(tags)}
 	v, ok := rawNullInt(maxRunning)
 	if !ok {
 		d.invalid = fmt.Sprintf("job_definitions.max_running holds %s, which is not an integer", rawText(maxRunning))
@@ -518,17 +550,17 @@ func defFromRaw(queue, maxRunning any) *defLimit {
 // the lock and counts their active jobs.
 func (s *Store) lockDefLimits(tx *gorm.DB, lock string, ids []int64, defs map[int64]*defLimit) error {
 	slices.Sort(ids)
-	rows, err := tx.Raw(`SELECT id, queue, max_running FROM job_definitions WHERE id IN ? ORDER BY id`+lock, ids).Rows()
+	rows, err := tx.Raw(`SELECT id, queue, max_running, required_tags FROM job_definitions WHERE id IN ? ORDER BY id`+lock, ids).Rows()
 	if err != nil {
 		return fmt.Errorf("lock definitions with max_running: %w", err)
 	}
 	for rows.Next() {
-		var raw [3]any
-		if err := rows.Scan(&raw[0], &raw[1], &raw[2]); err != nil {
+		var raw [4]any
+		if err := rows.Scan(&raw[0], &raw[1], &raw[2], &raw[3]); err != nil {
 			_ = rows.Close()
 			return fmt.Errorf("lock definitions with max_running: %w", err)
 		}
-		d := defFromRaw(raw[1], raw[2])
+		d := defFromRaw(raw[1], raw[2], raw[3])
 		d.locked = true
 		defs[rawInt64(raw[0])] = d
 	}

@@ -18,6 +18,9 @@ type Config struct {
 	// finds the jobs of a dead process by it, so a restarted node must
 	// reuse its id.
 	NodeID string
+	// NodeTags are this node's tags (node.tags, parsed): the engine claims
+	// only jobs whose required tags are all among them.
+	NodeTags []string
 	// Logger receives the engine's lines and a copy of every job_logs line
 	// (default: logrus's standard logger).
 	Logger logrus.FieldLogger

@@ -323,7 +323,8 @@ func (p *producer) claim(ctx context.Context, seq uint64, asked int, after *chim
 	clock := p.cfg.Clock
 	began := clock.Now()
 	defer func() { metrics.PollDuration.Observe(clock.Since(began).Seconds()) }()
-	res, err := p.st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: p.cfg.NodeID, Now: now, Limit: asked, StartKinds: p.kinds.startKinds(), After: after})
+	res, err := p.st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: p.cfg.NodeID, Now: now, Limit: asked, StartKinds: p.kinds.startKinds(), After: after,
+		NodeTags: p.cfg.NodeTags})
 	metrics.ClaimDuration.Observe(clock.Since(began).Seconds())
 	r := claimResult{seq: seq, asked: asked, after: after, epoch: epoch, began: now}
 	if err != nil {

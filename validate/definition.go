@@ -30,6 +30,9 @@ type DefinitionRequest struct {
 	// the definition's active jobs (null: no limit). See models.Queue.
 	Queue      string `json:"queue"`
 	MaxRunning *int64 `json:"max_running"`
+	// RequiredTags are the node tags the jobs need, comma-separated
+	// (models.ParseTags); "" is any node. Stored sorted.
+	RequiredTags string `json:"required_tags"`
 }
 
 // NewDefinitionRequest holds the column defaults a create starts from.
@@ -44,7 +47,7 @@ func DefinitionRequestOf(d *models.JobDefinition) *DefinitionRequest {
 		Name: d.Name, TaskType: d.TaskType, Description: d.Description, DefaultParams: json.RawMessage(d.DefaultParams),
 		TimeoutSeconds: int64(d.TimeoutSeconds), MaxAttempts: int64(d.MaxAttempts), RetryBackoffSeconds: int64(d.RetryBackoffSeconds),
 		NotifyOn: d.NotifyOn, NotifyEmails: d.NotifyEmails, RequestsRecovery: d.RequestsRecovery, Priority: int64(d.Priority),
-		Queue: d.Queue, MaxRunning: d.MaxRunning,
+		Queue: d.Queue, MaxRunning: d.MaxRunning, RequiredTags: d.RequiredTags,
 	}
 }
 
@@ -106,6 +109,10 @@ func (req *DefinitionRequest) validate(reg *tasks.Registry) (*models.JobDefiniti
 	if r := models.CheckMaxRunning(req.MaxRunning); r != "" {
 		return nil, errorf("max_running", "%s", r)
 	}
+	tags, err := models.NormalizeTags(req.RequiredTags)
+	if err != nil {
+		return nil, errorf("required_tags", "required_tags: %v", err)
+	}
 	if utf8.RuneCountInString(req.NotifyEmails) > MaxEmails {
 		return nil, errorf("notify_emails", "notify_emails is longer than %d characters", MaxEmails)
 	}
@@ -133,7 +140,7 @@ func (req *DefinitionRequest) validate(reg *tasks.Registry) (*models.JobDefiniti
 		Name: req.Name, TaskType: req.TaskType, Description: req.Description, DefaultParams: params,
 		TimeoutSeconds: int(req.TimeoutSeconds), MaxAttempts: int(req.MaxAttempts), RetryBackoffSeconds: int(req.RetryBackoffSeconds),
 		NotifyOn: req.NotifyOn, NotifyEmails: strings.Join(emails, ","), RequestsRecovery: req.RequestsRecovery,
-		Priority: int(req.Priority), Queue: req.Queue, MaxRunning: req.MaxRunning,
+		Priority: int(req.Priority), Queue: req.Queue, MaxRunning: req.MaxRunning, RequiredTags: tags,
 	}, nil
 }
 

@@ -1,0 +1,28 @@
+-- Placement and drain (issue 26): which nodes may run a job, and taking a
+-- node out of the claim without stopping it (docs/limits.md).
+--
+-- nodes.tags: the node's tags from its configuration (node.tags), written
+-- at registration, sorted and comma-separated: each 1 to 64 of a-z 0-9 . _
+-- : -, at most 32. nodes.drain: '' (claims as usual), 'draining' (an
+-- admin asked it to stop claiming; it finishes or, after
+-- taskengine.drain_timeout, hands back what it runs), 'drained' (written
+-- by the node once it runs nothing). An admin writes 'draining' or '' by
+-- the API, the CLI or plain SQL; the node acts on it within one heartbeat.
+--
+-- required_tags: the tags a node must all carry to claim the job,
+-- comma-separated like nodes.tags. jobs.required_tags (an ad hoc job's
+-- override), else schedules.required_tags, else
+-- job_definitions.required_tags; NULL or '' means "not set". A value that
+-- does not parse makes the job wait with the reason, never crash a claim.
+
+-- +goose Up
+ALTER TABLE nodes ADD COLUMN tags VARCHAR(2100) NOT NULL DEFAULT '', ADD COLUMN drain VARCHAR(16) NOT NULL DEFAULT '';
+ALTER TABLE job_definitions ADD COLUMN required_tags VARCHAR(2100) NOT NULL DEFAULT '';
+ALTER TABLE schedules ADD COLUMN required_tags VARCHAR(2100) NULL;
+ALTER TABLE jobs ADD COLUMN required_tags VARCHAR(2100) NULL;
+
+-- +goose Down
+ALTER TABLE jobs DROP COLUMN required_tags;
+ALTER TABLE schedules DROP COLUMN required_tags;
+ALTER TABLE job_definitions DROP COLUMN required_tags;
+ALTER TABLE nodes DROP COLUMN drain, DROP COLUMN tags;
