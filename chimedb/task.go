@@ -168,7 +168,11 @@ type ControlOutcomeParams struct {
 
 // JobOutcome is how one run ended, as the completer writes it.
 type JobOutcome struct {
-	ID int64
+	// HandBack, with Status pending, gives the attempt back (a draining
+	// node cut the run off; the job did nothing wrong), as a snooze does
+	// without counting one.
+	HandBack bool
+	ID       int64
 	// RunID is the job's workflow run (jobs.run_id), 0 for none. A final
 	// outcome of a run's job decides the run's next steps in the same
 	// transaction (see WorkflowStore).

@@ -102,6 +102,7 @@ type producer struct {
 	wake         chan struct{} // Wake: size 1, sends never block
 	retune       chan struct{} // the poll interval changed: size 1
 	launched     atomic.Uint64 // claims begun, numbering them
+	draining     atomic.Bool   // the node is draining: no claims (see Engine.SetDrain)
 }
 
 // Wake asks for a look for due jobs now. It never blocks; calls while a
@@ -193,7 +194,7 @@ func (p *producer) interval() time.Duration { return time.Duration(p.pollInterva
 
 // claimWhatIsDue starts the claims the loop's state calls for.
 func (p *producer) claimWhatIsDue(ctx context.Context, s *pollState) {
-	for s.inFlight < maxClaims && (s.seen < s.gen || s.backlog) {
+	for s.inFlight < maxClaims && (s.seen < s.gen || s.backlog) && !p.draining.Load() {
 		size := int(p.workers.size.Load())
 		free := p.workers.free()
 		// Under a backlog wait for half the pool, unless nothing is

@@ -90,6 +90,9 @@ var (
 	QueueJobs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "chime_queue_jobs", Help: "Jobs per queue: state=running (queued, running or paused) and state=waiting (pending and due). Set by the maintenance leader.",
 	}, []string{"queue", "state"})
+	// Draining is 1 while this node's nodes.drain asks it not to claim.
+	Draining = prometheus.NewGauge(prometheus.GaugeOpts{Name: "chime_node_draining",
+		Help: "1 while this node is draining or drained (nodes.drain): it claims no jobs."})
 	// IsLeader is 1 while this node holds the scheduler lease.
 	IsLeader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "chime_scheduler_leader", Help: "1 while this node holds the scheduler lease."})
 	// AlertsSent and AlertsFailed count alert deliveries by channel name:
@@ -107,7 +110,7 @@ var chimeCollectors = []prometheus.Collector{
 	Fires, DuplicateFires, MisfiresCollapsed, MisfiresDropped, FireLateness,
 	JobsFinished, JobDuration, JobStartLateness, PoolBusy, PoolCapacity,
 	ClaimDuration, PollDuration, NotificationFailures, IsLeader, JobsWaiting,
-	AlertsSent, AlertsFailed, WorkflowRuns, JobsHeld, QueueJobs,
+	AlertsSent, AlertsFailed, WorkflowRuns, JobsHeld, QueueJobs, Draining,
 }
 
 func init() {
