@@ -28,10 +28,12 @@ func TestNodeTagsPlacementAndDrain(t *testing.T) {
 		gpu := e.definition("gpu", "sleep", models.NotifyNever)
 		lic := e.definition("licence", "sleep", models.NotifyNever)
 		later := e.definition("later", "sleep", models.NotifyNever)
+		bcast := e.definition("purge", "sleep", models.NotifyNever)
 		db := e.st.DB()
 		require.NoError(t, db.Exec(`UPDATE job_definitions SET default_params = '{"duration":"0s"}'`).Error)
 		require.NoError(t, db.Exec(`UPDATE job_definitions SET required_tags = 'gpu' WHERE id = ?`, gpu.ID).Error)
 		require.NoError(t, db.Exec(`UPDATE job_definitions SET required_tags = 'licence' WHERE id = ?`, lic.ID).Error)
+		require.NoError(t, db.Exec(`UPDATE job_definitions SET broadcast = ? WHERE id = ?`, true, bcast.ID).Error)
 
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
@@ -67,6 +69,14 @@ func TestNodeTagsPlacementAndDrain(t *testing.T) {
 			return n > 0
 		})
 		require.Equal(t, models.JobPending, status(l))
+
+		// The only live node gets the only shard of a broadcast.
+		b := e.job(bcast, time.Now())
+		waitFor(t, 20*time.Second, "the broadcast's shard to run", func() bool { return status(b) == models.JobSucceeded })
+		var shard models.Job
+		require.NoError(t, db.Take(&shard, "id = ?", b.ID).Error)
+		require.Equal(t, 1, *shard.ShardTotal)
+		require.Equal(t, id, *shard.TargetNode)
 
 		require.NoError(t, db.Exec(`UPDATE nodes SET drain = 'draining' WHERE id = ?`, id).Error)
 		waitFor(t, 20*time.Second, "drained", func() bool { return node().Drain == models.NodeDrained })

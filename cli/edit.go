@@ -61,6 +61,7 @@ type definitionFlags struct {
 	queue                                string
 	maxRunning                           int
 	requiredTags                         string
+	broadcast                            bool
 }
 
 // registerLimits adds the flags of the limits, shared by add and edit.
@@ -68,6 +69,7 @@ func (d *definitionFlags) registerLimits(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&d.queue, "queue", "default", "the queue whose limits its jobs take (chime queue list)")
 	fl.IntVar(&d.maxRunning, "max-running", 0, "the most of its jobs active at once, cluster-wide (0: no limit)")
+	fl.BoolVar(&d.broadcast, "broadcast", false, "run each job once on every live node that has its required tags (shards: see docs/limits.md)")
 	fl.StringVar(&d.requiredTags, "required-tags", "", "node tags its jobs need, comma-separated (only nodes whose node.tags have them all run them; empty: any node)")
 }
 
@@ -85,6 +87,7 @@ func (d *definitionFlags) fields(b *editBody) {
 	b.add("priority", "priority", intVal(&d.priority))
 	b.add("queue", "queue", strVal(&d.queue))
 	b.add("required-tags", "required_tags", strVal(&d.requiredTags))
+	b.add("broadcast", "broadcast", func() (any, error) { return d.broadcast, nil })
 	b.add("max-running", "max_running", func() (any, error) {
 		if d.maxRunning == 0 {
 			return nil, nil // JSON null: no limit

@@ -27,6 +27,8 @@ func TestCLINodeDrain(t *testing.T) {
 
 	out = mustChime(t, url, "definition", "add", "render", "--task-type", "sleep", "--params", `{"duration":"1s"}`, "--required-tags", "zone:eu,gpu")
 	require.Regexp(t, `(?m)^required_tags:\s+gpu,zone:eu$`, out)
+	out = mustChime(t, url, "definition", "add", "purge", "--task-type", "sleep", "--params", `{"duration":"1s"}`, "--broadcast")
+	require.Regexp(t, `(?m)^broadcast:\s+true$`, out)
 	_, err = chime(t, url, "definition", "add", "bad", "--task-type", "sleep", "--params", `{"duration":"1s"}`, "--required-tags", "has space")
 	require.ErrorContains(t, err, `tag "has space" holds ' '`)
 	_, err = chime(t, url, "definition", "add", "long", "--task-type", "sleep", "--params", `{"duration":"1s"}`, "--required-tags", strings.Repeat("x", 10000))

@@ -37,9 +37,12 @@ type JobDefinition struct {
 	// RequiredTags are the tags a node must all carry to claim the
 	// definition's jobs, comma-separated (see ParseTags); "" is any node.
 	// A schedule or an ad hoc job may override them.
-	RequiredTags string    `gorm:"column:required_tags" json:"required_tags"`
-	CreatedAt    time.Time `gorm:"column:created_at" json:"created_at"`
-	UpdatedAt    time.Time `gorm:"column:updated_at" json:"updated_at"`
+	RequiredTags string `gorm:"column:required_tags" json:"required_tags"`
+	// Broadcast runs each job of the definition once on every live node
+	// that has its required tags (see Job.ShardGroup).
+	Broadcast bool      `gorm:"column:broadcast" json:"broadcast"`
+	CreatedAt time.Time `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt time.Time `gorm:"column:updated_at" json:"updated_at"`
 
 	// Unreadable is no column: the engines' reads set it, with only ID
 	// and Name, when a column holds a value its type cannot (SQLite keeps
@@ -166,20 +169,27 @@ type Job struct {
 	Queue *string `gorm:"column:queue" json:"queue"`
 	// RequiredTags are the job's own required tags (an ad hoc job's
 	// override); nil or "" takes its schedule's, else its definition's.
-	RequiredTags *string    `gorm:"column:required_tags" json:"required_tags"`
-	ClaimKey     int64      `gorm:"column:claim_key;->" json:"-"`
-	Params       JSON       `gorm:"column:params" json:"params"`
-	CatchUp      bool       `gorm:"column:catch_up" json:"catch_up"`
-	MissedFires  int        `gorm:"column:missed_fires" json:"missed_fires"`
-	NodeID       string     `gorm:"column:node_id" json:"node_id"`
-	QueuedAt     *time.Time `gorm:"column:queued_at" json:"queued_at"`
-	StartedAt    *time.Time `gorm:"column:started_at" json:"started_at"`
-	FinishedAt   *time.Time `gorm:"column:finished_at" json:"finished_at"`
-	HeartbeatAt  *time.Time `gorm:"column:heartbeat_at" json:"heartbeat_at"`
-	Result       *string    `gorm:"column:result" json:"result"`
-	Error        *string    `gorm:"column:error" json:"error"`
-	CreatedAt    time.Time  `gorm:"column:created_at" json:"created_at"`
-	UpdatedAt    time.Time  `gorm:"column:updated_at" json:"updated_at"`
+	RequiredTags *string `gorm:"column:required_tags" json:"required_tags"`
+	// ShardIndex, ShardTotal, ShardGroup and TargetNode are set on the jobs
+	// a broadcast definition's job became (one per node; ShardGroup is the
+	// first one's id): only TargetNode claims it. Nil on other jobs.
+	ShardIndex  *int       `gorm:"column:shard_index" json:"shard_index"`
+	ShardTotal  *int       `gorm:"column:shard_total" json:"shard_total"`
+	ShardGroup  *int64     `gorm:"column:shard_group" json:"shard_group"`
+	TargetNode  *string    `gorm:"column:target_node" json:"target_node"`
+	ClaimKey    int64      `gorm:"column:claim_key;->" json:"-"`
+	Params      JSON       `gorm:"column:params" json:"params"`
+	CatchUp     bool       `gorm:"column:catch_up" json:"catch_up"`
+	MissedFires int        `gorm:"column:missed_fires" json:"missed_fires"`
+	NodeID      string     `gorm:"column:node_id" json:"node_id"`
+	QueuedAt    *time.Time `gorm:"column:queued_at" json:"queued_at"`
+	StartedAt   *time.Time `gorm:"column:started_at" json:"started_at"`
+	FinishedAt  *time.Time `gorm:"column:finished_at" json:"finished_at"`
+	HeartbeatAt *time.Time `gorm:"column:heartbeat_at" json:"heartbeat_at"`
+	Result      *string    `gorm:"column:result" json:"result"`
+	Error       *string    `gorm:"column:error" json:"error"`
+	CreatedAt   time.Time  `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt   time.Time  `gorm:"column:updated_at" json:"updated_at"`
 
 	// RunID and StepID name the workflow run and step that wrote the job;
 	// nil for a job of no run. RunInputs is what the run hands the step

@@ -145,6 +145,9 @@ func (s *Store) claimTx(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimR
 		if err := s.prepareLimits(tx, lim, pick.rows); err != nil {
 			return err
 		}
+		if err := s.expandBroadcast(tx, lim, pick.rows, now); err != nil {
+			return err
+		}
 		heldBefore := len(lim.held) + lim.elsewhere
 		room := p.Limit - len(claimed) - len(failed)
 		claimed = append(claimed, lim.admit(pick.rows, room, func(r *models.Job) bool {

@@ -100,6 +100,7 @@ func (q *queueLimit) binds() bool {
 type defLimit struct {
 	queue   string
 	tags    string // required_tags as stored
+	bcast   bool   // broadcast: its pending jobs are seeds (see broadcast.go)
 	max     *int64
 	invalid string
 	locked  bool
@@ -515,17 +516,17 @@ func rawBool(v any) (bool, bool) {
 // readDefLimits reads queue and max_running of the definitions ids into defs.
 func readDefLimits(tx *gorm.DB, ids []int64, defs map[int64]*defLimit) error {
 	for chunk := range slices.Chunk(ids, scheduleInChunk) {
-		rows, err := tx.Raw(`SELECT id, queue, max_running, required_tags FROM job_definitions WHERE id IN ?`, chunk).Rows()
+		rows, err := tx.Raw(`SELECT id, queue, max_running, required_tags, broadcast FROM job_definitions WHERE id IN ?`, chunk).Rows()
 		if err != nil {
 			return fmt.Errorf("read limits of definitions: %w", err)
 		}
 		for rows.Next() {
-			var raw [4]any
-			if err := rows.Scan(&raw[0], &raw[1], &raw[2], &raw[3]); err != nil {
+			var raw [5]any
+			if err := rows.Scan(&raw[0], &raw[1], &raw[2], &raw[3], &raw[4]); err != nil {
 				_ = rows.Close()
 				return fmt.Errorf("read limits of definitions: %w", err)
 			}
-			defs[rawInt64(raw[0])] = defFromRaw(raw[1], raw[2], raw[3])
+			defs[rawInt64(raw[0])] = defFromRaw(raw[1], raw[2], raw[3], raw[4])
 		}
 		if err := closeRows(rows); err != nil {
 			return fmt.Errorf("read limits of definitions: %w", err)
@@ -534,8 +535,9 @@ func readDefLimits(tx *gorm.DB, ids []int64, defs map[int64]*defLimit) error {
 	return nil
 }
 
-func defFromRaw(queue, maxRunning, tags any) *defLimit {
-	d := &defLimit{queue: rawString(queue), tags: rawString(tags)}
+func defFromRaw(queue, maxRunning, tags, broadcast any) *defLimit {
+	bcast, _ := rawBool(broadcast)
+	d := &defLimit{queue: rawString(queue), tags: rawString(tags), bcast: bcast}
 	v, ok := rawNullInt(maxRunning)
 	if !ok {
 		d.invalid = fmt.Sprintf("job_definitions.max_running holds %s, which is not an integer", rawText(maxRunning))
@@ -550,17 +552,17 @@ func defFromRaw(queue, maxRunning, tags any) *defLimit {
 // the lock and counts their active jobs.
 func (s *Store) lockDefLimits(tx *gorm.DB, lock string, ids []int64, defs map[int64]*defLimit) error {
 	slices.Sort(ids)
-	rows, err := tx.Raw(`SELECT id, queue, max_running, required_tags FROM job_definitions WHERE id IN ? ORDER BY id`+lock, ids).Rows()
+	rows, err := tx.Raw(`SELECT id, queue, max_running, required_tags, broadcast FROM job_definitions WHERE id IN ? ORDER BY id`+lock, ids).Rows()
 	if err != nil {
 		return fmt.Errorf("lock definitions with max_running: %w", err)
 	}
 	for rows.Next() {
-		var raw [4]any
-		if err := rows.Scan(&raw[0], &raw[1], &raw[2], &raw[3]); err != nil {
+		var raw [5]any
+		if err := rows.Scan(&raw[0], &raw[1], &raw[2], &raw[3], &raw[4]); err != nil {
 			_ = rows.Close()
 			return fmt.Errorf("lock definitions with max_running: %w", err)
 		}
-		d := defFromRaw(raw[1], raw[2], raw[3])
+		d := defFromRaw(raw[1], raw[2], raw[3], raw[4])
 		d.locked = true
 		defs[rawInt64(raw[0])] = d
 	}

@@ -38,8 +38,8 @@ type placement struct {
 	nodeID    string           // the claiming node's id
 	schedTags map[int64]string // schedules' required_tags overrides
 	parsed    map[string]parsedTags
-	others    [][]string // tags of the other live, undrained nodes that run jobs
-	read      bool       // others read
+	others    map[string][]string // the other live, undrained nodes that run jobs: their tags
+	read      bool                // others read
 }
 
 type parsedTags struct {
@@ -79,8 +79,15 @@ func (l *claimLimits) rowTags(r *models.Job) (string, string) {
 	return "", ""
 }
 
-// fits says whether this node may take r: no tags required, or all its own.
+// fits says whether this node may take r: no tags required, or all its
+// own; a broadcast's shard only on its own node.
 func (l *claimLimits) fits(r *models.Job) bool {
+	if r.TargetNode != nil && *r.TargetNode != "" {
+		return *r.TargetNode == l.place.nodeID
+	}
+	if d := l.defs[r.JobDefinitionID]; d != nil && d.bcast && r.ShardTotal == nil {
+		return false // a seed: expanding it needs the live nodes
+	}
 	raw, _ := l.rowTags(r)
 	if raw == "" {
 		return true
@@ -105,21 +112,28 @@ func (s *Store) preparePlacement(tx *gorm.DB, l *claimLimits, rows []models.Job)
 	if !need {
 		return nil
 	}
+	return s.readLiveNodes(tx, l)
+}
+
+// readLiveNodes reads the other live, undrained nodes that run jobs, with
+// their tags (a row whose tags do not parse has none).
+func (s *Store) readLiveNodes(tx *gorm.DB, l *claimLimits) error {
 	var nodes []struct {
+		ID    string `gorm:"column:id"`
 		Tags  string `gorm:"column:tags"`
 		Roles string `gorm:"column:roles"`
 	}
-	if err := tx.Raw(`SELECT tags, roles FROM nodes WHERE status = ? AND drain = '' AND id <> ?`,
+	if err := tx.Raw(`SELECT id, tags, roles FROM nodes WHERE status = ? AND drain = '' AND id <> ?`,
 		chimedb.NodeAlive, l.place.nodeID).Scan(&nodes).Error; err != nil {
 		return fmt.Errorf("read the tags of live nodes: %w", err)
 	}
+	l.place.others = map[string][]string{}
 	for _, n := range nodes {
 		if !strings.Contains(n.Roles, "worker") {
 			continue // runs no jobs
 		}
-		if tags, err := models.ParseTags(n.Tags); err == nil {
-			l.place.others = append(l.place.others, tags)
-		}
+		tags, _ := models.ParseTags(n.Tags)
+		l.place.others[n.ID] = tags
 	}
 	l.place.read = true
 	return nil
@@ -128,6 +142,9 @@ func (s *Store) preparePlacement(tx *gorm.DB, l *claimLimits, rows []models.Job)
 // placeCheck says why this node does not take r, if it does not: held
 // (LimitPlacement, LimitInvalid) or left to another node (placeElsewhere).
 func (l *claimLimits) placeCheck(r *models.Job) (reason, kind, by string) {
+	if r.TargetNode != nil && *r.TargetNode != "" {
+		return l.shardCheck(r)
+	}
 	raw, from := l.rowTags(r)
 	if raw == "" {
 		return "", "", ""

@@ -1,6 +1,8 @@
 package taskengine
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/chimesched/chime/internal/testsupport/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
+	"github.com/chimesched/chime/tasks"
 )
 
 // A draining engine claims nothing more and lets its running job finish;
@@ -65,5 +68,37 @@ func TestDrainTimeoutHandsBack(t *testing.T) {
 		requireLog(t, st.DB(), id, "handed back to pending")
 		require.True(t, e.Idle())
 		require.Equal(t, models.JobPending, testdb.GetJob(t, st, id).Status, "a draining engine claimed it again")
+	})
+}
+
+// shardTask records the shard its job saw.
+type shardTask struct{ tasks.Base }
+
+var shardsSeen sync.Map // job id → [2]int{index, total}
+
+func (*shardTask) Execute(_ context.Context, job *tasks.Job) error {
+	shardsSeen.Store(job.ID, [2]int{job.ShardIndex, job.ShardTotal})
+	return nil
+}
+
+// A broadcast's shard reaches its task with its index and total; any
+// other job sees 0 and 0.
+func TestShardInJob(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		cfg := testConfig(t, nodeName(t))
+		cfg.Registry.MustRegister("shard", func() tasks.Task { return &shardTask{} })
+		def := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "purge", TaskType: "shard"})
+		shard := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID}).ID
+		plain := testdb.Job(t, st, &testdb.JobOpts{DefinitionID: def.ID}).ID
+		require.NoError(t, st.DB().Exec(`UPDATE jobs SET shard_index = 2, shard_total = 3, shard_group = ?, target_node = ? WHERE id = ?`,
+			shard, cfg.NodeID, shard).Error)
+		e := startEngine(t, st, cfg)
+		waitOutcome(t, e, st, shard, models.JobSucceeded)
+		waitOutcome(t, e, st, plain, models.JobSucceeded)
+		got, _ := shardsSeen.Load(shard)
+		require.Equal(t, [2]int{2, 3}, got)
+		got, _ = shardsSeen.Load(plain)
+		require.Equal(t, [2]int{0, 0}, got)
 	})
 }

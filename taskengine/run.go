@@ -72,6 +72,8 @@ func (x *executor) newJob(cj *chimedb.ClaimedJob) *tasks.Job {
 		Attempt:      attempt,
 		MaxAttempts:  cj.EffectiveMaxAttempts(),
 		Snoozes:      cj.Snoozes,
+		ShardIndex:   derefInt(cj.ShardIndex),
+		ShardTotal:   derefInt(cj.ShardTotal),
 		Params:       json.RawMessage(cj.EffectiveParams()),
 		Notifier:     &handoff{},
 		Clock:        x.cfg.Clock,
@@ -454,4 +456,11 @@ func safeBool(fn func() bool) (ok bool) {
 		}
 	}()
 	return fn()
+}
+
+func derefInt(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

@@ -33,6 +33,8 @@ type DefinitionRequest struct {
 	// RequiredTags are the node tags the jobs need, comma-separated
 	// (models.ParseTags); "" is any node. Stored sorted.
 	RequiredTags string `json:"required_tags"`
+	// Broadcast runs each job once on every live node with the tags.
+	Broadcast bool `json:"broadcast"`
 }
 
 // NewDefinitionRequest holds the column defaults a create starts from.
@@ -47,7 +49,7 @@ func DefinitionRequestOf(d *models.JobDefinition) *DefinitionRequest {
 		Name: d.Name, TaskType: d.TaskType, Description: d.Description, DefaultParams: json.RawMessage(d.DefaultParams),
 		TimeoutSeconds: int64(d.TimeoutSeconds), MaxAttempts: int64(d.MaxAttempts), RetryBackoffSeconds: int64(d.RetryBackoffSeconds),
 		NotifyOn: d.NotifyOn, NotifyEmails: d.NotifyEmails, RequestsRecovery: d.RequestsRecovery, Priority: int64(d.Priority),
-		Queue: d.Queue, MaxRunning: d.MaxRunning, RequiredTags: d.RequiredTags,
+		Queue: d.Queue, MaxRunning: d.MaxRunning, RequiredTags: d.RequiredTags, Broadcast: d.Broadcast,
 	}
 }
 
@@ -140,7 +142,7 @@ func (req *DefinitionRequest) validate(reg *tasks.Registry) (*models.JobDefiniti
 		Name: req.Name, TaskType: req.TaskType, Description: req.Description, DefaultParams: params,
 		TimeoutSeconds: int(req.TimeoutSeconds), MaxAttempts: int(req.MaxAttempts), RetryBackoffSeconds: int(req.RetryBackoffSeconds),
 		NotifyOn: req.NotifyOn, NotifyEmails: strings.Join(emails, ","), RequestsRecovery: req.RequestsRecovery,
-		Priority: int(req.Priority), Queue: req.Queue, MaxRunning: req.MaxRunning, RequiredTags: tags,
+		Priority: int(req.Priority), Queue: req.Queue, MaxRunning: req.MaxRunning, RequiredTags: tags, Broadcast: req.Broadcast,
 	}, nil
 }
 

@@ -159,3 +159,56 @@ var syncDrainCases = []tcase{
 		require.Empty(e.t, d)
 	}},
 }
+
+func broadcastMethods() []method {
+	return []method{{"Broadcast", broadcastCases}}
+}
+
+var broadcastCases = []tcase{
+	{"a broadcast job becomes one shard per live node with its tags; each is claimed only by its node", func(e *env) {
+		e.taggedNode("a", "x", "worker")
+		e.taggedNode("b", "x,y", "worker")
+		e.taggedNode("c", "", "worker")
+		e.taggedNode("s", "x", "scheduler")
+		d := e.definition(requires("x"), func(d *models.JobDefinition) { d.Broadcast = true })
+		seed := e.job(d.ID)
+		res := e.claim(&chimedb.ClaimParams{NodeID: "c", Limit: 10})
+		require.Empty(e.t, res.Jobs, "c lacks x")
+		res = e.claim(&chimedb.ClaimParams{NodeID: "a", NodeTags: []string{"x"}, Limit: 10})
+		require.Equal(e.t, []int64{seed.ID}, claimedIDs(res.Jobs), "the seed is a's shard")
+		got := e.get(seed.ID)
+		require.Equal(e.t, 0, *got.ShardIndex)
+		require.Equal(e.t, 2, *got.ShardTotal)
+		require.Equal(e.t, seed.ID, *got.ShardGroup)
+		require.Equal(e.t, "a", *got.TargetNode)
+		require.Empty(e.t, e.claim(&chimedb.ClaimParams{NodeID: "c", Limit: 10}).Jobs, "b's shard is b's alone")
+		res = e.claim(&chimedb.ClaimParams{NodeID: "b", NodeTags: []string{"x", "y"}, Limit: 10})
+		require.Len(e.t, res.Jobs, 1)
+		other := res.Jobs[0]
+		require.Equal(e.t, 1, *other.ShardIndex)
+		require.Equal(e.t, 2, *other.ShardTotal)
+		require.Equal(e.t, seed.ID, *other.ShardGroup)
+		require.Nil(e.t, other.ScheduleID)
+		e.hasLog(seed.ID, "broadcast: one job per live node, 2 in all")
+	}},
+	{"a shard whose node is gone waits with the reason; a broadcast no node can take waits too", func(e *env) {
+		e.taggedNode("a", "", "worker")
+		e.taggedNode("b", "", "worker")
+		d := e.definition(func(d *models.JobDefinition) { d.Broadcast = true })
+		seed := e.job(d.ID)
+		require.Len(e.t, e.claim(&chimedb.ClaimParams{NodeID: "a", Limit: 10}).Jobs, 1)
+		require.NoError(e.t, e.Cluster.SetNodeStatus(e.ctx, "b", chimedb.NodeDead))
+		res := e.claim(&chimedb.ClaimParams{NodeID: "a", Limit: 10})
+		require.Empty(e.t, res.Jobs)
+		require.Len(e.t, res.Limited, 1)
+		require.Equal(e.t, chimedb.LimitPlacement, res.Limited[0].Kind)
+		require.Contains(e.t, res.Limited[0].Reason, "runs only on node b")
+		_ = seed
+
+		lic := e.definition(requires("licence"), func(d *models.JobDefinition) { d.Broadcast = true })
+		j := e.job(lic.ID)
+		res = e.claim(&chimedb.ClaimParams{NodeID: "a", Limit: 10})
+		require.Equal(e.t, chimedb.LimitPlacement, heldKinds(res)[j.ID].Kind)
+		require.Nil(e.t, e.get(j.ID).ShardTotal, "not expanded while no node can take it")
+	}},
+}

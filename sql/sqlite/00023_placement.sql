@@ -6,8 +6,18 @@ ALTER TABLE nodes ADD COLUMN drain TEXT NOT NULL DEFAULT '';
 ALTER TABLE job_definitions ADD COLUMN required_tags TEXT NOT NULL DEFAULT '';
 ALTER TABLE schedules ADD COLUMN required_tags TEXT NULL;
 ALTER TABLE jobs ADD COLUMN required_tags TEXT NULL;
+ALTER TABLE job_definitions ADD COLUMN broadcast BOOLEAN NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN shard_index INTEGER NULL;
+ALTER TABLE jobs ADD COLUMN shard_total INTEGER NULL;
+ALTER TABLE jobs ADD COLUMN shard_group INTEGER NULL;
+ALTER TABLE jobs ADD COLUMN target_node TEXT NULL;
 
 -- +goose Down
+ALTER TABLE jobs DROP COLUMN target_node;
+ALTER TABLE jobs DROP COLUMN shard_group;
+ALTER TABLE jobs DROP COLUMN shard_total;
+ALTER TABLE jobs DROP COLUMN shard_index;
+ALTER TABLE job_definitions DROP COLUMN broadcast;
 ALTER TABLE jobs DROP COLUMN required_tags;
 ALTER TABLE schedules DROP COLUMN required_tags;
 ALTER TABLE job_definitions DROP COLUMN required_tags;
