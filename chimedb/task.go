@@ -261,4 +261,6 @@ const (
 	LimitRate       = "queue_rate"
 	LimitInvalid    = "invalid"
 	LimitPlacement  = "placement"
+	// LimitDefinitionRate: the definition's own rate limit.
+	LimitDefinitionRate = "definition_rate"
 )

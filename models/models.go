@@ -40,9 +40,15 @@ type JobDefinition struct {
 	RequiredTags string `gorm:"column:required_tags" json:"required_tags"`
 	// Broadcast runs each job of the definition once on every live node
 	// that has its required tags (see Job.ShardGroup).
-	Broadcast bool      `gorm:"column:broadcast" json:"broadcast"`
-	CreatedAt time.Time `gorm:"column:created_at" json:"created_at"`
-	UpdatedAt time.Time `gorm:"column:updated_at" json:"updated_at"`
+	Broadcast bool `gorm:"column:broadcast" json:"broadcast"`
+	// RateLimit and RatePeriodMs limit the starts of the definition's
+	// jobs as a queue's do (see Queue), cluster-wide; RateTatUs is the
+	// limiter's state, chime's to write.
+	RateLimit    *int64    `gorm:"column:rate_limit" json:"rate_limit"`
+	RatePeriodMs *int64    `gorm:"column:rate_period_ms" json:"rate_period_ms"`
+	RateTatUs    *int64    `gorm:"column:rate_tat_us" json:"-"`
+	CreatedAt    time.Time `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt    time.Time `gorm:"column:updated_at" json:"updated_at"`
 
 	// Unreadable is no column: the engines' reads set it, with only ID
 	// and Name, when a column holds a value its type cannot (SQLite keeps
@@ -427,28 +433,39 @@ func CheckQueue(q *Queue) string {
 	if r := CheckMaxRunning(q.MaxRunning); r != "" {
 		return r
 	}
-	if (q.RateLimit == nil) != (q.RatePeriodMs == nil) {
+	return CheckRate(q.RateLimit, q.RatePeriodMs)
+}
+
+// CheckRate says what is wrong with a rate limit of limit starts per
+// periodMs (a queue's or a definition's); "" when it is one (both nil is
+// none).
+func CheckRate(limit, periodMs *int64) string {
+	if (limit == nil) != (periodMs == nil) {
 		return "rate_limit and rate_period_ms must be set together (both NULL is no rate limit)"
 	}
-	if q.RateLimit == nil {
+	if limit == nil {
 		return ""
 	}
-	if *q.RateLimit < 1 || *q.RateLimit > MaxRateLimit {
-		return fmt.Sprintf("rate_limit %d is out of 1..%d", *q.RateLimit, MaxRateLimit)
+	if *limit < 1 || *limit > MaxRateLimit {
+		return fmt.Sprintf("rate_limit %d is out of 1..%d", *limit, MaxRateLimit)
 	}
-	if *q.RatePeriodMs < MinRatePeriodMs || *q.RatePeriodMs > MaxRatePeriodMs {
-		return fmt.Sprintf("rate_period_ms %d is out of %d..%d", *q.RatePeriodMs, MinRatePeriodMs, MaxRatePeriodMs)
+	if *periodMs < MinRatePeriodMs || *periodMs > MaxRatePeriodMs {
+		return fmt.Sprintf("rate_period_ms %d is out of %d..%d", *periodMs, MinRatePeriodMs, MaxRatePeriodMs)
 	}
-	if *q.RatePeriodMs*1000 / *q.RateLimit < minRateSpacingUs {
-		return fmt.Sprintf("rate_limit %d per %d ms is more than one start per microsecond", *q.RateLimit, *q.RatePeriodMs)
+	if *periodMs*1000 / *limit < minRateSpacingUs {
+		return fmt.Sprintf("rate_limit %d per %d ms is more than one start per microsecond", *limit, *periodMs)
 	}
 	return ""
 }
 
-// RateSpacing is the time between two starts of a rate-limited queue.
-func (q *Queue) RateSpacing() time.Duration {
-	if q.RateLimit == nil || q.RatePeriodMs == nil || *q.RateLimit <= 0 {
+// RateSpacingOf is the time between two starts of limit per periodMs; 0
+// for none.
+func RateSpacingOf(limit, periodMs *int64) time.Duration {
+	if limit == nil || periodMs == nil || *limit <= 0 {
 		return 0
 	}
-	return time.Duration(*q.RatePeriodMs) * time.Millisecond / time.Duration(*q.RateLimit)
+	return time.Duration(*periodMs) * time.Millisecond / time.Duration(*limit)
 }
+
+// RateSpacing is the time between two starts of a rate-limited queue.
+func (q *Queue) RateSpacing() time.Duration { return RateSpacingOf(q.RateLimit, q.RatePeriodMs) }

@@ -230,7 +230,7 @@ func (a *Admin) CreateDefinition(ctx context.Context, d *models.JobDefinition) e
 }
 
 var definitionColumns = []string{"name", "task_type", "description", "default_params", "timeout_seconds",
-	"max_attempts", "retry_backoff_seconds", "notify_on", "notify_emails", "requests_recovery", "priority", "queue", "max_running", "required_tags", "broadcast", "updated_at"}
+	"max_attempts", "retry_backoff_seconds", "notify_on", "notify_emails", "requests_recovery", "priority", "queue", "max_running", "required_tags", "broadcast", "rate_limit", "rate_period_ms", "rate_tat_us", "updated_at"}
 
 // UpdateDefinition writes every admin-owned column of d (row d.ID); a
 // duplicate name wraps chimedb.ErrConflict.

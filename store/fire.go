@@ -388,7 +388,7 @@ func (s *Store) pickHandoff(tx *gorm.DB, p *chimedb.WriteFiresParams, normal []c
 		// requires node tags, is written pending too: only the claim
 		// takes limits and placement (see limits.go, placement.go).
 		limited := !free || d == nil || d.MaxRunning != nil || (d.Queue != "" && d.Queue != models.DefaultQueue) || seen[j.ScheduleID].queue ||
-			d.RequiredTags != "" || seen[j.ScheduleID].tags || d.Broadcast
+			d.RequiredTags != "" || seen[j.ScheduleID].tags || d.Broadcast || d.RateLimit != nil
 		if len(handoff) < p.HandoffSlots && d != nil && d.Unreadable == "" && !seen[j.ScheduleID].forbid && !limited && slices.Contains(p.HandoffKinds, d.TaskType) {
 			handoff = append(handoff, j)
 			continue

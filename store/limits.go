@@ -101,6 +101,10 @@ type defLimit struct {
 	queue   string
 	tags    string // required_tags as stored
 	bcast   bool   // broadcast: its pending jobs are seeds (see broadcast.go)
+	rate    *int64 // rate_limit per period, both nil for none
+	period  *int64
+	tat     int64 // the rate limiter's state after this claim's starts, µs
+	tat0    int64 // as read under the lock
 	max     *int64
 	invalid string
 	locked  bool
@@ -183,7 +187,7 @@ func (s *Store) prepareLimits(tx *gorm.DB, l *claimLimits, rows []models.Job) er
 	var lockDefs []int64
 	var lockQueues []string
 	for _, r := range rows {
-		if d := l.defs[r.JobDefinitionID]; d != nil && d.invalid == "" && d.max != nil && !d.locked && !slices.Contains(lockDefs, r.JobDefinitionID) {
+		if d := l.defs[r.JobDefinitionID]; d != nil && d.binds() && !d.locked && !slices.Contains(lockDefs, r.JobDefinitionID) {
 			lockDefs = append(lockDefs, r.JobDefinitionID)
 		}
 		name, _ := l.rowQueue(&r)
@@ -194,6 +198,13 @@ func (s *Store) prepareLimits(tx *gorm.DB, l *claimLimits, rows []models.Job) er
 	if len(lockDefs) > 0 {
 		if err := s.lockDefLimits(tx, lock, lockDefs, l.defs); err != nil {
 			return err
+		}
+		for _, id := range lockDefs {
+			if d := l.defs[id]; d != nil && d.locked && d.rate != nil {
+				if err := l.readNow(s, tx); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	if len(lockQueues) > 0 {
@@ -219,15 +230,26 @@ func (s *Store) prepareLimits(tx *gorm.DB, l *claimLimits, rows []models.Job) er
 			return err
 		}
 		for _, name := range lockQueues {
-			if q := l.queues[name]; q != nil && q.q.RateLimit != nil && !l.haveNow {
-				now, err := s.dbNowTx(tx)
-				if err != nil {
+			if q := l.queues[name]; q != nil && q.q.RateLimit != nil {
+				if err := l.readNow(s, tx); err != nil {
 					return err
 				}
-				l.nowUs, l.haveNow = now.UnixMicro(), true
 			}
 		}
 	}
+	return nil
+}
+
+// readNow reads the database's clock once per claim, for the rate limits.
+func (l *claimLimits) readNow(s *Store, tx *gorm.DB) error {
+	if l.haveNow {
+		return nil
+	}
+	now, err := s.dbNowTx(tx)
+	if err != nil {
+		return err
+	}
+	l.nowUs, l.haveNow = now.UnixMicro(), true
 	return nil
 }
 
@@ -296,7 +318,7 @@ func (l *claimLimits) holdsLocks() bool {
 // known, so r is neither admitted nor held: it stays pending, undecided,
 // for a later claim.
 func (l *claimLimits) unlocked(r *models.Job) bool {
-	if d := l.defs[r.JobDefinitionID]; d != nil && d.invalid == "" && d.max != nil && !d.locked {
+	if d := l.defs[r.JobDefinitionID]; d != nil && d.binds() && !d.locked {
 		return true
 	}
 	name, _ := l.rowQueue(r)
@@ -328,25 +350,42 @@ func (l *claimLimits) check(r *models.Job) (reason, kind, by string) {
 	case d.max != nil && d.active+d.taken >= *d.max:
 		return fmt.Sprintf("waiting: definition %d has max_running = %d jobs active", r.JobDefinitionID, *d.max), chimedb.LimitDefinition, "definition"
 	}
-	if sp := q.q.RateSpacing(); sp > 0 {
-		// GCRA without burst: starts at least sp apart, on the
-		// database's clock, so no window of rate_period_ms holds more than
-		// rate_limit starts. Any tolerance for a claim that comes early,
-		// or credit for one that came late, would let a window hold one
-		// more. The claim says when the next start is due (RetryIn), so
-		// the engine comes back then rather than at its next poll.
-		spUs := sp.Microseconds()
-		if q.tat > l.nowUs {
-			if w := time.Duration(q.tat-l.nowUs) * time.Microsecond; l.retryIn == 0 || w < l.retryIn {
-				l.retryIn = w
-			}
-			return fmt.Sprintf("waiting: queue %q starts at most %d jobs per %d ms", name, *q.q.RateLimit, *q.q.RatePeriodMs), chimedb.LimitRate, "queue"
-		}
-		q.tat = max(q.tat, l.nowUs) + spUs
+	// GCRA without burst: starts at least the spacing apart, on the
+	// database's clock, so no window of rate_period_ms holds more than
+	// rate_limit starts. Any tolerance for a claim that comes early, or
+	// credit for one that came late, would let a window hold one more.
+	// The claim says when the next start is due (RetryIn), so the engine
+	// comes back then rather than at its next poll. Both rates are checked
+	// before either is taken: a start one of them refuses uses neither.
+	qsp, dsp := q.q.RateSpacing(), models.RateSpacingOf(d.rate, d.period)
+	if qsp > 0 && l.early(q.tat) {
+		return fmt.Sprintf("waiting: queue %q starts at most %d jobs per %d ms", name, *q.q.RateLimit, *q.q.RatePeriodMs), chimedb.LimitRate, "queue"
+	}
+	if dsp > 0 && l.early(d.tat) {
+		return fmt.Sprintf("waiting: definition %d starts at most %d jobs per %d ms", r.JobDefinitionID, *d.rate, *d.period),
+			chimedb.LimitDefinitionRate, "definition"
+	}
+	if qsp > 0 {
+		q.tat = max(q.tat, l.nowUs) + qsp.Microseconds()
+	}
+	if dsp > 0 {
+		d.tat = max(d.tat, l.nowUs) + dsp.Microseconds()
 	}
 	q.taken++
 	d.taken++
 	return "", "", ""
+}
+
+// early says whether a limiter whose next start is due at tat (µs) must
+// wait, and notes when it may start (RetryIn).
+func (l *claimLimits) early(tat int64) bool {
+	if tat <= l.nowUs {
+		return false
+	}
+	if w := time.Duration(tat-l.nowUs) * time.Microsecond; l.retryIn == 0 || w < l.retryIn {
+		l.retryIn = w
+	}
+	return true
 }
 
 // exclude leaves r's full queue or definition out of the next pick.
@@ -400,6 +439,18 @@ func (l *claimLimits) save(tx *gorm.DB) error {
 	for _, name := range names {
 		if err := tx.Exec(`UPDATE queues SET rate_tat_us = ? WHERE name = ?`, l.queues[name].tat, name).Error; err != nil {
 			return fmt.Errorf("save the rate limit of queue %q: %w", name, err)
+		}
+	}
+	var ids []int64
+	for id, d := range l.defs {
+		if d.locked && d.tat != d.tat0 {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if err := tx.Exec(`UPDATE job_definitions SET rate_tat_us = ? WHERE id = ?`, l.defs[id].tat, id).Error; err != nil {
+			return fmt.Errorf("save the rate limit of definition %d: %w", id, err)
 		}
 	}
 	return nil
@@ -516,17 +567,17 @@ func rawBool(v any) (bool, bool) {
 // readDefLimits reads queue and max_running of the definitions ids into defs.
 func readDefLimits(tx *gorm.DB, ids []int64, defs map[int64]*defLimit) error {
 	for chunk := range slices.Chunk(ids, scheduleInChunk) {
-		rows, err := tx.Raw(`SELECT id, queue, max_running, required_tags, broadcast FROM job_definitions WHERE id IN ?`, chunk).Rows()
+		rows, err := tx.Raw(`SELECT `+defLimitColumns+` FROM job_definitions WHERE id IN ?`, chunk).Rows()
 		if err != nil {
 			return fmt.Errorf("read limits of definitions: %w", err)
 		}
 		for rows.Next() {
-			var raw [5]any
-			if err := rows.Scan(&raw[0], &raw[1], &raw[2], &raw[3], &raw[4]); err != nil {
+			id, d, err := scanDefLimit(rows)
+			if err != nil {
 				_ = rows.Close()
 				return fmt.Errorf("read limits of definitions: %w", err)
 			}
-			defs[rawInt64(raw[0])] = defFromRaw(raw[1], raw[2], raw[3], raw[4])
+			defs[id] = d
 		}
 		if err := closeRows(rows); err != nil {
 			return fmt.Errorf("read limits of definitions: %w", err)
@@ -535,36 +586,68 @@ func readDefLimits(tx *gorm.DB, ids []int64, defs map[int64]*defLimit) error {
 	return nil
 }
 
-func defFromRaw(queue, maxRunning, tags, broadcast any) *defLimit {
-	bcast, _ := rawBool(broadcast)
-	d := &defLimit{queue: rawString(queue), tags: rawString(tags), bcast: bcast}
-	v, ok := rawNullInt(maxRunning)
-	if !ok {
-		d.invalid = fmt.Sprintf("job_definitions.max_running holds %s, which is not an integer", rawText(maxRunning))
-		return d
+// defLimitColumns are what the limits read of a definition, in
+// scanDefLimit's order.
+const defLimitColumns = "id, queue, max_running, required_tags, broadcast, rate_limit, rate_period_ms, rate_tat_us"
+
+// scanDefLimit reads one row of defLimitColumns, checked: a value that is
+// no integer, or out of its bounds, makes the definition invalid with the
+// reason instead of failing the read.
+func scanDefLimit(rows interface{ Scan(...any) error }) (int64, *defLimit, error) {
+	var raw [8]any
+	ptrs := make([]any, len(raw))
+	for i := range raw {
+		ptrs[i] = &raw[i]
 	}
-	d.max = v
-	d.invalid = models.CheckMaxRunning(v)
-	return d
+	if err := rows.Scan(ptrs...); err != nil {
+		return 0, nil, err
+	}
+	bcast, _ := rawBool(raw[4])
+	d := &defLimit{queue: rawString(raw[1]), tags: rawString(raw[3]), bcast: bcast}
+	var tat *int64
+	for _, c := range []struct {
+		name string
+		at   int
+		dst  **int64
+	}{{"max_running", 2, &d.max}, {"rate_limit", 5, &d.rate}, {"rate_period_ms", 6, &d.period}, {"rate_tat_us", 7, &tat}} {
+		v, ok := rawNullInt(raw[c.at])
+		if !ok && d.invalid == "" {
+			d.invalid = fmt.Sprintf("job_definitions.%s holds %s, which is not an integer", c.name, rawText(raw[c.at]))
+		}
+		*c.dst = v
+	}
+	if d.invalid == "" {
+		d.invalid = models.CheckMaxRunning(d.max)
+	}
+	if d.invalid == "" {
+		d.invalid = models.CheckRate(d.rate, d.period)
+	}
+	if tat != nil {
+		d.tat0 = *tat
+	}
+	return rawInt64(raw[0]), d, nil
 }
+
+// binds says whether a limit of the definition binds its jobs.
+func (d *defLimit) binds() bool { return d.invalid == "" && (d.max != nil || d.rate != nil) }
 
 // lockDefLimits locks the definitions ids, reads their limits again under
 // the lock and counts their active jobs.
 func (s *Store) lockDefLimits(tx *gorm.DB, lock string, ids []int64, defs map[int64]*defLimit) error {
 	slices.Sort(ids)
-	rows, err := tx.Raw(`SELECT id, queue, max_running, required_tags, broadcast FROM job_definitions WHERE id IN ? ORDER BY id`+lock, ids).Rows()
+	rows, err := tx.Raw(`SELECT `+defLimitColumns+` FROM job_definitions WHERE id IN ? ORDER BY id`+lock, ids).Rows()
 	if err != nil {
 		return fmt.Errorf("lock definitions with max_running: %w", err)
 	}
 	for rows.Next() {
-		var raw [5]any
-		if err := rows.Scan(&raw[0], &raw[1], &raw[2], &raw[3], &raw[4]); err != nil {
+		id, d, err := scanDefLimit(rows)
+		if err != nil {
 			_ = rows.Close()
 			return fmt.Errorf("lock definitions with max_running: %w", err)
 		}
-		d := defFromRaw(raw[1], raw[2], raw[3], raw[4])
 		d.locked = true
-		defs[rawInt64(raw[0])] = d
+		d.tat = d.tat0
+		defs[id] = d
 	}
 	if err := closeRows(rows); err != nil {
 		return fmt.Errorf("lock definitions with max_running: %w", err)

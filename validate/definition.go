@@ -35,6 +35,10 @@ type DefinitionRequest struct {
 	RequiredTags string `json:"required_tags"`
 	// Broadcast runs each job once on every live node with the tags.
 	Broadcast bool `json:"broadcast"`
+	// RateLimit and RatePeriodMs: at most RateLimit starts per
+	// RatePeriodMs, cluster-wide (both null: none); see models.CheckRate.
+	RateLimit    *int64 `json:"rate_limit"`
+	RatePeriodMs *int64 `json:"rate_period_ms"`
 }
 
 // NewDefinitionRequest holds the column defaults a create starts from.
@@ -50,6 +54,7 @@ func DefinitionRequestOf(d *models.JobDefinition) *DefinitionRequest {
 		TimeoutSeconds: int64(d.TimeoutSeconds), MaxAttempts: int64(d.MaxAttempts), RetryBackoffSeconds: int64(d.RetryBackoffSeconds),
 		NotifyOn: d.NotifyOn, NotifyEmails: d.NotifyEmails, RequestsRecovery: d.RequestsRecovery, Priority: int64(d.Priority),
 		Queue: d.Queue, MaxRunning: d.MaxRunning, RequiredTags: d.RequiredTags, Broadcast: d.Broadcast,
+		RateLimit: d.RateLimit, RatePeriodMs: d.RatePeriodMs,
 	}
 }
 
@@ -111,6 +116,9 @@ func (req *DefinitionRequest) validate(reg *tasks.Registry) (*models.JobDefiniti
 	if r := models.CheckMaxRunning(req.MaxRunning); r != "" {
 		return nil, errorf("max_running", "%s", r)
 	}
+	if r := models.CheckRate(req.RateLimit, req.RatePeriodMs); r != "" {
+		return nil, errorf("rate_limit", "%s", r)
+	}
 	tags, err := models.NormalizeTags(req.RequiredTags)
 	if err != nil {
 		return nil, errorf("required_tags", "required_tags: %v", err)
@@ -143,6 +151,7 @@ func (req *DefinitionRequest) validate(reg *tasks.Registry) (*models.JobDefiniti
 		TimeoutSeconds: int(req.TimeoutSeconds), MaxAttempts: int(req.MaxAttempts), RetryBackoffSeconds: int(req.RetryBackoffSeconds),
 		NotifyOn: req.NotifyOn, NotifyEmails: strings.Join(emails, ","), RequestsRecovery: req.RequestsRecovery,
 		Priority: int(req.Priority), Queue: req.Queue, MaxRunning: req.MaxRunning, RequiredTags: tags, Broadcast: req.Broadcast,
+		RateLimit: req.RateLimit, RatePeriodMs: req.RatePeriodMs,
 	}, nil
 }
 

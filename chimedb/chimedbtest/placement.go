@@ -2,6 +2,7 @@ package chimedbtest
 
 import (
 	"strings"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -210,5 +211,49 @@ var broadcastCases = []tcase{
 		res = e.claim(&chimedb.ClaimParams{NodeID: "a", Limit: 10})
 		require.Equal(e.t, chimedb.LimitPlacement, heldKinds(res)[j.ID].Kind)
 		require.Nil(e.t, e.get(j.ID).ShardTotal, "not expanded while no node can take it")
+	}},
+}
+
+func definitionRateMethods() []method {
+	return []method{{"DefinitionRate", definitionRateCases}}
+}
+
+var definitionRateCases = []tcase{
+	{"a definition's rate limit spaces its starts, cluster-wide, and holds the rest with the reason", func(e *env) {
+		d := e.definition(func(d *models.JobDefinition) { d.RateLimit, d.RatePeriodMs = i64(1), i64(3_600_000) })
+		other := e.definition()
+		j1, j2 := e.job(d.ID), e.job(d.ID)
+		free := e.job(other.ID)
+		res := e.claim(&chimedb.ClaimParams{NodeID: "a", Limit: 10})
+		require.ElementsMatch(e.t, []int64{j1.ID, free.ID}, claimedIDs(res.Jobs))
+		h := heldKinds(res)[j2.ID]
+		require.Equal(e.t, chimedb.LimitDefinitionRate, h.Kind)
+		require.Contains(e.t, h.Reason, "starts at most 1 jobs per 3600000 ms")
+		require.Greater(e.t, res.RetryIn, 59*time.Minute)
+		require.Empty(e.t, e.claim(&chimedb.ClaimParams{NodeID: "b", Limit: 10}).Jobs, "another node is held as well")
+		e.exec(`UPDATE job_definitions SET rate_tat_us = NULL WHERE id = ?`, d.ID)
+		require.Equal(e.t, []int64{j2.ID}, claimedIDs(e.claim(&chimedb.ClaimParams{NodeID: "b", Limit: 10}).Jobs))
+	}},
+	{"a queue's and a definition's rates are both checked before either is taken", func(e *env) {
+		require.NoError(e.t, e.admin.PutQueue(e.ctx, &models.Queue{Name: "q", RateLimit: i64(1), RatePeriodMs: i64(3_600_000)}))
+		d := e.definition(e.inQueue("q"), func(d *models.JobDefinition) { d.RateLimit, d.RatePeriodMs = i64(1), i64(3_600_000) })
+		e.exec(`UPDATE job_definitions SET rate_tat_us = ? WHERE id = ?`, int64(1)<<60, d.ID)
+		j := e.job(d.ID)
+		res := e.claim(&chimedb.ClaimParams{NodeID: "a", Limit: 10})
+		require.Equal(e.t, chimedb.LimitDefinitionRate, heldKinds(res)[j.ID].Kind)
+		q, err := e.admin.GetQueue(e.ctx, "q")
+		require.NoError(e.t, err)
+		require.Nil(e.t, q.RateTatUs, "the queue's start was not used by a start the definition refused")
+	}},
+	{"a bad rate written by SQL makes the definition invalid: its jobs wait with the reason", func(e *env) {
+		d := e.definition()
+		e.exec(`UPDATE job_definitions SET rate_limit = 1000000, rate_period_ms = 1 WHERE id = ?`, d.ID)
+		j := e.job(d.ID)
+		h := heldKinds(e.claim(&chimedb.ClaimParams{NodeID: "a", Limit: 10}))[j.ID]
+		require.Equal(e.t, chimedb.LimitInvalid, h.Kind)
+		require.Contains(e.t, h.Reason, "more than one start per microsecond")
+		e.exec(`UPDATE job_definitions SET rate_limit = 5, rate_period_ms = NULL WHERE id = ?`, d.ID)
+		h = heldKinds(e.claim(&chimedb.ClaimParams{NodeID: "a", Limit: 10}))[j.ID]
+		require.Contains(e.t, h.Reason, "must be set together")
 	}},
 }

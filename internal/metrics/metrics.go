@@ -82,7 +82,7 @@ var (
 	// JobsHeld counts, per claim, the due jobs a limit held back, by kind
 	// (chimedb.Limit*).
 	JobsHeld = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "chime_jobs_held_total", Help: "Due jobs a claim left pending because of a limit or of placement (kind: queue_max_running, definition_max_running, queue_paused, queue_rate, invalid, placement: no live node has the tags the job requires), counted per claim.",
+		Name: "chime_jobs_held_total", Help: "Due jobs a claim left pending because of a limit or of placement (kind: queue_max_running, definition_max_running, queue_paused, queue_rate, definition_rate, invalid, placement: no live node has the tags the job requires), counted per claim.",
 	}, []string{"kind"})
 	// QueueJobs is the number of jobs per queue and state (running: queued,
 	// running or paused; waiting: pending and due), set by the

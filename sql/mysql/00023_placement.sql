@@ -22,6 +22,10 @@
 -- copies; each has shard_index (0-based), shard_total, shard_group (the
 -- seed's id) and target_node (only that node claims it). The run as a
 -- whole is the rows of one shard_group: it succeeded when they all have.
+--
+-- job_definitions.rate_limit / rate_period_ms / rate_tat_us: a
+-- definition's own rate limit, with the meaning and bounds of the queues'
+-- columns of the same names (migration 00017), taken in the same claim.
 
 -- +goose Up
 ALTER TABLE nodes ADD COLUMN tags VARCHAR(2100) NOT NULL DEFAULT '', ADD COLUMN drain VARCHAR(16) NOT NULL DEFAULT '';
@@ -31,8 +35,10 @@ ALTER TABLE jobs ADD COLUMN required_tags VARCHAR(2100) NULL;
 ALTER TABLE job_definitions ADD COLUMN broadcast TINYINT(1) NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN shard_index INT NULL, ADD COLUMN shard_total INT NULL, ADD COLUMN shard_group BIGINT NULL,
   ADD COLUMN target_node VARCHAR(191) NULL;
+ALTER TABLE job_definitions ADD COLUMN rate_limit BIGINT NULL, ADD COLUMN rate_period_ms BIGINT NULL, ADD COLUMN rate_tat_us BIGINT NULL;
 
 -- +goose Down
+ALTER TABLE job_definitions DROP COLUMN rate_tat_us, DROP COLUMN rate_period_ms, DROP COLUMN rate_limit;
 ALTER TABLE jobs DROP COLUMN target_node, DROP COLUMN shard_group, DROP COLUMN shard_total, DROP COLUMN shard_index;
 ALTER TABLE job_definitions DROP COLUMN broadcast;
 ALTER TABLE jobs DROP COLUMN required_tags;

@@ -11,8 +11,14 @@ ALTER TABLE jobs ADD COLUMN shard_index INTEGER NULL;
 ALTER TABLE jobs ADD COLUMN shard_total INTEGER NULL;
 ALTER TABLE jobs ADD COLUMN shard_group INTEGER NULL;
 ALTER TABLE jobs ADD COLUMN target_node TEXT NULL;
+ALTER TABLE job_definitions ADD COLUMN rate_limit INTEGER NULL;
+ALTER TABLE job_definitions ADD COLUMN rate_period_ms INTEGER NULL;
+ALTER TABLE job_definitions ADD COLUMN rate_tat_us INTEGER NULL;
 
 -- +goose Down
+ALTER TABLE job_definitions DROP COLUMN rate_tat_us;
+ALTER TABLE job_definitions DROP COLUMN rate_period_ms;
+ALTER TABLE job_definitions DROP COLUMN rate_limit;
 ALTER TABLE jobs DROP COLUMN target_node;
 ALTER TABLE jobs DROP COLUMN shard_group;
 ALTER TABLE jobs DROP COLUMN shard_total;
