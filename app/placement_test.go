@@ -42,7 +42,7 @@ func TestNodeTagsPlacementAndDrain(t *testing.T) {
 		go func() { done <- Serve(ctx, &cfg, Options{NoMigrate: true, Logger: e.log, Registry: reg}) }()
 		t.Cleanup(func() {
 			cancel()
-			<-done
+			require.NoError(t, <-done)
 		})
 		node := func() models.Node {
 			var n models.Node
@@ -88,8 +88,5 @@ func TestNodeTagsPlacementAndDrain(t *testing.T) {
 
 		require.NoError(t, db.Exec(`UPDATE nodes SET drain = '' WHERE id = ?`, id).Error)
 		waitFor(t, 20*time.Second, "the waiting job to run once undrained", func() bool { return status(w) == models.JobSucceeded })
-		cancel()
-		require.NoError(t, <-done)
-		done <- nil
 	})
 }
