@@ -208,32 +208,40 @@ func (s *Store) prepareLimits(tx *gorm.DB, l *claimLimits, rows []models.Job) er
 		}
 	}
 	if len(lockQueues) > 0 {
-		sort.Strings(lockQueues)
-		fresh, err := readQueues(tx, lock, lockQueues)
-		if err != nil {
-			return err
+		return s.lockQueueLimits(tx, l, lock, skipping, lockQueues)
+	}
+	return nil
+}
+
+// lockQueueLimits locks the queues names (skipping those another claim
+// holds when skipping), reads them again under the lock and counts their
+// active jobs.
+func (s *Store) lockQueueLimits(tx *gorm.DB, l *claimLimits, lock string, skipping bool, names []string) error {
+	sort.Strings(names)
+	fresh, err := readQueues(tx, lock, names)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		q := fresh[name]
+		if q == nil && skipping { // another claim holds it: its jobs wait
+			continue
 		}
-		for _, name := range lockQueues {
-			q := fresh[name]
-			if q == nil && skipping { // another claim holds it: its jobs wait
-				continue
-			}
-			if q == nil { // deleted since the first read
-				delete(l.queues, name)
-				continue
-			}
-			q.locked = true
-			q.tat = q.tat0
-			l.queues[name] = q
+		if q == nil { // deleted since the first read
+			delete(l.queues, name)
+			continue
 		}
-		if err := countActiveQueues(tx, lockQueues, l.queues); err != nil {
-			return err
-		}
-		for _, name := range lockQueues {
-			if q := l.queues[name]; q != nil && q.q.RateLimit != nil {
-				if err := l.readNow(s, tx); err != nil {
-					return err
-				}
+		q.locked = true
+		q.tat = q.tat0
+		l.queues[name] = q
+	}
+	if err := countActiveQueues(tx, names, l.queues); err != nil {
+		return err
+	}
+	for _, name := range names {
+		if q := l.queues[name]; q != nil && q.q.RateLimit != nil {
+			if err := l.readNow(s, tx); err != nil {
+				return err
 			}
 		}
 	}
