@@ -126,6 +126,8 @@ var routeRules = map[string]rule{
 	"POST " + Prefix + "/jobs/{id}/reset":        {role: models.RoleOperator, object: jobObject},
 	"GET " + Prefix + "/notifications":           {role: models.RoleViewer},
 	"GET " + Prefix + "/nodes":                   {role: models.RoleViewer},
+	"POST " + Prefix + "/nodes/{node}/drain":     {role: models.RoleOperator, unscoped: true},
+	"POST " + Prefix + "/nodes/{node}/undrain":   {role: models.RoleOperator, unscoped: true},
 	"GET " + Prefix + "/configurations":          {role: models.RoleViewer, unscoped: true},
 	"GET " + Prefix + "/configurations/{name}":   {role: models.RoleViewer, unscoped: true},
 	"PUT " + Prefix + "/configurations/{name}":   {role: models.RoleAdmin, unscoped: true},

@@ -15,6 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testsupport/testdb"
 	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/store"
@@ -79,6 +80,7 @@ type fixture struct {
 	workflow, run   int64
 	channel, rule   int64
 	queue           string
+	node            string
 	spareToken      string
 	spareSecret     string
 	n               int
@@ -242,6 +244,12 @@ var routeSamples = map[string]sample{
 	},
 	"POST /api/v1/queues/{name}/pause":  constant("/api/v1/queues/default/pause", ""),
 	"POST /api/v1/queues/{name}/resume": constant("/api/v1/queues/default/resume", ""),
+	"POST /api/v1/nodes/{node}/drain": func(f *fixture, _ target) (string, string, bool) {
+		return "/api/v1/nodes/" + f.node + "/drain", "", false
+	},
+	"POST /api/v1/nodes/{node}/undrain": func(f *fixture, _ target) (string, string, bool) {
+		return "/api/v1/nodes/" + f.node + "/undrain", "", false
+	},
 }
 
 // shared is the request of a route whose {id} names an object no scope
@@ -287,6 +295,8 @@ func (b *bundle) newFixture(n int) *fixture {
 	f.rule = id(b.ok(201, "POST", "/api/v1/alert-rules", fmt.Sprintf(`{"name":"r%d","event":"job_failed","channel_id":%d}`, n, f.channel)))
 	f.queue = fmt.Sprintf("spareq%d", n)
 	b.ok(200, "PUT", "/api/v1/queues/"+f.queue, `{"max_running":1}`)
+	f.node = fmt.Sprintf("node%d", n)
+	require.NoError(b.t, b.st.RegisterNode(b.t.Context(), &chimedb.RegisterNodeParams{ID: f.node, Roles: "worker"}))
 	f.spareToken = fmt.Sprintf("spare%d", n)
 	b.ok(201, "POST", "/api/v1/tokens", `{"name":"`+f.spareToken+`","role":"viewer"}`)
 	f.spareSecret = fmt.Sprintf("spare-secret%d", n)
@@ -328,6 +338,7 @@ func fingerprint(t *testing.T, st *store.Store) string {
 		"SELECT id, name, throttle_seconds, updated_at FROM alert_rules ORDER BY id",
 		"SELECT name, max_running, paused FROM queues ORDER BY name",
 		"SELECT name, key_id, nonce FROM secrets ORDER BY name",
+		"SELECT id, drain FROM nodes ORDER BY id",
 	} {
 		rows, err := st.DB().Raw(q).Rows()
 		require.NoError(t, err, q)

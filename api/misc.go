@@ -161,3 +161,31 @@ func (s *Server) checkSetting(rows []models.Configuration, name, value string) *
 	}
 	return nil
 }
+
+func (s *Server) drainNode(w http.ResponseWriter, r *http.Request) *apiError {
+	return s.setNodeDrain(w, r, true)
+}
+
+func (s *Server) undrainNode(w http.ResponseWriter, r *http.Request) *apiError {
+	return s.setNodeDrain(w, r, false)
+}
+
+// setNodeDrain asks a node to stop claiming (it finishes what it runs,
+// or hands it back after its taskengine.drain_timeout) or to claim again.
+// The node acts on its row within one cluster.heartbeat, whichever node
+// served the request.
+func (s *Server) setNodeDrain(w http.ResponseWriter, r *http.Request, drain bool) *apiError {
+	id := r.PathValue("node")
+	if id == "" || len(id) > maxNodeIDLen {
+		return badRequest("node", "a node id is 1 to %d characters", maxNodeIDLen)
+	}
+	n, err := s.st.Admin().SetNodeDrain(r.Context(), id, drain)
+	if err != nil {
+		return s.fromStore(r, err, "a node")
+	}
+	s.writeJSON(w, r, http.StatusOK, n)
+	return nil
+}
+
+// maxNodeIDLen is nodes.id's width.
+const maxNodeIDLen = 191

@@ -83,6 +83,8 @@ var routeTable = []route{
 	{method: "POST", path: Prefix + "/runs/{id}/resume", handler: resumeRun},
 
 	{method: "GET", path: Prefix + "/nodes", handler: (*Server).listNodes},
+	{method: "POST", path: Prefix + "/nodes/{node}/drain", handler: (*Server).drainNode},
+	{method: "POST", path: Prefix + "/nodes/{node}/undrain", handler: (*Server).undrainNode},
 	{method: "GET", path: Prefix + "/version", handler: (*Server).version},
 
 	{method: "GET", path: Prefix + "/queues", handler: (*Server).listQueues},

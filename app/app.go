@@ -398,9 +398,17 @@ func (n *node) buildCluster() error {
 		roles = append(roles, "worker")
 	}
 	cn, err := cluster.New(n.st, &cluster.Config{
-		NodeID: cfg.Node.ID, Roles: strings.Join(roles, ","), Version: nodeVersion(),
+		NodeID: cfg.Node.ID, Roles: strings.Join(roles, ","), Tags: strings.Join(cfg.Node.TagList(), ","), Version: nodeVersion(),
 		Heartbeat: cfg.Cluster.Heartbeat.D(), FailoverAfter: cfg.Cluster.FailoverAfter.D(),
 		RetentionDays: cfg.RetentionDays, Logger: n.log,
+		// The engines are built after the cluster: these look them up
+		// when called.
+		OnDrain: func(drain string) {
+			if n.tasks != nil {
+				n.tasks.SetDrain(drain)
+			}
+		},
+		Idle: func() bool { return n.tasks == nil || n.tasks.Idle() },
 	})
 	if err != nil {
 		return err
@@ -421,12 +429,14 @@ func (n *node) buildEngines(ctx context.Context, reg *tasks.Registry, opts Optio
 		}
 		te, err := taskengine.New(n.st, &taskengine.Config{
 			NodeID:          cfg.Node.ID,
+			NodeTags:        cfg.Node.TagList(),
 			Logger:          n.log,
 			PollInterval:    cfg.TaskEngine.PollInterval.D(),
 			Watch:           watch,
 			WakeInterval:    cfg.TaskEngine.WakeInterval.D(),
 			PoolSize:        cfg.TaskEngine.PoolSize,
 			ControlInterval: cfg.TaskEngine.ControlInterval.D(),
+			DrainTimeout:    cfg.TaskEngine.DrainTimeout.D(),
 			ShutdownGrace:   cfg.ShutdownGrace.D(),
 			// Running jobs' heartbeat_at must beat as often as the node, or the
 			// reconciler would take them for stalled in a short failover window.

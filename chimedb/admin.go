@@ -53,6 +53,11 @@ type AdminQueries interface {
 	ListJobs(ctx context.Context, p *AdminListParams) ([]models.Job, error)
 	ListJobLogs(ctx context.Context, jobID, afterID int64, limit int) ([]models.JobLog, error)
 	ListNodes(ctx context.Context) ([]models.Node, error)
+	// SetNodeDrain asks node id to drain (stop claiming; nodes.drain =
+	// draining, unless it is draining or drained already) or, with
+	// drain false, to claim again (drain = ''), and returns the row;
+	// ErrNotFound when no node has that id.
+	SetNodeDrain(ctx context.Context, id string, drain bool) (*models.Node, error)
 	ListConfigurations(ctx context.Context) ([]models.Configuration, error)
 	GetConfiguration(ctx context.Context, name string) (*models.Configuration, error)
 	SetConfiguration(ctx context.Context, c *models.Configuration) error

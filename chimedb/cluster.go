@@ -21,6 +21,8 @@ type RegisterNodeParams struct {
 	PID      int
 	Version  string
 	Roles    string
+	// Tags are the node's tags (node.tags), sorted and comma-separated.
+	Tags string
 }
 
 // DeadNode is a node that DeclareDeadNodes found silent.

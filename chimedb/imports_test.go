@@ -27,7 +27,7 @@ var importRules = map[string][]string{
 	"tasks/shell":    {"tasks"},
 	"tasks/sleep":    {"tasks"},
 	"validate":       {"models", "tasks", "trigger"},
-	"configs":        {"internal/loopback"},
+	"configs":        {"internal/loopback", "models"},
 	// The one package with SQL on chime's database.
 	"store": {"chimedb", "models", "sql"},
 	// Services: the database only through chimedb, never store.

@@ -30,6 +30,11 @@ type ClaimParams struct {
 	// ClaimResult.Last and decides how long a floor may stand (rows can
 	// appear below it: see taskengine's floor).
 	After *ClaimCursor
+	// NodeTags are the claiming node's tags (node.tags, parsed): the claim
+	// takes only jobs whose required tags are all among them. A job no
+	// live node's tags cover waits, with the reason, as a limit's would
+	// (LimitPlacement); one another node can take is left to it.
+	NodeTags []string
 }
 
 // ClaimCursor is a row's place in the claim's order: (claim_key, id).
@@ -163,7 +168,11 @@ type ControlOutcomeParams struct {
 
 // JobOutcome is how one run ended, as the completer writes it.
 type JobOutcome struct {
-	ID int64
+	// HandBack, with Status pending, gives the attempt back (a draining
+	// node cut the run off; the job did nothing wrong), as a snooze does
+	// without counting one.
+	HandBack bool
+	ID       int64
 	// RunID is the job's workflow run (jobs.run_id), 0 for none. A final
 	// outcome of a run's job decides the run's next steps in the same
 	// transaction (see WorkflowStore).
@@ -255,4 +264,7 @@ const (
 	LimitPaused     = "queue_paused"
 	LimitRate       = "queue_rate"
 	LimitInvalid    = "invalid"
+	LimitPlacement  = "placement"
+	// LimitDefinitionRate: the definition's own rate limit.
+	LimitDefinitionRate = "definition_rate"
 )

@@ -17,7 +17,7 @@ import (
 // adminCommands returns the commands that manage a running chime through
 // its API: definition, schedule, job, nodes and config.
 func adminCommands() []*cobra.Command {
-	return []*cobra.Command{newDefinitionCommand(), newScheduleCommand(), newCalendarCommand(), newJobCommand(), newNodesCommand(), newConfigCommand(),
+	return []*cobra.Command{newDefinitionCommand(), newScheduleCommand(), newCalendarCommand(), newJobCommand(), newNodesCommand(), newNodeCommand(), newConfigCommand(),
 		newAlertCommand(), newWorkflowCommand(), newTokenCommand(), newQueueCommand(), newAuditCommand(), newSecretCommand()}
 }
 
@@ -161,11 +161,42 @@ func newNodesCommand() *cobra.Command {
 	cmd, f := adminGroup("nodes", "List the nodes of the cluster", "List every chime node sharing the database, with its last heartbeat.")
 	cmd.RunE = runner(f, func(ctx context.Context, c *client, out io.Writer, _ []string) error {
 		return list(ctx, c, out, api.Prefix+"/nodes", nil,
-			[]string{"ID", "HOSTNAME", "PID", "VERSION", "ROLES", "STATUS", "STARTED", "HEARTBEAT"},
+			[]string{"ID", "HOSTNAME", "PID", "VERSION", "ROLES", "TAGS", "STATUS", "DRAIN", "STARTED", "HEARTBEAT"},
 			func(n *nodeRow) []string {
-				return []string{n.ID, str(n.Hostname), strconv.Itoa(n.PID), str(n.Version), str(n.Roles), n.Status,
-					timeCell(&n.StartedAt), timeCell(&n.HeartbeatAt)}
+				return []string{n.ID, str(n.Hostname), strconv.Itoa(n.PID), str(n.Version), str(n.Roles), dash(n.Tags), n.Status,
+					dash(n.Drain), timeCell(&n.StartedAt), timeCell(&n.HeartbeatAt)}
 			})
 	})
+	return cmd
+}
+
+// dash shows an empty cell as "-".
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return str(s)
+}
+
+// newNodeCommand drains and undrains nodes.
+func newNodeCommand() *cobra.Command {
+	cmd, f := adminGroup("node", "Drain or undrain a node",
+		"A draining node stops claiming jobs and finishes what it runs (after its taskengine.drain_timeout, when set, "+
+			"it hands the rest back to pending without using an attempt); `chime nodes` shows it draining, then drained. "+
+			"undrain lets it claim again. The node acts within one cluster.heartbeat, whichever node serves the request. "+
+			"docs/limits.md has the details.")
+	state := func(action, short string) *cobra.Command {
+		return &cobra.Command{
+			Use: action + " ID", Short: short, Args: cobra.ExactArgs(1),
+			RunE: runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
+				var raw json.RawMessage
+				if err := c.do(ctx, "POST", api.Prefix+"/nodes/"+url.PathEscape(args[0])+"/"+action, nil, nil, &raw); err != nil {
+					return err
+				}
+				return c.printRow(out, raw)
+			}),
+		}
+	}
+	cmd.AddCommand(state("drain", "Stop a node claiming; it finishes what it runs"), state("undrain", "Let a drained node claim again"))
 	return cmd
 }

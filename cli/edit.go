@@ -60,6 +60,9 @@ type definitionFlags struct {
 	recovery                             bool
 	queue                                string
 	maxRunning                           int
+	requiredTags                         string
+	broadcast                            bool
+	rate, periodMs                       int64
 }
 
 // registerLimits adds the flags of the limits, shared by add and edit.
@@ -67,6 +70,10 @@ func (d *definitionFlags) registerLimits(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&d.queue, "queue", "default", "the queue whose limits its jobs take (chime queue list)")
 	fl.IntVar(&d.maxRunning, "max-running", 0, "the most of its jobs active at once, cluster-wide (0: no limit)")
+	fl.Int64Var(&d.rate, "rate", 0, "at most this many starts of its jobs per --period-ms, cluster-wide (0: no rate limit)")
+	fl.Int64Var(&d.periodMs, "period-ms", 0, "the rate limit's period in milliseconds")
+	fl.BoolVar(&d.broadcast, "broadcast", false, "run each job once on every live node that has its required tags (shards: see docs/limits.md)")
+	fl.StringVar(&d.requiredTags, "required-tags", "", "node tags its jobs need, comma-separated (only nodes whose node.tags have them all run them; empty: any node)")
 }
 
 // fields adds their body keys to b. --params is not among them: add leaves
@@ -82,6 +89,18 @@ func (d *definitionFlags) fields(b *editBody) {
 	b.add("requests-recovery", "requests_recovery", func() (any, error) { return d.recovery, nil })
 	b.add("priority", "priority", intVal(&d.priority))
 	b.add("queue", "queue", strVal(&d.queue))
+	b.add("required-tags", "required_tags", strVal(&d.requiredTags))
+	b.add("broadcast", "broadcast", func() (any, error) { return d.broadcast, nil })
+	rateVal := func(v *int64) func() (any, error) {
+		return func() (any, error) {
+			if *v == 0 {
+				return nil, nil // JSON null: no rate limit
+			}
+			return *v, nil
+		}
+	}
+	b.add("rate", "rate_limit", rateVal(&d.rate))
+	b.add("period-ms", "rate_period_ms", rateVal(&d.periodMs))
 	b.add("max-running", "max_running", func() (any, error) {
 		if d.maxRunning == 0 {
 			return nil, nil // JSON null: no limit

@@ -25,6 +25,9 @@ type Config struct {
 	// Roles is written to nodes.roles, e.g. "scheduler,worker". Only a node
 	// whose roles include "scheduler" competes for the scheduler lease.
 	Roles string
+	// Tags is written to nodes.tags: this node's tags, sorted and
+	// comma-separated.
+	Tags string
 	// Hostname, PID and Version describe the process in nodes (defaults:
 	// os.Hostname, os.Getpid, "").
 	Hostname string
@@ -72,6 +75,14 @@ type Config struct {
 	// this node finds that the others declared it dead while it could not
 	// reach the database: its jobs have been handed to other nodes.
 	OnDeclaredDead func()
+	// OnDrain, if set, is called after every heartbeat with this node's
+	// nodes.drain ("", "draining", "drained", or what SQL wrote): the
+	// task engine stops claiming while it is not "". Idle, if set, says
+	// whether the node runs no job any more: a draining node is then
+	// marked drained. Without Idle a node that runs no jobs (no task
+	// engine) is drained at once.
+	OnDrain func(drain string)
+	Idle    func() bool
 }
 
 // WithDefaults returns a copy of c with zero fields set to their defaults.

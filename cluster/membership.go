@@ -8,6 +8,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/chimesched/chime/chimedb"
+	"github.com/chimesched/chime/models"
 )
 
 // Membership is this node's row in nodes: registration, heartbeats on the
@@ -21,6 +22,7 @@ type Membership struct {
 	log  logrus.FieldLogger
 
 	mu           sync.Mutex
+	drain        string    // nodes.drain as the last heartbeat read it
 	contactSince time.Time // on cfg.Clock; zero while out of contact
 	failures     int       // consecutive failed beats
 	firstFailure time.Time
@@ -31,7 +33,7 @@ func newMembership(st chimedb.ClusterStore, cfg *Config) *Membership {
 		st:  st,
 		cfg: cfg,
 		info: chimedb.RegisterNodeParams{
-			ID: cfg.NodeID, Hostname: cfg.Hostname, PID: cfg.PID, Version: cfg.Version, Roles: cfg.Roles,
+			ID: cfg.NodeID, Hostname: cfg.Hostname, PID: cfg.PID, Version: cfg.Version, Roles: cfg.Roles, Tags: cfg.Tags,
 		},
 		log: cfg.Logger.WithField("node_id", cfg.NodeID),
 	}
@@ -46,6 +48,9 @@ func (m *Membership) Register(ctx context.Context) error {
 	m.mu.Lock()
 	m.contactSince = start
 	m.mu.Unlock()
+	// A node drained before a restart stays drained: known before its
+	// engine claims.
+	m.SyncDrain(ctx)
 	// Tidying only: a failure costs a stale row in `chime nodes`, not the start.
 	gone, err := m.st.DeleteReplacedNodes(ctx, m.info.Hostname, m.info.ID)
 	if err != nil {
@@ -118,4 +123,41 @@ func (m *Membership) ContactFor() time.Duration {
 // Leave marks this node stopped, so the others know at once that it is gone.
 func (m *Membership) Leave(ctx context.Context) error {
 	return m.st.SetNodeStatus(ctx, m.cfg.NodeID, chimedb.NodeStopped)
+}
+
+// SyncDrain reads this node's nodes.drain after a heartbeat, marks it
+// drained when it is draining and the node runs nothing, and hands it to
+// OnDrain. It costs a normal node one read by primary key per heartbeat.
+// A failure is logged and left for the next beat: the node keeps what it
+// knew.
+func (m *Membership) SyncDrain(ctx context.Context) {
+	m.mu.Lock()
+	was := m.drain
+	m.mu.Unlock()
+	idle := was == models.NodeDraining && (m.cfg.Idle == nil || m.cfg.Idle())
+	bctx, cancel := context.WithTimeout(ctx, m.cfg.opTimeout())
+	drain, err := m.st.SyncDrain(bctx, m.info.ID, idle)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			m.log.WithError(err).Warn("reading this node's drain failed; retrying next heartbeat")
+		}
+		return
+	}
+	m.mu.Lock()
+	m.drain = drain
+	m.mu.Unlock()
+	if drain != was {
+		m.log.WithFields(logrus.Fields{"drain": drain, "was": was}).Info("this node's drain changed")
+	}
+	if m.cfg.OnDrain != nil {
+		m.cfg.OnDrain(drain)
+	}
+}
+
+// Drain returns nodes.drain as the last heartbeat read it.
+func (m *Membership) Drain() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.drain
 }

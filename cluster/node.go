@@ -176,6 +176,7 @@ func (n *Node) beatOnce(ctx context.Context) {
 	if err := n.members.Beat(ctx); err != nil {
 		return
 	}
+	n.members.SyncDrain(ctx)
 	if n.members.ContactFor() < n.cfg.FailoverAfter {
 		return
 	}

@@ -22,6 +22,7 @@ var wantBounds = map[string][2]time.Duration{
 	"taskengine.poll_interval":         {100 * time.Millisecond, 24 * time.Hour},
 	"taskengine.control_interval":      {100 * time.Millisecond, 24 * time.Hour},
 	"taskengine.wake_interval":         {10 * time.Millisecond, 10 * time.Second}, // or 0: off
+	"taskengine.drain_timeout":         {time.Second, 24 * time.Hour},             // or 0: off
 	"cluster.heartbeat":                {100 * time.Millisecond, 24 * time.Hour},
 	"cluster.failover_after":           {time.Second, 24 * time.Hour},
 	"shutdown_grace":                   {time.Second, 24 * time.Hour},

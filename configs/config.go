@@ -2,7 +2,8 @@
 // chime.yaml, then an optional file, then CHIME_* environment variables.
 // A bad setting is an error that names the setting.
 //
-// configs imports only the standard library and a YAML parser.
+// configs imports only the standard library, a YAML parser and models
+// (for the rule of node tags).
 package configs
 
 import (
@@ -22,6 +23,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/chimesched/chime/internal/loopback"
+	"github.com/chimesched/chime/models"
 )
 
 //go:embed chime.yaml
@@ -80,6 +82,15 @@ type Database struct {
 // Node names this process in the cluster.
 type Node struct {
 	ID string `yaml:"id"`
+	// Tags are this node's tags, comma-separated (models.ParseTags): a
+	// job that requires tags is claimed only by nodes that have them all.
+	Tags string `yaml:"tags"`
+}
+
+// TagList returns the node's tags parsed (validate has checked them).
+func (n *Node) TagList() []string {
+	tags, _ := models.ParseTags(n.Tags)
+	return tags
 }
 
 // Log sets up logrus.
@@ -106,6 +117,9 @@ type TaskEngine struct {
 	WakeInterval    Duration `yaml:"wake_interval"`
 	PoolSize        int      `yaml:"pool_size"`
 	ControlInterval Duration `yaml:"control_interval"`
+	// DrainTimeout is how long a draining node lets its running jobs
+	// finish before it hands them back to pending (0: it waits for them).
+	DrainTimeout Duration `yaml:"drain_timeout"`
 }
 
 // API configures the HTTP API.
@@ -314,6 +328,7 @@ var durationBounds = []durationBound{
 	{"scheduleengine.fire_ahead", 10 * time.Millisecond, 2 * time.Second, true},
 	{"taskengine.poll_interval", 100 * time.Millisecond, 24 * time.Hour, false},
 	{"taskengine.control_interval", 100 * time.Millisecond, 24 * time.Hour, false},
+	{"taskengine.drain_timeout", time.Second, 24 * time.Hour, true},
 	// Below, the watch's reads would cost more than the milliseconds they
 	// save; above, the poll does as well.
 	{"taskengine.wake_interval", 10 * time.Millisecond, 10 * time.Second, true},
@@ -347,6 +362,9 @@ func (c *Config) problems() []problem {
 	case "sqlite", "mysql", "postgres":
 	default:
 		bad("database.driver", "unknown driver %q, want sqlite, mysql or postgres", c.Database.Driver)
+	}
+	if _, err := models.ParseTags(c.Node.Tags); err != nil {
+		bad("node.tags", "%v", err)
 	}
 	if c.Database.DSN == "" {
 		bad("database.dsn", "must not be empty")

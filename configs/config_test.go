@@ -1,8 +1,10 @@
 package configs
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,11 +80,17 @@ func TestBadSettingsNameTheSetting(t *testing.T) {
 		"ahead<0":  {map[string]string{"CHIME_SCHEDULEENGINE_FIRE_AHEAD": "-1ms"}, "scheduleengine.fire_ahead"},
 		"ahead>=misfire": {map[string]string{"CHIME_SCHEDULEENGINE_FIRE_AHEAD": "1s", "CHIME_SCHEDULEENGINE_MISFIRE_THRESHOLD": "1s"},
 			"below scheduleengine.misfire_threshold"},
-		"wake<min": {map[string]string{"CHIME_TASKENGINE_WAKE_INTERVAL": "5ms"}, "taskengine.wake_interval (CHIME_TASKENGINE_WAKE_INTERVAL): must be 0 (off) or between 10ms and 10s"},
-		"wake>max": {map[string]string{"CHIME_TASKENGINE_WAKE_INTERVAL": "11s"}, "taskengine.wake_interval"},
-		"wake<0":   {map[string]string{"CHIME_TASKENGINE_WAKE_INTERVAL": "-1ms"}, "taskengine.wake_interval"},
-		"tls half": {map[string]string{"CHIME_API_TLS_CERT": "cert.pem"}, "api.tls_key (CHIME_API_TLS_KEY): must be set with api.tls_cert"},
-		"key half": {map[string]string{"CHIME_API_TLS_KEY": "key.pem"}, "api.tls_cert (CHIME_API_TLS_CERT): must be set with api.tls_key"},
+		"wake<min":  {map[string]string{"CHIME_TASKENGINE_WAKE_INTERVAL": "5ms"}, "taskengine.wake_interval (CHIME_TASKENGINE_WAKE_INTERVAL): must be 0 (off) or between 10ms and 10s"},
+		"wake>max":  {map[string]string{"CHIME_TASKENGINE_WAKE_INTERVAL": "11s"}, "taskengine.wake_interval"},
+		"wake<0":    {map[string]string{"CHIME_TASKENGINE_WAKE_INTERVAL": "-1ms"}, "taskengine.wake_interval"},
+		"tls half":  {map[string]string{"CHIME_API_TLS_CERT": "cert.pem"}, "api.tls_key (CHIME_API_TLS_KEY): must be set with api.tls_cert"},
+		"key half":  {map[string]string{"CHIME_API_TLS_KEY": "key.pem"}, "api.tls_cert (CHIME_API_TLS_CERT): must be set with api.tls_key"},
+		"tag space": {map[string]string{"CHIME_NODE_TAGS": "gpu,my tag"}, `node.tags (CHIME_NODE_TAGS): tag "my tag" holds ' '`},
+		"tag long":  {map[string]string{"CHIME_NODE_TAGS": strings.Repeat("x", 10000)}, "node.tags (CHIME_NODE_TAGS): tags are 10000 bytes, more than 2100"},
+		"tag many":  {map[string]string{"CHIME_NODE_TAGS": manyTags(33)}, "node.tags (CHIME_NODE_TAGS): 33 tags, more than 32"},
+		"tag empty": {map[string]string{"CHIME_NODE_TAGS": "gpu,,eu"}, "node.tags (CHIME_NODE_TAGS): empty tag"},
+		"tag upper": {map[string]string{"CHIME_NODE_TAGS": "GPU"}, "node.tags"},
+		"drain<min": {map[string]string{"CHIME_TASKENGINE_DRAIN_TIMEOUT": "10ms"}, "taskengine.drain_timeout"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -299,4 +307,25 @@ func TestSecretsKeysFromEnvironmentOnly(t *testing.T) {
 		require.True(t, IsSecret(k), k)
 		require.Equal(t, Redacted, RedactValue(k, "x"), k)
 	}
+}
+
+func manyTags(n int) string {
+	tags := make([]string, n)
+	for i := range tags {
+		tags[i] = fmt.Sprintf("t%d", i)
+	}
+	return strings.Join(tags, ",")
+}
+
+// node.tags are normalized only where stored; the configuration keeps what
+// was written, and TagList reads it sorted without duplicates.
+func TestNodeTags(t *testing.T) {
+	t.Parallel()
+	c, err := Load("", env(map[string]string{"CHIME_NODE_TAGS": "zone:eu-1, gpu,gpu"}))
+	require.NoError(t, err)
+	require.Equal(t, []string{"gpu", "zone:eu-1"}, c.Node.TagList())
+	c, err = Load("", env(map[string]string{"CHIME_NODE_TAGS": manyTags(32), "CHIME_TASKENGINE_DRAIN_TIMEOUT": "5m"}))
+	require.NoError(t, err)
+	require.Len(t, c.Node.TagList(), 32)
+	require.Equal(t, 5*time.Minute, c.TaskEngine.DrainTimeout.D())
 }

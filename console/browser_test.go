@@ -355,6 +355,27 @@ func browserFlow(t *testing.T, ctx context.Context, base string, st *store.Store
 		chromedp.WaitVisible(css(`form[action="/queues/erp/pause"]`)),
 	)
 
+	// Nodes: tags shown; Drain asks the node to stop claiming and the page
+	// says so; Undrain lets it claim again.
+	require.NoError(t, st.RegisterNode(t.Context(), &chimedb.RegisterNodeParams{ID: "gpu-1", Roles: "worker", Tags: "gpu,zone:eu"}))
+	do(t, ctx,
+		chromedp.Navigate(base+"/nodes"),
+		chromedp.WaitVisible(css(`#nodes tr[data-node="gpu-1"]`)),
+	)
+	require.Contains(t, text(t, ctx, `#nodes tr[data-node="gpu-1"] .tags`), "gpu,zone:eu")
+	do(t, ctx,
+		chromedp.Click(css(`form[action="/nodes/gpu-1/drain"] button`)),
+		chromedp.WaitVisible(css(`form[action="/nodes/gpu-1/undrain"]`)),
+	)
+	require.Contains(t, text(t, ctx, `#nodes tr[data-node="gpu-1"] .drain`), "draining")
+	var drain string
+	require.NoError(t, st.DB().Raw(`SELECT drain FROM nodes WHERE id = 'gpu-1'`).Scan(&drain).Error)
+	require.Equal(t, "draining", drain)
+	do(t, ctx,
+		chromedp.Click(css(`form[action="/nodes/gpu-1/undrain"] button`)),
+		chromedp.WaitVisible(css(`form[action="/nodes/gpu-1/drain"]`)),
+	)
+
 	// Logged in, a next that Chromium reads as another host stays here
 	// (issue 22, finding 5: it landed on http://evil.example/typed).
 	do(t, ctx, chromedp.Navigate(base+"/login?next=/%09/evil.example/typed"), chromedp.WaitVisible(css(`form.logout`)))

@@ -161,6 +161,7 @@ func (c *Console) Handler(api http.Handler) http.Handler {
 	mux.Handle("GET /secrets", c.authed(c.secrets))
 	mux.Handle("POST /secrets", c.authed(c.setSecret))
 	mux.Handle("POST /secrets/delete", c.authed(c.deleteSecret))
+	mux.Handle("POST /nodes/{node}/{action}", c.authed(c.nodeAction))
 	mux.Handle("GET /nodes", c.authed(c.nodes))
 	mux.Handle("GET /alerts", c.authed(c.alerts))
 	mux.Handle("POST /alerts/channels/{id}/test", c.authed(c.testChannel))

@@ -581,3 +581,13 @@ func (c *Console) queueAction(w http.ResponseWriter, r *http.Request, s *session
 	name := r.PathValue("name")
 	c.callThen(w, r, s, http.MethodPost, api.Prefix+"/queues/"+url.PathEscape(name)+"/"+action, "/queues")
 }
+
+// nodeAction drains or undrains a node through the API.
+func (c *Console) nodeAction(w http.ResponseWriter, r *http.Request, s *session) {
+	action := r.PathValue("action")
+	if action != "drain" && action != "undrain" {
+		c.fail(w, r, s, http.StatusNotFound, "There is no such action on a node.")
+		return
+	}
+	c.callThen(w, r, s, http.MethodPost, api.Prefix+"/nodes/"+url.PathEscape(r.PathValue("node"))+"/"+action, "/nodes")
+}

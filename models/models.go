@@ -33,9 +33,22 @@ type JobDefinition struct {
 	Queue string `gorm:"column:queue;default:default" json:"queue"`
 	// MaxRunning bounds the definition's jobs queued, running or paused
 	// at once, cluster-wide; nil is no limit (see Queue.MaxRunning).
-	MaxRunning *int64    `gorm:"column:max_running" json:"max_running"`
-	CreatedAt  time.Time `gorm:"column:created_at" json:"created_at"`
-	UpdatedAt  time.Time `gorm:"column:updated_at" json:"updated_at"`
+	MaxRunning *int64 `gorm:"column:max_running" json:"max_running"`
+	// RequiredTags are the tags a node must all carry to claim the
+	// definition's jobs, comma-separated (see ParseTags); "" is any node.
+	// A schedule or an ad hoc job may override them.
+	RequiredTags string `gorm:"column:required_tags" json:"required_tags"`
+	// Broadcast runs each job of the definition once on every live node
+	// that has its required tags (see Job.ShardGroup).
+	Broadcast bool `gorm:"column:broadcast" json:"broadcast"`
+	// RateLimit and RatePeriodMs limit the starts of the definition's
+	// jobs as a queue's do (see Queue), cluster-wide; RateTatUs is the
+	// limiter's state, chime's to write.
+	RateLimit    *int64    `gorm:"column:rate_limit" json:"rate_limit"`
+	RatePeriodMs *int64    `gorm:"column:rate_period_ms" json:"rate_period_ms"`
+	RateTatUs    *int64    `gorm:"column:rate_tat_us" json:"-"`
+	CreatedAt    time.Time `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt    time.Time `gorm:"column:updated_at" json:"updated_at"`
 
 	// Unreadable is no column: the engines' reads set it, with only ID
 	// and Name, when a column holds a value its type cannot (SQLite keeps
@@ -74,9 +87,12 @@ type Schedule struct {
 	Priority             *int           `gorm:"column:priority" json:"priority"`
 	// Queue overrides the definition's queue for the schedule's jobs; nil
 	// or "" keeps it. Read when a job is claimed.
-	Queue     *string   `gorm:"column:queue" json:"queue"`
-	CreatedAt time.Time `gorm:"column:created_at" json:"created_at"`
-	UpdatedAt time.Time `gorm:"column:updated_at" json:"updated_at"`
+	Queue *string `gorm:"column:queue" json:"queue"`
+	// RequiredTags overrides the definition's required tags for the
+	// schedule's jobs; nil or "" keeps them. Read when a job is claimed.
+	RequiredTags *string   `gorm:"column:required_tags" json:"required_tags"`
+	CreatedAt    time.Time `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt    time.Time `gorm:"column:updated_at" json:"updated_at"`
 
 	// Unreadable is no column: the schedule engine's read sets it, with
 	// only ID, Name, JobDefinitionID and Status, when a column of the row
@@ -156,7 +172,17 @@ type Job struct {
 	Priority        int        `gorm:"column:priority;default:null" json:"priority"`
 	// Queue is the job's own queue (an ad hoc job's override); nil or ""
 	// takes its schedule's, else its definition's, when claimed.
-	Queue       *string    `gorm:"column:queue" json:"queue"`
+	Queue *string `gorm:"column:queue" json:"queue"`
+	// RequiredTags are the job's own required tags (an ad hoc job's
+	// override); nil or "" takes its schedule's, else its definition's.
+	RequiredTags *string `gorm:"column:required_tags" json:"required_tags"`
+	// ShardIndex, ShardTotal, ShardGroup and TargetNode are set on the jobs
+	// a broadcast definition's job became (one per node; ShardGroup is the
+	// first one's id): only TargetNode claims it. Nil on other jobs.
+	ShardIndex  *int       `gorm:"column:shard_index" json:"shard_index"`
+	ShardTotal  *int       `gorm:"column:shard_total" json:"shard_total"`
+	ShardGroup  *int64     `gorm:"column:shard_group" json:"shard_group"`
+	TargetNode  *string    `gorm:"column:target_node" json:"target_node"`
 	ClaimKey    int64      `gorm:"column:claim_key;->" json:"-"`
 	Params      JSON       `gorm:"column:params" json:"params"`
 	CatchUp     bool       `gorm:"column:catch_up" json:"catch_up"`
@@ -272,7 +298,19 @@ type Node struct {
 	StartedAt   time.Time `gorm:"column:started_at" json:"started_at"`
 	HeartbeatAt time.Time `gorm:"column:heartbeat_at" json:"heartbeat_at"`
 	Status      string    `gorm:"column:status" json:"status"`
+	// Tags are the node's tags from its configuration (node.tags), sorted
+	// and comma-separated.
+	Tags string `gorm:"column:tags" json:"tags"`
+	// Drain is "" (claims as usual), NodeDraining (asked to stop claiming)
+	// or NodeDrained (draining, and runs nothing any more).
+	Drain string `gorm:"column:drain" json:"drain"`
 }
+
+// The values of nodes.drain besides "".
+const (
+	NodeDraining = "draining"
+	NodeDrained  = "drained"
+)
 
 // TableName implements gorm's tabler.
 func (Node) TableName() string { return "nodes" }
@@ -410,28 +448,39 @@ func CheckQueue(q *Queue) string {
 	if r := CheckMaxRunning(q.MaxRunning); r != "" {
 		return r
 	}
-	if (q.RateLimit == nil) != (q.RatePeriodMs == nil) {
+	return CheckRate(q.RateLimit, q.RatePeriodMs)
+}
+
+// CheckRate says what is wrong with a rate limit of limit starts per
+// periodMs (a queue's or a definition's); "" when it is one (both nil is
+// none).
+func CheckRate(limit, periodMs *int64) string {
+	if (limit == nil) != (periodMs == nil) {
 		return "rate_limit and rate_period_ms must be set together (both NULL is no rate limit)"
 	}
-	if q.RateLimit == nil {
+	if limit == nil {
 		return ""
 	}
-	if *q.RateLimit < 1 || *q.RateLimit > MaxRateLimit {
-		return fmt.Sprintf("rate_limit %d is out of 1..%d", *q.RateLimit, MaxRateLimit)
+	if *limit < 1 || *limit > MaxRateLimit {
+		return fmt.Sprintf("rate_limit %d is out of 1..%d", *limit, MaxRateLimit)
 	}
-	if *q.RatePeriodMs < MinRatePeriodMs || *q.RatePeriodMs > MaxRatePeriodMs {
-		return fmt.Sprintf("rate_period_ms %d is out of %d..%d", *q.RatePeriodMs, MinRatePeriodMs, MaxRatePeriodMs)
+	if *periodMs < MinRatePeriodMs || *periodMs > MaxRatePeriodMs {
+		return fmt.Sprintf("rate_period_ms %d is out of %d..%d", *periodMs, MinRatePeriodMs, MaxRatePeriodMs)
 	}
-	if *q.RatePeriodMs*1000 / *q.RateLimit < minRateSpacingUs {
-		return fmt.Sprintf("rate_limit %d per %d ms is more than one start per microsecond", *q.RateLimit, *q.RatePeriodMs)
+	if *periodMs*1000 / *limit < minRateSpacingUs {
+		return fmt.Sprintf("rate_limit %d per %d ms is more than one start per microsecond", *limit, *periodMs)
 	}
 	return ""
 }
 
-// RateSpacing is the time between two starts of a rate-limited queue.
-func (q *Queue) RateSpacing() time.Duration {
-	if q.RateLimit == nil || q.RatePeriodMs == nil || *q.RateLimit <= 0 {
+// RateSpacingOf is the time between two starts of limit per periodMs; 0
+// for none.
+func RateSpacingOf(limit, periodMs *int64) time.Duration {
+	if limit == nil || periodMs == nil || *limit <= 0 {
 		return 0
 	}
-	return time.Duration(*q.RatePeriodMs) * time.Millisecond / time.Duration(*q.RateLimit)
+	return time.Duration(*periodMs) * time.Millisecond / time.Duration(*limit)
 }
+
+// RateSpacing is the time between two starts of a rate-limited queue.
+func (q *Queue) RateSpacing() time.Duration { return RateSpacingOf(q.RateLimit, q.RatePeriodMs) }

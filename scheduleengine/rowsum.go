@@ -45,6 +45,7 @@ func sumOf(s *models.Schedule) rowSum {
 	b = appendString(b, s.StatusReason)
 	b = appendIntPtr(b, s.Priority)
 	b = appendStringPtr(b, s.Queue)
+	b = appendStringPtr(b, s.RequiredTags)
 	b = appendTime(b, s.CreatedAt)
 	b = appendTime(b, s.UpdatedAt)
 	b = appendString(b, s.Unreadable)

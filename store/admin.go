@@ -236,7 +236,7 @@ func (a *Admin) CreateDefinition(ctx context.Context, d *models.JobDefinition) e
 }
 
 var definitionColumns = []string{"name", "task_type", "description", "default_params", "timeout_seconds",
-	"max_attempts", "retry_backoff_seconds", "notify_on", "notify_emails", "requests_recovery", "priority", "queue", "max_running", "updated_at"}
+	"max_attempts", "retry_backoff_seconds", "notify_on", "notify_emails", "requests_recovery", "priority", "queue", "max_running", "required_tags", "broadcast", "rate_limit", "rate_period_ms", "rate_tat_us", "updated_at"}
 
 // UpdateDefinition writes every admin-owned column of d (row d.ID); a
 // duplicate name wraps chimedb.ErrConflict.
@@ -287,3 +287,28 @@ func (a *Admin) DeleteDefinition(ctx context.Context, id int64) error {
 }
 
 var unfinishedStatuses = []models.JobStatus{models.JobPending, models.JobQueued, models.JobRunning, models.JobPaused}
+
+// SetNodeDrain asks node id to drain or to claim again (see
+// chimedb.AdminQueries); a node draining or drained already stays so.
+func (a *Admin) SetNodeDrain(ctx context.Context, id string, drain bool) (*models.Node, error) {
+	db := a.s.db.WithContext(ctx)
+	var res *gorm.DB
+	if drain {
+		res = db.Exec("UPDATE nodes SET drain = ? WHERE id = ? AND drain NOT IN ?", models.NodeDraining, id,
+			[]string{models.NodeDraining, models.NodeDrained})
+	} else {
+		res = db.Exec("UPDATE nodes SET drain = '' WHERE id = ?", id)
+	}
+	if res.Error != nil {
+		return nil, fmt.Errorf("set the drain of node %s: %w", id, res.Error)
+	}
+	var n models.Node
+	err := db.Where("id = ?", id).Take(&n).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, fmt.Errorf("node %q: %w", id, chimedb.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read node %s: %w", id, err)
+	}
+	return &n, nil
+}

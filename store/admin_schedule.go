@@ -96,7 +96,7 @@ func (a *Admin) lockDefinition(tx *gorm.DB, id int64) error {
 
 var scheduleColumns = []string{"name", "job_definition_id", "schedule_type", "cron_expr", "cron_syntax", "dst_policy", "calendar_id", "interval_seconds",
 	"run_at", "timezone", "start_at", "end_at", "max_runs", "misfire_policy", "catchup_window_seconds",
-	"concurrency", "params", "status", "status_reason", "priority", "queue", "updated_at"}
+	"concurrency", "params", "status", "status_reason", "priority", "queue", "required_tags", "updated_at"}
 
 // UpdateSchedule writes every admin-owned column of s (row s.ID), with the
 // same definition lock as CreateSchedule; a duplicate name wraps chimedb.ErrConflict.

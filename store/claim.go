@@ -167,7 +167,8 @@ const claimLoadTimeout = 10 * time.Second
 func (s *Store) claimTx(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimResult, schedNames map[int64]string, bad *badJobs) error {
 	began := time.Now()
 	now := DBTime(p.Now)
-	lim := &claimLimits{defs: map[int64]*defLimit{}, schedQ: map[int64]string{}, decided: map[int64]bool{}}
+	lim := &claimLimits{defs: map[int64]*defLimit{}, schedQ: map[int64]string{}, decided: map[int64]bool{},
+		place: newPlacement(p.NodeID, p.NodeTags)}
 	forbid := map[int64]bool{}
 	failed := map[int64]bool{}
 	taken := map[int64]bool{} // forbid schedules with a row admitted
@@ -186,7 +187,7 @@ func (s *Store) claimTx(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimR
 			return err
 		}
 		roundBad := pick.bad
-		if err := readSchedules(tx, pick.rows, schedNames, forbid, lim.schedQ); err != nil {
+		if err := readSchedules(tx, pick.rows, schedNames, forbid, lim.schedQ, lim.place.schedTags); err != nil {
 			return err
 		}
 		// Schedules that forbid overlap and have a job holding a worker.
@@ -194,7 +195,7 @@ func (s *Store) claimTx(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimR
 		// claims pick none, and this saves them a statement.
 		if pickedForbid(pick.rows, forbid) {
 			var b, h []int64
-			if pick, b, h, err = s.dropBusyForbid(tx, p, now, pick, schedNames, forbid, &ex, lim.schedQ); err != nil {
+			if pick, b, h, err = s.dropBusyForbid(tx, p, now, pick, schedNames, forbid, &ex, lim); err != nil {
 				return err
 			}
 			blocked, held = append(blocked, b...), append(held, h...)
@@ -209,7 +210,10 @@ func (s *Store) claimTx(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimR
 		if err := s.prepareLimits(tx, lim, pick.rows); err != nil {
 			return err
 		}
-		heldBefore := len(lim.held)
+		if err := s.expandBroadcast(tx, lim, pick.rows, now); err != nil {
+			return err
+		}
+		heldBefore := len(lim.held) + lim.elsewhere
 		room := p.Limit - len(claimed) - len(failed)
 		claimed = append(claimed, lim.admit(pick.rows, room, func(r *models.Job) bool {
 			if r.ScheduleID == nil || !forbid[*r.ScheduleID] {
@@ -225,7 +229,7 @@ func (s *Store) claimTx(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimR
 			taken[*r.ScheduleID] = true
 			return false
 		})...)
-		if len(lim.held) == heldBefore || pick.n() < p.Limit || round == limitRounds || len(claimed)+len(failed) >= p.Limit {
+		if len(lim.held)+lim.elsewhere == heldBefore || pick.n() < p.Limit || round == limitRounds || len(claimed)+len(failed) >= p.Limit {
 			break
 		}
 	}
@@ -350,7 +354,7 @@ func (s *Store) startClaimed(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.C
 // again starts from the same floor (p.After) as the first, so its last is
 // its end; its bad rows are those of the first again, or more.
 func (s *Store) dropBusyForbid(tx *gorm.DB, p *chimedb.ClaimParams, now time.Time, pick duePick,
-	schedNames map[int64]string, forbid map[int64]bool, ex *claimExclude, schedQ map[int64]string) (duePick, []int64, []int64, error) {
+	schedNames map[int64]string, forbid map[int64]bool, ex *claimExclude, lim *claimLimits) (duePick, []int64, []int64, error) {
 	held, err := s.lockForbid(tx, pick.rows, forbid)
 	if err != nil {
 		return duePick{}, nil, nil, err
@@ -369,7 +373,7 @@ func (s *Store) dropBusyForbid(tx *gorm.DB, p *chimedb.ClaimParams, now time.Tim
 	if pick, err = s.selectDue(tx, p.Limit, now, p.After, ex.withSchedules(append(slices.Clone(blocked), held...))); err != nil {
 		return duePick{}, nil, nil, err
 	}
-	if err := readSchedules(tx, pick.rows, schedNames, forbid, schedQ); err != nil {
+	if err := readSchedules(tx, pick.rows, schedNames, forbid, lim.schedQ, lim.place.schedTags); err != nil {
 		return duePick{}, nil, nil, err
 	}
 	more, err := s.lockForbid(tx, pick.rows, forbid)
@@ -577,9 +581,9 @@ func lastOf(rows []models.Job) *chimedb.ClaimCursor {
 	return &chimedb.ClaimCursor{ClaimKey: r.ClaimKey, ID: r.ID}
 }
 
-// readSchedules reads name, concurrency and queue of the schedules of rows
-// not read yet into names, forbid and queues.
-func readSchedules(tx *gorm.DB, rows []models.Job, names map[int64]string, forbid map[int64]bool, queues map[int64]string) error {
+// readSchedules reads name, concurrency, queue and required tags of the
+// schedules of rows not read yet into names, forbid, queues and tags.
+func readSchedules(tx *gorm.DB, rows []models.Job, names map[int64]string, forbid map[int64]bool, queues, tags map[int64]string) error {
 	var ids []int64
 	for _, r := range rows {
 		if r.ScheduleID != nil {
@@ -592,7 +596,7 @@ func readSchedules(tx *gorm.DB, rows []models.Job, names map[int64]string, forbi
 		return nil
 	}
 	var scheds []models.Schedule
-	if err := tx.Select("id, name, concurrency, queue").Where("id IN ?", ids).Find(&scheds).Error; err != nil {
+	if err := tx.Select("id, name, concurrency, queue, required_tags").Where("id IN ?", ids).Find(&scheds).Error; err != nil {
 		return fmt.Errorf("read schedules of due jobs: %w", err)
 	}
 	for _, sc := range scheds {
@@ -600,6 +604,9 @@ func readSchedules(tx *gorm.DB, rows []models.Job, names map[int64]string, forbi
 		forbid[sc.ID] = sc.Concurrency == models.ConcurrencyForbid
 		if sc.Queue != nil && *sc.Queue != "" {
 			queues[sc.ID] = *sc.Queue
+		}
+		if sc.RequiredTags != nil && *sc.RequiredTags != "" {
+			tags[sc.ID] = *sc.RequiredTags
 		}
 	}
 	return nil

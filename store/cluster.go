@@ -64,19 +64,21 @@ func (s *Store) DBNow(ctx context.Context) (time.Time, error) {
 
 // RegisterNode writes p as an alive node whose started_at and heartbeat_at
 // are the database's now. A row left by an earlier process with the same id
-// is taken over: the id names the node, not the process.
+// is taken over: the id names the node, not the process. Its drain is
+// kept: a node drained for maintenance stays drained across restarts
+// until an admin undrains it.
 func (s *Store) RegisterNode(ctx context.Context, p *chimedb.RegisterNodeParams) error {
 	now, arg := s.dbNowExpr(0)
-	q := "INSERT INTO nodes (id, hostname, pid, version, roles, started_at, heartbeat_at, status) VALUES (?, ?, ?, ?, ?, " +
+	q := "INSERT INTO nodes (id, hostname, pid, version, roles, tags, started_at, heartbeat_at, status) VALUES (?, ?, ?, ?, ?, ?, " +
 		now + ", " + now + ", ?) "
 	if s.dialect == MySQL {
 		q += "ON DUPLICATE KEY UPDATE hostname = VALUES(hostname), pid = VALUES(pid), version = VALUES(version), " +
-			"roles = VALUES(roles), started_at = VALUES(started_at), heartbeat_at = VALUES(heartbeat_at), status = VALUES(status)"
+			"roles = VALUES(roles), tags = VALUES(tags), started_at = VALUES(started_at), heartbeat_at = VALUES(heartbeat_at), status = VALUES(status)"
 	} else {
 		q += "ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, pid = excluded.pid, version = excluded.version, " +
-			"roles = excluded.roles, started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, status = excluded.status"
+			"roles = excluded.roles, tags = excluded.tags, started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, status = excluded.status"
 	}
-	if _, err := s.sqlDB.ExecContext(ctx, q, p.ID, p.Hostname, p.PID, p.Version, p.Roles, arg, arg, chimedb.NodeAlive); err != nil {
+	if _, err := s.sqlDB.ExecContext(ctx, q, p.ID, p.Hostname, p.PID, p.Version, p.Roles, p.Tags, arg, arg, chimedb.NodeAlive); err != nil {
 		return fmt.Errorf("register node %s: %w", p.ID, err)
 	}
 	return nil
@@ -273,4 +275,24 @@ func countWaitingArgs(now time.Time) []any {
 // at now, for tests that prove it reads ranges of idx_jobs_claim_order.
 func (s *Store) ExplainCountWaitingJobs(ctx context.Context, now time.Time) (string, error) {
 	return s.explain(ctx, countWaitingSQL, countWaitingArgs(now)...)
+}
+
+// SyncDrain reads node id's drain and, when it is draining and idle, moves
+// it to drained with a guarded UPDATE (an undrain that lands first wins).
+func (s *Store) SyncDrain(ctx context.Context, id string, idle bool) (string, error) {
+	if idle {
+		if _, err := s.sqlDB.ExecContext(ctx, "UPDATE nodes SET drain = ? WHERE id = ? AND drain = ?",
+			models.NodeDrained, id, models.NodeDraining); err != nil {
+			return "", fmt.Errorf("mark node %s drained: %w", id, err)
+		}
+	}
+	var drain string
+	err := s.sqlDB.QueryRowContext(ctx, "SELECT drain FROM nodes WHERE id = ?", id).Scan(&drain)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the drain of node %s: %w", id, err)
+	}
+	return drain, nil
 }

@@ -423,9 +423,12 @@ func sameValue(a, b any) bool {
 // does, see recoverCutOff) and counts the snooze. A batch without typed
 // outcomes, the common case, costs one constant clause and no placeholder.
 func (s *Store) writeTypedOutcomes(b *strings.Builder, args []any, outs []chimedb.JobOutcome) []any {
-	var typed, snoozed []int64
+	var typed, snoozed, handedBack []int64
 	for i := range outs {
 		o := &outs[i]
+		if o.HandBack && o.Status == models.JobPending {
+			handedBack = append(handedBack, o.ID)
+		}
 		switch {
 		case o.Outcome == models.OutcomeSnoozed && o.Status == models.JobPending:
 			snoozed = append(snoozed, o.ID)
@@ -433,6 +436,10 @@ func (s *Store) writeTypedOutcomes(b *strings.Builder, args []any, outs []chimed
 		case o.Outcome != models.OutcomeNone && o.Outcome != models.OutcomeSnoozed:
 			typed = append(typed, o.ID)
 		}
+	}
+	if len(handedBack) > 0 {
+		b.WriteString(", attempt = CASE WHEN id IN ? AND attempt > 0 THEN attempt - 1 ELSE attempt END")
+		args = append(args, handedBack)
 	}
 	if len(typed) == 0 {
 		b.WriteString(", outcome = ''")

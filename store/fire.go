@@ -163,6 +163,7 @@ type fireRow struct {
 	name     string             // the schedule's name, for jobs handed off
 	forbid   bool               // concurrency = 'forbid': its jobs are never handed off
 	queue    bool               // it overrides its definition's queue: its jobs are never handed off
+	tags     bool               // it requires node tags: its jobs are never handed off
 }
 
 // lockFireRows reads, inside the transaction, which of the batch's
@@ -223,7 +224,7 @@ func (s *Store) lockFireChunk(tx *gorm.DB, chunk []int64, out map[int64]fireRow)
 		lock, tlock = " FOR UPDATE OF s SKIP LOCKED", " FOR UPDATE"
 	}
 	rows, err := conn.QueryContext(ctx,
-		"SELECT s.id, s.name, s.concurrency, COALESCE(s.priority, (SELECT d.priority FROM job_definitions d WHERE d.id = s.job_definition_id)), s.queue"+
+		"SELECT s.id, s.name, s.concurrency, COALESCE(s.priority, (SELECT d.priority FROM job_definitions d WHERE d.id = s.job_definition_id)), s.queue, s.required_tags"+
 			" FROM "+sched+" WHERE s.status = ? AND s.id IN ("+list+") ORDER BY s.id"+lock, active)
 	if err != nil {
 		return err
@@ -231,16 +232,16 @@ func (s *Store) lockFireChunk(tx *gorm.DB, chunk []int64, out map[int64]fireRow)
 	var locked []int64
 	for rows.Next() {
 		var (
-			id                int64
-			name, conc, queue sql.NullString
-			prio              sql.NullInt64
+			id                      int64
+			name, conc, queue, tags sql.NullString
+			prio                    sql.NullInt64
 		)
-		if err := rows.Scan(&id, &name, &conc, &prio, &queue); err != nil {
+		if err := rows.Scan(&id, &name, &conc, &prio, &queue, &tags); err != nil {
 			_ = rows.Close()
 			return err
 		}
 		r := fireRow{priority: models.PriorityDefault, name: name.String, forbid: conc.String == string(models.ConcurrencyForbid),
-			queue: queue.String != ""}
+			queue: queue.String != "", tags: tags.String != ""}
 		if prio.Valid {
 			r.priority = int(prio.Int64)
 		}
@@ -389,9 +390,11 @@ func (s *Store) pickHandoff(tx *gorm.DB, p *chimedb.WriteFiresParams, normal []c
 	for _, j := range normal {
 		d := defs[j.JobDefinitionID]
 		// An unreadable definition's job is written pending: the claim
-		// fails it with the reason. A job a limit may hold is written
-		// pending too: only the claim takes limits (see limits.go).
-		limited := !free || d == nil || d.MaxRunning != nil || (d.Queue != "" && d.Queue != models.DefaultQueue) || seen[j.ScheduleID].queue
+		// fails it with the reason. A job a limit may hold, or that
+		// requires node tags, is written pending too: only the claim
+		// takes limits and placement (see limits.go, placement.go).
+		limited := !free || d == nil || d.MaxRunning != nil || (d.Queue != "" && d.Queue != models.DefaultQueue) || seen[j.ScheduleID].queue ||
+			d.RequiredTags != "" || seen[j.ScheduleID].tags || d.Broadcast || d.RateLimit != nil
 		if len(handoff) < p.HandoffSlots && d != nil && d.Unreadable == "" && !seen[j.ScheduleID].forbid && !limited && slices.Contains(p.HandoffKinds, d.TaskType) {
 			handoff = append(handoff, j)
 			continue

@@ -69,6 +69,16 @@ func jobField(j *models.Job, col string) any {
 		return &j.Params
 	case "queue":
 		return &j.Queue
+	case "required_tags":
+		return &j.RequiredTags
+	case "shard_index":
+		return &j.ShardIndex
+	case "shard_total":
+		return &j.ShardTotal
+	case "shard_group":
+		return &j.ShardGroup
+	case "target_node":
+		return &j.TargetNode
 	case "catch_up":
 		return &j.CatchUp
 	case "missed_fires":

@@ -51,6 +51,7 @@ type claimExclude struct {
 	schedules []int64
 	defs      []int64
 	queues    []string // jobs.queue values
+	ids       []int64  // jobs left to other nodes by their own required_tags
 }
 
 func (e *claimExclude) sql() (string, []any) {
@@ -68,11 +69,15 @@ func (e *claimExclude) sql() (string, []any) {
 		sql += " AND (queue IS NULL OR queue NOT IN ?)"
 		args = append(args, e.queues)
 	}
+	if len(e.ids) > 0 {
+		sql += " AND id NOT IN ?"
+		args = append(args, e.ids)
+	}
 	return sql, args
 }
 
 func (e *claimExclude) withSchedules(ids []int64) *claimExclude {
-	c := &claimExclude{schedules: append(slices.Clone(e.schedules), ids...), defs: e.defs, queues: e.queues}
+	c := &claimExclude{schedules: append(slices.Clone(e.schedules), ids...), defs: e.defs, queues: e.queues, ids: e.ids}
 	return c
 }
 
@@ -94,6 +99,12 @@ func (q *queueLimit) binds() bool {
 // defLimit is what the limits need of one definition.
 type defLimit struct {
 	queue   string
+	tags    string // required_tags as stored
+	bcast   bool   // broadcast: its pending jobs are seeds (see broadcast.go)
+	rate    *int64 // rate_limit per period, both nil for none
+	period  *int64
+	tat     int64 // the rate limiter's state after this claim's starts, µs
+	tat0    int64 // as read under the lock
 	max     *int64
 	invalid string
 	locked  bool
@@ -103,15 +114,17 @@ type defLimit struct {
 
 // claimLimits is the limits' state through one claim.
 type claimLimits struct {
-	queues   map[string]*queueLimit // nil until read
-	defs     map[int64]*defLimit
-	schedQ   map[int64]string // schedules' queue overrides
-	nowUs    int64            // the database's clock, read once when a rate binds
-	haveNow  bool
-	held     []chimedb.LimitedJob
-	retryIn  time.Duration
-	excluded claimExclude
-	decided  map[int64]bool // rows admitted or held by a round
+	queues    map[string]*queueLimit // nil until read
+	defs      map[int64]*defLimit
+	schedQ    map[int64]string // schedules' queue overrides
+	place     placement
+	elsewhere int   // rows left to other nodes by their tags
+	nowUs     int64 // the database's clock, read once when a rate binds
+	haveNow   bool
+	held      []chimedb.LimitedJob
+	retryIn   time.Duration
+	excluded  claimExclude
+	decided   map[int64]bool // rows admitted or held by a round
 }
 
 // rowQueue is the queue of job r and where it came from.
@@ -167,11 +180,14 @@ func (s *Store) prepareLimits(tx *gorm.DB, l *claimLimits, rows []models.Job) er
 			return err
 		}
 	}
+	if err := s.preparePlacement(tx, l, rows); err != nil {
+		return err
+	}
 	// What binds and is not locked yet.
 	var lockDefs []int64
 	var lockQueues []string
 	for _, r := range rows {
-		if d := l.defs[r.JobDefinitionID]; d != nil && d.invalid == "" && d.max != nil && !d.locked && !slices.Contains(lockDefs, r.JobDefinitionID) {
+		if d := l.defs[r.JobDefinitionID]; d != nil && d.binds() && !d.locked && !slices.Contains(lockDefs, r.JobDefinitionID) {
 			lockDefs = append(lockDefs, r.JobDefinitionID)
 		}
 		name, _ := l.rowQueue(&r)
@@ -183,39 +199,65 @@ func (s *Store) prepareLimits(tx *gorm.DB, l *claimLimits, rows []models.Job) er
 		if err := s.lockDefLimits(tx, lock, lockDefs, l.defs); err != nil {
 			return err
 		}
-	}
-	if len(lockQueues) > 0 {
-		sort.Strings(lockQueues)
-		fresh, err := readQueues(tx, lock, lockQueues)
-		if err != nil {
-			return err
-		}
-		for _, name := range lockQueues {
-			q := fresh[name]
-			if q == nil && skipping { // another claim holds it: its jobs wait
-				continue
-			}
-			if q == nil { // deleted since the first read
-				delete(l.queues, name)
-				continue
-			}
-			q.locked = true
-			q.tat = q.tat0
-			l.queues[name] = q
-		}
-		if err := countActiveQueues(tx, lockQueues, l.queues); err != nil {
-			return err
-		}
-		for _, name := range lockQueues {
-			if q := l.queues[name]; q != nil && q.q.RateLimit != nil && !l.haveNow {
-				now, err := s.dbNowTx(tx)
-				if err != nil {
+		for _, id := range lockDefs {
+			if d := l.defs[id]; d != nil && d.locked && d.rate != nil {
+				if err := l.readNow(s, tx); err != nil {
 					return err
 				}
-				l.nowUs, l.haveNow = now.UnixMicro(), true
 			}
 		}
 	}
+	if len(lockQueues) > 0 {
+		return s.lockQueueLimits(tx, l, lock, skipping, lockQueues)
+	}
+	return nil
+}
+
+// lockQueueLimits locks the queues names (skipping those another claim
+// holds when skipping), reads them again under the lock and counts their
+// active jobs.
+func (s *Store) lockQueueLimits(tx *gorm.DB, l *claimLimits, lock string, skipping bool, names []string) error {
+	sort.Strings(names)
+	fresh, err := readQueues(tx, lock, names)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		q := fresh[name]
+		if q == nil && skipping { // another claim holds it: its jobs wait
+			continue
+		}
+		if q == nil { // deleted since the first read
+			delete(l.queues, name)
+			continue
+		}
+		q.locked = true
+		q.tat = q.tat0
+		l.queues[name] = q
+	}
+	if err := countActiveQueues(tx, names, l.queues); err != nil {
+		return err
+	}
+	for _, name := range names {
+		if q := l.queues[name]; q != nil && q.q.RateLimit != nil {
+			if err := l.readNow(s, tx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// readNow reads the database's clock once per claim, for the rate limits.
+func (l *claimLimits) readNow(s *Store, tx *gorm.DB) error {
+	if l.haveNow {
+		return nil
+	}
+	now, err := s.dbNowTx(tx)
+	if err != nil {
+		return err
+	}
+	l.nowUs, l.haveNow = now.UnixMicro(), true
 	return nil
 }
 
@@ -243,8 +285,17 @@ func (l *claimLimits) admit(rows []models.Job, room int, skip func(*models.Job) 
 		if l.decided[r.ID] || len(out) >= room || l.unlocked(r) || skip(r) {
 			continue
 		}
-		reason, kind, by := l.check(r)
+		// Placement first: a job this node does not take uses no slot.
+		reason, kind, by := l.placeCheck(r)
+		if kind == "" {
+			reason, kind, by = l.check(r)
+		}
 		l.decided[r.ID] = true
+		if kind == placeElsewhere {
+			l.elsewhere++
+			l.exclude(r, by)
+			continue
+		}
 		if reason == "" {
 			out = append(out, *r)
 			continue
@@ -275,7 +326,7 @@ func (l *claimLimits) holdsLocks() bool {
 // known, so r is neither admitted nor held: it stays pending, undecided,
 // for a later claim.
 func (l *claimLimits) unlocked(r *models.Job) bool {
-	if d := l.defs[r.JobDefinitionID]; d != nil && d.invalid == "" && d.max != nil && !d.locked {
+	if d := l.defs[r.JobDefinitionID]; d != nil && d.binds() && !d.locked {
 		return true
 	}
 	name, _ := l.rowQueue(r)
@@ -307,27 +358,33 @@ func (l *claimLimits) check(r *models.Job) (reason, kind, by string) {
 	case d.max != nil && d.active+d.taken >= *d.max:
 		return fmt.Sprintf("waiting: definition %d has max_running = %d jobs active", r.JobDefinitionID, *d.max), chimedb.LimitDefinition, "definition"
 	}
-	if sp := q.q.RateSpacing(); sp > 0 {
-		// GCRA on the database's clock: a start is allowed once the
-		// theoretical arrival time has come, and moves it one spacing on.
-		// A claim always comes a little after it (the wake-up and the
-		// claim's own statements before it reads the clock); strict GCRA
-		// drops that lateness, so under load the rate fell short by the
-		// claim's latency per start (-8 to -47 % at 600 a minute on a
-		// loaded machine, TestRateLimitHeld). The lateness is credited
-		// back, up to rateCredit, so the next start may come that much
-		// sooner: over time exactly N per P, never a burst — starts stay
-		// at least sp - rateCredit apart, so a window of P holds at most
-		// one start more than N. The claim says when the next start is due
-		// (RetryIn), so the engine comes back then, not at its next poll.
-		spUs := sp.Microseconds()
-		if q.tat > l.nowUs {
-			if w := time.Duration(q.tat-l.nowUs) * time.Microsecond; l.retryIn == 0 || w < l.retryIn {
-				l.retryIn = w
-			}
-			return fmt.Sprintf("waiting: queue %q starts at most %d jobs per %d ms", name, *q.q.RateLimit, *q.q.RatePeriodMs), chimedb.LimitRate, "queue"
-		}
-		q.tat = max(q.tat, l.nowUs-rateCredit(sp).Microseconds()) + spUs
+	// GCRA on the database's clock: a start is allowed once the
+	// theoretical arrival time has come, and moves it one spacing on.
+	// A claim always comes a little after it (the wake-up and the claim's
+	// own statements before it reads the clock); strict GCRA drops that
+	// lateness, so under load the rate fell short by the claim's latency
+	// per start (-8 to -47 % at 600 a minute on a loaded machine,
+	// TestRateLimitHeld). The lateness is credited back, up to
+	// rateCredit, so the next start may come that much sooner: over time
+	// exactly N per P, never a burst — starts stay at least the spacing
+	// minus the credit apart, so a window of P holds at most one start
+	// more than N. The claim says when the next start is due (RetryIn),
+	// so the engine comes back then, not at its next poll. Both rates are
+	// checked before either is taken: a start one of them refuses uses
+	// neither.
+	qsp, dsp := q.q.RateSpacing(), models.RateSpacingOf(d.rate, d.period)
+	if qsp > 0 && l.early(q.tat) {
+		return fmt.Sprintf("waiting: queue %q starts at most %d jobs per %d ms", name, *q.q.RateLimit, *q.q.RatePeriodMs), chimedb.LimitRate, "queue"
+	}
+	if dsp > 0 && l.early(d.tat) {
+		return fmt.Sprintf("waiting: definition %d starts at most %d jobs per %d ms", r.JobDefinitionID, *d.rate, *d.period),
+			chimedb.LimitDefinitionRate, "definition"
+	}
+	if qsp > 0 {
+		q.tat = max(q.tat, l.nowUs-rateCredit(qsp).Microseconds()) + qsp.Microseconds()
+	}
+	if dsp > 0 {
+		d.tat = max(d.tat, l.nowUs-rateCredit(dsp).Microseconds()) + dsp.Microseconds()
 	}
 	q.taken++
 	d.taken++
@@ -341,9 +398,33 @@ func rateCredit(sp time.Duration) time.Duration {
 	return min(sp/2, 250*time.Millisecond)
 }
 
+// early says whether a limiter whose next start is due at tat (µs) must
+// wait, and notes when it may start (RetryIn).
+func (l *claimLimits) early(tat int64) bool {
+	if tat <= l.nowUs {
+		return false
+	}
+	if w := time.Duration(tat-l.nowUs) * time.Microsecond; l.retryIn == 0 || w < l.retryIn {
+		l.retryIn = w
+	}
+	return true
+}
+
 // exclude leaves r's full queue or definition out of the next pick.
 func (l *claimLimits) exclude(r *models.Job, by string) {
 	e := &l.excluded
+	if by == "job" {
+		if !slices.Contains(e.ids, r.ID) {
+			e.ids = append(e.ids, r.ID)
+		}
+		return
+	}
+	if by == "schedule" {
+		if !slices.Contains(e.schedules, *r.ScheduleID) {
+			e.schedules = append(e.schedules, *r.ScheduleID)
+		}
+		return
+	}
 	if by == "definition" {
 		if !slices.Contains(e.defs, r.JobDefinitionID) {
 			e.defs = append(e.defs, r.JobDefinitionID)
@@ -380,6 +461,18 @@ func (l *claimLimits) save(tx *gorm.DB) error {
 	for _, name := range names {
 		if err := tx.Exec(`UPDATE queues SET rate_tat_us = ? WHERE name = ?`, l.queues[name].tat, name).Error; err != nil {
 			return fmt.Errorf("save the rate limit of queue %q: %w", name, err)
+		}
+	}
+	var ids []int64
+	for id, d := range l.defs {
+		if d.locked && d.tat != d.tat0 {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if err := tx.Exec(`UPDATE job_definitions SET rate_tat_us = ? WHERE id = ?`, l.defs[id].tat, id).Error; err != nil {
+			return fmt.Errorf("save the rate limit of definition %d: %w", id, err)
 		}
 	}
 	return nil
@@ -496,17 +589,17 @@ func rawBool(v any) (bool, bool) {
 // readDefLimits reads queue and max_running of the definitions ids into defs.
 func readDefLimits(tx *gorm.DB, ids []int64, defs map[int64]*defLimit) error {
 	for chunk := range slices.Chunk(ids, scheduleInChunk) {
-		rows, err := tx.Raw(`SELECT id, queue, max_running FROM job_definitions WHERE id IN ?`, chunk).Rows()
+		rows, err := tx.Raw(`SELECT `+defLimitColumns+` FROM job_definitions WHERE id IN ?`, chunk).Rows()
 		if err != nil {
 			return fmt.Errorf("read limits of definitions: %w", err)
 		}
 		for rows.Next() {
-			var raw [3]any
-			if err := rows.Scan(&raw[0], &raw[1], &raw[2]); err != nil {
+			id, d, err := scanDefLimit(rows)
+			if err != nil {
 				_ = rows.Close()
 				return fmt.Errorf("read limits of definitions: %w", err)
 			}
-			defs[rawInt64(raw[0])] = defFromRaw(raw[1], raw[2])
+			defs[id] = d
 		}
 		if err := closeRows(rows); err != nil {
 			return fmt.Errorf("read limits of definitions: %w", err)
@@ -515,35 +608,68 @@ func readDefLimits(tx *gorm.DB, ids []int64, defs map[int64]*defLimit) error {
 	return nil
 }
 
-func defFromRaw(queue, maxRunning any) *defLimit {
-	d := &defLimit{queue: rawString(queue)}
-	v, ok := rawNullInt(maxRunning)
-	if !ok {
-		d.invalid = fmt.Sprintf("job_definitions.max_running holds %s, which is not an integer", rawText(maxRunning))
-		return d
+// defLimitColumns are what the limits read of a definition, in
+// scanDefLimit's order.
+const defLimitColumns = "id, queue, max_running, required_tags, broadcast, rate_limit, rate_period_ms, rate_tat_us"
+
+// scanDefLimit reads one row of defLimitColumns, checked: a value that is
+// no integer, or out of its bounds, makes the definition invalid with the
+// reason instead of failing the read.
+func scanDefLimit(rows interface{ Scan(...any) error }) (int64, *defLimit, error) {
+	var raw [8]any
+	ptrs := make([]any, len(raw))
+	for i := range raw {
+		ptrs[i] = &raw[i]
 	}
-	d.max = v
-	d.invalid = models.CheckMaxRunning(v)
-	return d
+	if err := rows.Scan(ptrs...); err != nil {
+		return 0, nil, err
+	}
+	bcast, _ := rawBool(raw[4])
+	d := &defLimit{queue: rawString(raw[1]), tags: rawString(raw[3]), bcast: bcast}
+	var tat *int64
+	for _, c := range []struct {
+		name string
+		at   int
+		dst  **int64
+	}{{"max_running", 2, &d.max}, {"rate_limit", 5, &d.rate}, {"rate_period_ms", 6, &d.period}, {"rate_tat_us", 7, &tat}} {
+		v, ok := rawNullInt(raw[c.at])
+		if !ok && d.invalid == "" {
+			d.invalid = fmt.Sprintf("job_definitions.%s holds %s, which is not an integer", c.name, rawText(raw[c.at]))
+		}
+		*c.dst = v
+	}
+	if d.invalid == "" {
+		d.invalid = models.CheckMaxRunning(d.max)
+	}
+	if d.invalid == "" {
+		d.invalid = models.CheckRate(d.rate, d.period)
+	}
+	if tat != nil {
+		d.tat0 = *tat
+	}
+	return rawInt64(raw[0]), d, nil
 }
+
+// binds says whether a limit of the definition binds its jobs.
+func (d *defLimit) binds() bool { return d.invalid == "" && (d.max != nil || d.rate != nil) }
 
 // lockDefLimits locks the definitions ids, reads their limits again under
 // the lock and counts their active jobs.
 func (s *Store) lockDefLimits(tx *gorm.DB, lock string, ids []int64, defs map[int64]*defLimit) error {
 	slices.Sort(ids)
-	rows, err := tx.Raw(`SELECT id, queue, max_running FROM job_definitions WHERE id IN ? ORDER BY id`+lock, ids).Rows()
+	rows, err := tx.Raw(`SELECT `+defLimitColumns+` FROM job_definitions WHERE id IN ? ORDER BY id`+lock, ids).Rows()
 	if err != nil {
 		return fmt.Errorf("lock definitions with max_running: %w", err)
 	}
 	for rows.Next() {
-		var raw [3]any
-		if err := rows.Scan(&raw[0], &raw[1], &raw[2]); err != nil {
+		id, d, err := scanDefLimit(rows)
+		if err != nil {
 			_ = rows.Close()
 			return fmt.Errorf("lock definitions with max_running: %w", err)
 		}
-		d := defFromRaw(raw[1], raw[2])
 		d.locked = true
-		defs[rawInt64(raw[0])] = d
+		d.tat = d.tat0
+		defs[id] = d
 	}
 	if err := closeRows(rows); err != nil {
 		return fmt.Errorf("lock definitions with max_running: %w", err)

@@ -135,11 +135,11 @@ func rawString(v any) string {
 // in definitionDest's order. TestDefinitionColumnsCoverModel fails when the
 // model gains a column this list lacks.
 var loadDefinitionColumns = []string{"id", "name", "task_type", "description", "default_params", "timeout_seconds", "max_attempts",
-	"retry_backoff_seconds", "notify_on", "notify_emails", "requests_recovery", "priority", "created_at", "updated_at", "queue", "max_running"}
+	"retry_backoff_seconds", "notify_on", "notify_emails", "requests_recovery", "priority", "created_at", "updated_at", "queue", "max_running", "required_tags", "broadcast", "rate_limit", "rate_period_ms", "rate_tat_us"}
 
 func definitionDest(d *models.JobDefinition) []any {
 	return []any{&d.ID, &d.Name, &d.TaskType, &d.Description, &d.DefaultParams, &d.TimeoutSeconds, &d.MaxAttempts,
-		&d.RetryBackoffSeconds, &d.NotifyOn, &d.NotifyEmails, &d.RequestsRecovery, &d.Priority, &d.CreatedAt, &d.UpdatedAt, &d.Queue, &d.MaxRunning}
+		&d.RetryBackoffSeconds, &d.NotifyOn, &d.NotifyEmails, &d.RequestsRecovery, &d.Priority, &d.CreatedAt, &d.UpdatedAt, &d.Queue, &d.MaxRunning, &d.RequiredTags, &d.Broadcast, &d.RateLimit, &d.RatePeriodMs, &d.RateTatUs}
 }
 
 // definitionsByID reads the job definitions of ids, in chunks. A row with

@@ -28,7 +28,7 @@ const scheduleInChunk = 1000
 var (
 	loadScheduleColumns = []string{"id", "name", "job_definition_id", "schedule_type", "cron_expr", "cron_syntax", "dst_policy",
 		"calendar_id", "interval_seconds", "run_at", "timezone", "start_at", "end_at", "max_runs", "misfire_policy",
-		"catchup_window_seconds", "concurrency", "params", "status", "status_reason", "created_at", "updated_at", "priority", "queue"}
+		"catchup_window_seconds", "concurrency", "params", "status", "status_reason", "created_at", "updated_at", "priority", "queue", "required_tags"}
 	loadTriggerColumns = []string{"id", "schedule_id", "next_fire_at", "last_fire_at", "fired_count", "remaining_count",
 		"misfired_count", "created_at", "updated_at", "spec_hash", "spec_changed_at"}
 )
@@ -115,7 +115,7 @@ func (s *Store) LoadSchedules(ctx context.Context, p *chimedb.LoadSchedulesParam
 // row to row.
 type rowScan struct {
 	name, typ, cron, syntax, dst, tz, misfire, conc, params, status, reason, spec sql.RawBytes
-	queue                                                                         sql.NullString
+	queue, tags                                                                   sql.NullString
 	id, def                                                                       int64
 	cal, interval, maxRuns, window, priority                                      sql.NullInt64
 	tid, tsid, tfired, trem, tmissed                                              sql.NullInt64
@@ -126,7 +126,7 @@ type rowScan struct {
 func (r *rowScan) scan(rows *sql.Rows, in *interner) (chimedb.ScheduleRow, error) {
 	*r = rowScan{}
 	dest := []any{&r.id, &r.name, &r.def, &r.typ, &r.cron, &r.syntax, &r.dst, &r.cal, &r.interval, &r.runAt, &r.tz,
-		&r.startAt, &r.endAt, &r.maxRuns, &r.misfire, &r.window, &r.conc, &r.params, &r.status, &r.reason, &r.created, &r.updated, &r.priority, &r.queue,
+		&r.startAt, &r.endAt, &r.maxRuns, &r.misfire, &r.window, &r.conc, &r.params, &r.status, &r.reason, &r.created, &r.updated, &r.priority, &r.queue, &r.tags,
 		&r.tid, &r.tsid, &r.tnext, &r.tlast, &r.tfired, &r.trem, &r.tmissed, &r.tcreated, &r.tupdated, &r.spec, &r.tchanged}
 	bad, raw, err := scanChecked(rows, dest)
 	if err != nil {
@@ -155,6 +155,10 @@ func (r *rowScan) scan(rows *sql.Rows, in *interner) (chimedb.ScheduleRow, error
 	if r.queue.Valid {
 		q := in.str([]byte(r.queue.String))
 		out.Schedule.Queue = &q
+	}
+	if r.tags.Valid {
+		t := in.str([]byte(r.tags.String))
+		out.Schedule.RequiredTags = &t
 	}
 	if r.cron != nil {
 		c := in.str(r.cron)

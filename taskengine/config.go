@@ -19,6 +19,13 @@ type Config struct {
 	// finds the jobs of a dead process by it, so a restarted node must
 	// reuse its id.
 	NodeID string
+	// NodeTags are this node's tags (node.tags, parsed): the engine claims
+	// only jobs whose required tags are all among them.
+	NodeTags []string
+	// DrainTimeout is how long a draining node lets its running jobs
+	// finish before it hands them back to pending without using an
+	// attempt (see Engine.SetDrain); 0 waits for them.
+	DrainTimeout time.Duration
 	// Logger receives the engine's lines and a copy of every job_logs line
 	// (default: logrus's standard logger).
 	Logger logrus.FieldLogger
@@ -138,6 +145,9 @@ func (c Config) validate() error {
 	}
 	if c.HeartbeatInterval < 0 {
 		bad("HeartbeatInterval", "must be positive, got %v", c.HeartbeatInterval)
+	}
+	if c.DrainTimeout < 0 {
+		bad("DrainTimeout", "must not be negative, got %v", c.DrainTimeout)
 	}
 	if c.ShutdownGrace < 0 {
 		bad("ShutdownGrace", "must not be negative, got %v", c.ShutdownGrace)

@@ -35,6 +35,7 @@ type Engine struct {
 	exec      *executor
 	handoff   *handoffGate
 	producer  *producer
+	drain     drainState
 }
 
 // part is one of the engine's parts: started in order, stopped in reverse.

@@ -21,7 +21,7 @@ import (
 // An engine not running (not started, or stopping) reserves nothing, and
 // the fire writes its jobs pending as it does without a task engine.
 func (e *Engine) ReserveHandoff(n int) (slots int, kinds []string) {
-	if n <= 0 {
+	if n <= 0 || e.producer.draining.Load() {
 		return 0, nil
 	}
 	kinds = e.kinds.startKinds()

@@ -102,6 +102,7 @@ type producer struct {
 	wake         chan struct{} // Wake: size 1, sends never block
 	retune       chan struct{} // the poll interval changed: size 1
 	launched     atomic.Uint64 // claims begun, numbering them
+	draining     atomic.Bool   // the node is draining: no claims (see Engine.SetDrain)
 }
 
 // Wake asks for a look for due jobs now. It never blocks; calls while a
@@ -193,7 +194,7 @@ func (p *producer) interval() time.Duration { return time.Duration(p.pollInterva
 
 // claimWhatIsDue starts the claims the loop's state calls for.
 func (p *producer) claimWhatIsDue(ctx context.Context, s *pollState) {
-	for s.inFlight < maxClaims && (s.seen < s.gen || s.backlog) {
+	for s.inFlight < maxClaims && (s.seen < s.gen || s.backlog) && !p.draining.Load() {
 		size := int(p.workers.size.Load())
 		free := p.workers.free()
 		// Under a backlog wait for half the pool, unless nothing is
@@ -323,7 +324,8 @@ func (p *producer) claim(ctx context.Context, seq uint64, asked int, after *chim
 	clock := p.cfg.Clock
 	began := clock.Now()
 	defer func() { metrics.PollDuration.Observe(clock.Since(began).Seconds()) }()
-	res, err := p.st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: p.cfg.NodeID, Now: now, Limit: asked, StartKinds: p.kinds.startKinds(), After: after})
+	res, err := p.st.ClaimJobs(ctx, &chimedb.ClaimParams{NodeID: p.cfg.NodeID, Now: now, Limit: asked, StartKinds: p.kinds.startKinds(), After: after,
+		NodeTags: p.cfg.NodeTags})
 	metrics.ClaimDuration.Observe(clock.Since(began).Seconds())
 	r := claimResult{seq: seq, asked: asked, after: after, epoch: epoch, began: now}
 	if err != nil {

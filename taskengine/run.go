@@ -28,6 +28,8 @@ type activeRun struct {
 	// paused is true between an accepted pause and resume: a run cut off
 	// by shutdown while paused logs that the pause is not kept.
 	paused atomic.Bool
+	// handBack cancels the run with errHandedBack (see executor.handBack).
+	handBack context.CancelCauseFunc
 }
 
 // killer is implemented by tasks that can end what they started at once
@@ -70,6 +72,8 @@ func (x *executor) newJob(cj *chimedb.ClaimedJob) *tasks.Job {
 		Attempt:      attempt,
 		MaxAttempts:  cj.EffectiveMaxAttempts(),
 		Snoozes:      cj.Snoozes,
+		ShardIndex:   derefInt(cj.ShardIndex),
+		ShardTotal:   derefInt(cj.ShardTotal),
 		Params:       json.RawMessage(cj.EffectiveParams()),
 		Notifier:     &handoff{},
 		Clock:        x.cfg.Clock,
@@ -155,7 +159,9 @@ func (x *executor) runJob(cr *claimedRun) {
 	// live in this run's memory only. Before the run is registered, so
 	// control never sees the job's logger change.
 	masker, execErr := x.resolveSecrets(cr.ctx, job)
-	ar := &activeRun{task: cr.task, job: job}
+	runCtx, handBack := context.WithCancelCause(cr.ctx)
+	defer handBack(nil)
+	ar := &activeRun{task: cr.task, job: job, handBack: handBack}
 	x.mu.Lock()
 	x.runs[job.ID] = ar
 	x.mu.Unlock()
@@ -171,7 +177,7 @@ func (x *executor) runJob(cr *claimedRun) {
 	timeout := cr.timeout
 	var cause error
 	if execErr == nil {
-		execErr, cause = x.execute(cr.ctx, ar, timeout)
+		execErr, cause = x.execute(runCtx, ar, timeout)
 	}
 	execErr = maskError(masker, execErr)
 	finishedAt := x.cfg.Clock.Now()
@@ -273,6 +279,9 @@ type verdict struct {
 	outcome models.JobOutcome // the typed outcome the task chose
 	err     error             // what to record in jobs.error
 	snooze  time.Duration     // with outcome snoozed: due again after this
+	// handBack: a draining node cut the run off; it goes back to pending
+	// at once with its attempt given back.
+	handBack bool
 }
 
 // resultStatus is the tasks.Result status of v.
@@ -314,6 +323,8 @@ func classify(err, cause error, stopRequested bool, timeout time.Duration, snooz
 		return verdict{status: models.JobFailed, err: fmt.Errorf("timeout: still running after %v of active time: %w", timeout, err)}
 	case errors.Is(cause, errShutdown):
 		return verdict{status: models.JobFailed, err: fmt.Errorf("interrupted: %w: %w", errShutdown, err)}
+	case errors.Is(cause, errHandedBack):
+		return verdict{status: models.JobPending, handBack: true, err: fmt.Errorf("%w: %w", errHandedBack, err)}
 	}
 	return verdict{status: models.JobFailed, err: err}
 }
@@ -339,6 +350,13 @@ func (x *executor) complete(job *tasks.Job, v verdict, output string, at, starte
 	case models.JobCanceled:
 		c.level, c.msg = logrus.WarnLevel, fmt.Sprintf("canceled by the task, not retried (attempt %d of %d): %v", job.Attempt, job.MaxAttempts, v.err)
 	case models.JobPending:
+		if v.handBack {
+			c.out.RunAt, c.out.HandBack = at, true
+			c.level, c.msg = logrus.WarnLevel, fmt.Sprintf("handed back to pending: node %s is draining and its drain_timeout is over; attempt %d not used",
+				x.cfg.NodeID, job.Attempt)
+			c.status = "handed_back"
+			break
+		}
 		c.out.RunAt = at.Add(v.snooze)
 		c.level, c.msg = logrus.InfoLevel, fmt.Sprintf("snoozed: runs again in %v; attempt %d not used (snooze %d of at most %d)",
 			v.snooze, job.Attempt, job.Snoozes+1, tasks.MaxSnoozes)
@@ -451,4 +469,11 @@ func safeBool(fn func() bool) (ok bool) {
 		}
 	}()
 	return fn()
+}
+
+func derefInt(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

@@ -23,9 +23,15 @@ type Job struct {
 	ScheduledAt    time.Time // the intended fire time
 	Attempt        int       // 1-based
 	MaxAttempts    int
-	Snoozes        int             // times the job was snoozed before this run (see Snooze)
-	Params         json.RawMessage // definition defaults merged with schedule params
-	Notify         NotifySpec
+	Snoozes        int // times the job was snoozed before this run (see Snooze)
+	// ShardIndex and ShardTotal tell a broadcast definition's job
+	// (job_definitions.broadcast: one job per live node with its tags)
+	// which of how many it is, 0-based, so a plugin can split the work;
+	// both 0 for any other job.
+	ShardIndex int
+	ShardTotal int
+	Params     json.RawMessage // definition defaults merged with schedule params
+	Notify     NotifySpec
 
 	// RunID, StepID, Step, RunParams and Upstream are set for the job of a
 	// workflow step (docs/workflows.md), zero otherwise. RunParams are

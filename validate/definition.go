@@ -30,6 +30,15 @@ type DefinitionRequest struct {
 	// the definition's active jobs (null: no limit). See models.Queue.
 	Queue      string `json:"queue"`
 	MaxRunning *int64 `json:"max_running"`
+	// RequiredTags are the node tags the jobs need, comma-separated
+	// (models.ParseTags); "" is any node. Stored sorted.
+	RequiredTags string `json:"required_tags"`
+	// Broadcast runs each job once on every live node with the tags.
+	Broadcast bool `json:"broadcast"`
+	// RateLimit and RatePeriodMs: at most RateLimit starts per
+	// RatePeriodMs, cluster-wide (both null: none); see models.CheckRate.
+	RateLimit    *int64 `json:"rate_limit"`
+	RatePeriodMs *int64 `json:"rate_period_ms"`
 }
 
 // NewDefinitionRequest holds the column defaults a create starts from.
@@ -44,7 +53,8 @@ func DefinitionRequestOf(d *models.JobDefinition) *DefinitionRequest {
 		Name: d.Name, TaskType: d.TaskType, Description: d.Description, DefaultParams: json.RawMessage(d.DefaultParams),
 		TimeoutSeconds: int64(d.TimeoutSeconds), MaxAttempts: int64(d.MaxAttempts), RetryBackoffSeconds: int64(d.RetryBackoffSeconds),
 		NotifyOn: d.NotifyOn, NotifyEmails: d.NotifyEmails, RequestsRecovery: d.RequestsRecovery, Priority: int64(d.Priority),
-		Queue: d.Queue, MaxRunning: d.MaxRunning,
+		Queue: d.Queue, MaxRunning: d.MaxRunning, RequiredTags: d.RequiredTags, Broadcast: d.Broadcast,
+		RateLimit: d.RateLimit, RatePeriodMs: d.RatePeriodMs,
 	}
 }
 
@@ -106,6 +116,13 @@ func (req *DefinitionRequest) validate(reg *tasks.Registry) (*models.JobDefiniti
 	if r := models.CheckMaxRunning(req.MaxRunning); r != "" {
 		return nil, errorf("max_running", "%s", r)
 	}
+	if r := models.CheckRate(req.RateLimit, req.RatePeriodMs); r != "" {
+		return nil, errorf("rate_limit", "%s", r)
+	}
+	tags, err := models.NormalizeTags(req.RequiredTags)
+	if err != nil {
+		return nil, errorf("required_tags", "required_tags: %v", err)
+	}
 	if utf8.RuneCountInString(req.NotifyEmails) > MaxEmails {
 		return nil, errorf("notify_emails", "notify_emails is longer than %d characters", MaxEmails)
 	}
@@ -133,7 +150,8 @@ func (req *DefinitionRequest) validate(reg *tasks.Registry) (*models.JobDefiniti
 		Name: req.Name, TaskType: req.TaskType, Description: req.Description, DefaultParams: params,
 		TimeoutSeconds: int(req.TimeoutSeconds), MaxAttempts: int(req.MaxAttempts), RetryBackoffSeconds: int(req.RetryBackoffSeconds),
 		NotifyOn: req.NotifyOn, NotifyEmails: strings.Join(emails, ","), RequestsRecovery: req.RequestsRecovery,
-		Priority: int(req.Priority), Queue: req.Queue, MaxRunning: req.MaxRunning,
+		Priority: int(req.Priority), Queue: req.Queue, MaxRunning: req.MaxRunning, RequiredTags: tags, Broadcast: req.Broadcast,
+		RateLimit: req.RateLimit, RatePeriodMs: req.RatePeriodMs,
 	}, nil
 }
 

@@ -95,7 +95,7 @@ func methods() []method {
 	var all []method
 	for _, group := range [][]method{scheduleMethods(), taskMethods(), leaseMethods(), clusterMethods(),
 		adminStoreMethods(), adminQueryMethods(), consoleQueryMethods(), consoleStoreMethods(), formMethods(), alertMethods(), workflowMethods(),
-		tokenMethods(), queueMethods(), secretMethods()} {
+		tokenMethods(), queueMethods(), secretMethods(), placementMethods(), broadcastMethods(), definitionRateMethods()} {
 		all = append(all, group...)
 	}
 	return all
@@ -141,7 +141,7 @@ func Declared() []string {
 
 // properties are the suites that check a property across methods rather
 // than one method.
-var properties = map[string]bool{"TimeForm": true, "ColumnCaps": true}
+var properties = map[string]bool{"TimeForm": true, "ColumnCaps": true, "Placement": true, "Broadcast": true, "DefinitionRate": true}
 
 // env is one case's database and the helpers that write its fixtures.
 type env struct {

@@ -82,7 +82,7 @@ var (
 	// JobsHeld counts, per claim, the due jobs a limit held back, by kind
 	// (chimedb.Limit*).
 	JobsHeld = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "chime_jobs_held_total", Help: "Due jobs a claim left pending because of a limit (kind: queue_max_running, definition_max_running, queue_paused, queue_rate, invalid), counted per claim.",
+		Name: "chime_jobs_held_total", Help: "Due jobs a claim left pending because of a limit or of placement (kind: queue_max_running, definition_max_running, queue_paused, queue_rate, definition_rate, invalid, placement: no live node has the tags the job requires), counted per claim.",
 	}, []string{"kind"})
 	// QueueJobs is the number of jobs per queue and state (running: queued,
 	// running or paused; waiting: pending and due), set by the
@@ -90,6 +90,9 @@ var (
 	QueueJobs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "chime_queue_jobs", Help: "Jobs per queue: state=running (queued, running or paused) and state=waiting (pending and due). Set by the maintenance leader.",
 	}, []string{"queue", "state"})
+	// Draining is 1 while this node's nodes.drain asks it not to claim.
+	Draining = prometheus.NewGauge(prometheus.GaugeOpts{Name: "chime_node_draining",
+		Help: "1 while this node is draining or drained (nodes.drain): it claims no jobs."})
 	// IsLeader is 1 while this node holds the scheduler lease.
 	IsLeader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "chime_scheduler_leader", Help: "1 while this node holds the scheduler lease."})
 	// AlertsSent and AlertsFailed count alert deliveries by channel name:
@@ -120,7 +123,7 @@ var chimeCollectors = []prometheus.Collector{
 	Fires, DuplicateFires, MisfiresCollapsed, MisfiresDropped, FireLateness,
 	JobsFinished, JobDuration, JobStartLateness, PoolBusy, PoolCapacity,
 	ClaimDuration, PollDuration, NotificationFailures, IsLeader, JobsWaiting,
-	AlertsSent, AlertsFailed, WorkflowRuns, JobsHeld, QueueJobs, TxRetries, SecretResolutions,
+	AlertsSent, AlertsFailed, WorkflowRuns, JobsHeld, QueueJobs, TxRetries, SecretResolutions, Draining,
 }
 
 func init() {
