@@ -13,7 +13,7 @@
 // a job's params; the task engine replaces them with the values on the
 // worker, just before Execute, and masks the values in what the task logs.
 //
-// secrets imports only the standard library and models.
+// secrets imports chimedb (the rows it reads) and models.
 package secrets
 
 import (
