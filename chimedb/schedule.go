@@ -93,6 +93,11 @@ type EnsureTriggersParams struct {
 type FireJob struct {
 	ScheduleID      int64
 	JobDefinitionID int64
+	// WorkflowID, when not 0, makes the fire a workflow run (pending, with
+	// Params as its run params) instead of a job: JobDefinitionID and
+	// MaxAttempts are then unused. The run's (schedule_id, scheduled_at)
+	// is unique, as a job's is.
+	WorkflowID int64
 	ScheduledAt     time.Time
 	MaxAttempts     int
 	Params          models.JSON

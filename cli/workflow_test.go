@@ -62,3 +62,21 @@ edges:
 	require.Regexp(t, `(?m)^generation:\s+2$`, mustChime(t, url, "workflow", "rerun", "1"))
 	require.Regexp(t, `(?m)^1\s+1\s+running\s+2\s+cli`, mustChime(t, url, "workflow", "runs", "etl"))
 }
+
+// TestCLIScheduleWorkflow: chime schedule add --workflow writes a schedule
+// that starts runs; --definition and --workflow together are refused.
+func TestCLIScheduleWorkflow(t *testing.T) {
+	t.Parallel()
+	url := startAPI(t)
+	mustChime(t, url, "definition", "add", "extract", "--task-type", "sleep", "--params", `{"duration":"1s"}`)
+	mustChime(t, url, "definition", "add", "load", "--task-type", "sleep", "--params", `{"duration":"1s"}`)
+	mustChime(t, url, "workflow", "chain", "etl", "extract", "load")
+	_, err := chime(t, url, "schedule", "add", "both", "--definition", "extract", "--workflow", "etl", "--every", "1m")
+	require.ErrorContains(t, err, "exactly one of --definition or --workflow")
+	_, err = chime(t, url, "schedule", "add", "ghost", "--workflow", "nope", "--every", "1m")
+	require.ErrorContains(t, err, `workflow "nope" does not exist`)
+	out := mustChime(t, url, "schedule", "add", "nightly-etl", "--workflow", "etl", "--cron", "0 2 * * *", "--concurrency", "forbid",
+		"--params", `{"day":"yesterday"}`)
+	require.Regexp(t, `(?m)^workflow_id:\s+1$`, out)
+	require.Regexp(t, `(?m)^\d+\s+nightly-etl\s+workflow 1\s+cron`, mustChime(t, url, "schedule", "list"))
+}

@@ -101,8 +101,13 @@ type WorkflowRun struct {
 	Reason     string     `gorm:"column:reason" json:"reason"`
 	StartedAt  *time.Time `gorm:"column:started_at" json:"started_at"`
 	FinishedAt *time.Time `gorm:"column:finished_at" json:"finished_at"`
-	CreatedAt  time.Time  `gorm:"column:created_at" json:"created_at"`
-	UpdatedAt  time.Time  `gorm:"column:updated_at" json:"updated_at"`
+	// ScheduleID and ScheduledAt are, for a run a schedule fired, the
+	// schedule and the fire's instant: unique together, the run's fire
+	// ledger (a fire writes one run whichever node writes it).
+	ScheduleID  *int64     `gorm:"column:schedule_id" json:"schedule_id"`
+	ScheduledAt *time.Time `gorm:"column:scheduled_at" json:"scheduled_at"`
+	CreatedAt   time.Time  `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt   time.Time  `gorm:"column:updated_at" json:"updated_at"`
 }
 
 // TableName implements gorm's tabler.

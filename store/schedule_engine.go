@@ -26,7 +26,7 @@ const scheduleInChunk = 1000
 var (
 	loadScheduleColumns = []string{"id", "name", "job_definition_id", "schedule_type", "cron_expr", "cron_syntax", "dst_policy",
 		"calendar_id", "interval_seconds", "run_at", "timezone", "start_at", "end_at", "max_runs", "misfire_policy",
-		"catchup_window_seconds", "concurrency", "params", "status", "status_reason", "created_at", "updated_at", "priority", "queue"}
+		"catchup_window_seconds", "concurrency", "params", "status", "status_reason", "created_at", "updated_at", "priority", "queue", "workflow_id"}
 	loadTriggerColumns = []string{"id", "schedule_id", "next_fire_at", "last_fire_at", "fired_count", "remaining_count",
 		"misfired_count", "created_at", "updated_at", "spec_hash", "spec_changed_at"}
 )
@@ -69,7 +69,9 @@ func (s *Store) LoadSchedules(ctx context.Context, p *chimedb.LoadSchedulesParam
 	var calIDs []int64
 	for i := range res.Rows {
 		sc := &res.Rows[i].Schedule
-		defIDs = append(defIDs, sc.JobDefinitionID)
+		if sc.JobDefinitionID != 0 {
+			defIDs = append(defIDs, sc.JobDefinitionID)
+		}
 		if sc.CalendarID != nil {
 			calIDs = append(calIDs, *sc.CalendarID)
 		}
@@ -114,8 +116,8 @@ func (s *Store) LoadSchedules(ctx context.Context, p *chimedb.LoadSchedulesParam
 type rowScan struct {
 	name, typ, cron, syntax, dst, tz, misfire, conc, params, status, reason, spec sql.RawBytes
 	queue                                                                         sql.NullString
-	id, def                                                                       int64
-	cal, interval, maxRuns, window, priority                                      sql.NullInt64
+	id                                                                            int64
+	def, wf, cal, interval, maxRuns, window, priority                             sql.NullInt64
 	tid, tsid, tfired, trem, tmissed                                              sql.NullInt64
 	runAt, startAt, endAt, tnext, tlast, tcreated, tupdated, tchanged             sql.NullTime
 	created, updated                                                              time.Time
@@ -124,7 +126,7 @@ type rowScan struct {
 func (r *rowScan) scan(rows *sql.Rows, in *interner) (chimedb.ScheduleRow, error) {
 	*r = rowScan{}
 	dest := []any{&r.id, &r.name, &r.def, &r.typ, &r.cron, &r.syntax, &r.dst, &r.cal, &r.interval, &r.runAt, &r.tz,
-		&r.startAt, &r.endAt, &r.maxRuns, &r.misfire, &r.window, &r.conc, &r.params, &r.status, &r.reason, &r.created, &r.updated, &r.priority, &r.queue,
+		&r.startAt, &r.endAt, &r.maxRuns, &r.misfire, &r.window, &r.conc, &r.params, &r.status, &r.reason, &r.created, &r.updated, &r.priority, &r.queue, &r.wf,
 		&r.tid, &r.tsid, &r.tnext, &r.tlast, &r.tfired, &r.trem, &r.tmissed, &r.tcreated, &r.tupdated, &r.spec, &r.tchanged}
 	bad, raw, err := scanChecked(rows, dest)
 	if err != nil {
@@ -142,7 +144,7 @@ func (r *rowScan) scan(rows *sql.Rows, in *interner) (chimedb.ScheduleRow, error
 			Unreadable: unreadable(col, dest[bad], raw[bad])}}, nil
 	}
 	out := chimedb.ScheduleRow{Schedule: models.Schedule{
-		ID: r.id, Name: string(r.name), JobDefinitionID: r.def, ScheduleType: models.ScheduleType(in.str(r.typ)),
+		ID: r.id, Name: string(r.name), JobDefinitionID: r.def.Int64, WorkflowID: nullInt64(r.wf), ScheduleType: models.ScheduleType(in.str(r.typ)),
 		CronSyntax: models.CronSyntax(in.str(r.syntax)), DSTPolicy: models.DSTPolicy(in.str(r.dst)),
 		CalendarID: nullInt64(r.cal), IntervalSeconds: nullInt(r.interval), RunAt: nullTime(r.runAt), Timezone: in.str(r.tz),
 		StartAt: nullTime(r.startAt), EndAt: nullTime(r.endAt), MaxRuns: nullInt(r.maxRuns),
@@ -234,8 +236,13 @@ func (s *Store) UnfinishedSchedules(ctx context.Context, scheduleIDs []int64) (m
 	busy := map[int64]bool{}
 	for chunk := range slices.Chunk(scheduleIDs, scheduleInChunk) {
 		var ids []int64
-		err := s.DB().WithContext(ctx).Model(&models.Job{}).Distinct("schedule_id").
-			Where("schedule_id IN ? AND status IN ?", chunk, unfinishedJobs).Pluck("schedule_id", &ids).Error
+		// A schedule of a workflow is busy while one of its runs is not
+		// over: forbid holds for the run as a whole, whose steps' jobs
+		// name no schedule.
+		list := idList(chunk)
+		err := s.DB().WithContext(ctx).Raw("SELECT schedule_id FROM jobs WHERE schedule_id IN ("+list+") AND status IN ?"+
+			" UNION SELECT schedule_id FROM workflow_runs WHERE schedule_id IN ("+list+") AND status IN ?",
+			unfinishedJobs, unfinishedRuns).Scan(&ids).Error
 		if err != nil {
 			return nil, fmt.Errorf("find unfinished jobs of forbid-overlap schedules: %w", err)
 		}
@@ -245,6 +252,9 @@ func (s *Store) UnfinishedSchedules(ctx context.Context, scheduleIDs []int64) (m
 	}
 	return busy, nil
 }
+
+// unfinishedRuns are the run statuses that make a forbid-overlap schedule busy.
+var unfinishedRuns = []models.RunStatus{models.RunPending, models.RunRunning, models.RunPaused}
 
 // unfinishedJobs are the statuses that make a forbid-overlap schedule busy.
 var unfinishedJobs = []models.JobStatus{models.JobPending, models.JobQueued, models.JobRunning, models.JobPaused}

@@ -195,6 +195,13 @@ func (s *Store) DeleteWorkflow(ctx context.Context, id int64) error {
 		if live > 0 {
 			return fmt.Errorf("workflow %q has %d runs not over: %w", wf.Name, live, chimedb.ErrInUse)
 		}
+		var scheds int64
+		if err := tx.Model(&models.Schedule{}).Where("workflow_id = ?", id).Count(&scheds).Error; err != nil {
+			return err
+		}
+		if scheds > 0 {
+			return fmt.Errorf("workflow %q is started by %d schedules; delete them first: %w", wf.Name, scheds, chimedb.ErrInUse)
+		}
 		for _, q := range []string{
 			"DELETE FROM workflow_run_steps WHERE run_id IN (SELECT id FROM workflow_runs WHERE workflow_id = ?)",
 			"DELETE FROM workflow_runs WHERE workflow_id = ?",
