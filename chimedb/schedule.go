@@ -97,12 +97,12 @@ type FireJob struct {
 	// Params as its run params) instead of a job: JobDefinitionID and
 	// MaxAttempts are then unused. The run's (schedule_id, scheduled_at)
 	// is unique, as a job's is.
-	WorkflowID int64
-	ScheduledAt     time.Time
-	MaxAttempts     int
-	Params          models.JSON
-	CatchUp         bool
-	MissedFires     int
+	WorkflowID  int64
+	ScheduledAt time.Time
+	MaxAttempts int
+	Params      models.JSON
+	CatchUp     bool
+	MissedFires int
 }
 
 // WriteFiresParams is one batch: the jobs, the trigger advances of every

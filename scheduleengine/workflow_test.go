@@ -135,7 +135,7 @@ func TestWorkflowScheduleBadTarget(t *testing.T) {
 	})
 	wf := int64(7)
 	for name, s := range map[string]models.Schedule{
-		"must name exactly one": {ID: 1, JobDefinitionID: 3, WorkflowID: &wf},
+		"must name exactly one":                   {ID: 1, JobDefinitionID: 3, WorkflowID: &wf},
 		"neither a job definition nor a workflow": {ID: 2},
 	} {
 		s.ScheduleType, s.CronExpr, s.Timezone, s.MisfirePolicy = models.ScheduleCron, ptr("@daily"), "UTC", models.MisfireFireOnce
