@@ -305,6 +305,10 @@ func All() []any {
 type Notification struct {
 	ID    int64 `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
 	JobID int64 `gorm:"column:job_id" json:"job_id"`
+	// RunID, set, makes it the notice of a workflow run's final state:
+	// JobID is then the run's id negated (so the unique key holds one per
+	// run), JobStatus the run's status and Attempt its generation.
+	RunID *int64 `gorm:"column:run_id" json:"run_id,omitempty"`
 	// JobStatus and Attempt are the final state the notice is about; with
 	// JobID they are unique, so a notice is recorded once whichever path
 	// wrote the final state.

@@ -9,8 +9,13 @@ type Workflow struct {
 	Name          string        `gorm:"column:name" json:"name"`
 	Description   string        `gorm:"column:description" json:"description"`
 	FailurePolicy FailurePolicy `gorm:"column:failure_policy" json:"failure_policy"`
-	CreatedAt     time.Time     `gorm:"column:created_at" json:"created_at"`
-	UpdatedAt     time.Time     `gorm:"column:updated_at" json:"updated_at"`
+	// NotifyOn and NotifyEmails say when a run's final state is emailed,
+	// and to whom (comma-separated), as a job definition's do for its
+	// jobs; a stopped or canceled run counts as a failure.
+	NotifyOn     NotifyOn  `gorm:"column:notify_on;default:never" json:"notify_on"`
+	NotifyEmails string    `gorm:"column:notify_emails" json:"notify_emails"`
+	CreatedAt    time.Time `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt    time.Time `gorm:"column:updated_at" json:"updated_at"`
 }
 
 // TableName implements gorm's tabler.

@@ -428,6 +428,16 @@ ALTER TABLE workflow_runs
   ADD COLUMN schedule_id BIGINT NULL,
   ADD COLUMN scheduled_at DATETIME(6) NULL,
   ADD UNIQUE KEY uq_workflow_runs_schedule_fire (schedule_id, scheduled_at);
+-- A run's final state is emailed as a job's is: the workflow says when
+-- and to whom, and the outbox row of a run's notice names the run
+-- (run_id; its job_id is the run's id negated, so that the unique key
+-- (job_id, job_status, attempt) records one notice per run, status and
+-- generation).
+ALTER TABLE workflows
+  ADD COLUMN notify_on VARCHAR(16) NOT NULL DEFAULT 'never',
+  ADD COLUMN notify_emails VARCHAR(2048) NOT NULL DEFAULT '',
+  ADD CONSTRAINT chk_workflows_notify_on CHECK (notify_on IN ('never', 'always', 'success', 'failure'));
+ALTER TABLE notifications ADD COLUMN run_id BIGINT NULL;
 `)
 	w("%s", mysqlDropTriggers(workflowRuns24.name))
 	w("%s", mysqlTriggers(workflowRuns24))
@@ -437,7 +447,10 @@ ALTER TABLE workflow_runs
 			w("%s", mysqlTriggers(t))
 		}
 	}
-	w(`ALTER TABLE workflow_runs DROP KEY uq_workflow_runs_schedule_fire, DROP COLUMN scheduled_at, DROP COLUMN schedule_id;
+	w(`DELETE FROM notifications WHERE run_id IS NOT NULL;
+ALTER TABLE notifications DROP COLUMN run_id;
+ALTER TABLE workflows DROP CONSTRAINT chk_workflows_notify_on, DROP COLUMN notify_emails, DROP COLUMN notify_on;
+ALTER TABLE workflow_runs DROP KEY uq_workflow_runs_schedule_fire, DROP COLUMN scheduled_at, DROP COLUMN schedule_id;
 DELETE FROM schedules WHERE job_definition_id IS NULL;
 ALTER TABLE schedules DROP CONSTRAINT chk_schedules_target, DROP KEY idx_schedules_workflow, DROP COLUMN workflow_id,
   MODIFY job_definition_id BIGINT NOT NULL;
@@ -565,8 +578,16 @@ func sqliteScheduleWorkflows() string {
 ALTER TABLE workflow_runs ADD COLUMN schedule_id INTEGER NULL;
 ALTER TABLE workflow_runs ADD COLUMN scheduled_at DATETIME NULL;
 CREATE UNIQUE INDEX uq_workflow_runs_schedule_fire ON workflow_runs (schedule_id, scheduled_at);
+ALTER TABLE workflows ADD COLUMN notify_on TEXT NOT NULL DEFAULT 'never'
+  CONSTRAINT chk_workflows_notify_on CHECK (notify_on IN ('never', 'always', 'success', 'failure'));
+ALTER TABLE workflows ADD COLUMN notify_emails TEXT NOT NULL DEFAULT '';
+ALTER TABLE notifications ADD COLUMN run_id INTEGER NULL;
 
 -- +goose Down
+DELETE FROM notifications WHERE run_id IS NOT NULL;
+ALTER TABLE notifications DROP COLUMN run_id;
+ALTER TABLE workflows DROP COLUMN notify_emails;
+ALTER TABLE workflows DROP COLUMN notify_on;
 DROP INDEX uq_workflow_runs_schedule_fire;
 ALTER TABLE workflow_runs DROP COLUMN scheduled_at;
 ALTER TABLE workflow_runs DROP COLUMN schedule_id;

@@ -139,8 +139,16 @@ END;
 ALTER TABLE workflow_runs ADD COLUMN schedule_id INTEGER NULL;
 ALTER TABLE workflow_runs ADD COLUMN scheduled_at DATETIME NULL;
 CREATE UNIQUE INDEX uq_workflow_runs_schedule_fire ON workflow_runs (schedule_id, scheduled_at);
+ALTER TABLE workflows ADD COLUMN notify_on TEXT NOT NULL DEFAULT 'never'
+  CONSTRAINT chk_workflows_notify_on CHECK (notify_on IN ('never', 'always', 'success', 'failure'));
+ALTER TABLE workflows ADD COLUMN notify_emails TEXT NOT NULL DEFAULT '';
+ALTER TABLE notifications ADD COLUMN run_id INTEGER NULL;
 
 -- +goose Down
+DELETE FROM notifications WHERE run_id IS NOT NULL;
+ALTER TABLE notifications DROP COLUMN run_id;
+ALTER TABLE workflows DROP COLUMN notify_emails;
+ALTER TABLE workflows DROP COLUMN notify_on;
 DROP INDEX uq_workflow_runs_schedule_fire;
 ALTER TABLE workflow_runs DROP COLUMN scheduled_at;
 ALTER TABLE workflow_runs DROP COLUMN schedule_id;
