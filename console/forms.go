@@ -427,9 +427,18 @@ func (c *Console) scheduleAction(w http.ResponseWriter, r *http.Request, s *sess
 		return
 	}
 	if action == "trigger" {
-		var j models.Job
+		// A job, or for a schedule of a workflow a run (which has a
+		// generation).
+		var j struct {
+			ID         int64 `json:"id"`
+			Generation int   `json:"generation"`
+		}
 		_ = res.decode(&j)
-		http.Redirect(w, r, fmt.Sprintf("/jobs/%d", j.ID), http.StatusSeeOther)
+		to := fmt.Sprintf("/jobs/%d", j.ID)
+		if j.Generation > 0 {
+			to = fmt.Sprintf("/runs/%d", j.ID)
+		}
+		http.Redirect(w, r, to, http.StatusSeeOther)
 		return
 	}
 	http.Redirect(w, r, fmt.Sprintf("/schedules/%d?done=%sd", id, action), http.StatusSeeOther)
