@@ -119,12 +119,16 @@ func (s *Server) views(r *http.Request, rows []models.Schedule, one bool) ([]Sch
 // catchUpOnResume asks the schedule engine what resuming row at now
 // writes at once; nil when nothing.
 func (s *Server) catchUpOnResume(ctx context.Context, row *models.Schedule, tt *models.TimeTrigger, cal *models.Calendar, now time.Time) (*CatchUpOnResume, error) {
-	def, err := s.st.Admin().GetDefinition(ctx, row.JobDefinitionID)
-	if errors.Is(err, chimedb.ErrNotFound) {
-		return nil, nil // the engine would mark it invalid
-	}
-	if err != nil {
-		return nil, err
+	var def *models.JobDefinition
+	if row.WorkflowID == nil { // a workflow's schedule has none: its catch-up is a run
+		d, err := s.st.Admin().GetDefinition(ctx, row.JobDefinitionID)
+		if errors.Is(err, chimedb.ErrNotFound) {
+			return nil, nil // the engine would mark it invalid
+		}
+		if err != nil {
+			return nil, err
+		}
+		def = d
 	}
 	se := s.cfg.Settings.ScheduleEngine
 	opts := scheduleengine.ResumeOptions{MisfireThreshold: se.MisfireThreshold.D(), FireAllCap: se.FireAllCap}
