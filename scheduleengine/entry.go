@@ -249,7 +249,7 @@ func checkTarget(r *chimedb.ScheduleRow) error {
 		return fmt.Errorf("workflow_id %d names no workflow", *s.WorkflowID)
 	case s.WorkflowID != nil:
 		return nil
-	case s.JobDefinitionID == 0:
+	case s.JobDefinitionID == 0 && r.Definition == nil:
 		return errors.New("the schedule names neither a job definition nor a workflow; it must name exactly one")
 	case r.Definition == nil:
 		return fmt.Errorf("job definition %d does not exist", s.JobDefinitionID)

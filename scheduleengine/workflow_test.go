@@ -139,7 +139,11 @@ func TestWorkflowScheduleBadTarget(t *testing.T) {
 		"neither a job definition nor a workflow": {ID: 2},
 	} {
 		s.ScheduleType, s.CronExpr, s.Timezone, s.MisfirePolicy = models.ScheduleCron, ptr("@daily"), "UTC", models.MisfireFireOnce
-		_, err := newEntry(&chimedb.ScheduleRow{Schedule: s, Definition: &models.JobDefinition{ID: 3, MaxAttempts: 1}})
+		r := &chimedb.ScheduleRow{Schedule: s}
+		if s.JobDefinitionID != 0 {
+			r.Definition = &models.JobDefinition{ID: 3, MaxAttempts: 1}
+		}
+		_, err := newEntry(r)
 		require.ErrorContains(t, err, name)
 	}
 	en, err := newEntry(&chimedb.ScheduleRow{Schedule: models.Schedule{ID: 3, WorkflowID: &wf, ScheduleType: models.ScheduleCron,
