@@ -98,3 +98,52 @@ var unfinishedRunCases = []tcase{
 		}
 	}},
 }
+
+var runNoticeCases = []tcase{
+	{"a run that ends records the notice its workflow asks for, once per status and generation", func(e *env) {
+		spec := &chimedb.WorkflowSpec{Name: e.name("wf"), NotifyOn: models.NotifyFailure, NotifyEmails: "ops@example.com",
+			Steps: []chimedb.StepSpec{{Name: "a", DefinitionID: e.definition().ID}}}
+		g, err := e.Workflow.CreateWorkflow(e.ctx, spec)
+		require.NoError(e.t, err)
+		run := e.start(g, "")
+		_, err = e.Workflow.CancelRun(e.ctx, run.ID, "")
+		require.NoError(e.t, err)
+		ns := e.runNotices(run.ID)
+		require.Len(e.t, ns, 1, "a canceled run counts as a failure")
+		require.Equal(e.t, run.ID, *ns[0].RunID)
+		require.EqualValues(e.t, models.RunCanceled, ns[0].JobStatus)
+		require.Equal(e.t, 1, ns[0].Attempt)
+		require.Equal(e.t, "ops@example.com", ns[0].Recipients)
+		_, err = e.Workflow.RerunRun(e.ctx, run.ID)
+		require.NoError(e.t, err)
+		_, err = e.Workflow.CancelRun(e.ctx, run.ID, "")
+		require.NoError(e.t, err)
+		require.Len(e.t, e.runNotices(run.ID), 2, "the rerun that ends again is noticed again")
+
+		quiet := e.flow(models.FailStop, []string{"a"}) // notify_on never
+		r2 := e.start(quiet, "")
+		_, err = e.Workflow.CancelRun(e.ctx, r2.ID, "")
+		require.NoError(e.t, err)
+		require.Empty(e.t, e.runNotices(r2.ID))
+	}},
+	{"a workflow's notify settings are checked", func(e *env) {
+		for _, spec := range []*chimedb.WorkflowSpec{{NotifyOn: "sometimes"}, {NotifyOn: models.NotifyAlways, NotifyEmails: "ops@, x"}} {
+			spec.Name, spec.Steps = e.name("wf"), []chimedb.StepSpec{{Name: "a", DefinitionID: e.definition().ID}}
+			_, err := e.Workflow.CreateWorkflow(e.ctx, spec)
+			require.ErrorIs(e.t, err, chimedb.ErrInvalid)
+		}
+	}},
+}
+
+// runNotices lists the notices of run id.
+func (e *env) runNotices(id int64) []models.Notification {
+	e.t.Helper()
+	var out []models.Notification
+	for _, n := range e.notices(0) {
+		if n.RunID != nil && *n.RunID == id {
+			require.Equal(e.t, -id, n.JobID)
+			out = append(out, n)
+		}
+	}
+	return out
+}
