@@ -102,6 +102,9 @@ func newWorkflowCommand() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(out, "workflow %d %s (failure policy %s)\n", g.ID, inertCell(g.Name), g.FailurePolicy)
+			if g.NotifyOn != "" && g.NotifyOn != models.NotifyNever {
+				fmt.Fprintf(out, "emails a run's final state (%s) to %s\n", g.NotifyOn, inertCell(g.NotifyEmails))
+			}
 			names := map[int64]string{}
 			rows := make([][]string, 0, len(g.Steps))
 			for _, s := range g.Steps {

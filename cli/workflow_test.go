@@ -19,6 +19,8 @@ func TestCLIWorkflows(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "etl.yaml")
 	require.NoError(t, os.WriteFile(file, []byte(`name: etl
 failure_policy: continue
+notify_on: failure
+notify_emails: ops@example.com
 steps:
   - {name: extract, definition: extract}
   - {name: load, definition: load, max_attempts: 2}
@@ -34,6 +36,7 @@ edges:
 	out = mustChime(t, url, "workflow", "show", "etl")
 	require.Contains(t, out, "extract -success-> load")
 	require.Contains(t, out, "extract -failure-> cleanup")
+	require.Contains(t, out, "emails a run's final state (failure) to ops@example.com")
 	require.Regexp(t, `(?m)^cleanup\s+\d+\s+all\s+\{"duration":"2s"\}`, out)
 
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
