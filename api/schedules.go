@@ -120,7 +120,21 @@ func (s *Server) views(r *http.Request, rows []models.Schedule, one bool) ([]Sch
 // writes at once; nil when nothing.
 func (s *Server) catchUpOnResume(ctx context.Context, row *models.Schedule, tt *models.TimeTrigger, cal *models.Calendar, now time.Time) (*CatchUpOnResume, error) {
 	var def *models.JobDefinition
-	if row.WorkflowID == nil { // a workflow's schedule has none: its catch-up is a run
+	var wf *models.Workflow
+	if row.WorkflowID != nil { // its catch-up is a run
+		ws, ok := s.st.(chimedb.WorkflowStore)
+		if !ok {
+			return nil, nil
+		}
+		g, err := ws.GetWorkflow(ctx, *row.WorkflowID)
+		if errors.Is(err, chimedb.ErrNotFound) {
+			return nil, nil // the engine would mark it invalid
+		}
+		if err != nil {
+			return nil, err
+		}
+		wf = &g.Workflow
+	} else {
 		d, err := s.st.Admin().GetDefinition(ctx, row.JobDefinitionID)
 		if errors.Is(err, chimedb.ErrNotFound) {
 			return nil, nil // the engine would mark it invalid
@@ -139,7 +153,7 @@ func (s *Server) catchUpOnResume(ctx context.Context, row *models.Schedule, tt *
 		}
 		opts.Busy = busy[row.ID]
 	}
-	c, ok := scheduleengine.PreviewResume(chimedb.ScheduleRow{Schedule: *row, Definition: def, Trigger: tt, Calendar: cal}, opts, now)
+	c, ok := scheduleengine.PreviewResume(chimedb.ScheduleRow{Schedule: *row, Definition: def, Workflow: wf, Trigger: tt, Calendar: cal}, opts, now)
 	if !ok {
 		return nil, nil
 	}

@@ -28,6 +28,7 @@ type ScheduleRow struct {
 	Definition *models.JobDefinition // nil when job_definition_id points nowhere
 	Trigger    *models.TimeTrigger   // nil before the engine first saw the schedule
 	Calendar   *models.Calendar      // the calendar calendar_id names; nil when none, or when it points nowhere
+	Workflow   *models.Workflow      // the workflow workflow_id names; nil when none, or when it points nowhere
 }
 
 // LoadSchedulesResult is what LoadSchedules read.

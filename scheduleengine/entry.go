@@ -247,6 +247,8 @@ func checkTarget(r *chimedb.ScheduleRow) error {
 		return fmt.Errorf("the schedule names both job definition %d and workflow %d; it must name exactly one", s.JobDefinitionID, *s.WorkflowID)
 	case s.WorkflowID != nil && *s.WorkflowID <= 0:
 		return fmt.Errorf("workflow_id %d names no workflow", *s.WorkflowID)
+	case s.WorkflowID != nil && r.Workflow == nil:
+		return fmt.Errorf("workflow %d does not exist", *s.WorkflowID)
 	case s.WorkflowID != nil:
 		return nil
 	case s.JobDefinitionID == 0 && r.Definition == nil:
@@ -274,7 +276,7 @@ func noParams(p models.JSON) bool {
 // recorded in it that en has not seen: re-applying it would build the same
 // entry.
 func (e *entry) unchanged(r *chimedb.ScheduleRow) bool {
-	if (r.Definition == nil && r.Schedule.WorkflowID == nil) || e.row != sumOf(&r.Schedule) || !reflect.DeepEqual(e.def, r.Definition) ||
+	if (r.Definition == nil && r.Schedule.WorkflowID == nil) || (r.Schedule.WorkflowID != nil && r.Workflow == nil) || e.row != sumOf(&r.Schedule) || !reflect.DeepEqual(e.def, r.Definition) ||
 		!reflect.DeepEqual(e.cal, r.Calendar) {
 		return false
 	}

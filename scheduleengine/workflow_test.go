@@ -17,7 +17,7 @@ import (
 func (b *bundle) workflowSchedule(t *testing.T, s models.Schedule, created time.Time) (models.Schedule, models.Workflow) {
 	t.Helper()
 	db := b.st.DB()
-	wf := models.Workflow{Name: "wf-" + t.Name(), FailurePolicy: models.FailStop}
+	wf := models.Workflow{Name: "wf-" + s.Name + "-" + t.Name(), FailurePolicy: models.FailStop}
 	require.NoError(t, db.Create(&wf).Error)
 	require.NoError(t, db.Create(&models.WorkflowStep{WorkflowID: wf.ID, Name: "only", JobDefinitionID: b.def.ID, WaitFor: models.WaitAll}).Error)
 	s = b.schedule(t, s, created)
@@ -132,6 +132,16 @@ func TestWorkflowScheduleBadTarget(t *testing.T) {
 		wfs, _ := b.workflowSchedule(t, models.Schedule{Name: "wf", ScheduleType: models.ScheduleCron, CronExpr: ptr("@daily")}, start)
 		require.Error(t, db.Exec("UPDATE schedules SET workflow_id = ? WHERE id = ?", *wfs.WorkflowID, def.ID).Error, "both")
 		require.Error(t, db.Exec("UPDATE schedules SET job_definition_id = NULL WHERE id = ?", def.ID).Error, "neither")
+		// A workflow_id that names nothing passes the CHECK: the engine
+		// says so in status_reason, and fires the others.
+		ghost, _ := b.workflowSchedule(t, models.Schedule{Name: "ghost", ScheduleType: models.ScheduleCron, CronExpr: ptr("* * * * * *")}, start)
+		require.NoError(t, db.Exec("UPDATE schedules SET workflow_id = 999999 WHERE id = ?", ghost.ID).Error)
+		b.at(t, start.Add(time.Second))
+		got := reload(t, st, models.Schedule{ID: ghost.ID})
+		require.Equal(t, models.ScheduleInvalid, got.Status)
+		require.Contains(t, got.StatusReason, "workflow 999999 does not exist")
+		require.Empty(t, runsOf(t, st, ghost.ID))
+		require.Equal(t, models.ScheduleActive, reload(t, st, models.Schedule{ID: wfs.ID}).Status)
 	})
 	wf := int64(7)
 	for name, s := range map[string]models.Schedule{
@@ -146,8 +156,12 @@ func TestWorkflowScheduleBadTarget(t *testing.T) {
 		_, err := newEntry(r)
 		require.ErrorContains(t, err, name)
 	}
-	en, err := newEntry(&chimedb.ScheduleRow{Schedule: models.Schedule{ID: 3, WorkflowID: &wf, ScheduleType: models.ScheduleCron,
-		CronExpr: ptr("@daily"), Timezone: "UTC", MisfirePolicy: models.MisfireFireOnce, Params: models.JSON(`{"x":1}`)}})
+	row := chimedb.ScheduleRow{Schedule: models.Schedule{ID: 3, WorkflowID: &wf, ScheduleType: models.ScheduleCron,
+		CronExpr: ptr("@daily"), Timezone: "UTC", MisfirePolicy: models.MisfireFireOnce, Params: models.JSON(`{"x":1}`)}}
+	_, err := newEntry(&row)
+	require.ErrorContains(t, err, "workflow 7 does not exist")
+	row.Workflow = &models.Workflow{ID: wf}
+	en, err := newEntry(&row)
 	require.NoError(t, err)
 	require.True(t, en.sched.workflow)
 	require.Equal(t, wf, en.sched.target)

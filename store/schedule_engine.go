@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
@@ -66,7 +68,7 @@ func (s *Store) LoadSchedules(ctx context.Context, p *chimedb.LoadSchedulesParam
 		return nil, fmt.Errorf("load schedules: %w", err)
 	}
 	defIDs := make([]int64, 0, 4)
-	var calIDs []int64
+	var calIDs, wfIDs []int64
 	for i := range res.Rows {
 		sc := &res.Rows[i].Schedule
 		if sc.JobDefinitionID != 0 {
@@ -74,6 +76,9 @@ func (s *Store) LoadSchedules(ctx context.Context, p *chimedb.LoadSchedulesParam
 		}
 		if sc.CalendarID != nil {
 			calIDs = append(calIDs, *sc.CalendarID)
+		}
+		if sc.WorkflowID != nil {
+			wfIDs = append(wfIDs, *sc.WorkflowID)
 		}
 		if sc.UpdatedAt.After(res.MaxUpdatedAt) {
 			res.MaxUpdatedAt = sc.UpdatedAt
@@ -101,9 +106,16 @@ func (s *Store) LoadSchedules(ctx context.Context, p *chimedb.LoadSchedulesParam
 			res.MaxUpdatedAt = c.UpdatedAt
 		}
 	}
+	wfs, err := workflowsByID(db, wfIDs)
+	if err != nil {
+		return nil, err
+	}
 	for i := range res.Rows {
 		r := &res.Rows[i]
 		r.Definition = defs[r.Schedule.JobDefinitionID]
+		if id := r.Schedule.WorkflowID; id != nil {
+			r.Workflow = wfs[*id]
+		}
 		if id := r.Schedule.CalendarID; id != nil {
 			r.Calendar = cals[*id]
 		}
@@ -310,4 +322,23 @@ func loadSchedulesQuery(p *chimedb.LoadSchedulesParams) (string, []any) {
 		b.WriteString(" LIMIT " + strconv.Itoa(p.Limit))
 	}
 	return b.String(), args
+}
+
+// workflowsByID reads the workflows ids name (their id and name: a
+// schedule's engine needs only to know that its workflow exists), by id.
+func workflowsByID(db *gorm.DB, ids []int64) (map[int64]*models.Workflow, error) {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	out := make(map[int64]*models.Workflow, len(ids))
+	for chunk := range slices.Chunk(ids, scheduleInChunk) {
+		var rows []models.Workflow
+		if err := db.Select("id", "name").Where("id IN ?", chunk).Find(&rows).Error; err != nil {
+			return nil, fmt.Errorf("load workflows: %w", err)
+		}
+		for i := range rows {
+			out[rows[i].ID] = &rows[i]
+		}
+	}
+	return out, nil
 }
