@@ -119,12 +119,30 @@ func (s *Server) views(r *http.Request, rows []models.Schedule, one bool) ([]Sch
 // catchUpOnResume asks the schedule engine what resuming row at now
 // writes at once; nil when nothing.
 func (s *Server) catchUpOnResume(ctx context.Context, row *models.Schedule, tt *models.TimeTrigger, cal *models.Calendar, now time.Time) (*CatchUpOnResume, error) {
-	def, err := s.st.Admin().GetDefinition(ctx, row.JobDefinitionID)
-	if errors.Is(err, chimedb.ErrNotFound) {
-		return nil, nil // the engine would mark it invalid
-	}
-	if err != nil {
-		return nil, err
+	var def *models.JobDefinition
+	var wf *models.Workflow
+	if row.WorkflowID != nil { // its catch-up is a run
+		ws, ok := s.st.(chimedb.WorkflowStore)
+		if !ok {
+			return nil, nil
+		}
+		g, err := ws.GetWorkflow(ctx, *row.WorkflowID)
+		if errors.Is(err, chimedb.ErrNotFound) {
+			return nil, nil // the engine would mark it invalid
+		}
+		if err != nil {
+			return nil, err
+		}
+		wf = &g.Workflow
+	} else {
+		d, err := s.st.Admin().GetDefinition(ctx, row.JobDefinitionID)
+		if errors.Is(err, chimedb.ErrNotFound) {
+			return nil, nil // the engine would mark it invalid
+		}
+		if err != nil {
+			return nil, err
+		}
+		def = d
 	}
 	se := s.cfg.Settings.ScheduleEngine
 	opts := scheduleengine.ResumeOptions{MisfireThreshold: se.MisfireThreshold.D(), FireAllCap: se.FireAllCap}
@@ -135,7 +153,7 @@ func (s *Server) catchUpOnResume(ctx context.Context, row *models.Schedule, tt *
 		}
 		opts.Busy = busy[row.ID]
 	}
-	c, ok := scheduleengine.PreviewResume(chimedb.ScheduleRow{Schedule: *row, Definition: def, Trigger: tt, Calendar: cal}, opts, now)
+	c, ok := scheduleengine.PreviewResume(chimedb.ScheduleRow{Schedule: *row, Definition: def, Workflow: wf, Trigger: tt, Calendar: cal}, opts, now)
 	if !ok {
 		return nil, nil
 	}
@@ -189,6 +207,63 @@ func (s *Server) writeSchedule(w http.ResponseWriter, r *http.Request, status in
 	return nil
 }
 
+// workflowFor resolves the workflow a schedule request names (by name in
+// req.Workflow, or workflow_id) and checks that it exists. On an update
+// (cur, the stored row), naming the other kind of target than the row's
+// switches to it: the row's old target is dropped, as a schedule names
+// exactly one.
+func (s *Server) workflowFor(r *http.Request, req *validate.ScheduleRequest, cur *models.Schedule) *apiError {
+	if cur != nil {
+		newWF := req.Workflow != nil || !sameID(req.WorkflowID, cur.WorkflowID)
+		newDef := req.JobDefinitionID != cur.JobDefinitionID
+		switch {
+		case newWF && !newDef && req.JobDefinitionID != 0 && (req.Workflow == nil || *req.Workflow != ""):
+			req.JobDefinitionID = 0
+		case newDef && !newWF && req.JobDefinitionID != 0:
+			req.WorkflowID = nil
+		}
+	}
+	if req.Workflow == nil && req.WorkflowID == nil {
+		return nil
+	}
+	ws, e := s.workflows()
+	if e != nil {
+		return e
+	}
+	if req.Workflow != nil {
+		list, err := ws.ListWorkflows(r.Context())
+		if err != nil {
+			return s.fromStore(r, err, "a workflow")
+		}
+		req.WorkflowID = nil
+		for i := range list {
+			if list[i].Name == *req.Workflow {
+				req.WorkflowID = &list[i].ID
+			}
+		}
+		if req.WorkflowID == nil {
+			return badRequest("workflow", "workflow %q does not exist", *req.Workflow)
+		}
+		return nil
+	}
+	if *req.WorkflowID <= 0 {
+		return nil // Validate says why
+	}
+	if _, err := ws.GetWorkflow(r.Context(), *req.WorkflowID); errors.Is(err, chimedb.ErrNotFound) {
+		return badRequest("workflow_id", "workflow %d does not exist", *req.WorkflowID)
+	} else if err != nil {
+		return s.fromStore(r, err, "a workflow")
+	}
+	return nil
+}
+
+func sameID(a, b *int64) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
 // definitionFor loads the definition a schedule request names; a missing
 // one is nil, for validateSchedule to report on the right field.
 func (s *Server) definitionFor(r *http.Request, id int64) (*models.JobDefinition, *apiError) {
@@ -216,6 +291,9 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	if e := decodeBody(w, r, req); e != nil {
 		return e
 	}
+	if e := s.workflowFor(r, req, nil); e != nil {
+		return e
+	}
 	def, e := s.definitionFor(r, req.JobDefinitionID)
 	if e != nil {
 		return e
@@ -237,6 +315,9 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	if err := s.st.Admin().CreateSchedule(r.Context(), row); err != nil {
 		if errors.Is(err, chimedb.ErrNoDefinition) {
 			return badRequest("job_definition_id", "job definition %d does not exist", row.JobDefinitionID)
+		}
+		if errors.Is(err, chimedb.ErrNoWorkflow) {
+			return badRequest("workflow_id", "workflow %d does not exist", *row.WorkflowID)
 		}
 		if errors.Is(err, chimedb.ErrNoCalendar) {
 			return badRequest("calendar_id", "calendar %d does not exist", *row.CalendarID)
@@ -287,6 +368,9 @@ func (s *Server) updateSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	if e := decodeBody(w, r, req); e != nil {
 		return e
 	}
+	if e := s.workflowFor(r, req, cur); e != nil {
+		return e
+	}
 	def, e := s.definitionFor(r, req.JobDefinitionID)
 	if e != nil {
 		return e
@@ -306,6 +390,9 @@ func (s *Server) updateSchedule(w http.ResponseWriter, r *http.Request) *apiErro
 	if err := admin.UpdateSchedule(r.Context(), row); err != nil {
 		if errors.Is(err, chimedb.ErrNoDefinition) {
 			return badRequest("job_definition_id", "job definition %d does not exist", row.JobDefinitionID)
+		}
+		if errors.Is(err, chimedb.ErrNoWorkflow) {
+			return badRequest("workflow_id", "workflow %d does not exist", *row.WorkflowID)
 		}
 		if errors.Is(err, chimedb.ErrNoCalendar) {
 			return badRequest("calendar_id", "calendar %d does not exist", *row.CalendarID)
@@ -383,6 +470,9 @@ func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) *apiErr
 	if err != nil {
 		return s.fromStore(r, err, "a schedule")
 	}
+	if sch.WorkflowID != nil {
+		return s.triggerWorkflowSchedule(w, r, sch, &req)
+	}
 	def, err := admin.GetDefinition(r.Context(), sch.JobDefinitionID)
 	if errors.Is(err, chimedb.ErrNotFound) {
 		return conflict("job_definition_id", "schedule %d names job definition %d, which does not exist", id, sch.JobDefinitionID)
@@ -414,4 +504,29 @@ func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) *apiErr
 	}
 	s.jobsAdded()
 	return s.writeJob(w, r, http.StatusCreated, job.ID)
+}
+
+// triggerWorkflowSchedule is triggerSchedule for a schedule of a
+// workflow: it starts a run now with the schedule's params and answers
+// with the run (201, Location /runs/{id}). A run has no priority of its
+// own, so the body's is refused.
+func (s *Server) triggerWorkflowSchedule(w http.ResponseWriter, r *http.Request, sch *models.Schedule, req *triggerRequest) *apiError {
+	if req.Priority != nil {
+		return badRequest("priority", "schedule %d starts workflow runs, which have no priority (their steps' definitions do)", sch.ID)
+	}
+	ws, e := s.workflows()
+	if e != nil {
+		return e
+	}
+	run, err := ws.StartRun(r.Context(), &chimedb.StartRunParams{WorkflowID: *sch.WorkflowID, Params: sch.Params,
+		StartedBy: fmt.Sprintf("schedule %s (triggered through the API)", sch.Name)})
+	if errors.Is(err, chimedb.ErrNotFound) {
+		return conflict("workflow_id", "schedule %d names workflow %d, which does not exist", sch.ID, *sch.WorkflowID)
+	}
+	if err != nil {
+		return s.fromWorkflowStore(r, err, "a run")
+	}
+	w.Header().Set("Location", Prefix+"/runs/"+itoa(run.ID))
+	s.writeJSON(w, r, http.StatusCreated, run)
+	return nil
 }

@@ -60,3 +60,43 @@ func TestWorkflowsAPI(t *testing.T) {
 		b.fails(http.StatusNotFound, "", "", "POST", "/api/v1/workflows/999999/runs", "")
 	})
 }
+
+// A schedule names a definition or a workflow, never both nor neither; a
+// workflow's schedule is triggered as a run, and its workflow cannot be
+// deleted under it.
+func TestWorkflowScheduleAPI(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		b := setup(t, st)
+		d := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "nap"})
+		wf := b.ok(http.StatusCreated, "POST", "/api/v1/workflows", `{"name":"etl","steps":[{"name":"a","definition":"nap"}]}`)
+		wfID := int64(wf["id"].(float64))
+		b.fails(http.StatusBadRequest, "workflow_id", "not both", "POST", "/api/v1/schedules",
+			fmt.Sprintf(`{"name":"s","job_definition_id":%d,"workflow_id":%d,"schedule_type":"interval","interval_seconds":60}`, d.ID, wfID))
+		b.fails(http.StatusBadRequest, "job_definition_id", "workflow_id", "POST", "/api/v1/schedules",
+			`{"name":"s","schedule_type":"interval","interval_seconds":60}`)
+		b.fails(http.StatusBadRequest, "workflow", "does not exist", "POST", "/api/v1/schedules",
+			`{"name":"s","workflow":"ghost","schedule_type":"interval","interval_seconds":60}`)
+		b.fails(http.StatusBadRequest, "workflow_id", "does not exist", "POST", "/api/v1/schedules",
+			`{"name":"s","workflow_id":999999,"schedule_type":"interval","interval_seconds":60}`)
+		s := b.ok(http.StatusCreated, "POST", "/api/v1/schedules",
+			`{"name":"s","workflow":"etl","schedule_type":"interval","interval_seconds":60,"params":{"day":"mon"},"concurrency":"forbid"}`)
+		require.Equal(t, float64(wfID), s["workflow_id"])
+		require.Equal(t, float64(0), s["job_definition_id"])
+		require.NotEmpty(t, s["next_fires"])
+		sid := int64(s["id"].(float64))
+
+		run := b.ok(http.StatusCreated, "POST", fmt.Sprintf("/api/v1/schedules/%d/trigger", sid), "")
+		require.Equal(t, float64(wfID), run["workflow_id"])
+		require.Equal(t, map[string]any{"day": "mon"}, run["params"])
+		b.fails(http.StatusConflict, "", "", "DELETE", fmt.Sprintf("/api/v1/workflows/%d", wfID), "")
+
+		// An update that names a definition moves the schedule to it.
+		u := b.ok(http.StatusOK, "PATCH", fmt.Sprintf("/api/v1/schedules/%d", sid), fmt.Sprintf(`{"job_definition_id":%d,"params":null}`, d.ID))
+		require.Nil(t, u["workflow_id"])
+		require.Equal(t, float64(d.ID), u["job_definition_id"])
+		u = b.ok(http.StatusOK, "PATCH", fmt.Sprintf("/api/v1/schedules/%d", sid), `{"workflow":"etl"}`)
+		require.Equal(t, float64(wfID), u["workflow_id"])
+		require.Equal(t, float64(0), u["job_definition_id"])
+	})
+}

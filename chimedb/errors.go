@@ -15,6 +15,8 @@ var (
 	ErrConflict = errors.New("already exists")
 	// ErrNoDefinition: a schedule names a job definition that does not exist.
 	ErrNoDefinition = errors.New("job definition does not exist")
+	// ErrNoWorkflow: a schedule names a workflow that does not exist.
+	ErrNoWorkflow = errors.New("workflow does not exist")
 	// ErrNoCalendar: a schedule names a calendar that does not exist.
 	ErrNoCalendar = errors.New("calendar does not exist")
 	// ErrInUse: the row is referenced by others and cannot be deleted.

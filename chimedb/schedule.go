@@ -28,6 +28,7 @@ type ScheduleRow struct {
 	Definition *models.JobDefinition // nil when job_definition_id points nowhere
 	Trigger    *models.TimeTrigger   // nil before the engine first saw the schedule
 	Calendar   *models.Calendar      // the calendar calendar_id names; nil when none, or when it points nowhere
+	Workflow   *models.Workflow      // the workflow workflow_id names; nil when none, or when it points nowhere
 }
 
 // LoadSchedulesResult is what LoadSchedules read.
@@ -93,11 +94,16 @@ type EnsureTriggersParams struct {
 type FireJob struct {
 	ScheduleID      int64
 	JobDefinitionID int64
-	ScheduledAt     time.Time
-	MaxAttempts     int
-	Params          models.JSON
-	CatchUp         bool
-	MissedFires     int
+	// WorkflowID, when not 0, makes the fire a workflow run (pending, with
+	// Params as its run params) instead of a job: JobDefinitionID and
+	// MaxAttempts are then unused. The run's (schedule_id, scheduled_at)
+	// is unique, as a job's is.
+	WorkflowID  int64
+	ScheduledAt time.Time
+	MaxAttempts int
+	Params      models.JSON
+	CatchUp     bool
+	MissedFires int
 }
 
 // WriteFiresParams is one batch: the jobs, the trigger advances of every

@@ -55,8 +55,12 @@ type WorkflowSpec struct {
 	Name          string               `json:"name"`
 	Description   string               `json:"description,omitempty"`
 	FailurePolicy models.FailurePolicy `json:"failure_policy,omitempty"`
-	Steps         []StepSpec           `json:"steps"`
-	Edges         []EdgeSpec           `json:"edges,omitempty"`
+	// NotifyOn and NotifyEmails: when a run's final state is emailed, and
+	// to whom (docs/workflows.md); never when empty.
+	NotifyOn     models.NotifyOn `json:"notify_on,omitempty"`
+	NotifyEmails string          `json:"notify_emails,omitempty"`
+	Steps        []StepSpec      `json:"steps"`
+	Edges        []EdgeSpec      `json:"edges,omitempty"`
 }
 
 // StepSpec is a step of a WorkflowSpec. Definition names the job

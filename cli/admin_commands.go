@@ -138,18 +138,19 @@ func newScheduleCommand() *cobra.Command {
 
 	var (
 		def, cron, every, at, tz, start, end, misfire, concurrency, params string
-		syntax, dst, calendar                                              string
+		syntax, dst, calendar, workflow                                    string
 		maxRuns, catchup, priority                                         int
 		paused, dryRun                                                     bool
 	)
 	addCmd := &cobra.Command{
-		Use:   "add NAME --definition ID|NAME (--cron EXPR | --every DURATION | --at TIME) [flags]",
+		Use:   "add NAME (--definition ID|NAME | --workflow NAME) (--cron EXPR | --every DURATION | --at TIME) [flags]",
 		Short: "Create a schedule (or preview it with --dry-run)",
 		Example: `  chime schedule add weekday-report --definition report --cron "0 9 * * MON-FRI" --timezone Europe/Paris
   chime schedule add poll --definition ping --every 30s
   chime schedule add migrate-once --definition migrate --at 2030-01-01T02:00:00Z
   chime schedule add try --definition report --cron "*/15 * * * *" --dry-run
-  chime schedule add month-end --definition report --cron "0 15 10 ? * 6L" --cron-syntax quartz --calendar holidays`,
+  chime schedule add month-end --definition report --cron "0 15 10 ? * 6L" --cron-syntax quartz --calendar holidays
+  chime schedule add nightly-etl --workflow etl --cron "0 2 * * *" --concurrency forbid --params '{"day":"yesterday"}'`,
 		Args: cobra.ExactArgs(1),
 		RunE: runner(f, func(ctx context.Context, c *client, out io.Writer, args []string) error {
 			body := map[string]any{"name": args[0]}
@@ -186,11 +187,19 @@ func newScheduleCommand() *cobra.Command {
 				}
 				body["params"] = p
 			}
-			id, err := c.resolve(ctx, definitionsPath, "job definition", def)
-			if err != nil {
-				return err
+			if (def == "") == (workflow == "") {
+				return errors.New("give exactly one of --definition or --workflow")
 			}
-			body["job_definition_id"], _ = strconv.ParseInt(id, 10, 64)
+			if workflow != "" {
+				// The API resolves the name; a run's params go to every step.
+				body["workflow"] = workflow
+			} else {
+				id, err := c.resolve(ctx, definitionsPath, "job definition", def)
+				if err != nil {
+					return err
+				}
+				body["job_definition_id"], _ = strconv.ParseInt(id, 10, 64)
+			}
 			q := url.Values{}
 			if dryRun {
 				q.Set("dry_run", "true")
@@ -211,6 +220,7 @@ func newScheduleCommand() *cobra.Command {
 	}
 	fl := addCmd.Flags()
 	fl.StringVar(&def, "definition", "", "job definition to run, by id or name")
+	fl.StringVar(&workflow, "workflow", "", "workflow to start a run of at each fire, by name, instead of a definition's job (docs/workflows.md)")
 	fl.StringVar(&cron, "cron", "", `cron expression: 5 fields, 6 with seconds, or "@daily", "@every 5m" (a Quartz one needs --cron-syntax quartz)`)
 	fl.StringVar(&every, "every", "", "fixed interval, such as 30s, 5m, 1h")
 	fl.StringVar(&at, "at", "", "run once at this RFC 3339 time")
@@ -228,7 +238,6 @@ func newScheduleCommand() *cobra.Command {
 	fl.StringVar(&dst, "dst-policy", "", "standard cron across DST changes: once (default), skip, both or wall (docs/quartz.md)")
 	fl.StringVar(&calendar, "calendar", "", "calendar whose excluded times are skipped, by name")
 	fl.IntVar(&priority, "priority", 0, "priority of its jobs, 1 (lowest) to 10 (highest); 0 = the definition's")
-	_ = addCmd.MarkFlagRequired("definition")
 
 	var (
 		pf                         pageFlags
@@ -266,7 +275,11 @@ func newScheduleCommand() *cobra.Command {
 					if s.Priority != nil {
 						prio = strconv.Itoa(*s.Priority)
 					}
-					return []string{itoa(s.ID), s.Name, nm.definition(s.JobDefinitionID).name, string(s.ScheduleType), spec(&s.Schedule),
+					target := nm.definition(s.JobDefinitionID).name
+					if s.WorkflowID != nil {
+						target = "workflow " + itoa(*s.WorkflowID)
+					}
+					return []string{itoa(s.ID), s.Name, target, string(s.ScheduleType), spec(&s.Schedule),
 						s.Timezone, string(s.Status), prio, next}
 				})
 		}),
@@ -559,7 +572,6 @@ func newCalendarCommand() *cobra.Command {
 	fl.StringVar(&tz, "timezone", "", "IANA zone its days and wall times are read in (default UTC)")
 	fl.StringVar(&descr, "description", "", "free text")
 	_ = addCmd.MarkFlagRequired("kind")
-	_ = addCmd.MarkFlagRequired("definition")
 
 	listCmd := &cobra.Command{
 		Use: "list", Short: "List calendars by name", Args: cobra.NoArgs,

@@ -36,7 +36,8 @@ func newWorkflowCommand() *cobra.Command {
 	createCmd := &cobra.Command{
 		Use:   "create FILE",
 		Short: "Create a workflow from a YAML or JSON file (- reads stdin)",
-		Long: "The file holds name, description, failure_policy (stop or continue), steps (name, definition, params, " +
+		Long: "The file holds name, description, failure_policy (stop or continue), notify_on (never, failure, success or always: " +
+			"when a run's final state is emailed) with notify_emails, steps (name, definition, params, " +
 			"timeout_seconds, max_attempts, wait_for) and edges. An edge is an object {from, to, condition} or a line " +
 			"\"a -> b\" (success), \"a -failure-> b\" or \"a -always-> b\".",
 		Example: `  chime workflow create etl.yaml
@@ -101,6 +102,9 @@ func newWorkflowCommand() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(out, "workflow %d %s (failure policy %s)\n", g.ID, inertCell(g.Name), g.FailurePolicy)
+			if g.NotifyOn != "" && g.NotifyOn != models.NotifyNever {
+				fmt.Fprintf(out, "emails a run's final state (%s) to %s\n", g.NotifyOn, inertCell(g.NotifyEmails))
+			}
 			names := map[int64]string{}
 			rows := make([][]string, 0, len(g.Steps))
 			for _, s := range g.Steps {
@@ -226,6 +230,8 @@ type workflowFile struct {
 	Name          string               `json:"name"`
 	Description   string               `json:"description,omitempty"`
 	FailurePolicy models.FailurePolicy `json:"failure_policy,omitempty"`
+	NotifyOn      models.NotifyOn      `json:"notify_on,omitempty"`
+	NotifyEmails  string               `json:"notify_emails,omitempty"`
 	Steps         []chimedb.StepSpec   `json:"steps"`
 	Edges         []any                `json:"edges,omitempty"`
 }
@@ -264,7 +270,8 @@ func readWorkflowFile(path string) (*chimedb.WorkflowSpec, error) {
 	if err := dec.Decode(&wf); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	spec := &chimedb.WorkflowSpec{Name: wf.Name, Description: wf.Description, FailurePolicy: wf.FailurePolicy, Steps: wf.Steps}
+	spec := &chimedb.WorkflowSpec{Name: wf.Name, Description: wf.Description, FailurePolicy: wf.FailurePolicy,
+		NotifyOn: wf.NotifyOn, NotifyEmails: wf.NotifyEmails, Steps: wf.Steps}
 	for i, e := range wf.Edges {
 		edge, err := parseEdge(e)
 		if err != nil {

@@ -19,6 +19,8 @@ func TestCLIWorkflows(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "etl.yaml")
 	require.NoError(t, os.WriteFile(file, []byte(`name: etl
 failure_policy: continue
+notify_on: failure
+notify_emails: ops@example.com
 steps:
   - {name: extract, definition: extract}
   - {name: load, definition: load, max_attempts: 2}
@@ -34,6 +36,7 @@ edges:
 	out = mustChime(t, url, "workflow", "show", "etl")
 	require.Contains(t, out, "extract -success-> load")
 	require.Contains(t, out, "extract -failure-> cleanup")
+	require.Contains(t, out, "emails a run's final state (failure) to ops@example.com")
 	require.Regexp(t, `(?m)^cleanup\s+\d+\s+all\s+\{"duration":"2s"\}`, out)
 
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
@@ -61,4 +64,22 @@ edges:
 	require.ErrorContains(t, err, "already canceled")
 	require.Regexp(t, `(?m)^generation:\s+2$`, mustChime(t, url, "workflow", "rerun", "1"))
 	require.Regexp(t, `(?m)^1\s+1\s+running\s+2\s+cli`, mustChime(t, url, "workflow", "runs", "etl"))
+}
+
+// TestCLIScheduleWorkflow: chime schedule add --workflow writes a schedule
+// that starts runs; --definition and --workflow together are refused.
+func TestCLIScheduleWorkflow(t *testing.T) {
+	t.Parallel()
+	url := startAPI(t)
+	mustChime(t, url, "definition", "add", "extract", "--task-type", "sleep", "--params", `{"duration":"1s"}`)
+	mustChime(t, url, "definition", "add", "load", "--task-type", "sleep", "--params", `{"duration":"1s"}`)
+	mustChime(t, url, "workflow", "chain", "etl", "extract", "load")
+	_, err := chime(t, url, "schedule", "add", "both", "--definition", "extract", "--workflow", "etl", "--every", "1m")
+	require.ErrorContains(t, err, "exactly one of --definition or --workflow")
+	_, err = chime(t, url, "schedule", "add", "ghost", "--workflow", "nope", "--every", "1m")
+	require.ErrorContains(t, err, `workflow "nope" does not exist`)
+	out := mustChime(t, url, "schedule", "add", "nightly-etl", "--workflow", "etl", "--cron", "0 2 * * *", "--concurrency", "forbid",
+		"--params", `{"day":"yesterday"}`)
+	require.Regexp(t, `(?m)^workflow_id:\s+1$`, out)
+	require.Regexp(t, `(?m)^\d+\s+nightly-etl\s+workflow 1\s+cron`, mustChime(t, url, "schedule", "list"))
 }

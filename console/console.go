@@ -171,7 +171,9 @@ func (c *Console) Handler(api http.Handler) http.Handler {
 
 	mux.Handle("GET /workflows", c.authed(c.workflows))
 	mux.Handle("GET /workflows/{id}", c.authed(c.workflow))
+	mux.Handle("POST /workflows/{id}/run", c.authed(c.startRun))
 	mux.Handle("GET /runs/{id}", c.authed(c.run))
+	mux.Handle("POST /runs/{id}/{action}", c.authed(c.runAction))
 	mux.Handle("/", c.authed(func(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, http.StatusNotFound, "There is no page at this address.")
 	}))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chimesched/chime/api"
+	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
 
@@ -38,7 +39,7 @@ func (f *form) fail(field, msg string, fields []string) {
 	f.Top = msg
 }
 
-var scheduleFields = []string{"name", "job_definition_id", "schedule_type", "cron_expr", "cron_syntax", "dst_policy", "calendar_id", "interval_seconds", "run_at",
+var scheduleFields = []string{"name", "job_definition_id", "workflow_id", "workflow", "schedule_type", "cron_expr", "cron_syntax", "dst_policy", "calendar_id", "interval_seconds", "run_at",
 	"timezone", "start_at", "end_at", "max_runs", "misfire_policy", "catchup_window_seconds", "concurrency", "params", "status", "priority"}
 
 var definitionFields = []string{"name", "task_type", "description", "default_params", "timeout_seconds", "max_attempts",
@@ -84,6 +85,12 @@ func scheduleBody(f *form) map[string]any {
 	}
 	num("job_definition_id")
 	if body["job_definition_id"] == nil {
+		body["job_definition_id"] = 0
+	}
+	// A schedule of a workflow: the form's definition is ignored (a
+	// schedule names exactly one), and so is its workflow otherwise.
+	num("workflow_id")
+	if body["workflow_id"] != nil {
 		body["job_definition_id"] = 0
 	}
 	num("max_runs")
@@ -210,6 +217,7 @@ type scheduleFormData struct {
 	F           *form
 	ID          int64
 	Definitions []models.JobDefinition
+	Workflows   []models.Workflow
 	Calendars   []models.Calendar
 	Types       []string
 	Syntaxes    []string
@@ -230,12 +238,19 @@ func (c *Console) scheduleForm(w http.ResponseWriter, r *http.Request, s *sessio
 		c.dbFail(w, r, s, err)
 		return
 	}
+	var wfs []models.Workflow
+	if ws, ok := c.st.(chimedb.WorkflowStore); ok {
+		if wfs, err = ws.ListWorkflows(r.Context()); err != nil {
+			c.dbFail(w, r, s, err)
+			return
+		}
+	}
 	title := "New schedule"
 	if id != 0 {
 		title = "Edit " + f.Get("name")
 	}
 	c.render(w, status, "schedule_form", &page{Title: title, Nav: "schedules", Session: s, Error: f.Top, Data: scheduleFormData{
-		F: f, ID: id, Definitions: defs, Calendars: cals, Types: []string{"cron", "interval", "once"},
+		F: f, ID: id, Definitions: defs, Workflows: wfs, Calendars: cals, Types: []string{"cron", "interval", "once"},
 		Syntaxes: []string{"standard", "quartz"}, DST: []string{"once", "skip", "both", "wall"},
 		Misfire: []string{"fire_once", "skip", "fire_all"}, Conc: []string{"allow", "forbid"}, Statuses: []string{"active", "paused"},
 	}})
@@ -251,6 +266,7 @@ func (c *Console) newSchedule(w http.ResponseWriter, r *http.Request, s *session
 	f.Values.Set("concurrency", string(models.ConcurrencyAllow))
 	f.Values.Set("status", string(models.ScheduleActive))
 	f.Values.Set("job_definition_id", r.URL.Query().Get("definition"))
+	f.Values.Set("workflow_id", r.URL.Query().Get("workflow"))
 	c.scheduleForm(w, r, s, http.StatusOK, 0, f)
 }
 
@@ -281,10 +297,10 @@ func (c *Console) previewSchedule(w http.ResponseWriter, r *http.Request, s *ses
 	for k, msg := range f.Errors {
 		out.Field, out.Error = k, msg
 	}
-	if out.Error == "" && body["job_definition_id"] == 0 {
+	if out.Error == "" && body["job_definition_id"] == 0 && body["workflow_id"] == nil {
 		// Nothing chosen yet: the API's "job_definition_id is required"
 		// would greet an empty form as a mistake.
-		out.Hint = "Choose a job definition, then the next fire times show here."
+		out.Hint = "Choose a job definition or a workflow, then the next fire times show here."
 	} else if out.Error == "" {
 		// Name uniqueness is not part of the dry run, and an edit's own
 		// name would clash with itself: any valid name will do.
@@ -316,7 +332,12 @@ func writeJSON(w http.ResponseWriter, v any) {
 func scheduleValues(sch *models.Schedule) url.Values {
 	v := url.Values{}
 	v.Set("name", sch.Name)
-	v.Set("job_definition_id", strconv.FormatInt(sch.JobDefinitionID, 10))
+	if sch.JobDefinitionID != 0 {
+		v.Set("job_definition_id", strconv.FormatInt(sch.JobDefinitionID, 10))
+	}
+	if sch.WorkflowID != nil {
+		v.Set("workflow_id", strconv.FormatInt(*sch.WorkflowID, 10))
+	}
 	v.Set("schedule_type", string(sch.ScheduleType))
 	v.Set("cron_expr", derefStr(sch.CronExpr))
 	v.Set("cron_syntax", string(sch.CronSyntax))
@@ -407,9 +428,18 @@ func (c *Console) scheduleAction(w http.ResponseWriter, r *http.Request, s *sess
 		return
 	}
 	if action == "trigger" {
-		var j models.Job
+		// A job, or for a schedule of a workflow a run (which has a
+		// generation).
+		var j struct {
+			ID         int64 `json:"id"`
+			Generation int   `json:"generation"`
+		}
 		_ = res.decode(&j)
-		http.Redirect(w, r, fmt.Sprintf("/jobs/%d", j.ID), http.StatusSeeOther)
+		to := fmt.Sprintf("/jobs/%d", j.ID)
+		if j.Generation > 0 {
+			to = fmt.Sprintf("/runs/%d", j.ID)
+		}
+		http.Redirect(w, r, to, http.StatusSeeOther)
 		return
 	}
 	http.Redirect(w, r, fmt.Sprintf("/schedules/%d?done=%sd", id, action), http.StatusSeeOther)

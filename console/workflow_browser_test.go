@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chimesched/chime/api"
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testsupport/testdb"
 	"github.com/chimesched/chime/models"
@@ -91,9 +92,12 @@ func workflowFlow(t *testing.T, ctx context.Context, base string, st *store.Stor
 	fill, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector("#workflow-graph g.n-failed rect")).stroke`))
 	require.NoError(t, err)
 	require.NotEqual(t, "none", fill, "the stylesheet colours the step")
+	require.Zero(t, count(t, ctx, `#run-actions button`), "a succeeded run offers no action")
+	runButtonsFlow(t, ctx, base, st)
 	if shots == "" {
 		return
 	}
+	do(t, ctx, chromedp.Navigate(base+"/runs/"+itoa(run.ID)), chromedp.WaitVisible(css(`#run-steps`)))
 	require.NoError(t, os.MkdirAll(shots, 0o755))
 	do(t, ctx, chromedp.EmulateViewport(1366, 768), chromedp.Sleep(300*time.Millisecond)) // let app.js localize times; a picture, not an assertion
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
@@ -108,4 +112,57 @@ func workflowShots(st *store.Store) string {
 		return ""
 	}
 	return os.Getenv(EnvScreenshots)
+}
+
+// runButtonsFlow starts a run from a workflow's page and pauses, resumes,
+// cancels and reruns it from its run page, as the admin the flow logged
+// in as; then a viewer is offered none of those buttons. It ends logged
+// in as the admin again.
+func runButtonsFlow(t *testing.T, ctx context.Context, base string, st *store.Store) {
+	definition(t, st, "wf-slow", `{"duration": "1h"}`)
+	g, err := st.CreateWorkflow(ctx, &chimedb.WorkflowSpec{Name: "slow", Steps: []chimedb.StepSpec{{Name: "wait", Definition: "wf-slow"}}})
+	require.NoError(t, err)
+	status := func(want string) {
+		t.Helper()
+		do(t, ctx, chromedp.WaitVisible(css(`#run-status.s-`+want)))
+	}
+	do(t, ctx, chromedp.Navigate(base+"/workflows/"+itoa(g.ID)), chromedp.WaitVisible(css(`#start-run-button`)),
+		chromedp.SendKeys(css(`#f-run-params`), `{"day": "mon"}`), chromedp.Click(css(`#start-run-button`)),
+		chromedp.WaitVisible(css(`#run-steps`)))
+	runs, err := st.ListRuns(ctx, &chimedb.ListRunsParams{WorkflowID: g.ID})
+	require.NoError(t, err)
+	require.Len(t, runs, 1, "the button started one run")
+	require.JSONEq(t, `{"day": "mon"}`, string(runs[0].Params))
+	require.Contains(t, runs[0].StartedBy, "console")
+	require.Contains(t, text(t, ctx, `main`), "Run started.")
+	require.Zero(t, count(t, ctx, `#run-resume`))
+	require.Zero(t, count(t, ctx, `#run-rerun`))
+
+	do(t, ctx, chromedp.Click(css(`#run-pause`)), chromedp.WaitVisible(css(`#run-resume`)))
+	status("paused")
+	require.Zero(t, count(t, ctx, `#run-pause`))
+	do(t, ctx, chromedp.Click(css(`#run-resume`)), chromedp.WaitVisible(css(`#run-pause`)))
+	status("running")
+	do(t, ctx, chromedp.Click(css(`#run-cancel`)), chromedp.WaitVisible(css(`#run-rerun`)))
+	status("canceled")
+	require.Zero(t, count(t, ctx, `#run-cancel`))
+	do(t, ctx, chromedp.Click(css(`#run-rerun`)), chromedp.WaitVisible(css(`#run-cancel`)))
+	status("running")
+	require.Contains(t, text(t, ctx, `main`), "rerun 2")
+	runURL := base + "/runs/" + itoa(runs[0].ID)
+	do(t, ctx, chromedp.Click(css(`#run-cancel`)), chromedp.WaitVisible(css(`#run-rerun`)))
+
+	// A viewer reads the pages and is offered no button.
+	require.NoError(t, st.Admin().CreateToken(ctx, &models.APIToken{Name: "carol", TokenSHA256: api.HashToken("chime_viewer_token_carol"),
+		Role: models.RoleViewer}))
+	login := func(token string) {
+		do(t, ctx, chromedp.Click(css(`form.logout button`)), chromedp.WaitVisible(css(`#token`)),
+			chromedp.SendKeys(css(`#token`), token), chromedp.Submit(css(`#token`)), chromedp.WaitVisible(css(`#who`)))
+	}
+	login("chime_viewer_token_carol")
+	do(t, ctx, chromedp.Navigate(base+"/workflows/"+itoa(g.ID)), chromedp.WaitVisible(css(`#workflow-graph`)))
+	require.Zero(t, count(t, ctx, `#start-run`), "a viewer is offered Start a run")
+	do(t, ctx, chromedp.Navigate(runURL), chromedp.WaitVisible(css(`#run-steps`)))
+	require.Zero(t, count(t, ctx, `#run-actions`), "a viewer is offered run actions")
+	login(testToken)
 }

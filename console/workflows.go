@@ -1,10 +1,14 @@
 package console
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
+	"github.com/chimesched/chime/api"
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/models"
 )
@@ -102,7 +106,7 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request, s *session) {
 		states[st.Step.ID] = st.State
 	}
 	c.render(w, http.StatusOK, "run", &page{Title: "Run " + strconv.FormatInt(v.Run.ID, 10), Nav: "workflows", Session: s,
-		Data: runData{V: v, Graph: layoutFlow(steps, v.Edges, states)}})
+		Flash: runDoneWords[r.URL.Query().Get("done")], Data: runData{V: v, Graph: layoutFlow(steps, v.Edges, states)}})
 }
 
 // flowGraph is a workflow drawn as SVG by the server: steps in columns by
@@ -206,4 +210,57 @@ func layoutFlow(steps []models.WorkflowStep, edges []models.WorkflowEdge, states
 			Condition: string(e.Condition)})
 	}
 	return g
+}
+
+// startRun is the workflow page's Start a run: params from the form's
+// JSON object (empty: none), through the API, which checks the role.
+func (c *Console) startRun(w http.ResponseWriter, r *http.Request, s *session) {
+	id, ok := pathID(r)
+	if !ok {
+		c.fail(w, r, s, http.StatusNotFound, "There is no such workflow.")
+		return
+	}
+	by := "console"
+	if s.Who != nil && s.Who.Name != "" {
+		by += ": " + s.Who.Name
+	}
+	body := map[string]any{"started_by": by}
+	if p := strings.TrimSpace(r.PostFormValue("params")); p != "" {
+		body["params"] = json.RawMessage(p)
+		if !json.Valid(body["params"].(json.RawMessage)) {
+			c.fail(w, r, s, http.StatusBadRequest, "The params are not valid JSON: write an object such as {\"day\": \"mon\"}.")
+			return
+		}
+	}
+	res := c.callAPI(r.Context(), http.MethodPost, fmt.Sprintf("%s/workflows/%d/runs", api.Prefix, id), body)
+	if !res.ok() {
+		c.fail(w, r, s, res.Status, res.Err)
+		return
+	}
+	var run models.WorkflowRun
+	_ = res.decode(&run)
+	http.Redirect(w, r, fmt.Sprintf("/runs/%d?done=started", run.ID), http.StatusSeeOther)
+}
+
+// runAction is a run page's Cancel, Rerun, Pause and Resume.
+func (c *Console) runAction(w http.ResponseWriter, r *http.Request, s *session) {
+	id, ok := pathID(r)
+	action := r.PathValue("action")
+	if !ok || !slices.Contains([]string{"cancel", "rerun", "pause", "resume"}, action) {
+		c.fail(w, r, s, http.StatusNotFound, "There is no such action.")
+		return
+	}
+	res := c.callAPI(r.Context(), http.MethodPost, fmt.Sprintf("%s/runs/%d/%s", api.Prefix, id, action), nil)
+	if !res.ok() {
+		c.fail(w, r, s, res.Status, res.Err)
+		return
+	}
+	http.Redirect(w, r, fmt.Sprintf("/runs/%d?done=%s", id, action), http.StatusSeeOther)
+}
+
+// runDoneWords are the run page's flashes after an action.
+var runDoneWords = map[string]string{
+	"started": "Run started.", "cancel": "Canceled: its pending steps are canceled, its running ones asked to stop.",
+	"rerun": "Running again from the steps that did not succeed.", "pause": "Paused: no new step starts until it is resumed.",
+	"resume": "Resumed.",
 }

@@ -64,9 +64,13 @@ func (JobDefinition) TableName() string { return "job_definitions" }
 // trigger spec inline. Table schedules. Priority overrides the definition's
 // for its jobs; nil (NULL) keeps the definition's.
 type Schedule struct {
-	ID                   int64          `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
-	Name                 string         `gorm:"column:name" json:"name"`
-	JobDefinitionID      int64          `gorm:"column:job_definition_id" json:"job_definition_id"`
+	ID   int64  `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
+	Name string `gorm:"column:name" json:"name"`
+	// JobDefinitionID is the definition whose jobs the schedule writes; 0
+	// (NULL in the row) when it starts runs of WorkflowID instead. A row
+	// names exactly one of the two.
+	JobDefinitionID      int64          `gorm:"column:job_definition_id;serializer:zeronull" json:"job_definition_id"`
+	WorkflowID           *int64         `gorm:"column:workflow_id" json:"workflow_id"`
 	ScheduleType         ScheduleType   `gorm:"column:schedule_type" json:"schedule_type"`
 	CronExpr             *string        `gorm:"column:cron_expr" json:"cron_expr"`
 	CronSyntax           CronSyntax     `gorm:"column:cron_syntax" json:"cron_syntax"`
@@ -354,6 +358,10 @@ func All() []any {
 type Notification struct {
 	ID    int64 `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
 	JobID int64 `gorm:"column:job_id" json:"job_id"`
+	// RunID, set, makes it the notice of a workflow run's final state:
+	// JobID is then the run's id negated (so the unique key holds one per
+	// run), JobStatus the run's status and Attempt its generation.
+	RunID *int64 `gorm:"column:run_id" json:"run_id,omitempty"`
 	// JobStatus and Attempt are the final state the notice is about; with
 	// JobID they are unique, so a notice is recorded once whichever path
 	// wrote the final state.

@@ -32,6 +32,19 @@ type NotificationDelivery struct {
 	ScheduleName   string
 	// MaxAttempts is the job's effective max_attempts.
 	MaxAttempts int
+	// Run is set for a run's notice (Notification.RunID): the run as it is
+	// now, its workflow's name, and each step's state and job; Job is nil.
+	Run          *WorkflowRun
+	WorkflowName string
+	RunSteps     []RunStepLine
+}
+
+// RunStepLine is one step of a run as its notice shows it.
+type RunStepLine struct {
+	Name  string
+	State StepState
+	JobID int64 // 0: no job
+	Error string
 }
 
 // NotificationResult is how one claimed try ended.

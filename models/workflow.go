@@ -9,8 +9,13 @@ type Workflow struct {
 	Name          string        `gorm:"column:name" json:"name"`
 	Description   string        `gorm:"column:description" json:"description"`
 	FailurePolicy FailurePolicy `gorm:"column:failure_policy" json:"failure_policy"`
-	CreatedAt     time.Time     `gorm:"column:created_at" json:"created_at"`
-	UpdatedAt     time.Time     `gorm:"column:updated_at" json:"updated_at"`
+	// NotifyOn and NotifyEmails say when a run's final state is emailed,
+	// and to whom (comma-separated), as a job definition's do for its
+	// jobs; a stopped or canceled run counts as a failure.
+	NotifyOn     NotifyOn  `gorm:"column:notify_on;default:never" json:"notify_on"`
+	NotifyEmails string    `gorm:"column:notify_emails" json:"notify_emails"`
+	CreatedAt    time.Time `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt    time.Time `gorm:"column:updated_at" json:"updated_at"`
 }
 
 // TableName implements gorm's tabler.
@@ -101,8 +106,13 @@ type WorkflowRun struct {
 	Reason     string     `gorm:"column:reason" json:"reason"`
 	StartedAt  *time.Time `gorm:"column:started_at" json:"started_at"`
 	FinishedAt *time.Time `gorm:"column:finished_at" json:"finished_at"`
-	CreatedAt  time.Time  `gorm:"column:created_at" json:"created_at"`
-	UpdatedAt  time.Time  `gorm:"column:updated_at" json:"updated_at"`
+	// ScheduleID and ScheduledAt are, for a run a schedule fired, the
+	// schedule and the fire's instant: unique together, the run's fire
+	// ledger (a fire writes one run whichever node writes it).
+	ScheduleID  *int64     `gorm:"column:schedule_id" json:"schedule_id"`
+	ScheduledAt *time.Time `gorm:"column:scheduled_at" json:"scheduled_at"`
+	CreatedAt   time.Time  `gorm:"column:created_at" json:"created_at"`
+	UpdatedAt   time.Time  `gorm:"column:updated_at" json:"updated_at"`
 }
 
 // TableName implements gorm's tabler.

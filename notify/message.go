@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chimesched/chime/models"
 	"github.com/chimesched/chime/tasks"
 )
 
@@ -158,4 +159,64 @@ func indent(s string) string {
 		lines[i] = "  " + l
 	}
 	return strings.Join(lines, "\n")
+}
+
+// runSubject reads e.g. "[chime] workflow nightly-etl run 12 failed
+// (schedule nightly)". The status is the notice's: the run's when it ended.
+func runSubject(d *models.NotificationDelivery, prefix string) string {
+	where := "started by " + d.Run.StartedBy
+	if d.Run.StartedBy == "" {
+		where = "ad hoc"
+	}
+	if d.ScheduleName != "" {
+		where = "schedule " + d.ScheduleName
+	}
+	s := fmt.Sprintf("workflow %s run %d %s (%s)", d.WorkflowName, d.Run.ID, d.JobStatus, where)
+	if prefix != "" {
+		s = prefix + " " + s
+	}
+	return s
+}
+
+// runText is a run notice's body: the run, then a line per step.
+func runText(d *models.NotificationDelivery) string {
+	var b strings.Builder
+	r := d.Run
+	fmt.Fprintf(&b, "Workflow %s, run %d, %s.\n\n", d.WorkflowName, r.ID, d.JobStatus)
+	row := func(k, v string) { fmt.Fprintf(&b, "%-11s %s\n", k+":", v) }
+	row("Run", fmt.Sprint(r.ID))
+	row("Generation", fmt.Sprint(d.Attempt))
+	if d.ScheduleName != "" {
+		row("Schedule", d.ScheduleName)
+	}
+	if r.StartedBy != "" {
+		row("Started by", r.StartedBy)
+	}
+	if r.StartedAt != nil {
+		row("Started", formatTime(*r.StartedAt))
+	}
+	if r.FinishedAt != nil {
+		row("Finished", formatTime(*r.FinishedAt))
+	}
+	if r.Reason != "" {
+		fmt.Fprintf(&b, "\nReason:\n%s\n", indent(r.Reason))
+	}
+	if len(d.RunSteps) > 0 {
+		b.WriteString("\nSteps:\n")
+		for _, st := range d.RunSteps {
+			job := "-"
+			if st.JobID != 0 {
+				job = "job " + fmt.Sprint(st.JobID)
+			}
+			fmt.Fprintf(&b, "  %-24s %-10s %s\n", st.Name, st.State, job)
+			if st.Error != "" {
+				e := st.Error
+				if len(e) > resultExcerptBytes {
+					e = strings.ToValidUTF8(e[:resultExcerptBytes], "") + " [...]"
+				}
+				fmt.Fprintf(&b, "%s\n", indent(indent(e)))
+			}
+		}
+	}
+	return b.String()
 }

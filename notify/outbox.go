@@ -200,6 +200,9 @@ func lease(m *Mailer) time.Duration { return 2*m.cfg.SendTimeout + 30*time.Secon
 func (s *Sender) try(ctx context.Context, m *Mailer, d *models.NotificationDelivery) {
 	log := s.cfg.Logger.WithFields(logrus.Fields{"job_id": d.JobID, "notification_id": d.ID, "attempt": d.Attempts})
 	res := &models.NotificationResult{ID: d.ID, JobID: d.JobID, Attempts: d.Attempts}
+	if d.RunID != nil {
+		res.JobID = 0 // a run's notice: there is no job whose log tells the try
+	}
 	err := s.send(ctx, m, d)
 	switch {
 	case err == nil:
@@ -244,6 +247,9 @@ var errPermanent = errors.New("permanent")
 func isPermanent(err error) bool { return errors.Is(err, errPermanent) || permanent(err) }
 
 func (s *Sender) send(ctx context.Context, m *Mailer, d *models.NotificationDelivery) error {
+	if d.RunID != nil {
+		return s.sendRun(ctx, m, d)
+	}
 	if d.Job == nil {
 		return fmt.Errorf("%w: job %d no longer exists", errPermanent, d.JobID)
 	}
@@ -341,4 +347,24 @@ func deliveryNotice(d *models.NotificationDelivery, to []string) notice {
 		n.result.FinishedAt = *j.FinishedAt
 	}
 	return n
+}
+
+// sendRun sends a workflow run's notice (docs/workflows.md): its final
+// state, reason and each step's state, from the rows as they are now.
+func (s *Sender) sendRun(ctx context.Context, m *Mailer, d *models.NotificationDelivery) error {
+	if d.Run == nil {
+		return fmt.Errorf("%w: run %d no longer exists", errPermanent, *d.RunID)
+	}
+	to, err := recipients(d.Recipients)
+	if err != nil {
+		return err
+	}
+	msg := Message{To: to, Subject: runSubject(d, m.cfg.SubjectPrefix), Text: runText(d)}
+	sctx, cancel := context.WithTimeout(ctx, m.cfg.SendTimeout)
+	defer cancel()
+	if err := m.SendMessage(sctx, msg); err != nil {
+		return err
+	}
+	m.sent.Add(1)
+	return nil
 }

@@ -46,14 +46,15 @@ type entry struct {
 // max_attempts its jobs get. The row's enumerations are a byte each, and
 // share a word with maxAttempts.
 type schedHead struct {
-	ID              int64
-	JobDefinitionID int64
-	MaxRuns         *int
-	CreatedAt       time.Time
-	misfire         uint8 // index in misfirePolicies
-	forbid          bool  // concurrency forbid
-	once            bool  // schedule_type once
-	maxAttempts     int32 // the definition's max_attempts, at least 1
+	ID          int64
+	target      int64 // the definition its fires are jobs of; the workflow, when workflow
+	MaxRuns     *int
+	CreatedAt   time.Time
+	misfire     uint8 // index in misfirePolicies
+	forbid      bool  // concurrency forbid
+	once        bool  // schedule_type once
+	workflow    bool  // its fires are runs of the workflow target (schedules.workflow_id)
+	maxAttempts int32 // the definition's max_attempts, at least 1
 }
 
 // misfirePolicies are the misfire_policy values trigger.New accepts.
@@ -63,13 +64,17 @@ var misfirePolicies = [...]models.MisfirePolicy{"", models.MisfireFireOnce, mode
 func (h *schedHead) policy() models.MisfirePolicy { return misfirePolicies[h.misfire] }
 
 func headOf(s *models.Schedule, d *models.JobDefinition) (schedHead, error) {
-	h := schedHead{ID: s.ID, JobDefinitionID: s.JobDefinitionID, MaxRuns: s.MaxRuns, CreatedAt: s.CreatedAt,
+	h := schedHead{ID: s.ID, target: s.JobDefinitionID, MaxRuns: s.MaxRuns, CreatedAt: s.CreatedAt,
 		forbid: s.Concurrency == models.ConcurrencyForbid, once: s.ScheduleType == models.ScheduleOnce}
 	i := slices.Index(misfirePolicies[:], s.MisfirePolicy)
 	if i < 0 {
 		return schedHead{}, fmt.Errorf("unknown misfire_policy %q", s.MisfirePolicy)
 	}
 	h.misfire = uint8(i)
+	if d == nil { // a workflow's schedule (buildEntry checked it names one)
+		h.target, h.workflow, h.maxAttempts = *s.WorkflowID, true, 1
+		return h, nil
+	}
 	h.maxAttempts = int32(min(max(d.MaxAttempts, 1), math.MaxInt32))
 	return h, nil
 }
@@ -161,11 +166,8 @@ func buildEntry(r *chimedb.ScheduleRow, cache *trigger.Cache, specs map[specKey]
 	if s.Unreadable != "" {
 		return nil, errors.New(s.Unreadable)
 	}
-	if r.Definition == nil {
-		return nil, fmt.Errorf("job definition %d does not exist", s.JobDefinitionID)
-	}
-	if _, _, err := r.Definition.Durations(); err != nil {
-		return nil, fmt.Errorf("job definition %d: %w", s.JobDefinitionID, err)
+	if err := checkTarget(r); err != nil {
+		return nil, err
 	}
 	trig, err := cache.New(&s, r.Calendar)
 	if err != nil {
@@ -180,7 +182,16 @@ func buildEntry(r *chimedb.ScheduleRow, cache *trigger.Cache, specs map[specKey]
 		window = &d
 	}
 	var params models.JSON
-	if noParams(s.Params) {
+	if s.WorkflowID != nil {
+		// A run's params are the schedule's own: each step merges them
+		// with its definition's defaults when it is written.
+		if _, err := models.MergeParams(nil, s.Params); err != nil {
+			return nil, err
+		}
+		if !noParams(s.Params) {
+			params = s.Params
+		}
+	} else if noParams(s.Params) {
 		err, ok := defaults[r.Definition]
 		if !ok {
 			_, err = models.MergeParams(r.Definition.DefaultParams, nil)
@@ -224,6 +235,33 @@ func buildEntry(r *chimedb.ScheduleRow, cache *trigger.Cache, specs map[specKey]
 	return e, nil
 }
 
+// checkTarget says why r names no one thing to fire: a schedule names
+// exactly one of a job definition (which must exist and be readable) and
+// a workflow. The CHECK holds that on MySQL and PostgreSQL, and on
+// SQLite; a row written before it, or by a tool that dropped it, is
+// still refused here.
+func checkTarget(r *chimedb.ScheduleRow) error {
+	s := &r.Schedule
+	switch {
+	case s.WorkflowID != nil && s.JobDefinitionID != 0:
+		return fmt.Errorf("the schedule names both job definition %d and workflow %d; it must name exactly one", s.JobDefinitionID, *s.WorkflowID)
+	case s.WorkflowID != nil && *s.WorkflowID <= 0:
+		return fmt.Errorf("workflow_id %d names no workflow", *s.WorkflowID)
+	case s.WorkflowID != nil && r.Workflow == nil:
+		return fmt.Errorf("workflow %d does not exist", *s.WorkflowID)
+	case s.WorkflowID != nil:
+		return nil
+	case s.JobDefinitionID == 0 && r.Definition == nil:
+		return errors.New("the schedule names neither a job definition nor a workflow; it must name exactly one")
+	case r.Definition == nil:
+		return fmt.Errorf("job definition %d does not exist", s.JobDefinitionID)
+	}
+	if _, _, err := r.Definition.Durations(); err != nil {
+		return fmt.Errorf("job definition %d: %w", s.JobDefinitionID, err)
+	}
+	return nil
+}
+
 // maxSpecs bounds the specHash memo.
 const maxSpecs = 1 << 16
 
@@ -238,7 +276,7 @@ func noParams(p models.JSON) bool {
 // recorded in it that en has not seen: re-applying it would build the same
 // entry.
 func (e *entry) unchanged(r *chimedb.ScheduleRow) bool {
-	if r.Definition == nil || e.row != sumOf(&r.Schedule) || !reflect.DeepEqual(e.def, r.Definition) ||
+	if (r.Definition == nil && r.Schedule.WorkflowID == nil) || (r.Schedule.WorkflowID != nil && r.Workflow == nil) || e.row != sumOf(&r.Schedule) || !reflect.DeepEqual(e.def, r.Definition) ||
 		!reflect.DeepEqual(e.cal, r.Calendar) {
 		return false
 	}

@@ -221,10 +221,14 @@ func (e *Engine) batchOf(items []planned) *writeReq {
 			continue
 		}
 		for _, f := range p.fires {
-			batch.Jobs = append(batch.Jobs, chimedb.FireJob{
-				ScheduleID: en.sched.ID, JobDefinitionID: en.sched.JobDefinitionID, ScheduledAt: f.at,
+			j := chimedb.FireJob{
+				ScheduleID: en.sched.ID, JobDefinitionID: en.sched.target, ScheduledAt: f.at,
 				MaxAttempts: int(en.sched.maxAttempts), Params: en.params, CatchUp: f.catchUp, MissedFires: f.missedFires,
-			})
+			}
+			if en.sched.workflow {
+				j.JobDefinitionID, j.WorkflowID = 0, en.sched.target
+			}
+			batch.Jobs = append(batch.Jobs, j)
 		}
 		batch.Triggers = append(batch.Triggers, advancedRow(en, p))
 	}

@@ -26,6 +26,7 @@ func sumOf(s *models.Schedule) rowSum {
 	b = binary.LittleEndian.AppendUint64(b, uint64(s.ID))
 	b = appendString(b, s.Name)
 	b = binary.LittleEndian.AppendUint64(b, uint64(s.JobDefinitionID))
+	b = appendInt64Ptr(b, s.WorkflowID)
 	b = appendString(b, string(s.ScheduleType))
 	b = appendStringPtr(b, s.CronExpr)
 	b = appendString(b, string(s.CronSyntax))

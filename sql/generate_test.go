@@ -25,6 +25,8 @@ var generated = map[string]func() string{
 	"mysql/00019_workflow_times.sql":             mysqlWorkflowTimes,
 	"mysql/00021_api_tokens.sql":                 mysqlAPITokens,
 	"mysql/00022_alert_times.sql":                mysqlAlertTimes,
+	"mysql/00024_schedule_workflows.sql":         mysqlScheduleWorkflows,
+	"sqlite/00024_schedule_workflows.sql":        sqliteScheduleWorkflows,
 	"mysql/00026_secrets.sql":                    mysqlSecrets,
 	"mysql/00027_lease_changes_alert_scopes.sql": mysqlLeaseChanges,
 }
@@ -499,5 +501,197 @@ CREATE TABLE secrets (
 `)
 	w("%s", mysqlTriggers(secrets26))
 	w("\n-- +goose Down\n%sDROP TABLE secrets;\n", mysqlDropTriggers(secrets26.name))
+	return b.String()
+}
+
+// workflowRuns24 is workflow_runs with the fire instant of a scheduled run
+// (00024).
+var workflowRuns24 = timeTable{"workflow_runs", []string{"started_at", "finished_at", "scheduled_at", "created_at", "updated_at"}}
+
+func mysqlScheduleWorkflows() string {
+	var b strings.Builder
+	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	w(generatedNote)
+	w(`-- A schedule may start a workflow run instead of a job (issue 27): it
+-- names exactly one of job_definition_id and workflow_id, which the CHECK
+-- holds. A scheduled run carries its schedule and fire instant, and the
+-- unique key on the two is the run's fire ledger, as uq_jobs_schedule_fire
+-- is a job's: two writers of one fire write one run.
+
+-- +goose Up
+ALTER TABLE schedules
+  MODIFY job_definition_id BIGINT NULL,
+  ADD COLUMN workflow_id BIGINT NULL,
+  ADD CONSTRAINT chk_schedules_target CHECK ((job_definition_id IS NULL) <> (workflow_id IS NULL)),
+  ADD KEY idx_schedules_workflow (workflow_id);
+ALTER TABLE workflow_runs
+  ADD COLUMN schedule_id BIGINT NULL,
+  ADD COLUMN scheduled_at DATETIME(6) NULL,
+  ADD UNIQUE KEY uq_workflow_runs_schedule_fire (schedule_id, scheduled_at);
+-- A run's final state is emailed as a job's is: the workflow says when
+-- and to whom, and the outbox row of a run's notice names the run
+-- (run_id; its job_id is the run's id negated, so that the unique key
+-- (job_id, job_status, attempt) records one notice per run, status and
+-- generation).
+ALTER TABLE workflows
+  ADD COLUMN notify_on VARCHAR(16) NOT NULL DEFAULT 'never',
+  ADD COLUMN notify_emails VARCHAR(2048) NOT NULL DEFAULT '',
+  ADD CONSTRAINT chk_workflows_notify_on CHECK (notify_on IN ('never', 'always', 'success', 'failure'));
+ALTER TABLE notifications ADD COLUMN run_id BIGINT NULL;
+`)
+	w("%s", mysqlDropTriggers(workflowRuns24.name))
+	w("%s", mysqlTriggers(workflowRuns24))
+	w("\n-- +goose Down\n%s", mysqlDropTriggers(workflowRuns24.name))
+	for _, t := range workflowTables19 {
+		if t.name == workflowRuns24.name {
+			w("%s", mysqlTriggers(t))
+		}
+	}
+	w(`DELETE FROM notifications WHERE run_id IS NOT NULL;
+ALTER TABLE notifications DROP COLUMN run_id;
+ALTER TABLE workflows DROP CONSTRAINT chk_workflows_notify_on, DROP COLUMN notify_emails, DROP COLUMN notify_on;
+ALTER TABLE workflow_runs DROP KEY uq_workflow_runs_schedule_fire, DROP COLUMN scheduled_at, DROP COLUMN schedule_id;
+DELETE FROM schedules WHERE job_definition_id IS NULL;
+ALTER TABLE schedules DROP CONSTRAINT chk_schedules_target, DROP KEY idx_schedules_workflow, DROP COLUMN workflow_id,
+  MODIFY job_definition_id BIGINT NOT NULL;
+`)
+	return b.String()
+}
+
+// schedulesColumns24 are the columns of schedules before 00024, in order.
+const schedulesColumns24 = "id, name, job_definition_id, schedule_type, cron_expr, interval_seconds, run_at, timezone, start_at, end_at, " +
+	"max_runs, misfire_policy, catchup_window_seconds, concurrency, params, status, status_reason, created_at, updated_at, " +
+	"cron_syntax, dst_policy, calendar_id, priority, queue"
+
+// sqliteSchedules24 is the schedules table as 00024 leaves it on SQLite,
+// with job_definition_id's NOT NULL as a parameter (the Down puts it back).
+func sqliteSchedules24(name string, up bool) string {
+	def, wf, check := "INTEGER  NOT NULL", "", ""
+	if up {
+		def = "INTEGER  NULL"
+		wf = "  workflow_id            INTEGER  NULL,\n"
+		check = ",\n  CONSTRAINT chk_schedules_target CHECK ((job_definition_id IS NULL) <> (workflow_id IS NULL))"
+	}
+	return `CREATE TABLE ` + name + ` (
+  id                     INTEGER PRIMARY KEY AUTOINCREMENT,
+  name                   TEXT     NOT NULL UNIQUE,
+  job_definition_id      ` + def + `,
+` + wf + `  schedule_type          TEXT     NOT NULL,
+  cron_expr              TEXT     NULL,
+  interval_seconds       INTEGER  NULL,
+  run_at                 DATETIME NULL,
+  timezone               TEXT     NOT NULL DEFAULT 'UTC',
+  start_at               DATETIME NULL,
+  end_at                 DATETIME NULL,
+  max_runs               INTEGER  NULL,
+  misfire_policy         TEXT     NOT NULL DEFAULT 'fire_once',
+  catchup_window_seconds INTEGER  NULL,
+  concurrency            TEXT     NOT NULL DEFAULT 'allow',
+  params                 JSON     NULL,
+  status                 TEXT     NOT NULL DEFAULT 'active',
+  status_reason          TEXT     NOT NULL DEFAULT '',
+  created_at             DATETIME NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f+00:00','now')),
+  updated_at             DATETIME NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f+00:00','now')),
+  cron_syntax            TEXT     NOT NULL DEFAULT 'standard',
+  dst_policy             TEXT     NOT NULL DEFAULT 'once',
+  calendar_id            INTEGER  NULL,
+  priority               INTEGER  DEFAULT NULL
+    CONSTRAINT chk_schedules_priority CHECK (priority IS NULL OR (typeof(priority) = 'integer' AND priority BETWEEN 1 AND 10)),
+  queue                  TEXT     NULL` + check + `
+);
+`
+}
+
+// sqliteSchedulesRebuild moves schedules into a table built by
+// sqliteSchedules24 (SQLite cannot drop a NOT NULL or add a CHECK in
+// place: its documented way is a new table), keeping the ids, the
+// AUTOINCREMENT counter, the indexes and every trigger. The jobs triggers
+// that read schedules are dropped around the rename, which checks every
+// trigger that names the table.
+func sqliteSchedulesRebuild(up bool) string {
+	var b strings.Builder
+	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	w("DROP TRIGGER chime_jobs_priority_insert;\nDROP TRIGGER chime_jobs_priority_update;\n")
+	w("%s", sqliteSchedules24("schedules_new", up))
+	where := ""
+	if !up {
+		where = " WHERE job_definition_id IS NOT NULL"
+	}
+	w("INSERT INTO schedules_new (%[1]s)\n  SELECT %[1]s FROM schedules%[2]s;\n", schedulesColumns24, where)
+	w("DELETE FROM sqlite_sequence WHERE name = 'schedules_new';\n")
+	w("INSERT INTO sqlite_sequence (name, seq) SELECT 'schedules_new', seq FROM sqlite_sequence WHERE name = 'schedules';\n")
+	w("DROP TABLE schedules;\nALTER TABLE schedules_new RENAME TO schedules;\n")
+	w("CREATE INDEX idx_schedules_updated_at ON schedules (updated_at);\n")
+	w("CREATE INDEX idx_schedules_definition ON schedules (job_definition_id);\n")
+	w("CREATE INDEX idx_schedules_calendar ON schedules (calendar_id);\n")
+	if up {
+		w("CREATE INDEX idx_schedules_workflow ON schedules (workflow_id);\n")
+	}
+	w(`
+-- +goose StatementBegin
+CREATE TRIGGER trg_schedules_updated_at AFTER UPDATE ON schedules
+FOR EACH ROW WHEN NEW.updated_at = OLD.updated_at
+BEGIN
+  UPDATE schedules SET updated_at = (strftime('%%Y-%%m-%%d %%H:%%M:%%f+00:00','now')) WHERE id = NEW.id;
+END;
+-- +goose StatementEnd
+
+`)
+	for _, t := range sqliteTimeTables {
+		if t.name == "schedules" {
+			w("%s", sqliteTriggers(t))
+		}
+	}
+	w(`-- +goose StatementBegin
+CREATE TRIGGER chime_jobs_priority_insert AFTER INSERT ON jobs FOR EACH ROW WHEN NEW.priority IS NULL
+BEGIN
+  UPDATE jobs SET priority = coalesce((SELECT s.priority FROM schedules s WHERE s.id = NEW.schedule_id),
+    (SELECT d.priority FROM job_definitions d WHERE d.id = NEW.job_definition_id), 5)
+  WHERE rowid = NEW.rowid;
+END;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER chime_jobs_priority_update AFTER UPDATE OF priority ON jobs FOR EACH ROW WHEN NEW.priority IS NULL
+BEGIN
+  UPDATE jobs SET priority = coalesce((SELECT s.priority FROM schedules s WHERE s.id = NEW.schedule_id),
+    (SELECT d.priority FROM job_definitions d WHERE d.id = NEW.job_definition_id), 5)
+  WHERE rowid = NEW.rowid;
+END;
+-- +goose StatementEnd
+`)
+	return b.String()
+}
+
+func sqliteScheduleWorkflows() string {
+	var b strings.Builder
+	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	w(generatedNote)
+	w(`-- See the MySQL migration of the same number: a schedule names exactly
+-- one of job_definition_id and workflow_id, and a scheduled run's
+-- (schedule_id, scheduled_at) is its fire ledger.
+
+-- +goose Up
+`)
+	w("%s", sqliteSchedulesRebuild(true))
+	w(`
+ALTER TABLE workflow_runs ADD COLUMN schedule_id INTEGER NULL;
+ALTER TABLE workflow_runs ADD COLUMN scheduled_at DATETIME NULL;
+CREATE UNIQUE INDEX uq_workflow_runs_schedule_fire ON workflow_runs (schedule_id, scheduled_at);
+ALTER TABLE workflows ADD COLUMN notify_on TEXT NOT NULL DEFAULT 'never'
+  CONSTRAINT chk_workflows_notify_on CHECK (notify_on IN ('never', 'always', 'success', 'failure'));
+ALTER TABLE workflows ADD COLUMN notify_emails TEXT NOT NULL DEFAULT '';
+ALTER TABLE notifications ADD COLUMN run_id INTEGER NULL;
+
+-- +goose Down
+DELETE FROM notifications WHERE run_id IS NOT NULL;
+ALTER TABLE notifications DROP COLUMN run_id;
+ALTER TABLE workflows DROP COLUMN notify_emails;
+ALTER TABLE workflows DROP COLUMN notify_on;
+DROP INDEX uq_workflow_runs_schedule_fire;
+ALTER TABLE workflow_runs DROP COLUMN scheduled_at;
+ALTER TABLE workflow_runs DROP COLUMN schedule_id;
+`)
+	w("%s", sqliteSchedulesRebuild(false))
 	return b.String()
 }

@@ -69,7 +69,7 @@ func (a *Admin) CreateSchedule(ctx context.Context, s *models.Schedule) error {
 	s.ID, s.CreatedAt, s.UpdatedAt = 0, DBTime(s.CreatedAt), now
 	return a.s.InTx(ctx, func(tx *gorm.DB) error {
 		s.ID = 0
-		if err := a.lockDefinition(tx, s.JobDefinitionID); err != nil {
+		if err := a.lockTarget(tx, s); err != nil {
 			return err
 		}
 		if err := a.lockCalendar(tx, s.CalendarID); err != nil {
@@ -94,7 +94,25 @@ func (a *Admin) lockDefinition(tx *gorm.DB, id int64) error {
 	return nil
 }
 
-var scheduleColumns = []string{"name", "job_definition_id", "schedule_type", "cron_expr", "cron_syntax", "dst_policy", "calendar_id", "interval_seconds",
+// lockTarget locks what s fires, its definition or its workflow (a
+// schedule of a workflow: chimedb.ErrNoWorkflow when it is gone), as
+// lockDefinition does.
+func (a *Admin) lockTarget(tx *gorm.DB, s *models.Schedule) error {
+	if s.WorkflowID == nil {
+		return a.lockDefinition(tx, s.JobDefinitionID)
+	}
+	var wf models.Workflow
+	err := first(a.s.forUpdate(tx.Select("id").Where("id = ?", *s.WorkflowID)), &wf)
+	if errors.Is(err, chimedb.ErrNotFound) {
+		return fmt.Errorf("workflow %d: %w", *s.WorkflowID, chimedb.ErrNoWorkflow)
+	}
+	if err != nil {
+		return fmt.Errorf("lock workflow %d: %w", *s.WorkflowID, err)
+	}
+	return nil
+}
+
+var scheduleColumns = []string{"name", "job_definition_id", "workflow_id", "schedule_type", "cron_expr", "cron_syntax", "dst_policy", "calendar_id", "interval_seconds",
 	"run_at", "timezone", "start_at", "end_at", "max_runs", "misfire_policy", "catchup_window_seconds",
 	"concurrency", "params", "status", "status_reason", "priority", "queue", "required_tags", "updated_at"}
 
@@ -104,7 +122,7 @@ func (a *Admin) UpdateSchedule(ctx context.Context, s *models.Schedule) error {
 	normalizeSchedule(s)
 	s.UpdatedAt = DBTime(time.Now())
 	return a.s.InTx(ctx, func(tx *gorm.DB) error {
-		if err := a.lockDefinition(tx, s.JobDefinitionID); err != nil {
+		if err := a.lockTarget(tx, s); err != nil {
 			return err
 		}
 		if err := a.lockCalendar(tx, s.CalendarID); err != nil {

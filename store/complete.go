@@ -99,8 +99,10 @@ func (s *Store) CompleteJobs(ctx context.Context, p *chimedb.CompleteJobsParams)
 			}
 			// A run that cannot be decided here must not hold back the
 			// outcomes: AdvanceRuns decides it later, or fails it with
-			// the reason.
-			if err := s.savepoint(tx, func() error { return s.advanceRunsOf(tx, outs, written, DBTime(time.Now())) }); err != nil {
+			// the reason. Nothing of a failed decision may stay, on any
+			// dialect: a step's job kept without its ledger entry would
+			// be written again.
+			if err := savepointAlways(tx, func() error { return s.advanceRunsOf(tx, outs, written, DBTime(time.Now())) }); err != nil {
 				if transient(err) {
 					return err
 				}

@@ -52,10 +52,12 @@ func (s *Store) WriteFires(ctx context.Context, p *chimedb.WriteFiresParams) (*c
 			return err
 		}
 		ok := classifyFires(p, seen, res)
-		var normal, catchUp []chimedb.FireJob
+		var normal, catchUp, runs []chimedb.FireJob
 		for _, j := range p.Jobs {
 			switch {
 			case !ok[j.ScheduleID]:
+			case j.WorkflowID != 0:
+				runs = append(runs, j)
 			case j.CatchUp:
 				catchUp = append(catchUp, j)
 			default:
@@ -85,7 +87,10 @@ func (s *Store) WriteFires(ctx context.Context, p *chimedb.WriteFiresParams) (*c
 		if res.InsertedCatchUp, err = s.insertJobs(tx, catchUp, seen, p.Now, ""); err != nil {
 			return err
 		}
-		res.Duplicates = len(normal) + len(catchUp) - res.Inserted - res.InsertedCatchUp
+		if err := s.insertRuns(tx, runs, seen, p.Now, res); err != nil {
+			return err
+		}
+		res.Duplicates = len(normal) + len(catchUp) + len(runs) - res.Inserted - res.InsertedCatchUp
 		var trigs []chimedb.TriggerRow
 		for _, t := range p.Triggers {
 			if ok[t.ScheduleID] {
@@ -541,6 +546,65 @@ func (s *Store) insertJobs(tx *gorm.DB, jobs []chimedb.FireJob, seen map[int64]f
 		return 0, fmt.Errorf("insert jobs: %w", err)
 	}
 	return int(n), nil
+}
+
+// insertRuns writes the fires of workflow schedules as pending runs, the
+// on-time ones and the catch-ups in a statement each (so that res counts
+// each kind exactly, as for jobs). The unique key on (schedule_id,
+// scheduled_at) is the runs' fire ledger: a fire another writer wrote is
+// a no-op here. The maintenance leader starts pending runs (see
+// AdvanceRuns), so the fire's transaction does not grow with the graph.
+func (s *Store) insertRuns(tx *gorm.DB, runs []chimedb.FireJob, seen map[int64]fireRow, now time.Time, res *chimedb.WriteFiresResult) error {
+	var onTime, catchUp []chimedb.FireJob
+	for _, j := range runs {
+		if j.CatchUp {
+			catchUp = append(catchUp, j)
+		} else {
+			onTime = append(onTime, j)
+		}
+	}
+	for _, part := range []struct {
+		jobs []chimedb.FireJob
+		n    *int
+	}{{onTime, &res.Inserted}, {catchUp, &res.InsertedCatchUp}} {
+		if len(part.jobs) == 0 {
+			continue
+		}
+		var b strings.Builder
+		b.WriteString("INSERT INTO workflow_runs (workflow_id, status, generation, params, started_by, schedule_id, scheduled_at, created_at, updated_at) VALUES ")
+		args := make([]any, 0, len(part.jobs)*9)
+		ts := DBTime(now)
+		for i, j := range part.jobs {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("(?,?,?,?,?,?,?,?,?)")
+			var params any
+			if len(j.Params) > 0 {
+				params = string(j.Params)
+			}
+			by := "schedule " + seen[j.ScheduleID].name
+			if j.CatchUp {
+				by += fmt.Sprintf(" (catch-up of %d missed fires)", j.MissedFires)
+			}
+			args = append(args, j.WorkflowID, string(models.RunPending), 1, params, truncateUTF8(by, 191), j.ScheduleID, DBTime(j.ScheduledAt), ts, ts)
+		}
+		if s.dialect == MySQL {
+			b.WriteString(" ON DUPLICATE KEY UPDATE id = id")
+		} else {
+			b.WriteString(" ON CONFLICT (schedule_id, scheduled_at) DO NOTHING")
+		}
+		r, err := rawExec(tx, b.String(), args...)
+		if err != nil {
+			return fmt.Errorf("insert workflow runs: %w", err)
+		}
+		n, err := r.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("insert workflow runs: %w", err)
+		}
+		*part.n += int(n)
+	}
+	return nil
 }
 
 // rawExec runs raw SQL on the transaction's connection, bypassing GORM's

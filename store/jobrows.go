@@ -134,6 +134,8 @@ func noticeField(n *models.Notification, col string) any {
 		return &n.ID
 	case "job_id":
 		return &n.JobID
+	case "run_id":
+		return &n.RunID
 	case "job_status":
 		return &n.JobStatus
 	case "attempt":

@@ -220,6 +220,14 @@ func (s *Store) notificationDeliveries(ctx context.Context, ids []int64) ([]mode
 	}
 	out := make([]models.NotificationDelivery, 0, len(ns))
 	for _, n := range ns {
+		if n.RunID != nil {
+			d := models.NotificationDelivery{Notification: n}
+			if err := s.runDelivery(ctx, &d); err != nil {
+				return nil, err
+			}
+			out = append(out, d)
+			continue
+		}
 		d := models.NotificationDelivery{Notification: n, Job: byID[n.JobID]}
 		if j := d.Job; j != nil {
 			def := defs[j.JobDefinitionID]

@@ -28,7 +28,7 @@ const scheduleInChunk = 1000
 var (
 	loadScheduleColumns = []string{"id", "name", "job_definition_id", "schedule_type", "cron_expr", "cron_syntax", "dst_policy",
 		"calendar_id", "interval_seconds", "run_at", "timezone", "start_at", "end_at", "max_runs", "misfire_policy",
-		"catchup_window_seconds", "concurrency", "params", "status", "status_reason", "created_at", "updated_at", "priority", "queue", "required_tags"}
+		"catchup_window_seconds", "concurrency", "params", "status", "status_reason", "created_at", "updated_at", "priority", "queue", "required_tags", "workflow_id"}
 	loadTriggerColumns = []string{"id", "schedule_id", "next_fire_at", "last_fire_at", "fired_count", "remaining_count",
 		"misfired_count", "created_at", "updated_at", "spec_hash", "spec_changed_at"}
 )
@@ -68,12 +68,17 @@ func (s *Store) LoadSchedules(ctx context.Context, p *chimedb.LoadSchedulesParam
 		return nil, fmt.Errorf("load schedules: %w", err)
 	}
 	defIDs := make([]int64, 0, 4)
-	var calIDs []int64
+	var calIDs, wfIDs []int64
 	for i := range res.Rows {
 		sc := &res.Rows[i].Schedule
-		defIDs = append(defIDs, sc.JobDefinitionID)
+		if sc.JobDefinitionID != 0 {
+			defIDs = append(defIDs, sc.JobDefinitionID)
+		}
 		if sc.CalendarID != nil {
 			calIDs = append(calIDs, *sc.CalendarID)
+		}
+		if sc.WorkflowID != nil {
+			wfIDs = append(wfIDs, *sc.WorkflowID)
 		}
 		if sc.UpdatedAt.After(res.MaxUpdatedAt) {
 			res.MaxUpdatedAt = sc.UpdatedAt
@@ -101,9 +106,16 @@ func (s *Store) LoadSchedules(ctx context.Context, p *chimedb.LoadSchedulesParam
 			res.MaxUpdatedAt = c.UpdatedAt
 		}
 	}
+	wfs, err := workflowsByID(db, wfIDs)
+	if err != nil {
+		return nil, err
+	}
 	for i := range res.Rows {
 		r := &res.Rows[i]
 		r.Definition = defs[r.Schedule.JobDefinitionID]
+		if id := r.Schedule.WorkflowID; id != nil {
+			r.Workflow = wfs[*id]
+		}
 		if id := r.Schedule.CalendarID; id != nil {
 			r.Calendar = cals[*id]
 		}
@@ -116,8 +128,8 @@ func (s *Store) LoadSchedules(ctx context.Context, p *chimedb.LoadSchedulesParam
 type rowScan struct {
 	name, typ, cron, syntax, dst, tz, misfire, conc, params, status, reason, spec sql.RawBytes
 	queue, tags                                                                   sql.NullString
-	id, def                                                                       int64
-	cal, interval, maxRuns, window, priority                                      sql.NullInt64
+	id                                                                            int64
+	def, wf, cal, interval, maxRuns, window, priority                             sql.NullInt64
 	tid, tsid, tfired, trem, tmissed                                              sql.NullInt64
 	runAt, startAt, endAt, tnext, tlast, tcreated, tupdated, tchanged             sql.NullTime
 	created, updated                                                              time.Time
@@ -126,7 +138,7 @@ type rowScan struct {
 func (r *rowScan) scan(rows *sql.Rows, in *interner) (chimedb.ScheduleRow, error) {
 	*r = rowScan{}
 	dest := []any{&r.id, &r.name, &r.def, &r.typ, &r.cron, &r.syntax, &r.dst, &r.cal, &r.interval, &r.runAt, &r.tz,
-		&r.startAt, &r.endAt, &r.maxRuns, &r.misfire, &r.window, &r.conc, &r.params, &r.status, &r.reason, &r.created, &r.updated, &r.priority, &r.queue, &r.tags,
+		&r.startAt, &r.endAt, &r.maxRuns, &r.misfire, &r.window, &r.conc, &r.params, &r.status, &r.reason, &r.created, &r.updated, &r.priority, &r.queue, &r.tags, &r.wf,
 		&r.tid, &r.tsid, &r.tnext, &r.tlast, &r.tfired, &r.trem, &r.tmissed, &r.tcreated, &r.tupdated, &r.spec, &r.tchanged}
 	bad, raw, err := scanChecked(rows, dest)
 	if err != nil {
@@ -144,7 +156,7 @@ func (r *rowScan) scan(rows *sql.Rows, in *interner) (chimedb.ScheduleRow, error
 			Unreadable: unreadable(col, dest[bad], raw[bad])}}, nil
 	}
 	out := chimedb.ScheduleRow{Schedule: models.Schedule{
-		ID: r.id, Name: string(r.name), JobDefinitionID: r.def, ScheduleType: models.ScheduleType(in.str(r.typ)),
+		ID: r.id, Name: string(r.name), JobDefinitionID: r.def.Int64, WorkflowID: nullInt64(r.wf), ScheduleType: models.ScheduleType(in.str(r.typ)),
 		CronSyntax: models.CronSyntax(in.str(r.syntax)), DSTPolicy: models.DSTPolicy(in.str(r.dst)),
 		CalendarID: nullInt64(r.cal), IntervalSeconds: nullInt(r.interval), RunAt: nullTime(r.runAt), Timezone: in.str(r.tz),
 		StartAt: nullTime(r.startAt), EndAt: nullTime(r.endAt), MaxRuns: nullInt(r.maxRuns),
@@ -240,8 +252,13 @@ func (s *Store) UnfinishedSchedules(ctx context.Context, scheduleIDs []int64) (m
 	busy := map[int64]bool{}
 	for chunk := range slices.Chunk(scheduleIDs, scheduleInChunk) {
 		var ids []int64
-		err := s.DB().WithContext(ctx).Model(&models.Job{}).Distinct("schedule_id").
-			Where("schedule_id IN ? AND status IN ?", chunk, unfinishedJobs).Pluck("schedule_id", &ids).Error
+		// A schedule of a workflow is busy while one of its runs is not
+		// over: forbid holds for the run as a whole, whose steps' jobs
+		// name no schedule.
+		list := idList(chunk)
+		err := s.DB().WithContext(ctx).Raw("SELECT schedule_id FROM jobs WHERE schedule_id IN ("+list+") AND status IN ?"+
+			" UNION SELECT schedule_id FROM workflow_runs WHERE schedule_id IN ("+list+") AND status IN ?",
+			unfinishedJobs, unfinishedRuns).Scan(&ids).Error
 		if err != nil {
 			return nil, fmt.Errorf("find unfinished jobs of forbid-overlap schedules: %w", err)
 		}
@@ -251,6 +268,9 @@ func (s *Store) UnfinishedSchedules(ctx context.Context, scheduleIDs []int64) (m
 	}
 	return busy, nil
 }
+
+// unfinishedRuns are the run statuses that make a forbid-overlap schedule busy.
+var unfinishedRuns = []models.RunStatus{models.RunPending, models.RunRunning, models.RunPaused}
 
 // unfinishedJobs are the statuses that make a forbid-overlap schedule busy.
 var unfinishedJobs = []models.JobStatus{models.JobPending, models.JobQueued, models.JobRunning, models.JobPaused}
@@ -309,4 +329,23 @@ func loadSchedulesQuery(p *chimedb.LoadSchedulesParams) (string, []any) {
 		b.WriteString(" LIMIT " + strconv.Itoa(p.Limit))
 	}
 	return b.String(), args
+}
+
+// workflowsByID reads the workflows ids name (their id and name: a
+// schedule's engine needs only to know that its workflow exists), by id.
+func workflowsByID(db *gorm.DB, ids []int64) (map[int64]*models.Workflow, error) {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	out := make(map[int64]*models.Workflow, len(ids))
+	for chunk := range slices.Chunk(ids, scheduleInChunk) {
+		var rows []models.Workflow
+		if err := db.Select("id", "name").Where("id IN ?", chunk).Find(&rows).Error; err != nil {
+			return nil, fmt.Errorf("load workflows: %w", err)
+		}
+		for i := range rows {
+			out[rows[i].ID] = &rows[i]
+		}
+	}
+	return out, nil
 }

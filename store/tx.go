@@ -135,6 +135,15 @@ func (s *Store) savepoint(tx *gorm.DB, fn func() error) error {
 	if s.dialect != Postgres {
 		return fn()
 	}
+	return savepointAlways(tx, fn)
+}
+
+// savepointAlways runs fn under a SAVEPOINT on every dialect, rolled back
+// to when fn fails: for a fn of several statements that must stand or
+// fall together, where MySQL and SQLite would keep those before the one
+// that failed (a workflow step's job written, its ledger row refused:
+// the step would be written again).
+func savepointAlways(tx *gorm.DB, fn func() error) error {
 	if err := tx.Exec("SAVEPOINT chime_contain").Error; err != nil {
 		return err
 	}

@@ -35,12 +35,16 @@ func (s *Store) CreateWorkflow(ctx context.Context, spec *chimedb.WorkflowSpec) 
 	if policy != models.FailStop && policy != models.FailContinue {
 		return nil, fmt.Errorf("failure_policy %q is not stop or continue: %w", policy, chimedb.ErrInvalid)
 	}
+	notifyOn, emails, err := checkRunNotify(spec)
+	if err != nil {
+		return nil, err
+	}
 	if len(spec.Steps) > chimedb.MaxWorkflowSteps || len(spec.Edges) > chimedb.MaxWorkflowEdges {
 		return nil, fmt.Errorf("%d steps and %d edges; a workflow has at most %d and %d: %w",
 			len(spec.Steps), len(spec.Edges), chimedb.MaxWorkflowSteps, chimedb.MaxWorkflowEdges, chimedb.ErrInvalid)
 	}
 	var id int64
-	err := s.InTx(ctx, func(tx *gorm.DB) error {
+	err = s.InTx(ctx, func(tx *gorm.DB) error {
 		steps, err := s.resolveSteps(tx, spec.Steps)
 		if err != nil {
 			return err
@@ -66,7 +70,8 @@ func (s *Store) CreateWorkflow(ctx context.Context, spec *chimedb.WorkflowSpec) 
 			return fmt.Errorf("%w: %w", err, chimedb.ErrInvalid)
 		}
 		now := DBTime(time.Now())
-		wf := models.Workflow{Name: name, Description: spec.Description, FailurePolicy: policy, CreatedAt: now, UpdatedAt: now}
+		wf := models.Workflow{Name: name, Description: spec.Description, FailurePolicy: policy, NotifyOn: notifyOn, NotifyEmails: emails,
+			CreatedAt: now, UpdatedAt: now}
 		if err := tx.Create(&wf).Error; err != nil {
 			return fmt.Errorf("insert workflow %q: %w", name, conflict(err))
 		}
@@ -194,6 +199,13 @@ func (s *Store) DeleteWorkflow(ctx context.Context, id int64) error {
 		}
 		if live > 0 {
 			return fmt.Errorf("workflow %q has %d runs not over: %w", wf.Name, live, chimedb.ErrInUse)
+		}
+		var scheds int64
+		if err := tx.Model(&models.Schedule{}).Where("workflow_id = ?", id).Count(&scheds).Error; err != nil {
+			return err
+		}
+		if scheds > 0 {
+			return fmt.Errorf("workflow %q is started by %d schedules; delete them first: %w", wf.Name, scheds, chimedb.ErrInUse)
 		}
 		for _, q := range []string{
 			"DELETE FROM workflow_run_steps WHERE run_id IN (SELECT id FROM workflow_runs WHERE workflow_id = ?)",

@@ -440,7 +440,10 @@ func (s *Store) setRun(tx *gorm.DB, id int64, set map[string]any) error {
 
 func (s *Store) endRun(tx *gorm.DB, id int64, set map[string]any, status models.RunStatus, reason string, now time.Time) error {
 	set["status"], set["finished_at"], set["reason"] = status, now, truncateUTF8(reason, 2048)
-	return s.setRun(tx, id, set)
+	if err := s.setRun(tx, id, set); err != nil {
+		return err
+	}
+	return s.enqueueRunNotice(tx, id)
 }
 
 // truncateUTF8 cuts s to at most n bytes on a rune boundary.

@@ -16,13 +16,19 @@ import (
 // INT is refused, not wrapped; a spec field of another type is told apart
 // from an absent one by its pointer.
 type ScheduleRequest struct {
-	Name            string              `json:"name"`
-	JobDefinitionID int64               `json:"job_definition_id"`
-	ScheduleType    models.ScheduleType `json:"schedule_type"`
-	CronExpr        *string             `json:"cron_expr"`
-	CronSyntax      models.CronSyntax   `json:"cron_syntax"`
-	DSTPolicy       models.DSTPolicy    `json:"dst_policy"`
-	CalendarID      *int64              `json:"calendar_id"`
+	Name            string `json:"name"`
+	JobDefinitionID int64  `json:"job_definition_id"`
+	// WorkflowID makes the schedule start runs of a workflow instead of
+	// jobs of a definition: exactly one of the two is set. The door
+	// checks that it exists (Workflow names it instead; the door resolves
+	// the name into WorkflowID before Validate).
+	WorkflowID   *int64              `json:"workflow_id"`
+	Workflow     *string             `json:"workflow"`
+	ScheduleType models.ScheduleType `json:"schedule_type"`
+	CronExpr     *string             `json:"cron_expr"`
+	CronSyntax   models.CronSyntax   `json:"cron_syntax"`
+	DSTPolicy    models.DSTPolicy    `json:"dst_policy"`
+	CalendarID   *int64              `json:"calendar_id"`
 	// Calendar names the calendar instead of calendar_id; "" clears it.
 	// The door resolves it into CalendarID before Validate.
 	Calendar             *string               `json:"calendar"`
@@ -50,7 +56,7 @@ func NewScheduleRequest() *ScheduleRequest {
 // ScheduleRequestOf is s as a request: what an update starts from.
 func ScheduleRequestOf(s *models.Schedule) *ScheduleRequest {
 	return &ScheduleRequest{
-		Name: s.Name, JobDefinitionID: s.JobDefinitionID, ScheduleType: s.ScheduleType, CronExpr: s.CronExpr,
+		Name: s.Name, JobDefinitionID: s.JobDefinitionID, WorkflowID: s.WorkflowID, ScheduleType: s.ScheduleType, CronExpr: s.CronExpr,
 		CronSyntax: s.CronSyntax, DSTPolicy: s.DSTPolicy, CalendarID: s.CalendarID, IntervalSeconds: int64p(s.IntervalSeconds), RunAt: s.RunAt, Timezone: s.Timezone, StartAt: s.StartAt, EndAt: s.EndAt,
 		MaxRuns: int64p(s.MaxRuns), MisfirePolicy: s.MisfirePolicy, CatchupWindowSeconds: int64p(s.CatchupWindowSeconds),
 		Concurrency: s.Concurrency, Params: json.RawMessage(s.Params), Status: s.Status, Priority: int64p(s.Priority),
@@ -91,11 +97,8 @@ func (req *ScheduleRequest) validate(reg *tasks.Registry, def *models.JobDefinit
 	if e := checkName(req.Name); e != nil {
 		return nil, nil, e
 	}
-	if req.JobDefinitionID <= 0 {
-		return nil, nil, errorf("job_definition_id", "job_definition_id is required")
-	}
-	if def == nil || def.ID != req.JobDefinitionID {
-		return nil, nil, errorf("job_definition_id", "job definition %d does not exist", req.JobDefinitionID)
+	if e := req.checkTarget(def); e != nil {
+		return nil, nil, e
 	}
 	var spec string
 	switch req.ScheduleType {
@@ -186,15 +189,19 @@ func (req *ScheduleRequest) validate(reg *tasks.Registry, def *models.JobDefinit
 	if e != nil {
 		return nil, nil, e
 	}
-	merged, e := mergeParams(def.DefaultParams, params)
-	if e != nil {
-		return nil, nil, e
-	}
-	if e := checkTaskParams(reg, def.TaskType, "params", merged); e != nil {
-		return nil, nil, e
+	if req.WorkflowID == nil {
+		// A run's params go to every step, each of its own definition:
+		// each step's job is checked when it is written.
+		merged, e := mergeParams(def.DefaultParams, params)
+		if e != nil {
+			return nil, nil, e
+		}
+		if e := checkTaskParams(reg, def.TaskType, "params", merged); e != nil {
+			return nil, nil, e
+		}
 	}
 	s := &models.Schedule{
-		Name: req.Name, JobDefinitionID: req.JobDefinitionID, ScheduleType: req.ScheduleType,
+		Name: req.Name, JobDefinitionID: req.JobDefinitionID, WorkflowID: req.WorkflowID, ScheduleType: req.ScheduleType,
 		CronExpr: req.CronExpr, CronSyntax: req.CronSyntax, DSTPolicy: req.DSTPolicy, CalendarID: req.CalendarID, IntervalSeconds: intp(req.IntervalSeconds), RunAt: utcp(req.RunAt), Timezone: req.Timezone,
 		StartAt: utcp(req.StartAt), EndAt: utcp(req.EndAt), MaxRuns: intp(req.MaxRuns), MisfirePolicy: req.MisfirePolicy,
 		CatchupWindowSeconds: intp(req.CatchupWindowSeconds), Concurrency: req.Concurrency, Params: params, Status: req.Status,
@@ -213,6 +220,27 @@ func (req *ScheduleRequest) validate(reg *tasks.Registry, def *models.JobDefinit
 		return nil, nil, errorf(field, "%s: %v", field, err)
 	}
 	return s, trig, nil
+}
+
+// checkTarget checks that the request names exactly one of a definition
+// (def, which must be it) and a workflow.
+func (req *ScheduleRequest) checkTarget(def *models.JobDefinition) *Error {
+	if req.WorkflowID != nil {
+		if req.JobDefinitionID != 0 {
+			return errorf("workflow_id", "a schedule names a job definition or a workflow, not both: leave job_definition_id out, or workflow_id")
+		}
+		if *req.WorkflowID <= 0 {
+			return errorf("workflow_id", "workflow_id must be a workflow's id")
+		}
+		return nil
+	}
+	if req.JobDefinitionID <= 0 {
+		return errorf("job_definition_id", "job_definition_id (or workflow_id) is required")
+	}
+	if def == nil || def.ID != req.JobDefinitionID {
+		return errorf("job_definition_id", "job definition %d does not exist", req.JobDefinitionID)
+	}
+	return nil
 }
 
 // checkSyntax checks cron_syntax and dst_policy: quartz is for cron

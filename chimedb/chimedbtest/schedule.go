@@ -20,6 +20,8 @@ func scheduleMethods() []method {
 		{"ScheduleStore.EnsureTriggers", ensureTriggersCases},
 		{"ScheduleStore.UnfinishedSchedules", unfinishedSchedulesCases},
 		{"ScheduleStore.WriteFires", writeFiresCases},
+		{"ScheduleStore.WriteFires (workflow runs)", workflowFireCases},
+		{"ScheduleStore.UnfinishedSchedules (workflow runs)", unfinishedRunCases},
 		{"ScheduleStore.SetTriggerSpecs", setTriggerSpecsCases},
 		{"ScheduleStore.MarkInvalid", markInvalidCases},
 	}

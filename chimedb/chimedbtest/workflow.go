@@ -22,6 +22,7 @@ func workflowMethods() []method {
 		{"WorkflowStore.ListRuns", listRunsCases},
 		{"WorkflowStore.CancelRun", cancelRunCases},
 		{"WorkflowStore.RerunRun", rerunRunCases},
+		{"WorkflowStore run notices", runNoticeCases},
 		{"WorkflowStore.PauseRun", pauseRunCases},
 		{"WorkflowStore.ResumeRun", resumeRunCases},
 		{"WorkflowStore.AdvanceRuns", advanceRunsCases},
