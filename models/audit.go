@@ -22,7 +22,7 @@ const (
 
 // AuditEntry is one change of an admin object. Table audit_log, written by
 // the database's triggers on the admin tables, whatever door the change
-// came through (see sql/*/00025_audit_log.sql).
+// came through (see sql/*/00027_audit_log.sql).
 type AuditEntry struct {
 	ID int64     `gorm:"column:id;primaryKey;autoIncrement" json:"id"`
 	At time.Time `gorm:"column:at" json:"at"`
@@ -91,6 +91,11 @@ func MaskAuditRow(objectType string, row []byte) []byte {
 		}
 	case "api_token":
 		set("token_sha256")
+	case "secret":
+		// Sealed already, but its length and nonce say nothing anyone
+		// reading the log needs.
+		set("ciphertext")
+		set("nonce")
 	case "configuration":
 		name, _ := m["name"].(string)
 		name = strings.ToLower(name)

@@ -332,7 +332,7 @@ func (Lease) TableName() string { return "leases" }
 
 // LeaseChange is one taking of a lease by a holder: a node that took it
 // over, or created it. Table lease_changes, written by triggers on leases
-// (migration 00027), never by chime's code; renewals write nothing.
+// (migration 00026), never by chime's code; renewals write nothing.
 // Previous is the holder before ("" when the lease was free or new).
 type LeaseChange struct {
 	ID        int64     `gorm:"column:id;primaryKey;autoIncrement" json:"id"`

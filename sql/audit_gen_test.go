@@ -5,13 +5,13 @@ import (
 	"strings"
 )
 
-// Migration 00025's audit triggers repeat one rule per column of every
+// Migration 00027's audit triggers repeat one rule per column of every
 // admin table, for MySQL and SQLite (PostgreSQL has to_jsonb and needs no
 // list). The rule is written once here.
 
 func init() {
-	generated["mysql/00025_audit_log.sql"] = mysqlAudit
-	generated["sqlite/00025_audit_log.sql"] = sqliteAudit
+	generated["mysql/00027_audit_log.sql"] = mysqlAudit
+	generated["sqlite/00027_audit_log.sql"] = sqliteAudit
 }
 
 // auditTable is an admin table whose every change the audit log keeps.
@@ -23,22 +23,26 @@ type auditTable struct {
 	cols       []string
 }
 
-// auditTables are the admin tables as of migration 00024. jobs, job_logs,
+// auditTables are the admin tables as of migration 00026; the audit
+// migration is the last one that adds a column to any of them, and a
+// later one that does must recreate their triggers
+// (TestAuditTriggersCoverEveryColumn). jobs, job_logs,
 // runs, alerts, notifications, nodes and leases are not among them: they
 // are what chime does, not what someone set, and jobs is chime's hottest
 // table.
 var auditTables = []auditTable{
-	{"job_definitions", "definition", "id", true, []string{"id", "name", "task_type", "description", "default_params", "timeout_seconds", "max_attempts", "retry_backoff_seconds", "notify_on", "notify_emails", "created_at", "updated_at", "requests_recovery", "priority", "queue", "max_running"}},
-	{"schedules", "schedule", "id", true, []string{"id", "name", "job_definition_id", "schedule_type", "cron_expr", "interval_seconds", "run_at", "timezone", "start_at", "end_at", "max_runs", "misfire_policy", "catchup_window_seconds", "concurrency", "params", "status", "status_reason", "created_at", "updated_at", "cron_syntax", "dst_policy", "calendar_id", "priority", "queue"}},
+	{"job_definitions", "definition", "id", true, []string{"id", "name", "task_type", "description", "default_params", "timeout_seconds", "max_attempts", "retry_backoff_seconds", "notify_on", "notify_emails", "created_at", "updated_at", "requests_recovery", "priority", "queue", "max_running", "required_tags", "broadcast", "rate_limit", "rate_period_ms", "rate_tat_us"}},
+	{"schedules", "schedule", "id", true, []string{"id", "name", "job_definition_id", "schedule_type", "cron_expr", "interval_seconds", "run_at", "timezone", "start_at", "end_at", "max_runs", "misfire_policy", "catchup_window_seconds", "concurrency", "params", "status", "status_reason", "created_at", "updated_at", "cron_syntax", "dst_policy", "calendar_id", "priority", "queue", "required_tags", "workflow_id"}},
 	{"calendars", "calendar", "id", true, []string{"id", "name", "kind", "definition", "timezone", "description", "created_at", "updated_at"}},
 	{"queues", "queue", "name", true, []string{"name", "description", "max_running", "rate_limit", "rate_period_ms", "rate_tat_us", "paused"}},
-	{"workflows", "workflow", "id", true, []string{"id", "name", "description", "failure_policy", "created_at", "updated_at"}},
+	{"workflows", "workflow", "id", true, []string{"id", "name", "description", "failure_policy", "created_at", "updated_at", "notify_on", "notify_emails"}},
 	{"workflow_steps", "workflow_step", "id", true, []string{"id", "workflow_id", "name", "job_definition_id", "params", "timeout_seconds", "max_attempts", "wait_for", "created_at"}},
 	{"workflow_edges", "workflow_edge", "id", false, []string{"id", "workflow_id", "from_step_id", "to_step_id", "condition"}},
 	{"alert_channels", "alert_channel", "id", true, []string{"id", "name", "kind", "url", "recipients", "signing_key", "headers", "timeout_seconds", "enabled", "created_at", "updated_at"}},
-	{"alert_rules", "alert_rule", "id", true, []string{"id", "name", "event", "scope", "definition_id", "schedule_id", "channel_id", "throttle_seconds", "params", "enabled", "created_at", "updated_at"}},
+	{"alert_rules", "alert_rule", "id", true, []string{"id", "name", "event", "scope", "definition_id", "schedule_id", "channel_id", "throttle_seconds", "params", "enabled", "created_at", "updated_at", "queue", "workflow_id"}},
 	{"api_tokens", "api_token", "id", true, []string{"id", "name", "token_sha256", "role", "scope", "expires_at", "revoked_at", "created_at"}},
 	{"configurations", "configuration", "name", true, []string{"name", "value", "description", "updated_at"}},
+	{"secrets", "secret", "id", true, []string{"id", "name", "ciphertext", "nonce", "key_id", "created_at", "updated_at"}},
 }
 
 // auditMasks say how a column holding secrets is kept in the log
@@ -60,6 +64,8 @@ var auditMasks = map[string]string{
 	"alert_channels.headers":         "values",
 	"api_tokens.token_sha256":        "set",
 	"configurations.value":           "config",
+	"secrets.ciphertext":             "set",
+	"secrets.nonce":                  "set",
 }
 
 // auditIgnored are columns whose change alone is no change: updated_at
@@ -75,7 +81,7 @@ const auditMask = "********"
 
 const auditNote = `-- The audit log: one row per change of an admin object (job definitions,
 -- schedules, calendars, queues, workflows and their steps and edges,
--- alert channels and rules, API tokens, configurations), whoever made it
+-- alert channels and rules, API tokens, configurations, secrets), whoever made it
 -- and through whatever door. Triggers on those tables write the rows, in
 -- the transaction of the change, so plain SQL is recorded as surely as the
 -- API. chime marks its own transactions with who and which door (the

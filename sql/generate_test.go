@@ -27,8 +27,8 @@ var generated = map[string]func() string{
 	"mysql/00022_alert_times.sql":                mysqlAlertTimes,
 	"mysql/00024_schedule_workflows.sql":         mysqlScheduleWorkflows,
 	"sqlite/00024_schedule_workflows.sql":        sqliteScheduleWorkflows,
-	"mysql/00026_secrets.sql":                    mysqlSecrets,
-	"mysql/00027_lease_changes_alert_scopes.sql": mysqlLeaseChanges,
+	"mysql/00025_secrets.sql":                    mysqlSecrets,
+	"mysql/00026_lease_changes_alert_scopes.sql": mysqlLeaseChanges,
 }
 
 func TestGeneratedMigrations(t *testing.T) {
@@ -406,11 +406,11 @@ CREATE TABLE api_tokens (
 	return b.String()
 }
 
-// leaseChanges27 is lease_changes (00027): the triggers on leases write
+// leaseChanges27 is lease_changes (00026): the triggers on leases write
 // it, in whatever session zone the lease's writer has.
 var leaseChanges27 = timeTable{"lease_changes", []string{"changed_at"}}
 
-// mysqlLeaseChanges is all of migration 00027: its table and the
+// mysqlLeaseChanges is all of migration 00026: its table and the
 // triggers that fill it are plain text, its time triggers the rule's.
 func mysqlLeaseChanges() string {
 	var b strings.Builder
@@ -469,7 +469,7 @@ CREATE INDEX idx_workflow_runs_finished ON workflow_runs (finished_at);
 	return b.String()
 }
 
-// secrets26 is the secrets table (00026).
+// secrets26 is the secrets table (00025).
 var secrets26 = timeTable{"secrets", []string{"created_at", "updated_at"}}
 
 func mysqlSecrets() string {
@@ -558,10 +558,11 @@ ALTER TABLE schedules DROP CONSTRAINT chk_schedules_target, DROP KEY idx_schedul
 	return b.String()
 }
 
-// schedulesColumns24 are the columns of schedules before 00024, in order.
+// schedulesColumns24 are the columns of schedules before 00024, in order
+// (00023 added required_tags).
 const schedulesColumns24 = "id, name, job_definition_id, schedule_type, cron_expr, interval_seconds, run_at, timezone, start_at, end_at, " +
 	"max_runs, misfire_policy, catchup_window_seconds, concurrency, params, status, status_reason, created_at, updated_at, " +
-	"cron_syntax, dst_policy, calendar_id, priority, queue"
+	"cron_syntax, dst_policy, calendar_id, priority, queue, required_tags"
 
 // sqliteSchedules24 is the schedules table as 00024 leaves it on SQLite,
 // with job_definition_id's NOT NULL as a parameter (the Down puts it back).
@@ -597,7 +598,8 @@ func sqliteSchedules24(name string, up bool) string {
   calendar_id            INTEGER  NULL,
   priority               INTEGER  DEFAULT NULL
     CONSTRAINT chk_schedules_priority CHECK (priority IS NULL OR (typeof(priority) = 'integer' AND priority BETWEEN 1 AND 10)),
-  queue                  TEXT     NULL` + check + `
+  queue                  TEXT     NULL,
+  required_tags          TEXT     NULL` + check + `
 );
 `
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/chimesched/chime/models"
 )
 
-// The audit triggers (migration 00025) record, for a change made in a
+// The audit triggers (migration 00027) record, for a change made in a
 // transaction chime marked, the mark's actor and door; for any other, the
 // database user and door "sql". markAudit sets the mark at the start of
 // the transaction, unmarkAudit takes it away before the commit.

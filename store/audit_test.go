@@ -235,7 +235,7 @@ func quoteIdent(st *store.Store, s string) string {
 	return `"` + s + `"`
 }
 
-// auditedTables are the tables with audit triggers (migration 00025).
+// auditedTables are the tables with audit triggers (migration 00027).
 var auditedTables = []string{"job_definitions", "schedules", "calendars", "queues", "workflows", "workflow_steps",
 	"workflow_edges", "alert_channels", "alert_rules", "api_tokens", "configurations"}
 

@@ -35,10 +35,11 @@ CREATE TABLE schedules_new (
   priority               INTEGER  DEFAULT NULL
     CONSTRAINT chk_schedules_priority CHECK (priority IS NULL OR (typeof(priority) = 'integer' AND priority BETWEEN 1 AND 10)),
   queue                  TEXT     NULL,
+  required_tags          TEXT     NULL,
   CONSTRAINT chk_schedules_target CHECK ((job_definition_id IS NULL) <> (workflow_id IS NULL))
 );
-INSERT INTO schedules_new (id, name, job_definition_id, schedule_type, cron_expr, interval_seconds, run_at, timezone, start_at, end_at, max_runs, misfire_policy, catchup_window_seconds, concurrency, params, status, status_reason, created_at, updated_at, cron_syntax, dst_policy, calendar_id, priority, queue)
-  SELECT id, name, job_definition_id, schedule_type, cron_expr, interval_seconds, run_at, timezone, start_at, end_at, max_runs, misfire_policy, catchup_window_seconds, concurrency, params, status, status_reason, created_at, updated_at, cron_syntax, dst_policy, calendar_id, priority, queue FROM schedules;
+INSERT INTO schedules_new (id, name, job_definition_id, schedule_type, cron_expr, interval_seconds, run_at, timezone, start_at, end_at, max_runs, misfire_policy, catchup_window_seconds, concurrency, params, status, status_reason, created_at, updated_at, cron_syntax, dst_policy, calendar_id, priority, queue, required_tags)
+  SELECT id, name, job_definition_id, schedule_type, cron_expr, interval_seconds, run_at, timezone, start_at, end_at, max_runs, misfire_policy, catchup_window_seconds, concurrency, params, status, status_reason, created_at, updated_at, cron_syntax, dst_policy, calendar_id, priority, queue, required_tags FROM schedules;
 DELETE FROM sqlite_sequence WHERE name = 'schedules_new';
 INSERT INTO sqlite_sequence (name, seq) SELECT 'schedules_new', seq FROM sqlite_sequence WHERE name = 'schedules';
 DROP TABLE schedules;
@@ -179,10 +180,11 @@ CREATE TABLE schedules_new (
   calendar_id            INTEGER  NULL,
   priority               INTEGER  DEFAULT NULL
     CONSTRAINT chk_schedules_priority CHECK (priority IS NULL OR (typeof(priority) = 'integer' AND priority BETWEEN 1 AND 10)),
-  queue                  TEXT     NULL
+  queue                  TEXT     NULL,
+  required_tags          TEXT     NULL
 );
-INSERT INTO schedules_new (id, name, job_definition_id, schedule_type, cron_expr, interval_seconds, run_at, timezone, start_at, end_at, max_runs, misfire_policy, catchup_window_seconds, concurrency, params, status, status_reason, created_at, updated_at, cron_syntax, dst_policy, calendar_id, priority, queue)
-  SELECT id, name, job_definition_id, schedule_type, cron_expr, interval_seconds, run_at, timezone, start_at, end_at, max_runs, misfire_policy, catchup_window_seconds, concurrency, params, status, status_reason, created_at, updated_at, cron_syntax, dst_policy, calendar_id, priority, queue FROM schedules WHERE job_definition_id IS NOT NULL;
+INSERT INTO schedules_new (id, name, job_definition_id, schedule_type, cron_expr, interval_seconds, run_at, timezone, start_at, end_at, max_runs, misfire_policy, catchup_window_seconds, concurrency, params, status, status_reason, created_at, updated_at, cron_syntax, dst_policy, calendar_id, priority, queue, required_tags)
+  SELECT id, name, job_definition_id, schedule_type, cron_expr, interval_seconds, run_at, timezone, start_at, end_at, max_runs, misfire_policy, catchup_window_seconds, concurrency, params, status, status_reason, created_at, updated_at, cron_syntax, dst_policy, calendar_id, priority, queue, required_tags FROM schedules WHERE job_definition_id IS NOT NULL;
 DELETE FROM sqlite_sequence WHERE name = 'schedules_new';
 INSERT INTO sqlite_sequence (name, seq) SELECT 'schedules_new', seq FROM sqlite_sequence WHERE name = 'schedules';
 DROP TABLE schedules;

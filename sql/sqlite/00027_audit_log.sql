@@ -3,7 +3,7 @@
 
 -- The audit log: one row per change of an admin object (job definitions,
 -- schedules, calendars, queues, workflows and their steps and edges,
--- alert channels and rules, API tokens, configurations), whoever made it
+-- alert channels and rules, API tokens, configurations, secrets), whoever made it
 -- and through whatever door. Triggers on those tables write the rows, in
 -- the transaction of the change, so plain SQL is recorded as surely as the
 -- API. chime marks its own transactions with who and which door (the
@@ -69,13 +69,18 @@ BEGIN
       'requests_recovery', NEW."requests_recovery",
       'priority', NEW."priority",
       'queue', NEW."queue",
-      'max_running', NEW."max_running"));
+      'max_running', NEW."max_running",
+      'required_tags', NEW."required_tags",
+      'broadcast', NEW."broadcast",
+      'rate_limit', NEW."rate_limit",
+      'rate_period_ms', NEW."rate_period_ms",
+      'rate_tat_us', NEW."rate_tat_us"));
 END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE TRIGGER chime_audit_job_definitions_update AFTER UPDATE OF "id", "name", "task_type", "description", "default_params", "timeout_seconds", "max_attempts", "retry_backoff_seconds", "notify_on", "notify_emails", "created_at", "requests_recovery", "priority", "queue", "max_running" ON job_definitions FOR EACH ROW
-WHEN NOT (OLD."id" IS NEW."id" AND OLD."name" IS NEW."name" AND OLD."task_type" IS NEW."task_type" AND OLD."description" IS NEW."description" AND OLD."default_params" IS NEW."default_params" AND OLD."timeout_seconds" IS NEW."timeout_seconds" AND OLD."max_attempts" IS NEW."max_attempts" AND OLD."retry_backoff_seconds" IS NEW."retry_backoff_seconds" AND OLD."notify_on" IS NEW."notify_on" AND OLD."notify_emails" IS NEW."notify_emails" AND OLD."created_at" IS NEW."created_at" AND OLD."requests_recovery" IS NEW."requests_recovery" AND OLD."priority" IS NEW."priority" AND OLD."queue" IS NEW."queue" AND OLD."max_running" IS NEW."max_running")
+CREATE TRIGGER chime_audit_job_definitions_update AFTER UPDATE OF "id", "name", "task_type", "description", "default_params", "timeout_seconds", "max_attempts", "retry_backoff_seconds", "notify_on", "notify_emails", "created_at", "requests_recovery", "priority", "queue", "max_running", "required_tags", "broadcast", "rate_limit", "rate_period_ms" ON job_definitions FOR EACH ROW
+WHEN NOT (OLD."id" IS NEW."id" AND OLD."name" IS NEW."name" AND OLD."task_type" IS NEW."task_type" AND OLD."description" IS NEW."description" AND OLD."default_params" IS NEW."default_params" AND OLD."timeout_seconds" IS NEW."timeout_seconds" AND OLD."max_attempts" IS NEW."max_attempts" AND OLD."retry_backoff_seconds" IS NEW."retry_backoff_seconds" AND OLD."notify_on" IS NEW."notify_on" AND OLD."notify_emails" IS NEW."notify_emails" AND OLD."created_at" IS NEW."created_at" AND OLD."requests_recovery" IS NEW."requests_recovery" AND OLD."priority" IS NEW."priority" AND OLD."queue" IS NEW."queue" AND OLD."max_running" IS NEW."max_running" AND OLD."required_tags" IS NEW."required_tags" AND OLD."broadcast" IS NEW."broadcast" AND OLD."rate_limit" IS NEW."rate_limit" AND OLD."rate_period_ms" IS NEW."rate_period_ms")
 BEGIN
   INSERT INTO audit_log (actor, door, action, object_type, object_id, object_name, before_json, after_json)
   VALUES (COALESCE((SELECT actor FROM audit_marker ORDER BY rowid DESC LIMIT 1), 'sqlite'),
@@ -96,7 +101,12 @@ BEGIN
       'requests_recovery', OLD."requests_recovery",
       'priority', OLD."priority",
       'queue', OLD."queue",
-      'max_running', OLD."max_running"),
+      'max_running', OLD."max_running",
+      'required_tags', OLD."required_tags",
+      'broadcast', OLD."broadcast",
+      'rate_limit', OLD."rate_limit",
+      'rate_period_ms', OLD."rate_period_ms",
+      'rate_tat_us', OLD."rate_tat_us"),
     json_object('id', NEW."id",
       'name', NEW."name",
       'task_type', NEW."task_type",
@@ -112,7 +122,12 @@ BEGIN
       'requests_recovery', NEW."requests_recovery",
       'priority', NEW."priority",
       'queue', NEW."queue",
-      'max_running', NEW."max_running"));
+      'max_running', NEW."max_running",
+      'required_tags', NEW."required_tags",
+      'broadcast', NEW."broadcast",
+      'rate_limit', NEW."rate_limit",
+      'rate_period_ms', NEW."rate_period_ms",
+      'rate_tat_us', NEW."rate_tat_us"));
 END;
 -- +goose StatementEnd
 
@@ -138,7 +153,12 @@ BEGIN
       'requests_recovery', OLD."requests_recovery",
       'priority', OLD."priority",
       'queue', OLD."queue",
-      'max_running', OLD."max_running"),
+      'max_running', OLD."max_running",
+      'required_tags', OLD."required_tags",
+      'broadcast', OLD."broadcast",
+      'rate_limit', OLD."rate_limit",
+      'rate_period_ms', OLD."rate_period_ms",
+      'rate_tat_us', OLD."rate_tat_us"),
     NULL);
 END;
 -- +goose StatementEnd
@@ -174,13 +194,15 @@ BEGIN
       'dst_policy', NEW."dst_policy",
       'calendar_id', NEW."calendar_id",
       'priority', NEW."priority",
-      'queue', NEW."queue"));
+      'queue', NEW."queue",
+      'required_tags', NEW."required_tags",
+      'workflow_id', NEW."workflow_id"));
 END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE TRIGGER chime_audit_schedules_update AFTER UPDATE OF "id", "name", "job_definition_id", "schedule_type", "cron_expr", "interval_seconds", "run_at", "timezone", "start_at", "end_at", "max_runs", "misfire_policy", "catchup_window_seconds", "concurrency", "params", "status", "status_reason", "created_at", "cron_syntax", "dst_policy", "calendar_id", "priority", "queue" ON schedules FOR EACH ROW
-WHEN NOT (OLD."id" IS NEW."id" AND OLD."name" IS NEW."name" AND OLD."job_definition_id" IS NEW."job_definition_id" AND OLD."schedule_type" IS NEW."schedule_type" AND OLD."cron_expr" IS NEW."cron_expr" AND OLD."interval_seconds" IS NEW."interval_seconds" AND OLD."run_at" IS NEW."run_at" AND OLD."timezone" IS NEW."timezone" AND OLD."start_at" IS NEW."start_at" AND OLD."end_at" IS NEW."end_at" AND OLD."max_runs" IS NEW."max_runs" AND OLD."misfire_policy" IS NEW."misfire_policy" AND OLD."catchup_window_seconds" IS NEW."catchup_window_seconds" AND OLD."concurrency" IS NEW."concurrency" AND OLD."params" IS NEW."params" AND OLD."status" IS NEW."status" AND OLD."status_reason" IS NEW."status_reason" AND OLD."created_at" IS NEW."created_at" AND OLD."cron_syntax" IS NEW."cron_syntax" AND OLD."dst_policy" IS NEW."dst_policy" AND OLD."calendar_id" IS NEW."calendar_id" AND OLD."priority" IS NEW."priority" AND OLD."queue" IS NEW."queue")
+CREATE TRIGGER chime_audit_schedules_update AFTER UPDATE OF "id", "name", "job_definition_id", "schedule_type", "cron_expr", "interval_seconds", "run_at", "timezone", "start_at", "end_at", "max_runs", "misfire_policy", "catchup_window_seconds", "concurrency", "params", "status", "status_reason", "created_at", "cron_syntax", "dst_policy", "calendar_id", "priority", "queue", "required_tags", "workflow_id" ON schedules FOR EACH ROW
+WHEN NOT (OLD."id" IS NEW."id" AND OLD."name" IS NEW."name" AND OLD."job_definition_id" IS NEW."job_definition_id" AND OLD."schedule_type" IS NEW."schedule_type" AND OLD."cron_expr" IS NEW."cron_expr" AND OLD."interval_seconds" IS NEW."interval_seconds" AND OLD."run_at" IS NEW."run_at" AND OLD."timezone" IS NEW."timezone" AND OLD."start_at" IS NEW."start_at" AND OLD."end_at" IS NEW."end_at" AND OLD."max_runs" IS NEW."max_runs" AND OLD."misfire_policy" IS NEW."misfire_policy" AND OLD."catchup_window_seconds" IS NEW."catchup_window_seconds" AND OLD."concurrency" IS NEW."concurrency" AND OLD."params" IS NEW."params" AND OLD."status" IS NEW."status" AND OLD."status_reason" IS NEW."status_reason" AND OLD."created_at" IS NEW."created_at" AND OLD."cron_syntax" IS NEW."cron_syntax" AND OLD."dst_policy" IS NEW."dst_policy" AND OLD."calendar_id" IS NEW."calendar_id" AND OLD."priority" IS NEW."priority" AND OLD."queue" IS NEW."queue" AND OLD."required_tags" IS NEW."required_tags" AND OLD."workflow_id" IS NEW."workflow_id")
 BEGIN
   INSERT INTO audit_log (actor, door, action, object_type, object_id, object_name, before_json, after_json)
   VALUES (COALESCE((SELECT actor FROM audit_marker ORDER BY rowid DESC LIMIT 1), 'sqlite'),
@@ -209,7 +231,9 @@ BEGIN
       'dst_policy', OLD."dst_policy",
       'calendar_id', OLD."calendar_id",
       'priority', OLD."priority",
-      'queue', OLD."queue"),
+      'queue', OLD."queue",
+      'required_tags', OLD."required_tags",
+      'workflow_id', OLD."workflow_id"),
     json_object('id', NEW."id",
       'name', NEW."name",
       'job_definition_id', NEW."job_definition_id",
@@ -233,7 +257,9 @@ BEGIN
       'dst_policy', NEW."dst_policy",
       'calendar_id', NEW."calendar_id",
       'priority', NEW."priority",
-      'queue', NEW."queue"));
+      'queue', NEW."queue",
+      'required_tags', NEW."required_tags",
+      'workflow_id', NEW."workflow_id"));
 END;
 -- +goose StatementEnd
 
@@ -267,7 +293,9 @@ BEGIN
       'dst_policy', OLD."dst_policy",
       'calendar_id', OLD."calendar_id",
       'priority', OLD."priority",
-      'queue', OLD."queue"),
+      'queue', OLD."queue",
+      'required_tags', OLD."required_tags",
+      'workflow_id', OLD."workflow_id"),
     NULL);
 END;
 -- +goose StatementEnd
@@ -411,13 +439,15 @@ BEGIN
       'description', NEW."description",
       'failure_policy', NEW."failure_policy",
       'created_at', NEW."created_at",
-      'updated_at', NEW."updated_at"));
+      'updated_at', NEW."updated_at",
+      'notify_on', NEW."notify_on",
+      'notify_emails', NEW."notify_emails"));
 END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE TRIGGER chime_audit_workflows_update AFTER UPDATE OF "id", "name", "description", "failure_policy", "created_at" ON workflows FOR EACH ROW
-WHEN NOT (OLD."id" IS NEW."id" AND OLD."name" IS NEW."name" AND OLD."description" IS NEW."description" AND OLD."failure_policy" IS NEW."failure_policy" AND OLD."created_at" IS NEW."created_at")
+CREATE TRIGGER chime_audit_workflows_update AFTER UPDATE OF "id", "name", "description", "failure_policy", "created_at", "notify_on", "notify_emails" ON workflows FOR EACH ROW
+WHEN NOT (OLD."id" IS NEW."id" AND OLD."name" IS NEW."name" AND OLD."description" IS NEW."description" AND OLD."failure_policy" IS NEW."failure_policy" AND OLD."created_at" IS NEW."created_at" AND OLD."notify_on" IS NEW."notify_on" AND OLD."notify_emails" IS NEW."notify_emails")
 BEGIN
   INSERT INTO audit_log (actor, door, action, object_type, object_id, object_name, before_json, after_json)
   VALUES (COALESCE((SELECT actor FROM audit_marker ORDER BY rowid DESC LIMIT 1), 'sqlite'),
@@ -428,13 +458,17 @@ BEGIN
       'description', OLD."description",
       'failure_policy', OLD."failure_policy",
       'created_at', OLD."created_at",
-      'updated_at', OLD."updated_at"),
+      'updated_at', OLD."updated_at",
+      'notify_on', OLD."notify_on",
+      'notify_emails', OLD."notify_emails"),
     json_object('id', NEW."id",
       'name', NEW."name",
       'description', NEW."description",
       'failure_policy', NEW."failure_policy",
       'created_at', NEW."created_at",
-      'updated_at', NEW."updated_at"));
+      'updated_at', NEW."updated_at",
+      'notify_on', NEW."notify_on",
+      'notify_emails', NEW."notify_emails"));
 END;
 -- +goose StatementEnd
 
@@ -450,7 +484,9 @@ BEGIN
       'description', OLD."description",
       'failure_policy', OLD."failure_policy",
       'created_at', OLD."created_at",
-      'updated_at', OLD."updated_at"),
+      'updated_at', OLD."updated_at",
+      'notify_on', OLD."notify_on",
+      'notify_emails', OLD."notify_emails"),
     NULL);
 END;
 -- +goose StatementEnd
@@ -673,13 +709,15 @@ BEGIN
       'params', CASE WHEN json_valid(NEW."params") THEN json(NEW."params") ELSE NEW."params" END,
       'enabled', NEW."enabled",
       'created_at', NEW."created_at",
-      'updated_at', NEW."updated_at"));
+      'updated_at', NEW."updated_at",
+      'queue', NEW."queue",
+      'workflow_id', NEW."workflow_id"));
 END;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE TRIGGER chime_audit_alert_rules_update AFTER UPDATE OF "id", "name", "event", "scope", "definition_id", "schedule_id", "channel_id", "throttle_seconds", "params", "enabled", "created_at" ON alert_rules FOR EACH ROW
-WHEN NOT (OLD."id" IS NEW."id" AND OLD."name" IS NEW."name" AND OLD."event" IS NEW."event" AND OLD."scope" IS NEW."scope" AND OLD."definition_id" IS NEW."definition_id" AND OLD."schedule_id" IS NEW."schedule_id" AND OLD."channel_id" IS NEW."channel_id" AND OLD."throttle_seconds" IS NEW."throttle_seconds" AND OLD."params" IS NEW."params" AND OLD."enabled" IS NEW."enabled" AND OLD."created_at" IS NEW."created_at")
+CREATE TRIGGER chime_audit_alert_rules_update AFTER UPDATE OF "id", "name", "event", "scope", "definition_id", "schedule_id", "channel_id", "throttle_seconds", "params", "enabled", "created_at", "queue", "workflow_id" ON alert_rules FOR EACH ROW
+WHEN NOT (OLD."id" IS NEW."id" AND OLD."name" IS NEW."name" AND OLD."event" IS NEW."event" AND OLD."scope" IS NEW."scope" AND OLD."definition_id" IS NEW."definition_id" AND OLD."schedule_id" IS NEW."schedule_id" AND OLD."channel_id" IS NEW."channel_id" AND OLD."throttle_seconds" IS NEW."throttle_seconds" AND OLD."params" IS NEW."params" AND OLD."enabled" IS NEW."enabled" AND OLD."created_at" IS NEW."created_at" AND OLD."queue" IS NEW."queue" AND OLD."workflow_id" IS NEW."workflow_id")
 BEGIN
   INSERT INTO audit_log (actor, door, action, object_type, object_id, object_name, before_json, after_json)
   VALUES (COALESCE((SELECT actor FROM audit_marker ORDER BY rowid DESC LIMIT 1), 'sqlite'),
@@ -696,7 +734,9 @@ BEGIN
       'params', CASE WHEN json_valid(OLD."params") THEN json(OLD."params") ELSE OLD."params" END,
       'enabled', OLD."enabled",
       'created_at', OLD."created_at",
-      'updated_at', OLD."updated_at"),
+      'updated_at', OLD."updated_at",
+      'queue', OLD."queue",
+      'workflow_id', OLD."workflow_id"),
     json_object('id', NEW."id",
       'name', NEW."name",
       'event', NEW."event",
@@ -708,7 +748,9 @@ BEGIN
       'params', CASE WHEN json_valid(NEW."params") THEN json(NEW."params") ELSE NEW."params" END,
       'enabled', NEW."enabled",
       'created_at', NEW."created_at",
-      'updated_at', NEW."updated_at"));
+      'updated_at', NEW."updated_at",
+      'queue', NEW."queue",
+      'workflow_id', NEW."workflow_id"));
 END;
 -- +goose StatementEnd
 
@@ -730,7 +772,9 @@ BEGIN
       'params', CASE WHEN json_valid(OLD."params") THEN json(OLD."params") ELSE OLD."params" END,
       'enabled', OLD."enabled",
       'created_at', OLD."created_at",
-      'updated_at', OLD."updated_at"),
+      'updated_at', OLD."updated_at",
+      'queue', OLD."queue",
+      'workflow_id', OLD."workflow_id"),
     NULL);
 END;
 -- +goose StatementEnd
@@ -849,7 +893,71 @@ BEGIN
 END;
 -- +goose StatementEnd
 
+-- +goose StatementBegin
+CREATE TRIGGER chime_audit_secrets_insert AFTER INSERT ON secrets FOR EACH ROW
+BEGIN
+  INSERT INTO audit_log (actor, door, action, object_type, object_id, object_name, before_json, after_json)
+  VALUES (COALESCE((SELECT actor FROM audit_marker ORDER BY rowid DESC LIMIT 1), 'sqlite'),
+    COALESCE((SELECT door FROM audit_marker ORDER BY rowid DESC LIMIT 1), 'sql'),
+    'insert', 'secret', CAST(NEW.id AS TEXT), substr(NEW.name, 1, 191),
+    NULL,
+    json_object('id', NEW."id",
+      'name', NEW."name",
+      'ciphertext', CASE WHEN NEW."ciphertext" <> '' THEN '********' ELSE NEW."ciphertext" END,
+      'nonce', CASE WHEN NEW."nonce" <> '' THEN '********' ELSE NEW."nonce" END,
+      'key_id', NEW."key_id",
+      'created_at', NEW."created_at",
+      'updated_at', NEW."updated_at"));
+END;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER chime_audit_secrets_update AFTER UPDATE OF "id", "name", "ciphertext", "nonce", "key_id", "created_at" ON secrets FOR EACH ROW
+WHEN NOT (OLD."id" IS NEW."id" AND OLD."name" IS NEW."name" AND OLD."ciphertext" IS NEW."ciphertext" AND OLD."nonce" IS NEW."nonce" AND OLD."key_id" IS NEW."key_id" AND OLD."created_at" IS NEW."created_at")
+BEGIN
+  INSERT INTO audit_log (actor, door, action, object_type, object_id, object_name, before_json, after_json)
+  VALUES (COALESCE((SELECT actor FROM audit_marker ORDER BY rowid DESC LIMIT 1), 'sqlite'),
+    COALESCE((SELECT door FROM audit_marker ORDER BY rowid DESC LIMIT 1), 'sql'),
+    'update', 'secret', CAST(NEW.id AS TEXT), substr(NEW.name, 1, 191),
+    json_object('id', OLD."id",
+      'name', OLD."name",
+      'ciphertext', CASE WHEN OLD."ciphertext" <> '' THEN '********' ELSE OLD."ciphertext" END,
+      'nonce', CASE WHEN OLD."nonce" <> '' THEN '********' ELSE OLD."nonce" END,
+      'key_id', OLD."key_id",
+      'created_at', OLD."created_at",
+      'updated_at', OLD."updated_at"),
+    json_object('id', NEW."id",
+      'name', NEW."name",
+      'ciphertext', CASE WHEN NEW."ciphertext" <> '' THEN '********' ELSE NEW."ciphertext" END,
+      'nonce', CASE WHEN NEW."nonce" <> '' THEN '********' ELSE NEW."nonce" END,
+      'key_id', NEW."key_id",
+      'created_at', NEW."created_at",
+      'updated_at', NEW."updated_at"));
+END;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER chime_audit_secrets_delete AFTER DELETE ON secrets FOR EACH ROW
+BEGIN
+  INSERT INTO audit_log (actor, door, action, object_type, object_id, object_name, before_json, after_json)
+  VALUES (COALESCE((SELECT actor FROM audit_marker ORDER BY rowid DESC LIMIT 1), 'sqlite'),
+    COALESCE((SELECT door FROM audit_marker ORDER BY rowid DESC LIMIT 1), 'sql'),
+    'delete', 'secret', CAST(OLD.id AS TEXT), substr(OLD.name, 1, 191),
+    json_object('id', OLD."id",
+      'name', OLD."name",
+      'ciphertext', CASE WHEN OLD."ciphertext" <> '' THEN '********' ELSE OLD."ciphertext" END,
+      'nonce', CASE WHEN OLD."nonce" <> '' THEN '********' ELSE OLD."nonce" END,
+      'key_id', OLD."key_id",
+      'created_at', OLD."created_at",
+      'updated_at', OLD."updated_at"),
+    NULL);
+END;
+-- +goose StatementEnd
+
 -- +goose Down
+DROP TRIGGER chime_audit_secrets_delete;
+DROP TRIGGER chime_audit_secrets_update;
+DROP TRIGGER chime_audit_secrets_insert;
 DROP TRIGGER chime_audit_configurations_delete;
 DROP TRIGGER chime_audit_configurations_update;
 DROP TRIGGER chime_audit_configurations_insert;

@@ -3,7 +3,7 @@
 
 -- The audit log: one row per change of an admin object (job definitions,
 -- schedules, calendars, queues, workflows and their steps and edges,
--- alert channels and rules, API tokens, configurations), whoever made it
+-- alert channels and rules, API tokens, configurations, secrets), whoever made it
 -- and through whatever door. Triggers on those tables write the rows, in
 -- the transaction of the change, so plain SQL is recorded as surely as the
 -- API. chime marks its own transactions with who and which door (the
@@ -133,14 +133,19 @@ BEGIN
       'requests_recovery', NEW.`requests_recovery`,
       'priority', NEW.`priority`,
       'queue', NEW.`queue`,
-      'max_running', NEW.`max_running`));
+      'max_running', NEW.`max_running`,
+      'required_tags', NEW.`required_tags`,
+      'broadcast', NEW.`broadcast`,
+      'rate_limit', NEW.`rate_limit`,
+      'rate_period_ms', NEW.`rate_period_ms`,
+      'rate_tat_us', NEW.`rate_tat_us`));
 END
 -- +goose StatementEnd
 
 -- +goose StatementBegin
 CREATE TRIGGER chime_audit_job_definitions_update AFTER UPDATE ON job_definitions FOR EACH ROW
 BEGIN
-  IF NOT (OLD.`id` <=> NEW.`id` AND OLD.`name` <=> NEW.`name` AND OLD.`task_type` <=> NEW.`task_type` AND OLD.`description` <=> NEW.`description` AND OLD.`default_params` <=> NEW.`default_params` AND OLD.`timeout_seconds` <=> NEW.`timeout_seconds` AND OLD.`max_attempts` <=> NEW.`max_attempts` AND OLD.`retry_backoff_seconds` <=> NEW.`retry_backoff_seconds` AND OLD.`notify_on` <=> NEW.`notify_on` AND OLD.`notify_emails` <=> NEW.`notify_emails` AND OLD.`created_at` <=> NEW.`created_at` AND OLD.`requests_recovery` <=> NEW.`requests_recovery` AND OLD.`priority` <=> NEW.`priority` AND OLD.`queue` <=> NEW.`queue` AND OLD.`max_running` <=> NEW.`max_running`) THEN
+  IF NOT (OLD.`id` <=> NEW.`id` AND OLD.`name` <=> NEW.`name` AND OLD.`task_type` <=> NEW.`task_type` AND OLD.`description` <=> NEW.`description` AND OLD.`default_params` <=> NEW.`default_params` AND OLD.`timeout_seconds` <=> NEW.`timeout_seconds` AND OLD.`max_attempts` <=> NEW.`max_attempts` AND OLD.`retry_backoff_seconds` <=> NEW.`retry_backoff_seconds` AND OLD.`notify_on` <=> NEW.`notify_on` AND OLD.`notify_emails` <=> NEW.`notify_emails` AND OLD.`created_at` <=> NEW.`created_at` AND OLD.`requests_recovery` <=> NEW.`requests_recovery` AND OLD.`priority` <=> NEW.`priority` AND OLD.`queue` <=> NEW.`queue` AND OLD.`max_running` <=> NEW.`max_running` AND OLD.`required_tags` <=> NEW.`required_tags` AND OLD.`broadcast` <=> NEW.`broadcast` AND OLD.`rate_limit` <=> NEW.`rate_limit` AND OLD.`rate_period_ms` <=> NEW.`rate_period_ms`) THEN
     INSERT INTO audit_log (at, actor, door, action, object_type, object_id, object_name, before_json, after_json)
     VALUES (NOW(6), LEFT(IF(COALESCE(@chime_actor, '') = '', USER(), @chime_actor), 191),
       IF(COALESCE(@chime_actor, '') = '', 'sql', LEFT(@chime_door, 16)), 'update', 'definition', LEFT(NEW.id, 191), LEFT(NEW.name, 191),
@@ -159,7 +164,12 @@ BEGIN
       'requests_recovery', OLD.`requests_recovery`,
       'priority', OLD.`priority`,
       'queue', OLD.`queue`,
-      'max_running', OLD.`max_running`),
+      'max_running', OLD.`max_running`,
+      'required_tags', OLD.`required_tags`,
+      'broadcast', OLD.`broadcast`,
+      'rate_limit', OLD.`rate_limit`,
+      'rate_period_ms', OLD.`rate_period_ms`,
+      'rate_tat_us', OLD.`rate_tat_us`),
       JSON_OBJECT('id', NEW.`id`,
       'name', NEW.`name`,
       'task_type', NEW.`task_type`,
@@ -175,7 +185,12 @@ BEGIN
       'requests_recovery', NEW.`requests_recovery`,
       'priority', NEW.`priority`,
       'queue', NEW.`queue`,
-      'max_running', NEW.`max_running`));
+      'max_running', NEW.`max_running`,
+      'required_tags', NEW.`required_tags`,
+      'broadcast', NEW.`broadcast`,
+      'rate_limit', NEW.`rate_limit`,
+      'rate_period_ms', NEW.`rate_period_ms`,
+      'rate_tat_us', NEW.`rate_tat_us`));
   END IF;
 END
 -- +goose StatementEnd
@@ -201,7 +216,12 @@ BEGIN
       'requests_recovery', OLD.`requests_recovery`,
       'priority', OLD.`priority`,
       'queue', OLD.`queue`,
-      'max_running', OLD.`max_running`),
+      'max_running', OLD.`max_running`,
+      'required_tags', OLD.`required_tags`,
+      'broadcast', OLD.`broadcast`,
+      'rate_limit', OLD.`rate_limit`,
+      'rate_period_ms', OLD.`rate_period_ms`,
+      'rate_tat_us', OLD.`rate_tat_us`),
       NULL);
 END
 -- +goose StatementEnd
@@ -236,14 +256,16 @@ BEGIN
       'dst_policy', NEW.`dst_policy`,
       'calendar_id', NEW.`calendar_id`,
       'priority', NEW.`priority`,
-      'queue', NEW.`queue`));
+      'queue', NEW.`queue`,
+      'required_tags', NEW.`required_tags`,
+      'workflow_id', NEW.`workflow_id`));
 END
 -- +goose StatementEnd
 
 -- +goose StatementBegin
 CREATE TRIGGER chime_audit_schedules_update AFTER UPDATE ON schedules FOR EACH ROW
 BEGIN
-  IF NOT (OLD.`id` <=> NEW.`id` AND OLD.`name` <=> NEW.`name` AND OLD.`job_definition_id` <=> NEW.`job_definition_id` AND OLD.`schedule_type` <=> NEW.`schedule_type` AND OLD.`cron_expr` <=> NEW.`cron_expr` AND OLD.`interval_seconds` <=> NEW.`interval_seconds` AND OLD.`run_at` <=> NEW.`run_at` AND OLD.`timezone` <=> NEW.`timezone` AND OLD.`start_at` <=> NEW.`start_at` AND OLD.`end_at` <=> NEW.`end_at` AND OLD.`max_runs` <=> NEW.`max_runs` AND OLD.`misfire_policy` <=> NEW.`misfire_policy` AND OLD.`catchup_window_seconds` <=> NEW.`catchup_window_seconds` AND OLD.`concurrency` <=> NEW.`concurrency` AND OLD.`params` <=> NEW.`params` AND OLD.`status` <=> NEW.`status` AND OLD.`status_reason` <=> NEW.`status_reason` AND OLD.`created_at` <=> NEW.`created_at` AND OLD.`cron_syntax` <=> NEW.`cron_syntax` AND OLD.`dst_policy` <=> NEW.`dst_policy` AND OLD.`calendar_id` <=> NEW.`calendar_id` AND OLD.`priority` <=> NEW.`priority` AND OLD.`queue` <=> NEW.`queue`) THEN
+  IF NOT (OLD.`id` <=> NEW.`id` AND OLD.`name` <=> NEW.`name` AND OLD.`job_definition_id` <=> NEW.`job_definition_id` AND OLD.`schedule_type` <=> NEW.`schedule_type` AND OLD.`cron_expr` <=> NEW.`cron_expr` AND OLD.`interval_seconds` <=> NEW.`interval_seconds` AND OLD.`run_at` <=> NEW.`run_at` AND OLD.`timezone` <=> NEW.`timezone` AND OLD.`start_at` <=> NEW.`start_at` AND OLD.`end_at` <=> NEW.`end_at` AND OLD.`max_runs` <=> NEW.`max_runs` AND OLD.`misfire_policy` <=> NEW.`misfire_policy` AND OLD.`catchup_window_seconds` <=> NEW.`catchup_window_seconds` AND OLD.`concurrency` <=> NEW.`concurrency` AND OLD.`params` <=> NEW.`params` AND OLD.`status` <=> NEW.`status` AND OLD.`status_reason` <=> NEW.`status_reason` AND OLD.`created_at` <=> NEW.`created_at` AND OLD.`cron_syntax` <=> NEW.`cron_syntax` AND OLD.`dst_policy` <=> NEW.`dst_policy` AND OLD.`calendar_id` <=> NEW.`calendar_id` AND OLD.`priority` <=> NEW.`priority` AND OLD.`queue` <=> NEW.`queue` AND OLD.`required_tags` <=> NEW.`required_tags` AND OLD.`workflow_id` <=> NEW.`workflow_id`) THEN
     INSERT INTO audit_log (at, actor, door, action, object_type, object_id, object_name, before_json, after_json)
     VALUES (NOW(6), LEFT(IF(COALESCE(@chime_actor, '') = '', USER(), @chime_actor), 191),
       IF(COALESCE(@chime_actor, '') = '', 'sql', LEFT(@chime_door, 16)), 'update', 'schedule', LEFT(NEW.id, 191), LEFT(NEW.name, 191),
@@ -270,7 +292,9 @@ BEGIN
       'dst_policy', OLD.`dst_policy`,
       'calendar_id', OLD.`calendar_id`,
       'priority', OLD.`priority`,
-      'queue', OLD.`queue`),
+      'queue', OLD.`queue`,
+      'required_tags', OLD.`required_tags`,
+      'workflow_id', OLD.`workflow_id`),
       JSON_OBJECT('id', NEW.`id`,
       'name', NEW.`name`,
       'job_definition_id', NEW.`job_definition_id`,
@@ -294,7 +318,9 @@ BEGIN
       'dst_policy', NEW.`dst_policy`,
       'calendar_id', NEW.`calendar_id`,
       'priority', NEW.`priority`,
-      'queue', NEW.`queue`));
+      'queue', NEW.`queue`,
+      'required_tags', NEW.`required_tags`,
+      'workflow_id', NEW.`workflow_id`));
   END IF;
 END
 -- +goose StatementEnd
@@ -328,7 +354,9 @@ BEGIN
       'dst_policy', OLD.`dst_policy`,
       'calendar_id', OLD.`calendar_id`,
       'priority', OLD.`priority`,
-      'queue', OLD.`queue`),
+      'queue', OLD.`queue`,
+      'required_tags', OLD.`required_tags`,
+      'workflow_id', OLD.`workflow_id`),
       NULL);
 END
 -- +goose StatementEnd
@@ -467,14 +495,16 @@ BEGIN
       'description', NEW.`description`,
       'failure_policy', NEW.`failure_policy`,
       'created_at', NEW.`created_at`,
-      'updated_at', NEW.`updated_at`));
+      'updated_at', NEW.`updated_at`,
+      'notify_on', NEW.`notify_on`,
+      'notify_emails', NEW.`notify_emails`));
 END
 -- +goose StatementEnd
 
 -- +goose StatementBegin
 CREATE TRIGGER chime_audit_workflows_update AFTER UPDATE ON workflows FOR EACH ROW
 BEGIN
-  IF NOT (OLD.`id` <=> NEW.`id` AND OLD.`name` <=> NEW.`name` AND OLD.`description` <=> NEW.`description` AND OLD.`failure_policy` <=> NEW.`failure_policy` AND OLD.`created_at` <=> NEW.`created_at`) THEN
+  IF NOT (OLD.`id` <=> NEW.`id` AND OLD.`name` <=> NEW.`name` AND OLD.`description` <=> NEW.`description` AND OLD.`failure_policy` <=> NEW.`failure_policy` AND OLD.`created_at` <=> NEW.`created_at` AND OLD.`notify_on` <=> NEW.`notify_on` AND OLD.`notify_emails` <=> NEW.`notify_emails`) THEN
     INSERT INTO audit_log (at, actor, door, action, object_type, object_id, object_name, before_json, after_json)
     VALUES (NOW(6), LEFT(IF(COALESCE(@chime_actor, '') = '', USER(), @chime_actor), 191),
       IF(COALESCE(@chime_actor, '') = '', 'sql', LEFT(@chime_door, 16)), 'update', 'workflow', LEFT(NEW.id, 191), LEFT(NEW.name, 191),
@@ -483,13 +513,17 @@ BEGIN
       'description', OLD.`description`,
       'failure_policy', OLD.`failure_policy`,
       'created_at', OLD.`created_at`,
-      'updated_at', OLD.`updated_at`),
+      'updated_at', OLD.`updated_at`,
+      'notify_on', OLD.`notify_on`,
+      'notify_emails', OLD.`notify_emails`),
       JSON_OBJECT('id', NEW.`id`,
       'name', NEW.`name`,
       'description', NEW.`description`,
       'failure_policy', NEW.`failure_policy`,
       'created_at', NEW.`created_at`,
-      'updated_at', NEW.`updated_at`));
+      'updated_at', NEW.`updated_at`,
+      'notify_on', NEW.`notify_on`,
+      'notify_emails', NEW.`notify_emails`));
   END IF;
 END
 -- +goose StatementEnd
@@ -505,7 +539,9 @@ BEGIN
       'description', OLD.`description`,
       'failure_policy', OLD.`failure_policy`,
       'created_at', OLD.`created_at`,
-      'updated_at', OLD.`updated_at`),
+      'updated_at', OLD.`updated_at`,
+      'notify_on', OLD.`notify_on`,
+      'notify_emails', OLD.`notify_emails`),
       NULL);
 END
 -- +goose StatementEnd
@@ -721,14 +757,16 @@ BEGIN
       'params', JSON_EXTRACT(chime_audit_json(NEW.`params`), '$'),
       'enabled', NEW.`enabled`,
       'created_at', NEW.`created_at`,
-      'updated_at', NEW.`updated_at`));
+      'updated_at', NEW.`updated_at`,
+      'queue', NEW.`queue`,
+      'workflow_id', NEW.`workflow_id`));
 END
 -- +goose StatementEnd
 
 -- +goose StatementBegin
 CREATE TRIGGER chime_audit_alert_rules_update AFTER UPDATE ON alert_rules FOR EACH ROW
 BEGIN
-  IF NOT (OLD.`id` <=> NEW.`id` AND OLD.`name` <=> NEW.`name` AND OLD.`event` <=> NEW.`event` AND OLD.`scope` <=> NEW.`scope` AND OLD.`definition_id` <=> NEW.`definition_id` AND OLD.`schedule_id` <=> NEW.`schedule_id` AND OLD.`channel_id` <=> NEW.`channel_id` AND OLD.`throttle_seconds` <=> NEW.`throttle_seconds` AND OLD.`params` <=> NEW.`params` AND OLD.`enabled` <=> NEW.`enabled` AND OLD.`created_at` <=> NEW.`created_at`) THEN
+  IF NOT (OLD.`id` <=> NEW.`id` AND OLD.`name` <=> NEW.`name` AND OLD.`event` <=> NEW.`event` AND OLD.`scope` <=> NEW.`scope` AND OLD.`definition_id` <=> NEW.`definition_id` AND OLD.`schedule_id` <=> NEW.`schedule_id` AND OLD.`channel_id` <=> NEW.`channel_id` AND OLD.`throttle_seconds` <=> NEW.`throttle_seconds` AND OLD.`params` <=> NEW.`params` AND OLD.`enabled` <=> NEW.`enabled` AND OLD.`created_at` <=> NEW.`created_at` AND OLD.`queue` <=> NEW.`queue` AND OLD.`workflow_id` <=> NEW.`workflow_id`) THEN
     INSERT INTO audit_log (at, actor, door, action, object_type, object_id, object_name, before_json, after_json)
     VALUES (NOW(6), LEFT(IF(COALESCE(@chime_actor, '') = '', USER(), @chime_actor), 191),
       IF(COALESCE(@chime_actor, '') = '', 'sql', LEFT(@chime_door, 16)), 'update', 'alert_rule', LEFT(NEW.id, 191), LEFT(NEW.name, 191),
@@ -743,7 +781,9 @@ BEGIN
       'params', JSON_EXTRACT(chime_audit_json(OLD.`params`), '$'),
       'enabled', OLD.`enabled`,
       'created_at', OLD.`created_at`,
-      'updated_at', OLD.`updated_at`),
+      'updated_at', OLD.`updated_at`,
+      'queue', OLD.`queue`,
+      'workflow_id', OLD.`workflow_id`),
       JSON_OBJECT('id', NEW.`id`,
       'name', NEW.`name`,
       'event', NEW.`event`,
@@ -755,7 +795,9 @@ BEGIN
       'params', JSON_EXTRACT(chime_audit_json(NEW.`params`), '$'),
       'enabled', NEW.`enabled`,
       'created_at', NEW.`created_at`,
-      'updated_at', NEW.`updated_at`));
+      'updated_at', NEW.`updated_at`,
+      'queue', NEW.`queue`,
+      'workflow_id', NEW.`workflow_id`));
   END IF;
 END
 -- +goose StatementEnd
@@ -777,7 +819,9 @@ BEGIN
       'params', JSON_EXTRACT(chime_audit_json(OLD.`params`), '$'),
       'enabled', OLD.`enabled`,
       'created_at', OLD.`created_at`,
-      'updated_at', OLD.`updated_at`),
+      'updated_at', OLD.`updated_at`,
+      'queue', OLD.`queue`,
+      'workflow_id', OLD.`workflow_id`),
       NULL);
 END
 -- +goose StatementEnd
@@ -892,7 +936,69 @@ BEGIN
 END
 -- +goose StatementEnd
 
+-- +goose StatementBegin
+CREATE TRIGGER chime_audit_secrets_insert AFTER INSERT ON secrets FOR EACH ROW
+BEGIN
+  INSERT INTO audit_log (at, actor, door, action, object_type, object_id, object_name, before_json, after_json)
+    VALUES (NOW(6), LEFT(IF(COALESCE(@chime_actor, '') = '', USER(), @chime_actor), 191),
+      IF(COALESCE(@chime_actor, '') = '', 'sql', LEFT(@chime_door, 16)), 'insert', 'secret', LEFT(NEW.id, 191), LEFT(NEW.name, 191),
+      NULL,
+      JSON_OBJECT('id', NEW.`id`,
+      'name', NEW.`name`,
+      'ciphertext', IF(NEW.`ciphertext` <> '', '********', NEW.`ciphertext`),
+      'nonce', IF(NEW.`nonce` <> '', '********', NEW.`nonce`),
+      'key_id', NEW.`key_id`,
+      'created_at', NEW.`created_at`,
+      'updated_at', NEW.`updated_at`));
+END
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER chime_audit_secrets_update AFTER UPDATE ON secrets FOR EACH ROW
+BEGIN
+  IF NOT (OLD.`id` <=> NEW.`id` AND OLD.`name` <=> NEW.`name` AND OLD.`ciphertext` <=> NEW.`ciphertext` AND OLD.`nonce` <=> NEW.`nonce` AND OLD.`key_id` <=> NEW.`key_id` AND OLD.`created_at` <=> NEW.`created_at`) THEN
+    INSERT INTO audit_log (at, actor, door, action, object_type, object_id, object_name, before_json, after_json)
+    VALUES (NOW(6), LEFT(IF(COALESCE(@chime_actor, '') = '', USER(), @chime_actor), 191),
+      IF(COALESCE(@chime_actor, '') = '', 'sql', LEFT(@chime_door, 16)), 'update', 'secret', LEFT(NEW.id, 191), LEFT(NEW.name, 191),
+      JSON_OBJECT('id', OLD.`id`,
+      'name', OLD.`name`,
+      'ciphertext', IF(OLD.`ciphertext` <> '', '********', OLD.`ciphertext`),
+      'nonce', IF(OLD.`nonce` <> '', '********', OLD.`nonce`),
+      'key_id', OLD.`key_id`,
+      'created_at', OLD.`created_at`,
+      'updated_at', OLD.`updated_at`),
+      JSON_OBJECT('id', NEW.`id`,
+      'name', NEW.`name`,
+      'ciphertext', IF(NEW.`ciphertext` <> '', '********', NEW.`ciphertext`),
+      'nonce', IF(NEW.`nonce` <> '', '********', NEW.`nonce`),
+      'key_id', NEW.`key_id`,
+      'created_at', NEW.`created_at`,
+      'updated_at', NEW.`updated_at`));
+  END IF;
+END
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER chime_audit_secrets_delete AFTER DELETE ON secrets FOR EACH ROW
+BEGIN
+  INSERT INTO audit_log (at, actor, door, action, object_type, object_id, object_name, before_json, after_json)
+    VALUES (NOW(6), LEFT(IF(COALESCE(@chime_actor, '') = '', USER(), @chime_actor), 191),
+      IF(COALESCE(@chime_actor, '') = '', 'sql', LEFT(@chime_door, 16)), 'delete', 'secret', LEFT(OLD.id, 191), LEFT(OLD.name, 191),
+      JSON_OBJECT('id', OLD.`id`,
+      'name', OLD.`name`,
+      'ciphertext', IF(OLD.`ciphertext` <> '', '********', OLD.`ciphertext`),
+      'nonce', IF(OLD.`nonce` <> '', '********', OLD.`nonce`),
+      'key_id', OLD.`key_id`,
+      'created_at', OLD.`created_at`,
+      'updated_at', OLD.`updated_at`),
+      NULL);
+END
+-- +goose StatementEnd
+
 -- +goose Down
+DROP TRIGGER chime_audit_secrets_delete;
+DROP TRIGGER chime_audit_secrets_update;
+DROP TRIGGER chime_audit_secrets_insert;
 DROP TRIGGER chime_audit_configurations_delete;
 DROP TRIGGER chime_audit_configurations_update;
 DROP TRIGGER chime_audit_configurations_insert;

@@ -68,6 +68,9 @@ BEGIN
     END IF;
   WHEN 'api_tokens' THEN
     IF r->>'token_sha256' <> '' THEN r := jsonb_set(r, '{token_sha256}', '"********"'); END IF;
+  WHEN 'secrets' THEN
+    IF r->>'ciphertext' <> '' THEN r := jsonb_set(r, '{ciphertext}', '"********"'); END IF;
+    IF r->>'nonce' <> '' THEN r := jsonb_set(r, '{nonce}', '"********"'); END IF;
   WHEN 'configurations' THEN
     IF r->>'value' <> '' AND lower(r->>'name') ~ '(password|passwd|secret|token|credential|dsn)' THEN
       r := jsonb_set(r, '{value}', '"********"');
@@ -108,14 +111,16 @@ END
 $$;
 -- +goose StatementEnd
 
-CREATE TRIGGER chime_audit AFTER INSERT OR UPDATE OR DELETE ON job_definitions FOR EACH ROW EXECUTE FUNCTION chime_audit('definition');
+CREATE TRIGGER chime_audit AFTER INSERT OR UPDATE OF id, name, task_type, description, default_params, timeout_seconds, max_attempts,
+  retry_backoff_seconds, notify_on, notify_emails, created_at, requests_recovery, priority, queue, max_running, required_tags, broadcast,
+  rate_limit, rate_period_ms OR DELETE ON job_definitions FOR EACH ROW EXECUTE FUNCTION chime_audit('definition');
 -- UPDATE OF every column but the ones chime moves as it works (a touch of
--- schedules.updated_at, a claim's queues.rate_tat_us): those statements
--- skip the trigger without calling it. A later migration that adds a
--- column to either table must name it here too.
+-- schedules.updated_at, a claim's rate_tat_us of a queue or a definition):
+-- those statements skip the trigger without calling it. A later migration
+-- that adds a column to one of these tables must name it here too.
 CREATE TRIGGER chime_audit AFTER INSERT OR UPDATE OF id, name, job_definition_id, schedule_type, cron_expr, interval_seconds, run_at,
   timezone, start_at, end_at, max_runs, misfire_policy, catchup_window_seconds, concurrency, params, status, status_reason,
-  created_at, cron_syntax, dst_policy, calendar_id, priority, queue OR DELETE ON schedules FOR EACH ROW EXECUTE FUNCTION chime_audit('schedule');
+  created_at, cron_syntax, dst_policy, calendar_id, priority, queue, required_tags, workflow_id OR DELETE ON schedules FOR EACH ROW EXECUTE FUNCTION chime_audit('schedule');
 CREATE TRIGGER chime_audit AFTER INSERT OR UPDATE OR DELETE ON calendars FOR EACH ROW EXECUTE FUNCTION chime_audit('calendar');
 CREATE TRIGGER chime_audit AFTER INSERT OR UPDATE OF name, description, max_running, rate_limit, rate_period_ms, paused OR DELETE
   ON queues FOR EACH ROW EXECUTE FUNCTION chime_audit('queue');
@@ -126,8 +131,10 @@ CREATE TRIGGER chime_audit AFTER INSERT OR UPDATE OR DELETE ON alert_channels FO
 CREATE TRIGGER chime_audit AFTER INSERT OR UPDATE OR DELETE ON alert_rules FOR EACH ROW EXECUTE FUNCTION chime_audit('alert_rule');
 CREATE TRIGGER chime_audit AFTER INSERT OR UPDATE OR DELETE ON api_tokens FOR EACH ROW EXECUTE FUNCTION chime_audit('api_token');
 CREATE TRIGGER chime_audit AFTER INSERT OR UPDATE OR DELETE ON configurations FOR EACH ROW EXECUTE FUNCTION chime_audit('configuration');
+CREATE TRIGGER chime_audit AFTER INSERT OR UPDATE OR DELETE ON secrets FOR EACH ROW EXECUTE FUNCTION chime_audit('secret');
 
 -- +goose Down
+DROP TRIGGER chime_audit ON secrets;
 DROP TRIGGER chime_audit ON configurations;
 DROP TRIGGER chime_audit ON api_tokens;
 DROP TRIGGER chime_audit ON alert_rules;
