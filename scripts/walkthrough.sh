@@ -15,12 +15,13 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 readme="$repo/README.md"
 
-# block NAME prints the lines of the fenced block after <!-- walkthrough:NAME -->.
+# block NAME [FILE] prints the lines of the fenced block after
+# <!-- walkthrough:NAME --> in FILE (the README by default).
 block() {
   awk -v m="<!-- walkthrough:$1 -->" '
     $0 == m { armed = 1; next }
     armed && /^```/ { if (inside) exit; inside = 1; next }
-    inside { print }' "$readme"
+    inside { print }' "${2:-$readme}"
 }
 
 install="$(block install)"
@@ -33,6 +34,14 @@ for b in install version serve client; do
     exit 1
   fi
 done
+# docs/workflows.md's worked example, run after the quick start.
+workflows="$repo/docs/workflows.md"
+etl_yaml="$(block etl-yaml "$workflows")"
+etl="$(block etl "$workflows")"
+if [[ -z "$etl_yaml" || -z "$etl" ]]; then
+  echo "walkthrough: docs/workflows.md has no <!-- walkthrough:etl-yaml --> or <!-- walkthrough:etl --> block" >&2
+  exit 1
+fi
 
 work="$(mktemp -d)"
 server_pid=""
@@ -156,8 +165,38 @@ chime job logs 1 >"$work/logs.out" 2>&1 || fail "chime job logs 1 failed: $(cat 
 grep -Eq '^[^ ]+Z  info   hello from chime( stream=stdout)?$' "$work/logs.out" ||
   fail "chime job logs 1 does not show the job's line 'hello from chime'"
 
+# docs/workflows.md's nightly ETL, as written: the file, then its commands
+# one line a step, then run 1 must succeed with every step but the
+# failure-only cleanup succeeded.
+printf '%s\n' "$etl_yaml" >etl.yaml
+while IFS= read -r line; do
+  [[ "$line" =~ ^[[:space:]]*(#|$) ]] && continue
+  echo "\$ $line"
+  timeout 60 bash -euo pipefail -c "$line" >"$work/etl.out" 2>&1 || {
+    cat "$work/etl.out" >&2
+    fail "docs/workflows.md's step '$line' failed"
+  }
+  cat "$work/etl.out"
+done <<<"$etl"
+done_run=0
+for _ in $(seq 1 150); do
+  chime workflow status 1 >"$work/etl-status.out" 2>&1 || fail "chime workflow status 1 failed: $(cat "$work/etl-status.out")"
+  if grep -Eq '^run 1 of nightly-etl: (succeeded|failed|canceled)' "$work/etl-status.out"; then
+    done_run=1
+    break
+  fi
+  sleep 0.2
+done
+[[ $done_run -eq 1 ]] || fail "the ETL run did not end within 30 s: $(cat "$work/etl-status.out")"
+cat "$work/etl-status.out"
+grep -Eq '^run 1 of nightly-etl: succeeded' "$work/etl-status.out" || fail "the ETL run did not succeed"
+for s in extract by-region by-product load; do
+  grep -Eq "^$s +succeeded +[0-9]+\$" "$work/etl-status.out" || fail "the ETL run's step $s did not succeed"
+done
+grep -Eq '^cleanup +skipped +-$' "$work/etl-status.out" || fail "the ETL run's cleanup step was not skipped"
+
 kill -TERM "$server_pid"
 wait "$server_pid" || fail "chime serve did not exit cleanly on SIGTERM"
 server_pid=""
 grep -q 'chime node stopped' "$work/serve.log" || fail "chime serve did not log its stop"
-echo "walkthrough: the README's quick start works"
+echo "walkthrough: the README's quick start and docs/workflows.md's ETL example work"
