@@ -77,7 +77,9 @@ func TestClaimJobsConcurrentClaimersAreDisjoint(t *testing.T) {
 }
 
 // Outcomes are guarded: a row that is no longer running on the node is
-// not overwritten.
+// not overwritten. On PostgreSQL a batch with nothing but outcomes is
+// written by its one UPDATE alone, whose RETURNING says which rows the
+// guard let through.
 func TestCompleteJobsIsGuarded(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
@@ -93,6 +95,7 @@ func TestCompleteJobsIsGuarded(t *testing.T) {
 		canceled, other := mk(models.JobCanceled, "n"), mk(models.JobRunning, "m")
 		res := "out"
 		msg := "boom"
+		alone0, _ := st.CompletionPaths()
 		applied, err := st.CompleteJobs(ctx, &chimedb.CompleteJobsParams{NodeID: "n", Outcomes: []chimedb.JobOutcome{
 			{ID: ok1, Status: models.JobSucceeded, FinishedAt: now, Result: &res},
 			{ID: ok2, Status: models.JobPending, RunAt: now.Add(time.Minute), Error: &msg},
@@ -101,6 +104,8 @@ func TestCompleteJobsIsGuarded(t *testing.T) {
 		}})
 		require.NoError(t, err)
 		require.ElementsMatch(t, []int64{ok1, ok2}, applied)
+		alone, _ := st.CompletionPaths()
+		require.Equal(t, st.Dialect() == store.Postgres, alone == alone0+1)
 		var j models.Job
 		require.NoError(t, db.Take(&j, ok1).Error)
 		require.Equal(t, models.JobSucceeded, j.Status)

@@ -53,6 +53,11 @@ func (s *Store) CompleteJobs(ctx context.Context, p *chimedb.CompleteJobsParams)
 	}
 	outs := s.uniqueOutcomes(p.Outcomes)
 	chunks := outcomeChunks(outs)
+	if applied, ok := s.completeAlone(ctx, p, chunks); ok {
+		s.completions.alone.Add(1)
+		return applied, nil
+	}
+	s.completions.inTx.Add(1)
 	var applied []int64
 	err := s.InTx(ctx, func(tx *gorm.DB) error {
 		applied = applied[:0]
@@ -313,6 +318,16 @@ func (s *Store) writeContained(tx *gorm.DB, nodeID string, outs []chimedb.JobOut
 // comparisons per column. In the common batch (all succeeded, same result,
 // no error) only finished_at still needs a CASE.
 func (s *Store) writeOutcomes(tx *gorm.DB, nodeID string, outs []chimedb.JobOutcome) (int, error) {
+	q, args := s.outcomesSQL(nodeID, outs)
+	res := tx.Exec(q, args...)
+	if res.Error != nil {
+		return 0, fmt.Errorf("write job outcomes: %w", res.Error)
+	}
+	return int(res.RowsAffected), nil
+}
+
+// outcomesSQL is the guarded UPDATE of writeOutcomes.
+func (s *Store) outcomesSQL(nodeID string, outs []chimedb.JobOutcome) (string, []any) {
 	var b strings.Builder
 	args := make([]any, 0, 3*len(outs)+16)
 	ids := make([]int64, 0, len(outs))
@@ -376,11 +391,7 @@ func (s *Store) writeOutcomes(tx *gorm.DB, nodeID string, outs []chimedb.JobOutc
 	args = s.writeTypedOutcomes(&b, args, outs)
 	b.WriteString(", control = '' WHERE id IN ? AND node_id = ? AND status IN ?")
 	args = append(args, ids, nodeID, activeStatuses)
-	res := tx.Exec(b.String(), args...)
-	if res.Error != nil {
-		return 0, fmt.Errorf("write job outcomes: %w", res.Error)
-	}
-	return int(res.RowsAffected), nil
+	return b.String(), args
 }
 
 // uniform returns the value val gives every outcome of outs, when it gives
@@ -461,4 +472,46 @@ func (s *Store) writeTypedOutcomes(b *strings.Builder, args []any, outs []chimed
 		args = append(args, snoozed, snoozed)
 	}
 	return args
+}
+
+// CompletionPaths counts the completion batches of this store written as
+// one statement (completeAlone) and those written in a transaction.
+func (s *Store) CompletionPaths() (oneStatement, transaction int64) {
+	return s.completions.alone.Load(), s.completions.inTx.Load()
+}
+
+// completeAlone writes, on PostgreSQL, a batch that is its UPDATE and
+// nothing else (one chunk; no log line, notice or workflow run to write
+// with it) as that one statement, without BEGIN and COMMIT: its implicit
+// transaction is the whole of what CompleteJobs's would hold, and RETURNING
+// says which rows the guard let through, which are the outcomes written.
+// false when the batch needs the transaction, or the statement failed
+// (and wrote nothing): CompleteJobs then writes it as before.
+func (s *Store) completeAlone(ctx context.Context, p *chimedb.CompleteJobsParams, chunks [][]chimedb.JobOutcome) ([]int64, bool) {
+	if s.dialect != Postgres || len(chunks) != 1 || len(p.Logs) > 0 {
+		return nil, false
+	}
+	for _, o := range chunks[0] {
+		if o.Log != nil || (o.Notice != nil && o.Status != models.JobPending) || (o.RunID != 0 && o.Status.Finished()) {
+			return nil, false
+		}
+	}
+	q, args := s.outcomesSQL(p.NodeID, chunks[0])
+	var applied []int64
+	if err := s.db.WithContext(ctx).Raw(q+" RETURNING id", args...).Scan(&applied).Error; err != nil {
+		s.log.WithError(err).Debug("one-statement completion failed; completing in a transaction")
+		return nil, false
+	}
+	// In the batch's order, as the transaction returns them.
+	written := make(map[int64]bool, len(applied))
+	for _, id := range applied {
+		written[id] = true
+	}
+	applied = applied[:0]
+	for _, o := range chunks[0] {
+		if written[o.ID] {
+			applied = append(applied, o.ID)
+		}
+	}
+	return applied, true
 }

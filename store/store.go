@@ -79,6 +79,8 @@ type Store struct {
 	onTxRetry     func(reason string)
 	// graphs caches workflows' graphs for the decisions of their runs.
 	graphs graphCache
+	// completions counts completion batches by how they were written.
+	completions struct{ alone, inTx atomic.Int64 }
 }
 
 // Open connects to the database in cfg and checks that it answers.
