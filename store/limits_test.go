@@ -242,6 +242,17 @@ func TestQueueRateLimitCreditsLateness(t *testing.T) {
 		require.Len(t, ids, 1)
 		require.Greater(t, res.RetryIn, 600*time.Millisecond, "an idle queue earns no more than the credit")
 		require.LessOrEqual(t, res.RetryIn, 750*time.Millisecond)
+
+		// 200 a second: a spacing of 5 ms, shorter than a claim takes. The
+		// credit's 20 ms floor lets one claim start the four a claim's
+		// latency would otherwise lose (one per claim ran 18 % short), and
+		// no more: an idle queue still gets no burst.
+		sqlExec(t, st, `UPDATE queues SET rate_limit = 200, rate_period_ms = 1000 WHERE name = 'paced'`)
+		limitJobs(t, st, def.ID, 20)
+		setTat(10 * time.Minute)
+		_, ids = claimIDs(t, st, "a", 20)
+		require.GreaterOrEqual(t, len(ids), 4, "a fast rate's claim should make up 20 ms of lateness")
+		require.LessOrEqual(t, len(ids), 6, "no more than 20 ms of starts at once")
 	})
 }
 

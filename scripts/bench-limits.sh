@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# What limits cost the drain (issue 26): `chime bench drain` on a fresh
+# database per run, alternating three setups, ROUNDS times:
+#   none     - no limit anywhere (the default queue as migrated);
+#   unbound  - the default queue has max_running = 1,000,000: every
+#              claim locks the queue's row, counts its active jobs and
+#              admits, and the limit never binds;
+#   rate     - the default queue starts at most RATE jobs a second: the
+#              drain's jobs/s must come out at RATE (RATE_JOBS jobs).
+# Usage: scripts/bench-limits.sh sqlite|mysql|postgres
+# Knobs: ROUNDS=3 JOBS=20000 RATE=200 RATE_JOBS=2000 POOL=100
+# MySQL and PostgreSQL: the local servers as scripts/test.sh sets them up
+# (MySQL's user chime_test, PostgreSQL's postgres), a database
+# chime_t_limits_N created and dropped per run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+driver="${1:?usage: $0 sqlite|mysql|postgres}"
+rounds="${ROUNDS:-3}" jobs="${JOBS:-20000}" rate="${RATE:-200}" rate_jobs="${RATE_JOBS:-2000}"
+export CHIME_TASKENGINE_POOL_SIZE="${POOL:-100}" CHIME_LOG_LEVEL=warn
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/chime" ./cmd/chime
+
+mysql_cli() { mariadb -h 127.0.0.1 -u chime_test -pchime_test "$@"; }
+n=0
+fresh() { # prints the DSN of a new empty database number n
+  case "$driver" in
+  sqlite) echo "$work/bench$n.db" ;;
+  mysql)
+    mysql_cli -e "DROP DATABASE IF EXISTS chime_t_limits_$n; CREATE DATABASE chime_t_limits_$n"
+    echo "chime_test:chime_test@tcp(127.0.0.1:3306)/chime_t_limits_$n" ;;
+  postgres)
+    psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS chime_t_limits_$n" -c "CREATE DATABASE chime_t_limits_$n"
+    echo "postgres://postgres@127.0.0.1:5432/chime_t_limits_$n?sslmode=disable" ;;
+  esac
+}
+run_sql() { # DSN SQL
+  case "$driver" in
+  sqlite) sqlite3 "$1" "$2" 2>/dev/null || python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()' "$1" "$2" ;;
+  mysql) mysql_cli "chime_t_limits_$n" -e "$2" ;;
+  postgres) psql -h 127.0.0.1 -U postgres -d "chime_t_limits_$n" -qc "$2" ;;
+  esac
+}
+drop() {
+  case "$driver" in
+  mysql) mysql_cli -e "DROP DATABASE IF EXISTS chime_t_limits_$n" ;;
+  postgres) psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS chime_t_limits_$n" ;;
+  esac
+}
+one() { # SETUP
+  local dsn
+  n=$((n + 1))
+  dsn="$(fresh)"
+  export CHIME_DATABASE_DRIVER="$driver" CHIME_DATABASE_DSN="$dsn"
+  "$work/chime" migrate >/dev/null
+  local count="$jobs"
+  case "$1" in
+  unbound)
+    # The bench writes its definition itself; a trigger-free way to give
+    # it a limit is the default queue's and every definition's default.
+    run_sql "$dsn" "UPDATE queues SET max_running = 1000000 WHERE name = 'default'" ;;
+  rate)
+    run_sql "$dsn" "UPDATE queues SET rate_limit = $rate, rate_period_ms = 1000 WHERE name = 'default'"
+    count="$rate_jobs" ;;
+  esac
+  local load
+  load="$(cut -d' ' -f1 /proc/loadavg)"
+  echo "setup=$1 load=$load $("$work/chime" bench drain --jobs "$count" | grep '^bench=')"
+  drop
+}
+for _ in $(seq 1 "$rounds"); do
+  one none
+  one unbound
+done
+one rate
