@@ -141,7 +141,9 @@ func Declared() []string {
 
 // properties are the suites that check a property across methods rather
 // than one method.
-var properties = map[string]bool{"TimeForm": true, "ColumnCaps": true, "Placement": true, "Broadcast": true, "DefinitionRate": true}
+var properties = map[string]bool{"TimeForm": true, "ColumnCaps": true, "Placement": true, "Broadcast": true, "DefinitionRate": true,
+	"ScheduleStore.WriteFires (workflow runs)": true, "ScheduleStore.UnfinishedSchedules (workflow runs)": true,
+	"WorkflowStore run notices": true}
 
 // env is one case's database and the helpers that write its fixtures.
 type env struct {
