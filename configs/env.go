@@ -8,7 +8,8 @@ import (
 
 // otherEnv are the CHIME_* variables chime reads that are no configuration
 // key: the CLI's, and those of tests and benchmarks (and of the child
-// processes tests start). otherEnvPrefixes are families of test variables.
+// processes tests start). otherEnvPrefixes are families of test variables
+// (CHIME_HA_ and CHIME_GALERA_: the ports of scripts/ha/).
 // UnknownEnv reports every other CHIME_* variable; a test checks that the
 // code reads no name missing here.
 var (
@@ -17,7 +18,7 @@ var (
 		"CHIME_TASKENGINE_CRASH_CHILD", "CHIME_TASKENGINE_CRASH_DRIVER", "CHIME_TASKENGINE_CRASH_DSN",
 		"CHIME_SCHEDULEENGINE_CHILD_NODE", "CHIME_SCHEDULEENGINE_CHILD_DRIVER", "CHIME_SCHEDULEENGINE_CHILD_DSN",
 	}
-	otherEnvPrefixes = []string{"CHIME_TEST_", "CHIME_BENCH_", "CHIME_CLUSTERTEST_", "CHIME_CONSOLE_"}
+	otherEnvPrefixes = []string{"CHIME_TEST_", "CHIME_BENCH_", "CHIME_CLUSTERTEST_", "CHIME_CONSOLE_", "CHIME_HA_", "CHIME_GALERA_"}
 )
 
 // EnvWarning is a CHIME_* variable chime does not read, most likely a
