@@ -309,7 +309,8 @@ func seedSchedules(t *testing.T, st *store.Store, n int, sleep string) []int64 {
 	}
 	// The columns later releases added are left out: the rolling-upgrade
 	// test seeds a database of the last release's schema.
-	require.NoError(t, db.Omit("queue", "max_running").Create(&def).Error)
+	require.NoError(t, db.Omit("queue", "max_running", "required_tags", "broadcast", "rate_limit", "rate_period_ms", "rate_tat_us").
+		Create(&def).Error)
 	expr := "* * * * * *"
 	scheds := make([]models.Schedule, n)
 	for i := range scheds {
@@ -318,7 +319,7 @@ func seedSchedules(t *testing.T, st *store.Store, n int, sleep string) []int64 {
 			Timezone: "UTC", MisfirePolicy: models.MisfireFireOnce, Concurrency: models.ConcurrencyAllow, Status: models.ScheduleActive,
 		}
 	}
-	require.NoError(t, db.Omit("queue").Create(&scheds).Error)
+	require.NoError(t, db.Omit("queue", "required_tags", "workflow_id").Create(&scheds).Error)
 	ids := make([]int64, n)
 	for i, s := range scheds {
 		ids[i] = s.ID
