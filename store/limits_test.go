@@ -337,3 +337,28 @@ func TestLimitsHoldUnderConcurrentClaims(t *testing.T) {
 		require.Equal(t, int64(n), done.Load())
 	})
 }
+
+// A limited claim counts its queues' active jobs from the status prefix of
+// idx_jobs_claim_order, whatever the statistics say. On MariaDB, with
+// statistics taken while jobs was empty (as InnoDB's background
+// recalculation leaves them for a while after a burst), the count's join
+// was driven from job_definitions into idx_jobs_definition: every job of
+// the definition, pending ones included, read in every claim, and a queue
+// limit that never binds cut the drain of 20,000 jobs to a quarter.
+func TestActiveQueueCountUsesStatusIndex(t *testing.T) {
+	t.Parallel()
+	st := testdb.Open(t, store.MySQL)
+	sqlExec(t, st, `ALTER TABLE jobs STATS_AUTO_RECALC = 0`)
+	sqlExec(t, st, `ANALYZE TABLE jobs`)
+	def := testdb.Definition(t, st, nil)
+	now := store.DBTime(time.Now().Add(-time.Minute))
+	jobs := make([]models.Job, 5000)
+	for i := range jobs {
+		jobs[i] = models.Job{JobDefinitionID: def.ID, ScheduledAt: now, RunAt: now, Status: models.JobPending}
+	}
+	require.NoError(t, st.DB().CreateInBatches(&jobs, 1000).Error)
+	plan, err := st.ExplainCountActiveQueues(context.Background())
+	require.NoError(t, err)
+	require.Contains(t, plan, `"key": "idx_jobs_claim_order"`, "the count should read active jobs by status:\n%s", plan)
+	require.NotContains(t, plan, `"key": "idx_jobs_definition"`, plan)
+}
