@@ -237,6 +237,13 @@ type OutcomeNotice struct {
 type RecoverNodeParams struct {
 	NodeID string
 	Now    time.Time
+	// UnlessAlive makes the recovery a no-op when the node's row says
+	// alive, checked under a lock of that row in the recovery's own
+	// transaction: a reaper that found the node not alive may run just as
+	// it restarts under the same id, registers and claims, and must not
+	// take the new process's jobs for the old one's. A node recovering its
+	// own previous run leaves it false.
+	UnlessAlive bool
 }
 
 // RecoverNodeResult counts what RecoverNode did.

@@ -46,11 +46,14 @@ func (n *Node) reap(ctx context.Context) (*ReapReport, error) {
 		if err != nil {
 			return rep, err
 		}
-		res, err := n.st.RecoverNode(ctx, &chimedb.RecoverNodeParams{NodeID: id, Now: now})
+		res, err := n.st.RecoverNode(ctx, &chimedb.RecoverNodeParams{NodeID: id, Now: now, UnlessAlive: true})
 		if err != nil {
 			return rep, fmt.Errorf("recover jobs of node %s: %w", id, err)
 		}
 		rep.Recovered[id] = res
+		if len(res.Released)+len(res.Recovered)+len(res.Retried)+len(res.Failed)+len(res.Stopped) == 0 {
+			continue // alive again by the time of the recovery (UnlessAlive)
+		}
 		n.log.WithFields(logrus.Fields{
 			"dead_node": id, "released": len(res.Released), "recovered": len(res.Recovered), "retried": len(res.Retried),
 			"failed": len(res.Failed), "stopped": len(res.Stopped),

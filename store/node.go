@@ -30,6 +30,18 @@ func (s *Store) RecoverNode(ctx context.Context, p *chimedb.RecoverNodeParams) (
 	var bad badJobs
 	err := s.InTx(ctx, func(tx *gorm.DB) error {
 		*res, bad = chimedb.RecoverNodeResult{}, badJobs{}
+		if p.UnlessAlive {
+			// The lock orders this recovery with the node's registration,
+			// which writes the same row: either the node registers after
+			// the recovery commits, or the recovery sees it alive.
+			var status []string
+			if err := s.forUpdate(tx.Model(&models.Node{}).Where("id = ?", p.NodeID)).Pluck("status", &status).Error; err != nil {
+				return fmt.Errorf("read the status of node %s: %w", p.NodeID, err)
+			}
+			if len(status) == 1 && status[0] == chimedb.NodeAlive {
+				return nil
+			}
+		}
 		var jobs []models.Job
 		var err error
 		if bad.rows, err = s.lockMatching(tx, &jobs, "id, job_definition_id, status, control, attempt, max_attempts, recoveries, run_id", 0,

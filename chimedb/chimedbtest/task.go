@@ -826,6 +826,28 @@ var recoverNodeCases = []tcase{
 			requireNoRecovery(e.t, again)
 		}
 	}},
+	{"UnlessAlive leaves an alive node's jobs alone: a reaper racing the node's restart under the same id", func(e *env) {
+		// The rolling-upgrade test failed so: a reaper found n2 stopped with
+		// jobs, n2 restarted, registered and claimed, and the reaper then
+		// failed the new process's jobs as "n2 died during attempt 1".
+		d := e.definition()
+		require.NoError(e.t, e.Cluster.RegisterNode(e.ctx, &chimedb.RegisterNodeParams{ID: "back", Hostname: "h", PID: 2, Version: "v2"}))
+		j := e.running(d.ID, "back", 1)
+		res, err := e.Cluster.RecoverNode(e.ctx, &chimedb.RecoverNodeParams{NodeID: "back", Now: e.now(), UnlessAlive: true})
+		require.NoError(e.t, err)
+		requireNoRecovery(e.t, res)
+		require.Equal(e.t, models.JobRunning, e.get(j.ID).Status)
+		// Stopped, or gone from nodes: its jobs are recovered.
+		require.NoError(e.t, e.Cluster.SetNodeStatus(e.ctx, "back", chimedb.NodeStopped))
+		res, err = e.Cluster.RecoverNode(e.ctx, &chimedb.RecoverNodeParams{NodeID: "back", Now: e.now(), UnlessAlive: true})
+		require.NoError(e.t, err)
+		require.Len(e.t, append(append(res.Recovered, res.Retried...), res.Failed...), 1)
+		gone := e.running(d.ID, "never-registered", 1)
+		res, err = e.Cluster.RecoverNode(e.ctx, &chimedb.RecoverNodeParams{NodeID: "never-registered", Now: e.now(), UnlessAlive: true})
+		require.NoError(e.t, err)
+		require.Len(e.t, append(append(res.Recovered, res.Retried...), res.Failed...), 1)
+		require.NotEqual(e.t, models.JobRunning, e.get(gone.ID).Status)
+	}},
 }
 
 func requireNoRecovery(t *testing.T, r *chimedb.RecoverNodeResult) {
