@@ -9,7 +9,11 @@
 //     graceful stop;
 //   - reaps: any node silent for FailoverAfter by the database's clock is
 //     declared dead (one guarded UPDATE, so exactly once) and its queued,
-//     running and paused jobs are recovered with store.RecoverNode;
+//     running and paused jobs are recovered with store.RecoverNode, as are
+//     those of a node that stopped or vanished holding jobs; the recovery
+//     re-checks under a lock of the node's row that it is not alive
+//     (UnlessAlive), so a node restarting under the same id keeps the jobs
+//     its new process claimed;
 //   - elects: an Elector per lease (leases table, expires_at in database
 //     time). The scheduler Elector is the schedule engine's Leadership;
 //     a second lease, maintenance, picks the one node that
