@@ -52,7 +52,9 @@ func TestWriteFiresFencedByLease(t *testing.T) {
 		require.ErrorIs(t, err, chimedb.ErrLeaseLost, "no lease row yet")
 		require.Zero(t, countJobs(t, st, p.Triggers[0].ScheduleID))
 
-		try, err := st.TryAcquireLease(ctx, chimedb.SchedulerLease, "a", 500*time.Millisecond)
+		// A TTL no load outlasts: before, 500 ms had to cover two INSERTs
+		// and the batch on a loaded machine.
+		try, err := st.TryAcquireLease(ctx, chimedb.SchedulerLease, "a", time.Minute)
 		require.NoError(t, err)
 		require.True(t, try.Held)
 		p = fenceBatch(t, st, "held", at)
@@ -61,8 +63,23 @@ func TestWriteFiresFencedByLease(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, res.Inserted)
 
-		time.Sleep(700 * time.Millisecond) // the lease expires on the database's clock
+		// Renewed with a TTL that ends at once, and left to expire: the
+		// wait is for the database's clock to pass expires_at, however
+		// long that takes, not for a fixed time.
+		try, err = st.TryAcquireLease(ctx, chimedb.SchedulerLease, "a", time.Millisecond)
+		require.NoError(t, err)
+		require.True(t, try.Held)
 		p = fenceBatch(t, st, "expired", at)
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			now, err := st.DBNow(ctx)
+			require.NoError(t, err)
+			if now.After(try.ExpiresAt) {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "the database's clock never passed %v", try.ExpiresAt)
+			time.Sleep(5 * time.Millisecond) // the poll step of a wait with a deadline
+		}
 		p.Fence = fence
 		_, err = st.WriteFires(ctx, p)
 		require.ErrorIs(t, err, chimedb.ErrLeaseLost, "expired by the database's clock, though no one took it")
