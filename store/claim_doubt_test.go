@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testsupport/faultproxy"
@@ -54,6 +55,17 @@ func TestClaimCommitAnswerLost(t *testing.T) {
 			for _, id := range ids {
 				require.Equal(t, models.JobPending, testdb.GetJob(t, st, id).Status, "job %d", id)
 			}
+			// The server rolls the cut claim back only once it reads the
+			// end of the stream, which under load comes after ClaimJobs
+			// has returned: until then that transaction locks the rows
+			// it picked, and the next claim rightly skips them (SKIP
+			// LOCKED), claims nothing, and returns its own lost COMMIT as
+			// the error it is. A locking read of the rows waits for the
+			// rollback.
+			require.NoError(t, st.InTx(ctx, func(tx *gorm.DB) error {
+				var locked []int64
+				return tx.Raw("SELECT id FROM jobs WHERE id IN ? FOR UPDATE", ids).Scan(&locked).Error
+			}))
 
 			// Lost after the COMMIT reached the server: the claim stands,
 			// and ClaimJobs says so.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,8 +53,11 @@ func (s *Store) CompleteJobs(ctx context.Context, p *chimedb.CompleteJobsParams)
 		return nil, nil
 	}
 	outs := s.uniqueOutcomes(p.Outcomes)
-	chunks := outcomeChunks(outs)
-	if applied, ok := s.completeAlone(ctx, p, chunks); ok {
+	// The chunks go in id order, as each UPDATE takes its rows on MySQL
+	// (by primary key): a batch of several chunks then locks its rows in
+	// the order the node's heartbeat does (see HeartbeatJobs).
+	chunks := outcomeChunks(slices.SortedFunc(slices.Values(outs), func(a, b chimedb.JobOutcome) int { return cmp.Compare(a.ID, b.ID) }))
+	if applied, ok := s.completeAlone(ctx, p, outs, chunks); ok {
 		s.completions.alone.Add(1)
 		return applied, nil
 	}
@@ -126,7 +130,22 @@ func (s *Store) CompleteJobs(ctx context.Context, p *chimedb.CompleteJobsParams)
 	}
 	s.reportRefusedLogs(refusedLogs)
 	s.reportRefusedOutcomes(refused)
-	return applied, nil
+	return inBatchOrder(outs, applied), nil
+}
+
+// inBatchOrder returns the ids of applied in the order of outs.
+func inBatchOrder(outs []chimedb.JobOutcome, applied []int64) []int64 {
+	written := make(map[int64]bool, len(applied))
+	for _, id := range applied {
+		written[id] = true
+	}
+	applied = applied[:0]
+	for _, o := range outs {
+		if written[o.ID] {
+			applied = append(applied, o.ID)
+		}
+	}
+	return applied
 }
 
 // uniqueOutcomes keeps one outcome per row, cut to what the columns hold:
@@ -487,7 +506,7 @@ func (s *Store) CompletionPaths() (oneStatement, transaction int64) {
 // says which rows the guard let through, which are the outcomes written.
 // false when the batch needs the transaction, or the statement failed
 // (and wrote nothing): CompleteJobs then writes it as before.
-func (s *Store) completeAlone(ctx context.Context, p *chimedb.CompleteJobsParams, chunks [][]chimedb.JobOutcome) ([]int64, bool) {
+func (s *Store) completeAlone(ctx context.Context, p *chimedb.CompleteJobsParams, outs []chimedb.JobOutcome, chunks [][]chimedb.JobOutcome) ([]int64, bool) {
 	if s.dialect != Postgres || len(chunks) != 1 || len(p.Logs) > 0 {
 		return nil, false
 	}
@@ -503,15 +522,5 @@ func (s *Store) completeAlone(ctx context.Context, p *chimedb.CompleteJobsParams
 		return nil, false
 	}
 	// In the batch's order, as the transaction returns them.
-	written := make(map[int64]bool, len(applied))
-	for _, id := range applied {
-		written[id] = true
-	}
-	applied = applied[:0]
-	for _, o := range chunks[0] {
-		if written[o.ID] {
-			applied = append(applied, o.ID)
-		}
-	}
-	return applied, true
+	return inBatchOrder(outs, applied), true
 }

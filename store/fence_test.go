@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -52,7 +53,9 @@ func TestWriteFiresFencedByLease(t *testing.T) {
 		require.ErrorIs(t, err, chimedb.ErrLeaseLost, "no lease row yet")
 		require.Zero(t, countJobs(t, st, p.Triggers[0].ScheduleID))
 
-		try, err := st.TryAcquireLease(ctx, chimedb.SchedulerLease, "a", 500*time.Millisecond)
+		// A TTL no load outlasts: before, 500 ms had to cover two INSERTs
+		// and the batch on a loaded machine.
+		try, err := st.TryAcquireLease(ctx, chimedb.SchedulerLease, "a", time.Minute)
 		require.NoError(t, err)
 		require.True(t, try.Held)
 		p = fenceBatch(t, st, "held", at)
@@ -61,8 +64,23 @@ func TestWriteFiresFencedByLease(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, res.Inserted)
 
-		time.Sleep(700 * time.Millisecond) // the lease expires on the database's clock
+		// Renewed with a TTL that ends at once, and left to expire: the
+		// wait is for the database's clock to pass expires_at, however
+		// long that takes, not for a fixed time.
+		try, err = st.TryAcquireLease(ctx, chimedb.SchedulerLease, "a", time.Millisecond)
+		require.NoError(t, err)
+		require.True(t, try.Held)
 		p = fenceBatch(t, st, "expired", at)
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			now, err := st.DBNow(ctx)
+			require.NoError(t, err)
+			if now.After(try.ExpiresAt) {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "the database's clock never passed %v", try.ExpiresAt)
+			time.Sleep(5 * time.Millisecond) // the poll step of a wait with a deadline
+		}
 		p.Fence = fence
 		_, err = st.WriteFires(ctx, p)
 		require.ErrorIs(t, err, chimedb.ErrLeaseLost, "expired by the database's clock, though no one took it")
@@ -104,6 +122,61 @@ func takeWhile(ctx context.Context, st *store.Store, done <-chan struct{}) <-cha
 	return got
 }
 
+// heldOpen has holder a take the lease with ttl and starts a fenced batch
+// of a new schedule that stops before its COMMIT until release is closed;
+// it returns once the batch has passed its fence, with the lease as a
+// last renewed it. The fence must come within ttl of the take, which a
+// loaded machine does not promise: a batch that finds the lease expired
+// already is tried again with twice the TTL, until one passes.
+func heldOpen(t *testing.T, st *store.Store, name string, ttl time.Duration, fence *chimedb.LeaseFence) (
+	p *chimedb.WriteFiresParams, try *chimedb.LeaseTry, release chan struct{}, errc chan error) {
+	t.Helper()
+	ctx := context.Background()
+	at := time.Now().UTC().Truncate(time.Second)
+	for i := 0; ; i++ {
+		p = fenceBatch(t, st, fmt.Sprintf("%s-%d", name, i), at)
+		p.Fence = fence
+		inTx := make(chan struct{})
+		release, errc = make(chan struct{}), make(chan error, 1)
+		p.BeforeCommit = func(context.Context) error {
+			close(inTx)
+			<-release // the COMMIT is held up
+			return nil
+		}
+		var err error
+		try, err = st.TryAcquireLease(ctx, chimedb.SchedulerLease, fence.Holder, ttl)
+		require.NoError(t, err)
+		require.True(t, try.Held)
+		go func() {
+			_, err := st.WriteFires(ctx, p)
+			errc <- err
+		}()
+		select {
+		case <-inTx:
+			return p, try, release, errc
+		case err := <-errc:
+			require.ErrorIs(t, err, chimedb.ErrLeaseLost, "the batch failed before its COMMIT")
+			t.Logf("the batch reached its fence after the lease's %s had passed; again with twice the TTL", ttl)
+			ttl *= 2
+		}
+	}
+}
+
+// waitExpired waits until the database's clock has passed expiresAt.
+func waitExpired(t *testing.T, st *store.Store, expiresAt time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		now, err := st.DBNow(context.Background())
+		require.NoError(t, err)
+		if now.After(expiresAt) {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "the database's clock never passed %v", expiresAt)
+		time.Sleep(5 * time.Millisecond) // the poll step of a wait with a deadline
+	}
+}
+
 // The partition the issue saw: a lease holder's fire transaction whose
 // COMMIT reaches the server only after the lease expired and another node
 // took it. The fence's shared lock holds the takeover back while the
@@ -114,24 +187,9 @@ func TestFencedCommitAfterTakeoverIsRefused(t *testing.T) {
 	t.Parallel()
 	testdb.ForEachServer(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		try, err := st.TryAcquireLease(ctx, chimedb.SchedulerLease, "a", time.Second)
-		require.NoError(t, err)
-		require.True(t, try.Held)
-		at := time.Now().UTC().Truncate(time.Second)
-		p := fenceBatch(t, st, "late", at)
-		p.Fence = &chimedb.LeaseFence{Name: chimedb.SchedulerLease, Holder: "a", IdleTimeout: time.Second}
-		inTx, release := make(chan struct{}), make(chan struct{})
-		p.BeforeCommit = func(context.Context) error {
-			close(inTx)
-			<-release // the COMMIT is held up in the network
-			return nil
-		}
-		errc := make(chan error, 1)
-		go func() {
-			_, err := st.WriteFires(ctx, p)
-			errc <- err
-		}()
-		<-inTx
+		// The COMMIT is held up in the network.
+		p, _, release, errc := heldOpen(t, st, "late", time.Second,
+			&chimedb.LeaseFence{Name: chimedb.SchedulerLease, Holder: "a", IdleTimeout: time.Second})
 		stop := make(chan struct{})
 		defer close(stop)
 		select {
@@ -140,7 +198,7 @@ func TestFencedCommitAfterTakeoverIsRefused(t *testing.T) {
 			t.Fatal("b never took the expired lease: the server kept the cut-off transaction")
 		}
 		close(release)
-		err = <-errc
+		err := <-errc
 		require.Error(t, err, "a COMMIT that arrived after b took the lease went through")
 		require.Zero(t, countJobs(t, st, p.Triggers[0].ScheduleID), "the late batch wrote its fire")
 		l, err := st.GetLease(ctx, chimedb.SchedulerLease)
@@ -156,30 +214,17 @@ func TestFencedTransactionHoldsTakeoverBack(t *testing.T) {
 	t.Parallel()
 	testdb.ForEachServer(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		try, err := st.TryAcquireLease(ctx, chimedb.SchedulerLease, "a", 300*time.Millisecond)
-		require.NoError(t, err)
-		require.True(t, try.Held)
-		at := time.Now().UTC().Truncate(time.Second)
-		p := fenceBatch(t, st, "slow", at)
-		p.Fence = &chimedb.LeaseFence{Name: chimedb.SchedulerLease, Holder: "a"}
-		inTx, release := make(chan struct{}), make(chan struct{})
-		p.BeforeCommit = func(context.Context) error {
-			close(inTx)
-			<-release
-			return nil
-		}
-		errc := make(chan error, 1)
-		go func() {
-			_, err := st.WriteFires(ctx, p)
-			errc <- err
-		}()
-		<-inTx
+		p, try, release, errc := heldOpen(t, st, "slow", 300*time.Millisecond,
+			&chimedb.LeaseFence{Name: chimedb.SchedulerLease, Holder: "a"})
+		// Past the expiry by the database's clock, b's takeovers wait for
+		// a's transaction: none may get the lease, however long it tries.
+		waitExpired(t, st, try.ExpiresAt)
 		stop := make(chan struct{})
 		got := takeWhile(ctx, st, stop)
 		select {
 		case <-got:
 			t.Fatal("b took the lease while a's fenced transaction was open")
-		case <-time.After(2 * time.Second): // well past the expiry
+		case <-time.After(2 * time.Second): // a few takeovers' time: the assertion cannot fail for the machine's slowness
 		}
 		committed := time.Now()
 		close(release)
@@ -193,9 +238,9 @@ func TestFencedTransactionHoldsTakeoverBack(t *testing.T) {
 		}
 		close(stop)
 		// A batch of a now refused.
-		p2 := fenceBatch(t, st, "after", at)
+		p2 := fenceBatch(t, st, "after", time.Now().UTC().Truncate(time.Second))
 		p2.Fence = p.Fence
-		_, err = st.WriteFires(ctx, p2)
+		_, err := st.WriteFires(ctx, p2)
 		require.True(t, errors.Is(err, chimedb.ErrLeaseLost), "%v", err)
 	})
 }

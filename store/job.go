@@ -269,11 +269,73 @@ func (s *Store) SetControlOutcome(ctx context.Context, p *chimedb.ControlOutcome
 }
 
 // HeartbeatJobs sets heartbeat_at on every job running or paused on nodeID.
+//
+// The node's completions and starts write the same rows at the same time,
+// by primary key, and the heartbeat must not take their locks in another
+// order: a single UPDATE on node_id and status walks an index of those
+// columns (MySQL: idx_jobs_node; PostgreSQL: idx_jobs_claim_order, or the
+// heap), and such a walk and a write by primary key deadlock. On MySQL
+// the walk locks each index entry before its row, while a completion
+// locks the row and then needs the entry to change the status: one row
+// is enough (seen under TestRateLimitHeld). So on MySQL the heartbeat
+// reads the ids without locking and writes them by primary key, in id
+// order like the completions (see CompleteJobs). PostgreSQL locks rows
+// only, but a completion's UPDATE by id takes them in whatever order its
+// plan reads them (an index scan: by id; a bitmap or sequential scan: by
+// where the rows lie), so no order of the heartbeat's is sure to match:
+// there the heartbeat skips the rows another transaction holds instead
+// of waiting for them, and a heartbeat that never waits is in no
+// deadlock. A skipped row is held by a writer right then (a completion, a
+// control outcome, a recovery, an admin): most write the row, which sets
+// its updated_at, and the stall check takes that for a beat too (see
+// RecoverStalledJobs); the next beat bumps it anyway.
 func (s *Store) HeartbeatJobs(ctx context.Context, nodeID string, now time.Time) (int64, error) {
-	res := s.db.WithContext(ctx).Exec(`UPDATE jobs SET heartbeat_at = ? WHERE node_id = ? AND status IN ?`,
-		DBTime(now), nodeID, []models.JobStatus{models.JobRunning, models.JobPaused})
-	if res.Error != nil {
-		return 0, fmt.Errorf("heartbeat jobs of node %s: %w", nodeID, res.Error)
+	db := s.db.WithContext(ctx)
+	var n int64
+	var err error
+	switch s.dialect {
+	case MySQL:
+		n, err = s.heartbeatByID(db, nodeID, now)
+	case Postgres:
+		// NO KEY UPDATE: the lock the UPDATE takes anyway.
+		res := db.Exec(`UPDATE jobs SET heartbeat_at = ? WHERE id IN
+			(SELECT id FROM jobs WHERE node_id = ? AND status IN ? FOR NO KEY UPDATE SKIP LOCKED)`, DBTime(now), nodeID, stalledStatuses)
+		n, err = res.RowsAffected, res.Error
+	default:
+		// One writer at a time: no lock order to keep.
+		res := db.Exec(`UPDATE jobs SET heartbeat_at = ? WHERE node_id = ? AND status IN ?`, DBTime(now), nodeID, stalledStatuses)
+		n, err = res.RowsAffected, res.Error
 	}
-	return res.RowsAffected, nil
+	if err != nil {
+		return 0, fmt.Errorf("heartbeat jobs of node %s: %w", nodeID, err)
+	}
+	return n, nil
+}
+
+// heartbeatChunk bounds the ids of one UPDATE of heartbeatByID.
+const heartbeatChunk = 1000
+
+// heartbeatByID is MySQL's heartbeat: the node's active ids, read without
+// a lock, then written by primary key in id order, each statement in
+// autocommit and guarded again (a row that ended meanwhile is left
+// alone). A job that starts after the read is beaten by the next one; its
+// start wrote heartbeat_at already.
+func (s *Store) heartbeatByID(db *gorm.DB, nodeID string, now time.Time) (int64, error) {
+	var ids []int64
+	if err := db.Raw(`SELECT id FROM jobs WHERE node_id = ? AND status IN ? ORDER BY id`, nodeID, stalledStatuses).
+		Scan(&ids).Error; err != nil {
+		return 0, err
+	}
+	var n int64
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), heartbeatChunk)]
+		ids = ids[len(chunk):]
+		res := db.Exec(`UPDATE `+s.jobsByID()+` SET heartbeat_at = ? WHERE id IN ? AND node_id = ? AND status IN ?`,
+			DBTime(now), chunk, nodeID, stalledStatuses)
+		if res.Error != nil {
+			return n, res.Error
+		}
+		n += res.RowsAffected
+	}
+	return n, nil
 }
