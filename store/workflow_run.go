@@ -286,13 +286,13 @@ func (s *Store) decideRun(tx *gorm.DB, run *models.WorkflowRun, stamp string, do
 	}
 	if bad != "" {
 		s.log.WithField("run_id", run.ID).Warn("workflow run failed: " + bad)
-		return s.endRun(tx, run.ID, set, models.RunFailed, bad, now)
+		return s.endRun(tx, run.ID, set, models.RunFailed, bad, now, &cg.wf)
 	}
 	if ready, up, ok := g.localReady(done); ok && len(set) == 0 {
 		return s.writeSteps(tx, g, ready, up, now)
 	}
 	if g.lastStep(done) && len(set) == 0 {
-		if ended, err := s.endIfAllSucceeded(tx, run, now); err != nil || ended {
+		if ended, err := s.endIfAllSucceeded(tx, run, &cg.wf, now); err != nil || ended {
 			return err
 		}
 	}
@@ -322,9 +322,9 @@ func (s *Store) decideRun(tx *gorm.DB, run *models.WorkflowRun, stamp string, do
 		return s.setRun(tx, run.ID, set)
 	}
 	if len(d.unhandled) > 0 {
-		return s.endRun(tx, run.ID, set, models.RunFailed, "step "+strings.Join(sortedCopy(d.unhandled), ", ")+" failed", now)
+		return s.endRun(tx, run.ID, set, models.RunFailed, "step "+strings.Join(sortedCopy(d.unhandled), ", ")+" failed", now, &cg.wf)
 	}
-	return s.endRun(tx, run.ID, set, models.RunSucceeded, "", now)
+	return s.endRun(tx, run.ID, set, models.RunSucceeded, "", now, &cg.wf)
 }
 
 func sortedCopy(in []string) []string {
@@ -368,9 +368,10 @@ func (g *runGraph) lastStep(done []chimedb.JobOutcome) bool {
 // endIfAllSucceeded ends run, locked by tx, as succeeded when every step
 // of its workflow (as the database has it) has a succeeded job and no job
 // of its generation is anything else: what deciding it would say, in one
-// statement instead of a read and an update. ended is false when it is
-// not so; the run is then decided from its steps as always.
-func (s *Store) endIfAllSucceeded(tx *gorm.DB, run *models.WorkflowRun, now time.Time) (ended bool, err error) {
+// statement instead of a read and an update, and records the notice wf,
+// its workflow, asks for. ended is false when it is not so; the run is
+// then decided from its steps as always.
+func (s *Store) endIfAllSucceeded(tx *gorm.DB, run *models.WorkflowRun, wf *models.Workflow, now time.Time) (ended bool, err error) {
 	res := tx.Exec(`UPDATE workflow_runs SET status = ?, finished_at = ?, reason = '' WHERE id = ? AND status = ?
 		AND NOT EXISTS (SELECT 1 FROM workflow_steps s WHERE s.workflow_id = ? AND NOT EXISTS (
 			SELECT 1 FROM workflow_run_steps rs JOIN jobs j ON j.id = rs.job_id
@@ -386,6 +387,11 @@ func (s *Store) endIfAllSucceeded(tx *gorm.DB, run *models.WorkflowRun, now time
 		return false, nil
 	}
 	run.Status, run.FinishedAt, run.Reason = models.RunSucceeded, &now, ""
+	if runNotifyWants(wf, models.RunSucceeded) {
+		if err := s.enqueueRunNotice(tx, run.ID); err != nil {
+			return false, err
+		}
+	}
 	return true, nil
 }
 
@@ -438,10 +444,18 @@ func (s *Store) setRun(tx *gorm.DB, id int64, set map[string]any) error {
 	return nil
 }
 
-func (s *Store) endRun(tx *gorm.DB, id int64, set map[string]any, status models.RunStatus, reason string, now time.Time) error {
+// endRun ends run id as status and records the notice its workflow asks
+// for. wf, when not nil, is that workflow's row as the decision read it
+// (with the run's lock, by its updated_at): one that wants no notice of
+// status spares the INSERT…SELECT that would write none. nil: the
+// INSERT…SELECT reads the workflow.
+func (s *Store) endRun(tx *gorm.DB, id int64, set map[string]any, status models.RunStatus, reason string, now time.Time, wf *models.Workflow) error {
 	set["status"], set["finished_at"], set["reason"] = status, now, truncateUTF8(reason, 2048)
 	if err := s.setRun(tx, id, set); err != nil {
 		return err
+	}
+	if wf != nil && !runNotifyWants(wf, status) {
+		return nil
 	}
 	return s.enqueueRunNotice(tx, id)
 }
