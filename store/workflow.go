@@ -365,7 +365,7 @@ func (s *Store) CancelRun(ctx context.Context, id int64, reason string) (*models
 		if run.Status.Finished() {
 			return fmt.Errorf("run %d is already %s: %w", id, run.Status, chimedb.ErrRunState)
 		}
-		if err := s.endRun(tx, id, map[string]any{}, models.RunCanceled, reason, now); err != nil {
+		if err := s.endRun(tx, id, map[string]any{}, models.RunCanceled, reason, now, nil); err != nil {
 			return err
 		}
 		var pending []int64
@@ -482,7 +482,7 @@ func (s *Store) AdvanceRuns(ctx context.Context, limit int) (int, error) {
 		}
 		s.log.WithError(err).WithField("run_id", id).Error("could not decide this workflow run; failing it")
 		ferr := s.InTx(ctx, func(tx *gorm.DB) error {
-			return s.endRun(tx, id, map[string]any{}, models.RunFailed, "chime could not write its next steps: "+err.Error(), DBTime(time.Now()))
+			return s.endRun(tx, id, map[string]any{}, models.RunFailed, "chime could not write its next steps: "+err.Error(), DBTime(time.Now()), nil)
 		})
 		if ferr != nil {
 			return n, errors.Join(err, ferr)

@@ -13,17 +13,17 @@ import (
 )
 
 // refuseLedgerJobSQL makes the database refuse to record a step's job in
-// its ledger row (the UPDATE that follows the job's INSERT in
-// writeSteps), per dialect: the statement that fails after a step's job
-// was written.
+// its ledger (the row the trigger chime_jobs_run_ledger writes with the
+// job's INSERT), per dialect: the statement that writes a step's job
+// fails.
 var refuseLedgerJobSQL = map[store.Dialect][]string{
-	store.SQLite: {`CREATE TRIGGER test_refuse_ledger BEFORE UPDATE OF job_id ON workflow_run_steps WHEN NEW.job_id IS NOT NULL
+	store.SQLite: {`CREATE TRIGGER test_refuse_ledger BEFORE INSERT ON workflow_run_steps WHEN NEW.job_id IS NOT NULL
 		BEGIN SELECT RAISE(ABORT, 'test: ledger refused'); END`},
-	store.MySQL: {`CREATE TRIGGER test_refuse_ledger BEFORE UPDATE ON workflow_run_steps FOR EACH ROW
+	store.MySQL: {`CREATE TRIGGER test_refuse_ledger BEFORE INSERT ON workflow_run_steps FOR EACH ROW
 		BEGIN IF NEW.job_id IS NOT NULL THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'test: ledger refused'; END IF; END`},
 	store.Postgres: {`CREATE FUNCTION test_refuse_ledger() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN IF NEW.job_id IS NOT NULL THEN RAISE EXCEPTION 'test: ledger refused'; END IF; RETURN NEW; END $$`,
-		`CREATE TRIGGER test_refuse_ledger BEFORE UPDATE ON workflow_run_steps FOR EACH ROW EXECUTE FUNCTION test_refuse_ledger()`},
+		`CREATE TRIGGER test_refuse_ledger BEFORE INSERT ON workflow_run_steps FOR EACH ROW EXECUTE FUNCTION test_refuse_ledger()`},
 }
 
 var dropRefuseLedgerSQL = map[store.Dialect][]string{
@@ -32,13 +32,14 @@ var dropRefuseLedgerSQL = map[store.Dialect][]string{
 	store.Postgres: {`DROP TRIGGER test_refuse_ledger ON workflow_run_steps`, `DROP FUNCTION test_refuse_ledger()`},
 }
 
-// When the decision in a completion's transaction fails after a step's
-// job was written (here: its ledger row refuses the job's id), the
-// completion's slow path writes the outcome without the decision. On
-// every dialect the decision's writes must go with it: a job left behind
-// without its ledger entry is a step written, and the reconciler, finding
-// the step unwritten, writes it again. MySQL and SQLite roll back only
-// the failed statement, so this needs a SAVEPOINT there too.
+// When the decision in a completion's transaction fails as it writes a
+// step's job (here: its ledger row is refused), the completion's slow
+// path writes the outcome without the decision. On every dialect the
+// decision's writes must go with it: a job left behind without its
+// ledger entry is a step written, and the reconciler, finding the step
+// unwritten, writes it again. The job and its ledger row are one INSERT
+// (the trigger), which stands or falls whole; a decision of several
+// statements (a fan-out of more than one INSERT) has the SAVEPOINT.
 func TestFailedDecisionLeavesNoStepHalfWritten(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {

@@ -48,6 +48,24 @@ func checkRunNotify(spec *chimedb.WorkflowSpec) (models.NotifyOn, string, error)
 const runNotifyWantsSQL = `(w.notify_on = 'always' OR (w.notify_on = 'success' AND r.status = 'succeeded')
 	OR (w.notify_on = 'failure' AND r.status IN ('failed', 'canceled')))`
 
+// runNotifyWants is runNotifyWantsSQL, with the emails' test of
+// enqueueRunNotice, for a workflow row already read: whether a run of wf
+// that ends as status records a notice.
+func runNotifyWants(wf *models.Workflow, status models.RunStatus) bool {
+	if wf.NotifyEmails == "" {
+		return false
+	}
+	switch wf.NotifyOn {
+	case models.NotifyAlways:
+		return true
+	case models.NotifySuccess:
+		return status == models.RunSucceeded
+	case models.NotifyFailure:
+		return status == models.RunFailed || status == models.RunCanceled
+	}
+	return false
+}
+
 // enqueueRunNotice records, inside the transaction that ended run id, the
 // notice its workflow asks for: one statement, which writes nothing when
 // the workflow wants none. The notice's job_id is the run's id negated,

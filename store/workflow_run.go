@@ -3,7 +3,6 @@ package store
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -286,13 +285,13 @@ func (s *Store) decideRun(tx *gorm.DB, run *models.WorkflowRun, stamp string, do
 	}
 	if bad != "" {
 		s.log.WithField("run_id", run.ID).Warn("workflow run failed: " + bad)
-		return s.endRun(tx, run.ID, set, models.RunFailed, bad, now)
+		return s.endRun(tx, run.ID, set, models.RunFailed, bad, now, &cg.wf)
 	}
 	if ready, up, ok := g.localReady(done); ok && len(set) == 0 {
 		return s.writeSteps(tx, g, ready, up, now)
 	}
 	if g.lastStep(done) && len(set) == 0 {
-		if ended, err := s.endIfAllSucceeded(tx, run, now); err != nil || ended {
+		if ended, err := s.endIfAllSucceeded(tx, run, &cg.wf, now); err != nil || ended {
 			return err
 		}
 	}
@@ -322,9 +321,9 @@ func (s *Store) decideRun(tx *gorm.DB, run *models.WorkflowRun, stamp string, do
 		return s.setRun(tx, run.ID, set)
 	}
 	if len(d.unhandled) > 0 {
-		return s.endRun(tx, run.ID, set, models.RunFailed, "step "+strings.Join(sortedCopy(d.unhandled), ", ")+" failed", now)
+		return s.endRun(tx, run.ID, set, models.RunFailed, "step "+strings.Join(sortedCopy(d.unhandled), ", ")+" failed", now, &cg.wf)
 	}
-	return s.endRun(tx, run.ID, set, models.RunSucceeded, "", now)
+	return s.endRun(tx, run.ID, set, models.RunSucceeded, "", now, &cg.wf)
 }
 
 func sortedCopy(in []string) []string {
@@ -368,9 +367,10 @@ func (g *runGraph) lastStep(done []chimedb.JobOutcome) bool {
 // endIfAllSucceeded ends run, locked by tx, as succeeded when every step
 // of its workflow (as the database has it) has a succeeded job and no job
 // of its generation is anything else: what deciding it would say, in one
-// statement instead of a read and an update. ended is false when it is
-// not so; the run is then decided from its steps as always.
-func (s *Store) endIfAllSucceeded(tx *gorm.DB, run *models.WorkflowRun, now time.Time) (ended bool, err error) {
+// statement instead of a read and an update, and records the notice wf,
+// its workflow, asks for. ended is false when it is not so; the run is
+// then decided from its steps as always.
+func (s *Store) endIfAllSucceeded(tx *gorm.DB, run *models.WorkflowRun, wf *models.Workflow, now time.Time) (ended bool, err error) {
 	res := tx.Exec(`UPDATE workflow_runs SET status = ?, finished_at = ?, reason = '' WHERE id = ? AND status = ?
 		AND NOT EXISTS (SELECT 1 FROM workflow_steps s WHERE s.workflow_id = ? AND NOT EXISTS (
 			SELECT 1 FROM workflow_run_steps rs JOIN jobs j ON j.id = rs.job_id
@@ -386,6 +386,11 @@ func (s *Store) endIfAllSucceeded(tx *gorm.DB, run *models.WorkflowRun, now time
 		return false, nil
 	}
 	run.Status, run.FinishedAt, run.Reason = models.RunSucceeded, &now, ""
+	if runNotifyWants(wf, models.RunSucceeded) {
+		if err := s.enqueueRunNotice(tx, run.ID); err != nil {
+			return false, err
+		}
+	}
 	return true, nil
 }
 
@@ -438,10 +443,18 @@ func (s *Store) setRun(tx *gorm.DB, id int64, set map[string]any) error {
 	return nil
 }
 
-func (s *Store) endRun(tx *gorm.DB, id int64, set map[string]any, status models.RunStatus, reason string, now time.Time) error {
+// endRun ends run id as status and records the notice its workflow asks
+// for. wf, when not nil, is that workflow's row as the decision read it
+// (with the run's lock, by its updated_at): one that wants no notice of
+// status spares the INSERT…SELECT that would write none. nil: the
+// INSERT…SELECT reads the workflow.
+func (s *Store) endRun(tx *gorm.DB, id int64, set map[string]any, status models.RunStatus, reason string, now time.Time, wf *models.Workflow) error {
 	set["status"], set["finished_at"], set["reason"] = status, now, truncateUTF8(reason, 2048)
 	if err := s.setRun(tx, id, set); err != nil {
 		return err
+	}
+	if wf != nil && !runNotifyWants(wf, status) {
+		return nil
 	}
 	return s.enqueueRunNotice(tx, id)
 }
@@ -458,11 +471,15 @@ func truncateUTF8(s string, n int) string {
 }
 
 // writeSteps writes the jobs of the ready steps, up holding the results
-// of the steps they wait on: the jobs in one INSERT, then their ledger
-// rows in one more. The ledger's key (run, step, generation) is the
-// guard: the run's lock already keeps two transactions from writing one
-// step, and should a row be there anyway (written by SQL), the job
-// written here is taken back (see undoTakenSteps).
+// of the steps they wait on, in one INSERT per 200: each job's ledger row
+// is written by the INSERT itself, through the trigger
+// chime_jobs_run_ledger (migration 00030), in the run's generation. The
+// ledger is the guard: the run's lock already keeps two transactions
+// from writing one step, and should a row name another job anyway (one
+// written by SQL, read by no decision that skipped reading the ledger),
+// the trigger refuses the INSERT, whole. Nothing of it stays; the
+// decision fails, and the completion decides the run again from its
+// ledger (CompleteJobs' second path), as the reconciler does.
 func (s *Store) writeSteps(tx *gorm.DB, g *runGraph, ready []int64, up map[int64]models.StepResult, now time.Time) error {
 	defaults, err := s.stepDefaults(tx, g, ready)
 	if err != nil {
@@ -496,86 +513,8 @@ func (s *Store) writeSteps(tx *gorm.DB, g *runGraph, ready []int64, up map[int64
 		}
 		jobs = append(jobs, j)
 	}
-	if s.dialect == Postgres {
-		return s.insertStepJobsPG(tx, g, jobs, now)
-	}
 	if err := tx.CreateInBatches(&jobs, 200).Error; err != nil {
 		return fmt.Errorf("write the jobs of run %d's steps: %w", g.run.ID, err)
-	}
-	var written int64
-	for c := range slices.Chunk(jobs, 500) {
-		var sb strings.Builder
-		args := make([]any, 0, 5*len(c))
-		for i := range c {
-			if i > 0 {
-				sb.WriteString(", ")
-			}
-			sb.WriteString("(?, ?, ?, ?, ?)")
-			args = append(args, g.run.ID, *c[i].StepID, g.run.Generation, c[i].ID, now)
-		}
-		res := tx.Exec(`INSERT INTO workflow_run_steps (run_id, step_id, generation, job_id, created_at) VALUES `+
-			sb.String()+s.ledgerIgnoreDup(), args...)
-		if res.Error != nil {
-			return fmt.Errorf("write the ledger rows of run %d: %w", g.run.ID, res.Error)
-		}
-		written += res.RowsAffected
-	}
-	if written < int64(len(jobs)) {
-		return s.undoTakenSteps(tx, g, jobs)
-	}
-	return nil
-}
-
-// pgPlaceholder is a bind parameter of gorm's PostgreSQL SQL.
-var pgPlaceholder = regexp.MustCompile(`\$[0-9]+`)
-
-// insertStepJobsPG writes jobs and their ledger rows in one statement
-// per 200 jobs, a data-modifying WITH: the INSERT of the jobs (as gorm
-// writes it) hands their ids to the INSERT of the ledger rows, and the
-// statement says which went in. A ledger row there already is handled as
-// on the other databases (undoTakenSteps).
-func (s *Store) insertStepJobsPG(tx *gorm.DB, g *runGraph, jobs []models.Job, now time.Time) error {
-	all := true
-	for c := range slices.Chunk(jobs, 200) {
-		dry := tx.Session(&gorm.Session{DryRun: true}).Create(&c)
-		if dry.Error != nil {
-			return fmt.Errorf("write the jobs of run %d's steps: %w", g.run.ID, dry.Error)
-		}
-		// gorm reads back the id and the columns it left to their
-		// defaults; here only the id and the step are wanted.
-		ins := dry.Statement.SQL.String()
-		cut := strings.LastIndex(ins, " RETURNING ")
-		if cut < 0 || !strings.HasPrefix(ins, `INSERT INTO "jobs"`) {
-			return fmt.Errorf("write the jobs of run %d's steps: unexpected SQL from gorm: %.100s", g.run.ID, ins)
-		}
-		ins = ins[:cut]
-		args := append(slices.Clone(dry.Statement.Vars), g.run.ID, g.run.Generation, now)
-		var rows []struct {
-			ID       int64
-			StepID   int64
-			Recorded bool
-		}
-		if err := tx.Raw(`WITH j AS (`+pgPlaceholder.ReplaceAllString(ins, "?")+` RETURNING id, step_id),
-			l AS (INSERT INTO workflow_run_steps (run_id, step_id, generation, job_id, created_at)
-				SELECT ?, j.step_id, ?, j.id, ? FROM j ON CONFLICT DO NOTHING RETURNING job_id)
-			SELECT j.id, j.step_id, l.job_id IS NOT NULL AS recorded FROM j LEFT JOIN l ON l.job_id = j.id`, args...).
-			Scan(&rows).Error; err != nil {
-			return fmt.Errorf("write the jobs of run %d's steps: %w", g.run.ID, err)
-		}
-		if len(rows) != len(c) {
-			return fmt.Errorf("write the jobs of run %d's steps: %d written of %d", g.run.ID, len(rows), len(c))
-		}
-		ids := make(map[int64]int64, len(rows))
-		for _, r := range rows {
-			ids[r.StepID] = r.ID
-			all = all && r.Recorded
-		}
-		for i := range c {
-			c[i].ID = ids[*c[i].StepID]
-		}
-	}
-	if !all {
-		return s.undoTakenSteps(tx, g, jobs)
 	}
 	return nil
 }
@@ -606,48 +545,6 @@ func (s *Store) stepDefaults(tx *gorm.DB, g *runGraph, ready []int64) (map[int64
 		defaults[df.ID] = df.DefaultParams
 	}
 	return defaults, nil
-}
-
-// undoTakenSteps is for the steps among jobs whose ledger row was there
-// already: one with a job keeps it, and the job written here is deleted
-// (the step runs once); one without a job (a row an admin wrote) gets
-// the job written here.
-func (s *Store) undoTakenSteps(tx *gorm.DB, g *runGraph, jobs []models.Job) error {
-	var rows []models.WorkflowRunStep
-	if err := tx.Where("run_id = ? AND generation = ?", g.run.ID, g.run.Generation).Find(&rows).Error; err != nil {
-		return fmt.Errorf("read the ledger of run %d: %w", g.run.ID, err)
-	}
-	ledger := make(map[int64]*int64, len(rows))
-	for _, r := range rows {
-		ledger[r.StepID] = r.JobID
-	}
-	var extra []int64
-	for i := range jobs {
-		j := &jobs[i]
-		taken := ledger[*j.StepID]
-		switch {
-		case taken == nil:
-			if err := tx.Exec(`UPDATE workflow_run_steps SET job_id = ? WHERE run_id = ? AND step_id = ? AND generation = ? AND job_id IS NULL`,
-				j.ID, g.run.ID, *j.StepID, g.run.Generation).Error; err != nil {
-				return fmt.Errorf("record the job of run %d step %d: %w", g.run.ID, *j.StepID, err)
-			}
-		case *taken != j.ID:
-			extra = append(extra, j.ID)
-		}
-	}
-	for c := range slices.Chunk(extra, 500) {
-		if err := tx.Exec(`DELETE FROM jobs WHERE id IN ?`, c).Error; err != nil {
-			return fmt.Errorf("take back the jobs of run %d's steps written already: %w", g.run.ID, err)
-		}
-	}
-	return nil
-}
-
-func (s *Store) ledgerIgnoreDup() string {
-	if s.dialect == MySQL {
-		return " ON DUPLICATE KEY UPDATE run_id = run_id"
-	}
-	return " ON CONFLICT DO NOTHING"
 }
 
 // upstreamResults reads the results of the steps that ready steps wait on.

@@ -126,6 +126,33 @@ var runNoticeCases = []tcase{
 		require.NoError(e.t, err)
 		require.Empty(e.t, e.runNotices(r2.ID))
 	}},
+	{"a run its last step's completion ends records the notice its workflow asks for", func(e *env) {
+		// The completion says the step, as the task engine's do: the last
+		// step's success ends the run in one guarded UPDATE.
+		spec := &chimedb.WorkflowSpec{Name: e.name("wf"), NotifyOn: models.NotifySuccess, NotifyEmails: "ops@example.com",
+			Steps: []chimedb.StepSpec{{Name: "a", DefinitionID: e.definition().ID}, {Name: "b", DefinitionID: e.definition().ID}},
+			Edges: []chimedb.EdgeSpec{{From: "a", To: "b"}}}
+		g, err := e.Workflow.CreateWorkflow(e.ctx, spec)
+		require.NoError(e.t, err)
+		run := e.start(g, "")
+		e.finish(run.ID, "a", "n1", models.JobSucceeded, "")
+		e.finish(run.ID, "b", "n1", models.JobSucceeded, "")
+		require.Equal(e.t, models.RunSucceeded, e.runRow(run.ID).Status)
+		ns := e.runNotices(run.ID)
+		require.Len(e.t, ns, 1)
+		require.EqualValues(e.t, models.RunSucceeded, ns[0].JobStatus)
+
+		// notify_on success: a failed run records none; never: none.
+		failed := e.start(g, "")
+		e.finish(failed.ID, "a", "n1", models.JobFailed, "")
+		require.Equal(e.t, models.RunFailed, e.runRow(failed.ID).Status)
+		require.Empty(e.t, e.runNotices(failed.ID))
+		quiet := e.flow(models.FailStop, []string{"a"})
+		r := e.start(quiet, "")
+		e.finish(r.ID, "a", "n1", models.JobSucceeded, "")
+		require.Equal(e.t, models.RunSucceeded, e.runRow(r.ID).Status)
+		require.Empty(e.t, e.runNotices(r.ID))
+	}},
 	{"a workflow's notify settings are checked", func(e *env) {
 		for _, spec := range []*chimedb.WorkflowSpec{{NotifyOn: "sometimes"}, {NotifyOn: models.NotifyAlways, NotifyEmails: "ops@, x"}} {
 			spec.Name, spec.Steps = e.name("wf"), []chimedb.StepSpec{{Name: "a", DefinitionID: e.definition().ID}}

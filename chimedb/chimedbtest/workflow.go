@@ -396,7 +396,7 @@ var startRunCases = []tcase{
 		require.Equal(e.t, pending, e.states(run.ID)["b"])
 	}},
 	{"two nodes ending both sides of a join at once write the join once", func(e *env) {
-		for range 5 {
+		for n := range 6 {
 			g := e.flow(models.FailStop, []string{"a", "b", "j"}, "a>j", "b>j")
 			run := e.start(g, "")
 			ja, jb := e.stepJob(run.ID, "a"), e.stepJob(run.ID, "b")
@@ -405,14 +405,17 @@ var startRunCases = []tcase{
 			var wg sync.WaitGroup
 			errs := make([]error, 2)
 			for i, x := range []struct {
-				node string
-				id   int64
-			}{{"n1", ja.ID}, {"n2", jb.ID}} {
+				node       string
+				id, stepID int64
+			}{{"n1", ja.ID, *ja.StepID}, {"n2", jb.ID, *jb.StepID}} {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					_, errs[i] = e.Task.CompleteJobs(e.ctx, &chimedb.CompleteJobsParams{NodeID: x.node,
-						Outcomes: []chimedb.JobOutcome{{ID: x.id, RunID: run.ID, Status: models.JobSucceeded, FinishedAt: e.now()}}})
+					o := chimedb.JobOutcome{ID: x.id, RunID: run.ID, Status: models.JobSucceeded, FinishedAt: e.now()}
+					if n%2 == 1 {
+						o.StepID = x.stepID // as the task engine says it
+					}
+					_, errs[i] = e.Task.CompleteJobs(e.ctx, &chimedb.CompleteJobsParams{NodeID: x.node, Outcomes: []chimedb.JobOutcome{o}})
 				}()
 			}
 			wg.Wait()
@@ -618,7 +621,7 @@ func init() {
 			// read the ledger, must leave b to it.
 			e.exec("INSERT INTO workflow_run_steps (run_id, step_id, generation, job_id) VALUES (?, ?, 1, ?)", run.ID, g.Steps[1].ID, a.ID)
 			e.finish(run.ID, "a", "n1", models.JobSucceeded, "")
-			require.Zero(e.t, e.stepJobCount(run.ID, "b"), "the job the decision wrote for b is taken back")
+			require.Zero(e.t, e.stepJobCount(run.ID, "b"), "the job the decision wrote for b is refused")
 			require.Equal(e.t, a.ID, e.stepJob(run.ID, "b").ID)
 		}},
 		tcase{"a ledger row without a job gets the step's job", func(e *env) {
@@ -628,6 +631,49 @@ func init() {
 			e.finish(run.ID, "a", "n1", models.JobSucceeded, "")
 			require.Equal(e.t, 1, e.stepJobCount(run.ID, "b"))
 			require.Equal(e.t, pending, e.states(run.ID)["b"])
+		}},
+		tcase{"a job written by SQL with its run and step is that step's job; a second is refused", func(e *env) {
+			g := e.flow(models.FailStop, []string{"a", "b"}, "a>b")
+			run := e.start(g, "")
+			bDef := g.Steps[1].JobDefinitionID
+			// The ledger row is written by the job's INSERT itself, in
+			// the run's generation, as for the jobs chime writes.
+			e.exec("INSERT INTO jobs (job_definition_id, run_id, step_id) VALUES (?, ?, ?)", bDef, run.ID, g.Steps[1].ID)
+			b := e.stepJob(run.ID, "b")
+			require.NotNil(e.t, b, "the job written by SQL is b's")
+			require.Equal(e.t, states{"a": pending, "b": pending}, e.states(run.ID))
+			err := e.Exec(e.ctx, "INSERT INTO jobs (job_definition_id, run_id, step_id) VALUES (?, ?, ?)", bDef, run.ID, g.Steps[1].ID)
+			require.Error(e.t, err, "a step runs once per generation")
+			require.Contains(e.t, err.Error(), "workflow_run_steps")
+			require.Equal(e.t, 1, e.stepJobCount(run.ID, "b"), "the refused job is not written")
+			// a's completion would write b: its INSERT is refused, and the
+			// run is decided again from its ledger, which says b is written.
+			e.finish(run.ID, "a", "n1", models.JobSucceeded, "")
+			require.Equal(e.t, 1, e.stepJobCount(run.ID, "b"))
+			require.Equal(e.t, b.ID, e.stepJob(run.ID, "b").ID)
+			e.finish(run.ID, "b", "n1", models.JobSucceeded, "")
+			require.Equal(e.t, models.RunSucceeded, e.runRow(run.ID).Status)
+			// A run that does not exist has no ledger: the job is written,
+			// as a job of no run the decisions know.
+			e.exec("INSERT INTO jobs (job_definition_id, run_id, step_id) VALUES (?, ?, ?)", bDef, 987654, g.Steps[1].ID)
+		}},
+		tcase{"a rerun's jobs are recorded in its new generation", func(e *env) {
+			g := e.flow(models.FailStop, []string{"a", "b"}, "a>b")
+			run := e.start(g, "")
+			first := e.stepJob(run.ID, "a")
+			e.finish(run.ID, "a", "n1", models.JobFailed, "")
+			require.Equal(e.t, models.RunFailed, e.runRow(run.ID).Status)
+			_, err := e.Workflow.RerunRun(e.ctx, run.ID)
+			require.NoError(e.t, err)
+			again := e.stepJob(run.ID, "a")
+			require.NotEqual(e.t, first.ID, again.ID)
+			require.Equal(e.t, 2, e.stepJobCount(run.ID, "a"), "one job per generation")
+			// A job for a in generation 2 is there: one more is refused.
+			err = e.Exec(e.ctx, "INSERT INTO jobs (job_definition_id, run_id, step_id) VALUES (?, ?, ?)", g.Steps[0].JobDefinitionID, run.ID, g.Steps[0].ID)
+			require.Error(e.t, err)
+			e.finish(run.ID, "a", "n1", models.JobSucceeded, "")
+			e.finish(run.ID, "b", "n1", models.JobSucceeded, "")
+			require.Equal(e.t, models.RunSucceeded, e.runRow(run.ID).Status)
 		}},
 		tcase{"under stop, a branch still running starts nothing after another failed", func(e *env) {
 			g := e.flow(models.FailStop, []string{"a", "b", "c", "d"}, "a>b", "a>c", "c>d")
