@@ -473,7 +473,7 @@ func truncateUTF8(s string, n int) string {
 // writeSteps writes the jobs of the ready steps, up holding the results
 // of the steps they wait on, in one INSERT per 200: each job's ledger row
 // is written by the INSERT itself, through the trigger
-// chime_jobs_run_ledger (migration 00030), in the run's generation. The
+// chime_jobs_run_ledger (migration 00028), in the run's generation. The
 // ledger is the guard: the run's lock already keeps two transactions
 // from writing one step, and should a row name another job anyway (one
 // written by SQL, read by no decision that skipped reading the ledger),
