@@ -138,11 +138,26 @@ var setNodeDrainCases = []tcase{
 		n := e.nodeRow("n1")
 		require.Equal(e.t, models.NodeDraining, n.Drain)
 		require.Equal(e.t, "a,b", n.Tags)
+		require.NoError(e.t, e.Cluster.RegisterNode(e.ctx, &chimedb.RegisterNodeParams{ID: "n1", Roles: "worker", Drain: ""}))
+		require.Equal(e.t, models.NodeDraining, e.nodeRow("n1").Drain, "an existing row keeps its drain whatever the node says")
+	}},
+	{"a draining node whose row was deleted writes it again still draining at its next heartbeat", func(e *env) {
+		e.taggedNode("n1", "a", "worker")
+		_, err := e.admin.SetNodeDrain(e.ctx, "n1", true)
+		require.NoError(e.t, err)
+		e.exec(`DELETE FROM nodes WHERE id = ?`, "n1")
+		prev, err := e.Cluster.HeartbeatNode(e.ctx, &chimedb.RegisterNodeParams{ID: "n1", Roles: "worker", Tags: "a", Drain: models.NodeDraining})
+		require.NoError(e.t, err)
+		require.Empty(e.t, prev, "the row had gone")
+		n := e.nodeRow("n1")
+		require.Equal(e.t, models.NodeDraining, n.Drain)
+		require.Equal(e.t, chimedb.NodeAlive, n.Status)
+		require.Equal(e.t, "a", n.Tags)
 	}},
 }
 
 var syncDrainCases = []tcase{
-	{"reads the drain; marks drained only when draining and idle; '' for a gone row", func(e *env) {
+	{"reads the drain; marks drained only when draining and idle; ErrNotFound for a gone row", func(e *env) {
 		e.node("n1")
 		d, err := e.Cluster.SyncDrain(e.ctx, "n1", true)
 		require.NoError(e.t, err)
@@ -155,9 +170,8 @@ var syncDrainCases = []tcase{
 		d, err = e.Cluster.SyncDrain(e.ctx, "n1", true)
 		require.NoError(e.t, err)
 		require.Equal(e.t, models.NodeDrained, d)
-		d, err = e.Cluster.SyncDrain(e.ctx, "gone", true)
-		require.NoError(e.t, err)
-		require.Empty(e.t, d)
+		_, err = e.Cluster.SyncDrain(e.ctx, "gone", true)
+		require.ErrorIs(e.t, err, chimedb.ErrNotFound, "a gone row is not an undrain")
 	}},
 }
 
