@@ -219,7 +219,7 @@ func drainAndBroadcast(t *testing.T, dsn string) {
 		require.NoError(t, db.Select("job_definition_id", "status", "max_attempts").Create(&j).Error)
 		during = append(during, j.ID)
 	}
-	waitFor(t, 30*time.Second, "p2 drained", func() bool {
+	drainedIn := waitFor(t, 30*time.Second, "p2 drained", func() bool {
 		return count(t, st, "SELECT COUNT(*) FROM nodes WHERE id = 'p2' AND drain = 'drained'") == 1
 	})
 	require.Equal(t, int64(1), count(t, st, "SELECT COUNT(*) FROM jobs WHERE id = ? AND status = 'succeeded' AND node_id = 'p2'", long.ID),
@@ -250,7 +250,7 @@ func drainAndBroadcast(t *testing.T, dsn string) {
 		return count(t, st, "SELECT COUNT(*) FROM jobs WHERE shard_group = ? AND status = 'running' AND node_id = 'p3'", grp) == 1
 	})
 	nodes["p3"].kill()
-	waitForOr(t, 60*time.Second, "the broadcast to finish without p3", func() bool { return groupDone(t, st, grp) },
+	doneIn := waitForOr(t, 60*time.Second, "the broadcast to finish without p3", func() bool { return groupDone(t, st, grp) },
 		func() string { return fmt.Sprintf("%+v", shards(t, st, grp)) })
 	rows = checkGroup(t, st, grp, 3)
 	var moved *shardRow
@@ -264,7 +264,8 @@ func drainAndBroadcast(t *testing.T, dsn string) {
 	}
 	require.NotNil(t, moved, "p3's shard was taken over by a live node: %+v", rows)
 	require.Equal(t, int64(1), count(t, st, "SELECT COUNT(*) FROM nodes WHERE id = 'p3' AND status = 'dead'"))
-	t.Logf("broadcast %d: p3's shard %d of 3 taken over by %s after the kill", grp, moved.ShardIndex, moved.NodeID)
+	t.Logf("p2 drained %s after it saw the drain (its job: %s); broadcast %d: p3's shard %d of 3 taken over by %s, the run done %s after the kill",
+		drainedIn.Round(time.Millisecond), drainSleep, grp, moved.ShardIndex, moved.NodeID, doneIn.Round(time.Millisecond))
 }
 
 func ptr[T any](v T) *T { return &v }
