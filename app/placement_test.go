@@ -16,8 +16,9 @@ import (
 // TestNodeTagsPlacementAndDrain runs a real node with node.tags: its row
 // carries them; a job requiring a tag it lacks waits with the reason in
 // its log, and one requiring its tags runs; drained (by SQL, as any node
-// or an admin would write it) it claims nothing and shows drained; once
-// undrained it runs what waited.
+// or an admin would write it) it claims nothing and shows drained, and
+// stays drained when an admin deletes its row while it runs; once
+// undrained it runs what waited, claimed only after the undrain.
 func TestNodeTagsPlacementAndDrain(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, d store.Dialect) {
@@ -81,12 +82,32 @@ func TestNodeTagsPlacementAndDrain(t *testing.T) {
 		require.NoError(t, db.Exec(`UPDATE nodes SET drain = 'draining' WHERE id = ?`, id).Error)
 		waitFor(t, 20*time.Second, "drained", func() bool { return node().Drain == models.NodeDrained })
 		w := e.job(later, time.Now())
-		// Real time: the node's heartbeat (250 ms) and poll (100 ms) are
-		// its own timers; a second is several of each.
-		time.Sleep(time.Second)
+		// An admin's DELETE of a drained node's row does not undo the
+		// drain: the node writes its row again, still drained.
+		require.NoError(t, db.Exec(`DELETE FROM nodes WHERE id = ?`, id).Error)
+		waitFor(t, 20*time.Second, "the node's row written again", func() bool {
+			var n int64
+			require.NoError(t, db.Model(&models.Node{}).Where("id = ?", id).Count(&n).Error)
+			return n == 1
+		})
+		require.Equal(t, models.NodeDrained, node().Drain, "the row came back undrained")
+		// Two more heartbeats, each followed by the read of the drain: the
+		// node has polled for jobs several times (every 100 ms) meanwhile.
+		for range 2 {
+			was := node().HeartbeatAt
+			waitFor(t, 20*time.Second, "a heartbeat", func() bool { return node().HeartbeatAt.After(was) })
+		}
+		require.Equal(t, models.NodeDrained, node().Drain)
 		require.Equal(t, models.JobPending, status(w), "a drained node claimed")
 
+		undrainedAt := time.Now()
 		require.NoError(t, db.Exec(`UPDATE nodes SET drain = '' WHERE id = ?`, id).Error)
 		waitFor(t, 20*time.Second, "the waiting job to run once undrained", func() bool { return status(w) == models.JobSucceeded })
+		var got models.Job
+		require.NoError(t, db.Take(&got, "id = ?", w.ID).Error)
+		require.NotNil(t, got.QueuedAt)
+		// The database keeps microseconds at most, rounding: the order holds.
+		require.False(t, got.QueuedAt.Before(undrainedAt.Truncate(time.Microsecond)),
+			"claimed at %s, before the undrain at %s: a drained node claimed", got.QueuedAt, undrainedAt)
 	})
 }

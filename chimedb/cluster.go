@@ -23,6 +23,10 @@ type RegisterNodeParams struct {
 	Roles    string
 	// Tags are the node's tags (node.tags), sorted and comma-separated.
 	Tags string
+	// Drain is the nodes.drain a row written anew starts with: the
+	// node's own, when its row was deleted while it was draining (see
+	// cluster.Membership). A row that exists keeps its drain.
+	Drain string
 }
 
 // DeadNode is a node that DeclareDeadNodes found silent.

@@ -53,7 +53,7 @@ type ClusterStore interface {
 	SetNodeStatus(ctx context.Context, id, status string) error
 	// SyncDrain returns node id's nodes.drain and, when it is draining
 	// and idle says the node runs nothing any more, marks it drained
-	// first. "" when the row is gone.
+	// first. ErrNotFound when the row is gone.
 	SyncDrain(ctx context.Context, id string, idle bool) (string, error)
 	DeclareDeadNodes(ctx context.Context, failoverAfter time.Duration) ([]DeadNode, error)
 	OrphanNodes(ctx context.Context) ([]string, error)

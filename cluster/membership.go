@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -67,8 +68,15 @@ func (m *Membership) Register(ctx context.Context) error {
 // outage reads clearly without flooding the log.
 func (m *Membership) Beat(ctx context.Context) error {
 	start := m.cfg.Clock.Now()
+	// Should the row have gone (an admin's DELETE), it is written again
+	// with the drain this node knows: deleting the row of a draining node
+	// that still runs must not undo the request to drain it.
+	m.mu.Lock()
+	info := m.info
+	info.Drain = m.drain
+	m.mu.Unlock()
 	bctx, cancel := context.WithTimeout(ctx, m.cfg.opTimeout())
-	prev, err := m.st.HeartbeatNode(bctx, &m.info)
+	prev, err := m.st.HeartbeatNode(bctx, &info)
 	cancel()
 	m.mu.Lock()
 	if err != nil {
@@ -102,7 +110,11 @@ func (m *Membership) Beat(ctx context.Context) error {
 			m.cfg.OnDeclaredDead()
 		}
 	case "":
-		m.log.Warn("this node's row had gone from nodes; registered it again")
+		if info.Drain != "" {
+			m.log.WithField("drain", info.Drain).Warn("this node's row had gone from nodes while it was draining; registered it again, still draining (undrain it to let it claim)")
+		} else {
+			m.log.Warn("this node's row had gone from nodes; registered it again")
+		}
 	}
 	return nil
 }
@@ -138,6 +150,12 @@ func (m *Membership) SyncDrain(ctx context.Context) {
 	bctx, cancel := context.WithTimeout(ctx, m.cfg.opTimeout())
 	drain, err := m.st.SyncDrain(bctx, m.info.ID, idle)
 	cancel()
+	if errors.Is(err, chimedb.ErrNotFound) {
+		// Deleted since the heartbeat: the next one writes it again,
+		// with what this node knew (see Beat).
+		m.log.WithField("drain", was).Warn("this node's row has gone from nodes; keeping its drain until the next heartbeat registers it again")
+		return
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			m.log.WithError(err).Warn("reading this node's drain failed; retrying next heartbeat")

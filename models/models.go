@@ -182,7 +182,9 @@ type Job struct {
 	RequiredTags *string `gorm:"column:required_tags" json:"required_tags"`
 	// ShardIndex, ShardTotal, ShardGroup and TargetNode are set on the jobs
 	// a broadcast definition's job became (one per node; ShardGroup is the
-	// first one's id): only TargetNode claims it. Nil on other jobs.
+	// first one's id): only TargetNode claims it while that node is live
+	// and undrained; after, a live node with the tags takes it over
+	// (store/broadcast.go). Nil on other jobs.
 	ShardIndex  *int       `gorm:"column:shard_index" json:"shard_index"`
 	ShardTotal  *int       `gorm:"column:shard_total" json:"shard_total"`
 	ShardGroup  *int64     `gorm:"column:shard_group" json:"shard_group"`

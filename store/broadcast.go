@@ -20,7 +20,8 @@ import (
 // (this node's, when it is among them, so the claim takes it at once),
 // and a copy is inserted for each other node. Every shard carries
 // shard_index, shard_total, shard_group (the seed's id) and target_node;
-// only its node claims it (see shardCheck). The run as a whole is the
+// only its node claims it while that node is live and undrained; after,
+// a node with its tags takes it over (see shardCheck). The run as a whole is the
 // rows of one shard_group: it succeeded when they all have. The copies
 // belong to no schedule (a schedule's (schedule_id, scheduled_at) is
 // unique, and a forbid schedule would hold all but one), and take the
@@ -102,9 +103,13 @@ func (s *Store) writeShards(tx *gorm.DB, l *claimLimits, r *models.Job, targets 
 		Message: fmt.Sprintf("broadcast: one job per live node, %d in all (shard_group %d): %s", total, r.ID, strings.Join(targets, ", "))}})
 }
 
-// shardCheck says whether this node takes shard r: only its target does.
-// Another live node's shard is left to it; one whose node is not live
-// (dead, stopped, draining) waits with the reason.
+// shardCheck says whether this node takes shard r. Its target takes it;
+// while the target is live and not draining, no other node does. A
+// shard whose target is not (declared dead, stopped, its row gone,
+// draining, or no longer running jobs) still stands for its index of the
+// run: this node takes it over when it has the shard's tags (see
+// retargetClaimed), another live node with them is left to do so, and
+// when there is none the shard waits with the reason.
 func (l *claimLimits) shardCheck(r *models.Job) (reason, kind, by string) {
 	target := *r.TargetNode
 	if target == l.place.nodeID {
@@ -113,8 +118,57 @@ func (l *claimLimits) shardCheck(r *models.Job) (reason, kind, by string) {
 	if _, ok := l.place.others[target]; ok {
 		return "", placeElsewhere, "job"
 	}
-	return fmt.Sprintf("waiting: shard %d of %d of broadcast %d runs only on node %s, which is not live, or is draining",
-		deref(r.ShardIndex), deref(r.ShardTotal), deref(r.ShardGroup), target), chimedb.LimitPlacement, "job"
+	raw, from := l.rowTags(r)
+	v := l.place.parse(raw)
+	if v.err != nil {
+		return fmt.Sprintf("waiting: the %s's required_tags cannot be read: %v", from, v.err), chimedb.LimitInvalid, "job"
+	}
+	if len(models.MissingTags(v.tags, l.place.tags)) == 0 {
+		if l.place.retarget == nil {
+			l.place.retarget = map[int64]string{}
+		}
+		l.place.retarget[r.ID] = target
+		return "", "", ""
+	}
+	for _, other := range l.place.others {
+		if len(models.MissingTags(v.tags, other)) == 0 {
+			return "", placeElsewhere, "job"
+		}
+	}
+	return fmt.Sprintf("waiting: shard %d of %d of broadcast %d: its node %s is not live, or is draining, and no live node that runs jobs has the tags %q to take it over",
+		deref(r.ShardIndex), deref(r.ShardTotal), deref(r.ShardGroup), target, strings.Join(v.tags, ",")), chimedb.LimitPlacement, "job"
+}
+
+// retargetClaimed makes this node the target of the claimed shards it took
+// over from a node that is not live (see shardCheck), in the claim's
+// transaction, and says so in each one's log. A shard the limits held
+// back stays as it was: a later claim decides again.
+func (s *Store) retargetClaimed(tx *gorm.DB, l *claimLimits, claimed []models.Job, now time.Time) error {
+	if len(l.place.retarget) == 0 {
+		return nil
+	}
+	var ids []int64
+	var logs []models.JobLog
+	for i := range claimed {
+		r := &claimed[i]
+		was, ok := l.place.retarget[r.ID]
+		if !ok {
+			continue
+		}
+		me := l.place.nodeID
+		r.TargetNode = &me
+		ids = append(ids, r.ID)
+		logs = append(logs, models.JobLog{JobID: r.ID, Level: "warning", CreatedAt: now,
+			Message: fmt.Sprintf("broadcast: shard %d of %d of broadcast %d taken over by node %s: its node %s is not live (dead, stopped or gone), or is draining",
+				deref(r.ShardIndex), deref(r.ShardTotal), deref(r.ShardGroup), me, was)})
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := tx.Exec(`UPDATE `+s.jobsByID()+` SET target_node = ? WHERE id IN ?`, l.place.nodeID, ids).Error; err != nil {
+		return fmt.Errorf("take over broadcast shards %v: %w", ids, err)
+	}
+	return s.insertJobLogs(tx, logs)
 }
 
 func deref[T any](p *T) T {

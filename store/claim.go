@@ -255,6 +255,9 @@ func (s *Store) queueClaimed(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.C
 		}
 		return 1
 	})
+	if err := s.retargetClaimed(tx, lim, claimed, now); err != nil {
+		return err
+	}
 	ids := make([]int64, 0, len(claimed))
 	for _, r := range claimed {
 		r.Status, r.NodeID, r.QueuedAt, r.Outcome = models.JobQueued, p.NodeID, &now, models.OutcomeNone

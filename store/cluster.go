@@ -66,10 +66,10 @@ func (s *Store) DBNow(ctx context.Context) (time.Time, error) {
 // are the database's now. A row left by an earlier process with the same id
 // is taken over: the id names the node, not the process. Its drain is
 // kept: a node drained for maintenance stays drained across restarts
-// until an admin undrains it.
+// until an admin undrains it. A new row takes p.Drain.
 func (s *Store) RegisterNode(ctx context.Context, p *chimedb.RegisterNodeParams) error {
 	now, arg := s.dbNowExpr(0)
-	q := "INSERT INTO nodes (id, hostname, pid, version, roles, tags, started_at, heartbeat_at, status) VALUES (?, ?, ?, ?, ?, ?, " +
+	q := "INSERT INTO nodes (id, hostname, pid, version, roles, tags, drain, started_at, heartbeat_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, " +
 		now + ", " + now + ", ?) "
 	if s.dialect == MySQL {
 		q += "ON DUPLICATE KEY UPDATE hostname = VALUES(hostname), pid = VALUES(pid), version = VALUES(version), " +
@@ -78,7 +78,7 @@ func (s *Store) RegisterNode(ctx context.Context, p *chimedb.RegisterNodeParams)
 		q += "ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, pid = excluded.pid, version = excluded.version, " +
 			"roles = excluded.roles, tags = excluded.tags, started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, status = excluded.status"
 	}
-	if _, err := s.sqlDB.ExecContext(ctx, q, p.ID, p.Hostname, p.PID, p.Version, p.Roles, p.Tags, arg, arg, chimedb.NodeAlive); err != nil {
+	if _, err := s.sqlDB.ExecContext(ctx, q, p.ID, p.Hostname, p.PID, p.Version, p.Roles, p.Tags, p.Drain, arg, arg, chimedb.NodeAlive); err != nil {
 		return fmt.Errorf("register node %s: %w", p.ID, err)
 	}
 	return nil
@@ -279,6 +279,8 @@ func (s *Store) ExplainCountWaitingJobs(ctx context.Context, now time.Time) (str
 
 // SyncDrain reads node id's drain and, when it is draining and idle, moves
 // it to drained with a guarded UPDATE (an undrain that lands first wins).
+// A gone row is chimedb.ErrNotFound, not "": the node must not read the
+// loss of its row as an undrain.
 func (s *Store) SyncDrain(ctx context.Context, id string, idle bool) (string, error) {
 	if idle {
 		if _, err := s.sqlDB.ExecContext(ctx, "UPDATE nodes SET drain = ? WHERE id = ? AND drain = ?",
@@ -289,7 +291,7 @@ func (s *Store) SyncDrain(ctx context.Context, id string, idle bool) (string, er
 	var drain string
 	err := s.sqlDB.QueryRowContext(ctx, "SELECT drain FROM nodes WHERE id = ?", id).Scan(&drain)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
+		return "", fmt.Errorf("read the drain of node %s: its row is gone: %w", id, chimedb.ErrNotFound)
 	}
 	if err != nil {
 		return "", fmt.Errorf("read the drain of node %s: %w", id, err)

@@ -40,6 +40,7 @@ type placement struct {
 	parsed    map[string]parsedTags
 	others    map[string][]string // the other live, undrained nodes that run jobs: their tags
 	read      bool                // others read
+	retarget  map[int64]string    // shards this node takes over: their target until now
 }
 
 type parsedTags struct {

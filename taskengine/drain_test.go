@@ -2,6 +2,7 @@ package taskengine
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -27,13 +28,15 @@ func TestDrainStopsClaimingAndFinishes(t *testing.T) {
 
 		e.SetDrain(models.NodeDraining)
 		require.False(t, e.Idle())
+		mark := waitClaimsBegun(t, e)
 		later := adHocJob(t, st, &testdb.DefinitionOpts{Name: "later", DefaultParams: `{"duration":"0s"}`})
-		mark := claimMark(e)
 		e.Wake()
 		open()
 		waitOutcome(t, e, st, running, models.JobSucceeded)
 		require.Equal(t, mark, claimMark(e), "a draining engine began a claim")
 		require.Equal(t, models.JobPending, testdb.GetJob(t, st, later).Status)
+		// The worker is freed just after the outcome's commit, not with it.
+		waitLeft(t, e, running)
 		require.True(t, e.Idle())
 		slots, _ := e.ReserveHandoff(4)
 		require.Zero(t, slots, "a draining engine took a hand-off")
@@ -41,6 +44,22 @@ func TestDrainStopsClaimingAndFinishes(t *testing.T) {
 		e.SetDrain("")
 		waitOutcome(t, e, st, later, models.JobSucceeded)
 	})
+}
+
+// waitClaimsBegun waits until every claim e has begun so far has returned
+// and returns their count: a claim begun before a drain may still be on
+// its way, its workers reserved (and could take a job written now).
+func waitClaimsBegun(t *testing.T, e *Engine) uint64 {
+	t.Helper()
+	mark := claimMark(e)
+	back := 0
+	e.signals.claimed.WaitFor(fmt.Sprintf("the %d claims begun so far", mark), func(c claimSignal) bool {
+		if c.seq <= mark {
+			back++
+		}
+		return back == int(mark)
+	})
+	return mark
 }
 
 // Past DrainTimeout a draining engine hands the job it still runs back to
@@ -57,6 +76,7 @@ func TestDrainTimeoutHandsBack(t *testing.T) {
 		waitStarted(t, e, id)
 
 		e.SetDrain(models.NodeDraining)
+		waitClaimsBegun(t, e)
 		clock.Advance(59 * time.Second)
 		e.SetDrain(models.NodeDraining)
 		require.Equal(t, models.JobRunning, testdb.GetJob(t, st, id).Status, "handed back before drain_timeout")
@@ -66,6 +86,7 @@ func TestDrainTimeoutHandsBack(t *testing.T) {
 		require.Equal(t, 0, j.Attempt, "the attempt is given back: the only one it has")
 		require.Empty(t, j.NodeID)
 		requireLog(t, st.DB(), id, "handed back to pending")
+		waitLeft(t, e, id)
 		require.True(t, e.Idle())
 		require.Equal(t, models.JobPending, testdb.GetJob(t, st, id).Status, "a draining engine claimed it again")
 	})

@@ -138,11 +138,26 @@ var setNodeDrainCases = []tcase{
 		n := e.nodeRow("n1")
 		require.Equal(e.t, models.NodeDraining, n.Drain)
 		require.Equal(e.t, "a,b", n.Tags)
+		require.NoError(e.t, e.Cluster.RegisterNode(e.ctx, &chimedb.RegisterNodeParams{ID: "n1", Roles: "worker", Drain: ""}))
+		require.Equal(e.t, models.NodeDraining, e.nodeRow("n1").Drain, "an existing row keeps its drain whatever the node says")
+	}},
+	{"a draining node whose row was deleted writes it again still draining at its next heartbeat", func(e *env) {
+		e.taggedNode("n1", "a", "worker")
+		_, err := e.admin.SetNodeDrain(e.ctx, "n1", true)
+		require.NoError(e.t, err)
+		e.exec(`DELETE FROM nodes WHERE id = ?`, "n1")
+		prev, err := e.Cluster.HeartbeatNode(e.ctx, &chimedb.RegisterNodeParams{ID: "n1", Roles: "worker", Tags: "a", Drain: models.NodeDraining})
+		require.NoError(e.t, err)
+		require.Empty(e.t, prev, "the row had gone")
+		n := e.nodeRow("n1")
+		require.Equal(e.t, models.NodeDraining, n.Drain)
+		require.Equal(e.t, chimedb.NodeAlive, n.Status)
+		require.Equal(e.t, "a", n.Tags)
 	}},
 }
 
 var syncDrainCases = []tcase{
-	{"reads the drain; marks drained only when draining and idle; '' for a gone row", func(e *env) {
+	{"reads the drain; marks drained only when draining and idle; ErrNotFound for a gone row", func(e *env) {
 		e.node("n1")
 		d, err := e.Cluster.SyncDrain(e.ctx, "n1", true)
 		require.NoError(e.t, err)
@@ -155,9 +170,8 @@ var syncDrainCases = []tcase{
 		d, err = e.Cluster.SyncDrain(e.ctx, "n1", true)
 		require.NoError(e.t, err)
 		require.Equal(e.t, models.NodeDrained, d)
-		d, err = e.Cluster.SyncDrain(e.ctx, "gone", true)
-		require.NoError(e.t, err)
-		require.Empty(e.t, d)
+		_, err = e.Cluster.SyncDrain(e.ctx, "gone", true)
+		require.ErrorIs(e.t, err, chimedb.ErrNotFound, "a gone row is not an undrain")
 	}},
 }
 
@@ -192,19 +206,125 @@ var broadcastCases = []tcase{
 		require.Nil(e.t, other.ScheduleID)
 		e.hasLog(seed.ID, "broadcast: one job per live node, 2 in all")
 	}},
-	{"a shard whose node is gone waits with the reason; a broadcast no node can take waits too", func(e *env) {
+	{"a shard whose node is dead, stopped, draining or gone is taken over by a live node with its tags", func(e *env) {
+		for _, id := range []string{"a", "b", "c", "d", "f"} {
+			e.taggedNode(id, "x", "worker")
+		}
+		e.taggedNode("plain", "", "worker")
+		d := e.definition(requires("x"), func(d *models.JobDefinition) { d.Broadcast = true })
+		seed := e.job(d.ID)
+		require.Equal(e.t, []int64{seed.ID}, claimedIDs(e.claim(&chimedb.ClaimParams{NodeID: "a", NodeTags: []string{"x"}, Limit: 10}).Jobs))
+		shard := map[string]int64{}
+		group, err := e.admin.ListJobs(e.ctx, &chimedb.AdminListParams{JobDefinitionID: d.ID, Limit: 100})
+		require.NoError(e.t, err)
+		require.Len(e.t, group, 5)
+		for _, j := range group {
+			shard[*j.TargetNode] = j.ID
+		}
+		require.NoError(e.t, e.Cluster.SetNodeStatus(e.ctx, "b", chimedb.NodeDead))
+		require.NoError(e.t, e.Cluster.SetNodeStatus(e.ctx, "c", chimedb.NodeStopped))
+		_, err = e.admin.SetNodeDrain(e.ctx, "d", true)
+		require.NoError(e.t, err)
+		e.exec(`DELETE FROM nodes WHERE id = ?`, "f")
+
+		res := e.claim(&chimedb.ClaimParams{NodeID: "plain", Limit: 10})
+		require.Empty(e.t, res.Jobs, "plain lacks x")
+		require.Empty(e.t, res.Limited, "a live node with x can take them over: no reason to show")
+		res = e.claim(&chimedb.ClaimParams{NodeID: "a", NodeTags: []string{"x"}, Limit: 10})
+		require.ElementsMatch(e.t, []int64{shard["b"], shard["c"], shard["d"], shard["f"]}, claimedIDs(res.Jobs))
+		for _, j := range res.Jobs {
+			require.Equal(e.t, "a", *j.TargetNode, "the claimed row says its new node")
+		}
+		for node, id := range shard {
+			got := e.get(id)
+			require.Equal(e.t, "a", *got.TargetNode)
+			require.Equal(e.t, 5, *got.ShardTotal)
+			require.Equal(e.t, seed.ID, *got.ShardGroup)
+			if node != "a" {
+				e.hasLog(id, "taken over by node a: its node "+node+" is not live")
+			}
+		}
+	}},
+	{"a shard its dead node held goes back to pending with the recovery, and another node takes it over", func(e *env) {
 		e.taggedNode("a", "", "worker")
 		e.taggedNode("b", "", "worker")
 		d := e.definition(func(d *models.JobDefinition) { d.Broadcast = true })
 		seed := e.job(d.ID)
 		require.Len(e.t, e.claim(&chimedb.ClaimParams{NodeID: "a", Limit: 10}).Jobs, 1)
+		res := e.claim(&chimedb.ClaimParams{NodeID: "b", Limit: 10})
+		require.Len(e.t, res.Jobs, 1)
+		theirs := res.Jobs[0].ID
+		require.NoError(e.t, e.Cluster.SetNodeStatus(e.ctx, "b", chimedb.NodeDead))
+		rec, err := e.Cluster.RecoverNode(e.ctx, &chimedb.RecoverNodeParams{NodeID: "b", Now: e.now()})
+		require.NoError(e.t, err)
+		require.Equal(e.t, []int64{theirs}, rec.Released)
+		res = e.claim(&chimedb.ClaimParams{NodeID: "a", Limit: 10})
+		require.Equal(e.t, []int64{theirs}, claimedIDs(res.Jobs))
+		got := e.get(theirs)
+		require.Equal(e.t, "a", *got.TargetNode)
+		require.Equal(e.t, 1, *got.ShardIndex)
+		require.Equal(e.t, seed.ID, *got.ShardGroup)
+	}},
+	{"a shard's retry stays on its live node; one a draining node hands back is taken over", func(e *env) {
+		e.taggedNode("a", "", "worker")
+		e.taggedNode("b", "", "worker")
+		d := e.definition(func(d *models.JobDefinition) { d.Broadcast = true; d.MaxAttempts = 3 })
+		e.job(d.ID, func(j *models.Job) { j.Priority = 9 })
+		require.Len(e.t, e.claim(&chimedb.ClaimParams{NodeID: "a", Limit: 10}).Jobs, 1)
+		res := e.claim(&chimedb.ClaimParams{NodeID: "b", Limit: 10})
+		require.Len(e.t, res.Jobs, 1)
+		theirs := res.Jobs[0].ID
+		require.Equal(e.t, 9, e.get(theirs).Priority, "a shard keeps the seed's priority")
+		e.toRunning(theirs, "b")
+		require.Equal(e.t, []int64{theirs}, e.complete("b", chimedb.JobOutcome{ID: theirs, Status: models.JobPending, RunAt: e.now(), Error: ptr("boom")}))
+		res = e.claim(&chimedb.ClaimParams{NodeID: "a", Limit: 10})
+		require.Empty(e.t, res.Jobs, "b is live: its shard's retry is b's")
+		require.Empty(e.t, res.Limited)
+		require.Equal(e.t, []int64{theirs}, claimedIDs(e.claim(&chimedb.ClaimParams{NodeID: "b", Limit: 10}).Jobs))
+
+		e.toRunning(theirs, "b")
+		_, err := e.admin.SetNodeDrain(e.ctx, "b", true)
+		require.NoError(e.t, err)
+		require.Equal(e.t, []int64{theirs}, e.complete("b", chimedb.JobOutcome{ID: theirs, Status: models.JobPending, HandBack: true, RunAt: e.now()}))
+		require.Equal(e.t, []int64{theirs}, claimedIDs(e.claim(&chimedb.ClaimParams{NodeID: "a", Limit: 10}).Jobs))
+		got := e.get(theirs)
+		require.Equal(e.t, "a", *got.TargetNode)
+		require.Equal(e.t, 1, *got.ShardIndex)
+		e.hasLog(theirs, "taken over by node a: its node b is not live")
+	}},
+	{"a shard a limit holds back is not taken over: it keeps its node until a claim admits it", func(e *env) {
+		e.taggedNode("a", "", "worker")
+		e.taggedNode("b", "", "worker")
+		d := e.definition(func(d *models.JobDefinition) { d.Broadcast = true; d.MaxRunning = i64(1) })
+		seed := e.job(d.ID)
+		require.Equal(e.t, []int64{seed.ID}, claimedIDs(e.claim(&chimedb.ClaimParams{NodeID: "a", Limit: 10}).Jobs))
 		require.NoError(e.t, e.Cluster.SetNodeStatus(e.ctx, "b", chimedb.NodeDead))
 		res := e.claim(&chimedb.ClaimParams{NodeID: "a", Limit: 10})
 		require.Empty(e.t, res.Jobs)
 		require.Len(e.t, res.Limited, 1)
+		require.Equal(e.t, chimedb.LimitDefinition, res.Limited[0].Kind)
+		other := res.Limited[0].ID
+		require.Equal(e.t, "b", *e.get(other).TargetNode)
+		e.exec(`UPDATE jobs SET status = ? WHERE id = ?`, models.JobSucceeded, seed.ID)
+		require.Equal(e.t, []int64{other}, claimedIDs(e.claim(&chimedb.ClaimParams{NodeID: "a", Limit: 10}).Jobs))
+		require.Equal(e.t, "a", *e.get(other).TargetNode)
+	}},
+	{"a shard no live node can take over waits with the reason; a broadcast no node can take waits too", func(e *env) {
+		e.taggedNode("a", "", "worker")
+		e.taggedNode("e", "y", "worker")
+		e.taggedNode("f", "y", "worker")
+		d := e.definition(requires("y"), func(d *models.JobDefinition) { d.Broadcast = true })
+		seed := e.job(d.ID)
+		require.Equal(e.t, []int64{seed.ID}, claimedIDs(e.claim(&chimedb.ClaimParams{NodeID: "e", NodeTags: []string{"y"}, Limit: 10}).Jobs))
+		require.NoError(e.t, e.Cluster.SetNodeStatus(e.ctx, "e", chimedb.NodeStopped))
+		require.NoError(e.t, e.Cluster.SetNodeStatus(e.ctx, "f", chimedb.NodeDead))
+		res := e.claim(&chimedb.ClaimParams{NodeID: "a", Limit: 10})
+		require.Empty(e.t, res.Jobs)
+		require.Len(e.t, res.Limited, 1)
 		require.Equal(e.t, chimedb.LimitPlacement, res.Limited[0].Kind)
-		require.Contains(e.t, res.Limited[0].Reason, "runs only on node b")
-		_ = seed
+		require.Contains(e.t, res.Limited[0].Reason, "shard 1 of 2 of broadcast")
+		require.Contains(e.t, res.Limited[0].Reason, `its node f is not live, or is draining, and no live node that runs jobs has the tags "y"`)
+		require.Equal(e.t, "f", *e.get(res.Limited[0].ID).TargetNode)
 
 		lic := e.definition(requires("licence"), func(d *models.JobDefinition) { d.Broadcast = true })
 		j := e.job(lic.ID)

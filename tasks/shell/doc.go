@@ -17,7 +17,9 @@
 // starts from an allowlist of the server's variables — PATH (a standard
 // one when the server has none), HOME, USER, LOGNAME, SHELL, LANG,
 // LANGUAGE, LC_*, TZ and TMPDIR — and params.env is added over it.
-// params.env may not name a CHIME_* variable, in any case.
+// params.env may not name a CHIME_* variable, in any case. A broadcast
+// definition's job (one per node, see tasks.Job.ShardIndex) also gets
+// CHIME_SHARD_INDEX (0-based) and CHIME_SHARD_TOTAL, to split its work by.
 //
 // The child runs in its own process group so that signals reach everything
 // it started: Pause sends SIGSTOP to the group, Resume SIGCONT, and Stop or

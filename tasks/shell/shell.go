@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -269,6 +270,12 @@ func (t *Task) Execute(ctx context.Context, job *tasks.Job) error {
 	}
 	cmd.Dir = p.Workdir
 	cmd.Env = environ(p.Env)
+	if job.ShardTotal > 0 {
+		// A broadcast's shard (tasks.Job.ShardIndex): a script splits its
+		// work by these. CHIME_* names, which params.env may not set, so a
+		// job cannot be told another shard than its own.
+		cmd.Env = append(cmd.Env, "CHIME_SHARD_INDEX="+strconv.Itoa(job.ShardIndex), "CHIME_SHARD_TOTAL="+strconv.Itoa(job.ShardTotal))
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	// Our own pipes rather than io.Writers: with writers, exec's copy

@@ -520,3 +520,18 @@ func TestShellEnvironment(t *testing.T) {
 	require.Equal(t, "/srv/reports", env["REPORT_DIR"], "params.env is added")
 	require.Equal(t, "UTC", env["TZ"], "params.env wins over the server's value")
 }
+
+// A broadcast's shard learns which of how many it is from its
+// environment; params.env cannot say otherwise (CHIME_* is refused), and
+// a job that is not a shard gets neither variable.
+func TestShellShardEnvironment(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `{"command":"echo \"${CHIME_SHARD_INDEX-none}/${CHIME_SHARD_TOTAL-none}\""}`)
+	b.job.ShardIndex, b.job.ShardTotal = 2, 3
+	require.NoError(t, b.task.Execute(b.ctx, b.job))
+	require.Equal(t, "2/3", strings.TrimSpace(b.job.Result()))
+
+	b = setup(t, `{"command":"echo \"${CHIME_SHARD_INDEX-none}/${CHIME_SHARD_TOTAL-none}\""}`)
+	require.NoError(t, b.task.Execute(b.ctx, b.job))
+	require.Equal(t, "none/none", strings.TrimSpace(b.job.Result()))
+}

@@ -19,7 +19,11 @@
 // TestWorkflowKill runs a 50-step workflow (fan-outs, joins, a chain) on
 // three nodes while one is killed twice, and audits one job per step
 // (docs/workflows.md); _WORKFLOW_RUNS (1) runs more at once, and
-// _WORKFLOW_SLEEP (600ms) sets each step's sleep.
+// _WORKFLOW_SLEEP (600ms) sets each step's sleep. TestDrainAndBroadcast
+// runs broadcasts on three tagged nodes, drains one with `chime node
+// drain` while it runs a long job (_DRAIN_SLEEP, 3s) and undrains it, and
+// kills one while it runs a broadcast's shard, which another node takes
+// over (docs/limits.md).
 //
 // The tests need a MariaDB/MySQL server (CHIME_TEST_MYSQL_DSN) and a
 // PostgreSQL server (CHIME_TEST_POSTGRES_DSN); without one
