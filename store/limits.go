@@ -26,14 +26,18 @@ import (
 //     locked, definitions first, each in key order, and read again under
 //     the lock: a second claim of the same queue waits here for the first
 //     to commit. Under READ COMMITTED (MySQL and PostgreSQL as chime
-//     opens them) the count that follows sees that commit; SQLite has one
-//     writer at a time already.
+//     opens them) the count that follows sees that commit. SQLite has one
+//     writer at a time already, and its claim holds the write lock from
+//     its BEGIN: the rows read first are current, and not read again.
 //   - The active jobs (queued, running, paused) of those queues and
-//     definitions are counted: an indexed count (the status prefix of
-//     idx_jobs_claim_order) over the few active rows, not a maintained
-//     counter, so a job leaving active by any path (completion, a retry's
-//     wait, the reconciler recovering a dead node's job, an admin's SQL)
-//     frees its slot with no bookkeeping to forget.
+//     definitions with max_running are counted: an indexed count (the
+//     status prefix of idx_jobs_claim_order) over the few active rows, not
+//     a maintained counter, so a job leaving active by any path
+//     (completion, a retry's wait, the reconciler recovering a dead node's
+//     job, an admin's SQL) frees its slot with no bookkeeping to forget.
+//     When every job active anywhere plus what the claim picked fits all
+//     those limits, that total stands for each of their counts (see
+//     countLimits): one index-only count instead of a join per active row.
 //   - Picked rows are admitted in claim order while their limits have
 //     room, so priorities and the starvation bound hold within a queue.
 //     The others stay pending; when the pick was full, the claim picks
@@ -87,7 +91,9 @@ type queueLimit struct {
 	q       models.Queue
 	invalid string // why the row cannot be used; "" when valid
 	locked  bool   // locked (and read again) by this claim
-	active  int64  // its active jobs, counted under the lock
+	active  int64  // its active jobs, counted under the lock (see countLimits)
+	counted bool   // active is known
+	bound   bool   // active is every active job's count, an upper bound of its own
 	taken   int64  // admitted by this claim
 	tat     int64  // the rate limiter's state after this claim's starts, µs
 	tat0    int64  // as read under the lock
@@ -109,7 +115,9 @@ type defLimit struct {
 	max     *int64
 	invalid string
 	locked  bool
-	active  int64
+	active  int64 // as queueLimit's
+	counted bool
+	bound   bool
 	taken   int64 // admitted by this claim
 }
 
@@ -209,16 +217,122 @@ func (s *Store) prepareLimits(tx *gorm.DB, l *claimLimits, rows []models.Job) er
 		}
 	}
 	if len(lockQueues) > 0 {
-		return s.lockQueueLimits(tx, l, lock, skipping, lockQueues)
+		if err := s.lockQueueLimits(tx, l, lock, skipping, lockQueues); err != nil {
+			return err
+		}
+	}
+	return s.countLimits(tx, l, rows)
+}
+
+// countLimits counts, under the locks, the active jobs of the locked
+// queues and definitions with max_running that rows may take a slot of.
+//
+// The exact counts read every active row (a queue's with its definition
+// and schedule, to resolve its queue). Most claims need less: when the
+// jobs active anywhere, plus every row of the pick, fit a limit, no split
+// of them can pass it. So when the last count seen (activeHint) says that
+// total is likely to fit, the claim counts it alone, an index-only count
+// on the status prefix of idx_jobs_claim_order, and takes it as each
+// limit's count; only the limits it does not fit are counted exactly,
+// and a limit it fitted in an earlier round of the claim is counted
+// exactly once more rows would pass it. The total is counted after the
+// locks, like the exact counts, so it sees every claim that took a slot
+// of these limits before: it is never below any of their counts.
+func (s *Store) countLimits(tx *gorm.DB, l *claimLimits, rows []models.Job) error {
+	needQ, needD := map[string]int64{}, map[int64]int64{}
+	for i := range rows {
+		r := &rows[i]
+		if l.decided[r.ID] {
+			continue
+		}
+		if d := l.defs[r.JobDefinitionID]; d != nil && d.locked && d.invalid == "" && d.max != nil {
+			needD[r.JobDefinitionID]++
+		}
+		name, _ := l.rowQueue(r)
+		if q := l.queues[name]; q != nil && q.locked && q.invalid == "" && q.q.MaxRunning != nil {
+			needQ[name]++
+		}
+	}
+	fits := func(active, taken, need, limit int64) bool { return active+taken+need <= limit }
+	var qs []string
+	var ds []int64
+	failedBound := false
+	for name, n := range needQ {
+		q := l.queues[name]
+		if !q.counted || q.bound && !fits(q.active, q.taken, n, *q.q.MaxRunning) {
+			qs = append(qs, name)
+			failedBound = failedBound || q.counted
+		}
+	}
+	for id, n := range needD {
+		d := l.defs[id]
+		if !d.counted || d.bound && !fits(d.active, d.taken, n, *d.max) {
+			ds = append(ds, id)
+			failedBound = failedBound || d.counted
+		}
+	}
+	if len(qs) == 0 && len(ds) == 0 {
+		return nil
+	}
+	sort.Strings(qs)
+	slices.Sort(ds)
+	tryBound := !failedBound
+	hint := s.activeHint.Load()
+	for _, name := range qs {
+		q := l.queues[name]
+		tryBound = tryBound && fits(hint, q.taken, needQ[name], *q.q.MaxRunning)
+	}
+	for _, id := range ds {
+		d := l.defs[id]
+		tryBound = tryBound && fits(hint, d.taken, needD[id], *d.max)
+	}
+	if tryBound {
+		var total int64
+		if err := tx.Raw(activeJobsSQL(s.activeJobsIndex()), activeStatuses).Row().Scan(&total); err != nil {
+			return fmt.Errorf("count active jobs: %w", err)
+		}
+		s.activeHint.Store(total)
+		qs = slices.DeleteFunc(qs, func(name string) bool {
+			q := l.queues[name]
+			if !fits(total, q.taken, needQ[name], *q.q.MaxRunning) {
+				return false
+			}
+			q.active, q.counted, q.bound = total, true, true
+			return true
+		})
+		ds = slices.DeleteFunc(ds, func(id int64) bool {
+			d := l.defs[id]
+			if !fits(total, d.taken, needD[id], *d.max) {
+				return false
+			}
+			d.active, d.counted, d.bound = total, true, true
+			return true
+		})
+	}
+	if len(ds) > 0 {
+		if err := s.countActiveDefs(tx, ds, l.defs); err != nil {
+			return err
+		}
+	}
+	if len(qs) > 0 {
+		return s.countActiveQueues(tx, qs, l.queues)
 	}
 	return nil
 }
 
 // lockQueueLimits locks the queues names (skipping those another claim
-// holds when skipping), reads them again under the lock and counts their
-// active jobs.
+// holds when skipping) and reads them again under the lock.
 func (s *Store) lockQueueLimits(tx *gorm.DB, l *claimLimits, lock string, skipping bool, names []string) error {
 	sort.Strings(names)
+	if lock == "" {
+		// SQLite: the claim's transaction holds the write lock since its
+		// BEGIN (IMMEDIATE), so the rows read earlier in it are current.
+		for _, name := range names {
+			q := l.queues[name]
+			q.locked, q.tat = true, q.tat0
+		}
+		return s.readNowForRates(tx, l, names)
+	}
 	fresh, err := readQueues(tx, lock, names)
 	if err != nil {
 		return err
@@ -236,14 +350,15 @@ func (s *Store) lockQueueLimits(tx *gorm.DB, l *claimLimits, lock string, skippi
 		q.tat = q.tat0
 		l.queues[name] = q
 	}
-	if err := countActiveQueues(tx, s.activeJobsIndex(), names, l.queues); err != nil {
-		return err
-	}
+	return s.readNowForRates(tx, l, names)
+}
+
+// readNowForRates reads the database's clock when one of the locked
+// queues names has a rate limit.
+func (s *Store) readNowForRates(tx *gorm.DB, l *claimLimits, names []string) error {
 	for _, name := range names {
-		if q := l.queues[name]; q != nil && q.q.RateLimit != nil {
-			if err := l.readNow(s, tx); err != nil {
-				return err
-			}
+		if q := l.queues[name]; q != nil && q.locked && q.q.RateLimit != nil {
+			return l.readNow(s, tx)
 		}
 	}
 	return nil
@@ -660,10 +775,17 @@ func scanDefLimit(rows interface{ Scan(...any) error }) (int64, *defLimit, error
 // binds says whether a limit of the definition binds its jobs.
 func (d *defLimit) binds() bool { return d.invalid == "" && (d.max != nil || d.rate != nil) }
 
-// lockDefLimits locks the definitions ids, reads their limits again under
-// the lock and counts their active jobs.
+// lockDefLimits locks the definitions ids and reads their limits again
+// under the lock.
 func (s *Store) lockDefLimits(tx *gorm.DB, lock string, ids []int64, defs map[int64]*defLimit) error {
 	slices.Sort(ids)
+	if lock == "" { // SQLite: current already (see lockQueueLimits)
+		for _, id := range ids {
+			d := defs[id]
+			d.locked, d.tat = true, d.tat0
+		}
+		return nil
+	}
 	rows, err := tx.Raw(`SELECT `+defLimitColumns+` FROM job_definitions WHERE id IN ? ORDER BY id`+lock, ids).Rows()
 	if err != nil {
 		return fmt.Errorf("lock definitions with max_running: %w", err)
@@ -681,6 +803,11 @@ func (s *Store) lockDefLimits(tx *gorm.DB, lock string, ids []int64, defs map[in
 	if err := closeRows(rows); err != nil {
 		return fmt.Errorf("lock definitions with max_running: %w", err)
 	}
+	return nil
+}
+
+// countActiveDefs counts the active jobs of the definitions ids exactly.
+func (s *Store) countActiveDefs(tx *gorm.DB, ids []int64, defs map[int64]*defLimit) error {
 	var counts []struct {
 		ID int64 `gorm:"column:job_definition_id"`
 		N  int64 `gorm:"column:n"`
@@ -692,11 +819,19 @@ func (s *Store) lockDefLimits(tx *gorm.DB, lock string, ids []int64, defs map[in
 		activeStatuses).Scan(&counts).Error; err != nil {
 		return fmt.Errorf("count active jobs of definitions: %w", err)
 	}
+	var total int64
+	for _, id := range ids {
+		if d := defs[id]; d != nil {
+			d.active, d.counted, d.bound = 0, true, false
+		}
+	}
 	for _, c := range counts {
+		total += c.N
 		if d := defs[c.ID]; d != nil && slices.Contains(ids, c.ID) {
 			d.active = c.N
 		}
 	}
+	s.activeHint.Store(total)
 	return nil
 }
 
@@ -732,27 +867,41 @@ func (s *Store) ExplainCountActiveQueues(ctx context.Context) (string, error) {
 	return s.explain(ctx, activeQueuesSQL(s.activeJobsIndex()), activeStatuses)
 }
 
-// countActiveQueues counts the active jobs of the queues names; hint is
-// activeJobsIndex.
-func countActiveQueues(tx *gorm.DB, hint string, names []string, queues map[string]*queueLimit) error {
+// countActiveQueues counts the active jobs of the queues names exactly.
+func (s *Store) countActiveQueues(tx *gorm.DB, names []string, queues map[string]*queueLimit) error {
 	var counts []struct {
 		Q string `gorm:"column:q"`
 		N int64  `gorm:"column:n"`
 	}
-	if err := tx.Raw(activeQueuesSQL(hint), activeStatuses).Scan(&counts).Error; err != nil {
+	if err := tx.Raw(activeQueuesSQL(s.activeJobsIndex()), activeStatuses).Scan(&counts).Error; err != nil {
 		return fmt.Errorf("count active jobs of queues: %w", err)
 	}
 	for _, name := range names {
 		if q := queues[name]; q != nil {
-			q.active = 0
+			q.active, q.counted, q.bound = 0, true, false
 		}
 	}
+	var total int64
 	for _, c := range counts {
+		total += c.N
 		if q := queues[c.Q]; q != nil && slices.Contains(names, c.Q) {
 			q.active = c.N
 		}
 	}
+	s.activeHint.Store(total)
 	return nil
+}
+
+// activeJobsSQL counts every active job: a range on the status prefix of
+// idx_jobs_claim_order, which holds all the count reads.
+func activeJobsSQL(hint string) string {
+	return `SELECT COUNT(*) FROM jobs` + hint + ` WHERE status IN ?`
+}
+
+// ExplainCountActiveJobs is the plan of a limited claim's count of every
+// active job (see countLimits), for tests.
+func (s *Store) ExplainCountActiveJobs(ctx context.Context) (string, error) {
+	return s.explain(ctx, activeJobsSQL(s.activeJobsIndex()), activeStatuses)
 }
 
 // dbNowTx reads the database's clock inside tx.

@@ -361,4 +361,7 @@ func TestActiveQueueCountUsesStatusIndex(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, plan, `"key": "idx_jobs_claim_order"`, "the count should read active jobs by status:\n%s", plan)
 	require.NotContains(t, plan, `"key": "idx_jobs_definition"`, plan)
+	plan, err = st.ExplainCountActiveJobs(context.Background())
+	require.NoError(t, err)
+	require.Contains(t, plan, `"key": "idx_jobs_claim_order"`, "the total should read active jobs by status:\n%s", plan)
 }

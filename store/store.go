@@ -81,6 +81,11 @@ type Store struct {
 	graphs graphCache
 	// completions counts completion batches by how they were written.
 	completions struct{ alone, inTx atomic.Int64 }
+	// activeHint is the jobs active at the latest count of a limited
+	// claim: it says whether the next may try the total alone (see
+	// countLimits). Only a guess: a wrong one costs a statement, never a
+	// limit.
+	activeHint atomic.Int64
 }
 
 // Open connects to the database in cfg and checks that it answers.
