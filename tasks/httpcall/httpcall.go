@@ -275,8 +275,12 @@ func (t *Task) Execute(ctx context.Context, job *tasks.Job) error {
 	// would cost a job_logs row per job, for nothing the row does not
 	// say; only where a redirect took the request is said nowhere else.
 	if hops := redirects(resp); hops > 0 {
-		job.Log().WithField("status", resp.StatusCode).Infof("httpcall: %s %s -> %s after %d redirects, the last to %s in %v",
-			p.Method, redact(req.URL), resp.Status, hops, redact(resp.Request.URL), time.Since(start).Round(time.Millisecond))
+		s := "s"
+		if hops == 1 {
+			s = ""
+		}
+		job.Log().WithField("status", resp.StatusCode).Infof("httpcall: %s %s -> %s after %d redirect%s, the last to %s in %v",
+			p.Method, redact(req.URL), resp.Status, hops, s, redact(resp.Request.URL), time.Since(start).Round(time.Millisecond))
 	}
 	if !p.expected(resp.StatusCode) {
 		return fmt.Errorf("httpcall: %s %s: unexpected status %s (expected %s)", p.Method, redact(req.URL), resp.Status, p.expectation())
