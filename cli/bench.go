@@ -45,6 +45,15 @@ schedules.`,
 	for _, sc := range scenarioCommands {
 		cmd.AddCommand(newScenarioCommand(g, sc))
 	}
+	cmd.AddCommand(&cobra.Command{
+		Use:    "httpcall-server",
+		Short:  "The server of `chime bench httpcall --server-process` (started by it)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return bench.ServeArrivals(cmd.InOrStdin(), cmd.OutOrStdout())
+		},
+	})
 	return cmd
 }
 
@@ -123,7 +132,7 @@ are read from the jobs table.`,
 
 func newScenarioCommand(g *globals, sc scenarioCommand) *cobra.Command {
 	var o bench.Options
-	var cpuProfile string
+	var cpuProfile, memProfile string
 	c := &cobra.Command{
 		Use:   sc.name,
 		Short: sc.short,
@@ -148,11 +157,17 @@ Prints one line of key=value pairs. Point it at an empty database
 			if err != nil {
 				return err
 			}
+			if memProfile != "" {
+				if err := writeAllocProfile(memProfile); err != nil {
+					return err
+				}
+			}
 			_, err = fmt.Fprintln(cmd.OutOrStdout(), l)
 			return err
 		},
 	}
 	c.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (setup included) to this file, for go tool pprof")
+	c.Flags().StringVar(&memProfile, "memprofile", "", "write an allocation profile of the whole run (setup included) to this file at its end, for go tool pprof -sample_index=alloc_space")
 	if sc.jobs > 0 {
 		c.Flags().IntVar(&o.Jobs, "jobs", sc.jobs, "jobs (drain) or once schedules (burst)")
 	}
@@ -161,6 +176,10 @@ Prints one line of key=value pairs. Point it at an empty database
 	}
 	if sc.duration > 0 {
 		c.Flags().DurationVar(&o.Duration, "duration", sc.duration, "how long to measure")
+	}
+	if sc.name == "httpcall" {
+		c.Flags().BoolVar(&o.ServerProcess, "server-process", false,
+			"run the HTTP server in a process of its own (this program's hidden `bench httpcall-server`) rather than in the node's")
 	}
 	if sc.timeout {
 		c.Flags().DurationVar(&o.Timeout, "timeout", 10*time.Minute, "give up after this long")
@@ -182,4 +201,18 @@ func startCPUProfile(path string) (func(), error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// writeAllocProfile writes what this process allocated since it started
+// (pprof's allocs profile: every allocation sampled, live or freed) to path.
+func writeAllocProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("memory profile: %w", err)
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("memory profile: %w", err)
+	}
+	return f.Close()
 }

@@ -97,7 +97,20 @@ type completion struct {
 	msg   string
 	// appOnly sends the line to the node's log only, not to job_logs.
 	appOnly bool
-	status  models.JobStatus // for metrics: the final status, or "retry"
+	// succeeded, with msg empty, is a success's line, worded only when
+	// the node's log keeps it: attempt and took are its figures.
+	succeeded bool
+	attempt   int
+	took      time.Duration
+	status    models.JobStatus // for metrics: the final status, or "retry"
+}
+
+// message is the line's text.
+func (c *completion) message() string {
+	if c.succeeded && c.msg == "" {
+		return models.SucceededMessage(c.attempt, c.took)
+	}
+	return c.msg
 }
 
 // completer writes outcomes in batches, each with the job_logs lines
@@ -163,8 +176,11 @@ func (c *completer) flush(ctx context.Context, batch []completion) {
 			c.log.WithField(fieldJobID, b.out.ID).Warnf("outcome %q not written: the job was changed meanwhile (canceled or recovered), or the database refused it", b.out.Status)
 			continue
 		}
-		// Its job_logs line went with the outcome: this is the node's log.
-		c.log.WithFields(b.log.Data).Log(b.level, b.msg)
+		// Its job_logs line went with the outcome: this is the node's log,
+		// whose entry is built only at a level it keeps.
+		if enabled(c.log, b.level) {
+			c.log.WithFields(b.log.Data).Log(b.level, b.message())
+		}
 		metrics.JobsFinished.WithLabelValues(string(b.status)).Inc()
 	}
 	c.signals.flush(outs, ok, lines)
@@ -180,7 +196,7 @@ func outcomes(batch []completion, now time.Time) []chimedb.JobOutcome {
 		outs[i] = c.out
 		if !c.appOnly {
 			outs[i].Log = &models.JobLog{JobID: c.out.ID, Level: c.level.String(),
-				Message: chimedb.Storable(c.msg, chimedb.MaxLogMessageBytes), CreatedAt: now}
+				Message: chimedb.Storable(c.message(), chimedb.MaxLogMessageBytes), CreatedAt: now}
 		}
 	}
 	return outs

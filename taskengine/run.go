@@ -77,9 +77,12 @@ func (x *executor) newJob(cj *chimedb.ClaimedJob) *tasks.Job {
 		Params:       json.RawMessage(cj.EffectiveParams()),
 		Notifier:     &handoff{},
 		Clock:        x.cfg.Clock,
-		Logger: x.jobLog.WithFields(logrus.Fields{
+		// What x.jobLog.WithFields would build, without its copy of the
+		// map and its look at each value's type: a fire hands off
+		// a thousand jobs at once.
+		Logger: &logrus.Entry{Logger: x.jobLog, Data: logrus.Fields{
 			fieldJobID: cj.ID, fieldScheduleID: schedID, fieldNodeID: x.cfg.NodeID,
-		}),
+		}},
 	}
 	if d := cj.Definition; d != nil {
 		job.DefinitionName = d.Name
@@ -344,7 +347,8 @@ func (x *executor) complete(job *tasks.Job, v verdict, output string, at, starte
 		// Said in the node's log only: the row's columns hold all of it,
 		// and the store derives the job's last log line from them
 		// (models.SucceededLine) instead of a job_logs row per job.
-		c.level, c.msg, c.appOnly = logrus.InfoLevel, models.SucceededMessage(job.Attempt, at.Sub(job.ScheduledAt)), true
+		c.level, c.appOnly = logrus.InfoLevel, true
+		c.succeeded, c.attempt, c.took = true, job.Attempt, at.Sub(job.ScheduledAt)
 	case models.JobStopped:
 		c.level, c.msg = logrus.WarnLevel, fmt.Sprintf("stopped: %v", v.err)
 	case models.JobCanceled:

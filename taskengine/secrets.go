@@ -63,7 +63,7 @@ func (x *executor) resolveSecrets(ctx context.Context, job *tasks.Job) (*secrets
 		return nil, nil // an escape, no reference
 	}
 	metrics.SecretResolutions.WithLabelValues("ok").Inc()
-	job.Params = json.RawMessage(out)
+	job.Params, job.SecretParams = json.RawMessage(out), true
 	m := secrets.NewMasker(values)
 	if m != nil && job.Logger != nil {
 		job.Logger = job.Logger.WithField(fieldMask, m)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -30,7 +31,7 @@ func (*echoTask) Execute(_ context.Context, job *tasks.Job) error {
 		return err
 	}
 	job.Log().WithField("echo", p.V).Info("the value is " + p.V)
-	job.SetResult("result: " + p.V)
+	job.SetResult("result: " + p.V + " secret_params=" + strconv.FormatBool(job.SecretParams))
 	if p.Fail {
 		return errors.New("failed with " + p.V)
 	}
@@ -69,11 +70,13 @@ func TestSecretsResolvedOnTheWorker(t *testing.T) {
 			return adHocJob(t, st, &testdb.DefinitionOpts{Name: name, TaskType: "echo", DefaultParams: params, MaxAttempts: 3})
 		}
 		ok := job("ok", `{"v":{"$secret":"erp"}}`)
+		plain := job("plain", `{"v":"no secret"}`)
 		bad := job("bad", `{"v":{"$secret":"erp"},"fail":true}`)
 		missing := job("missing", `{"v":{"$secret":"nope"}}`)
 
 		j := waitOutcome(t, e, st, ok, models.JobSucceeded)
-		require.Equal(t, "result: ********", deref(j.Result))
+		require.Equal(t, "result: ******** secret_params=true", deref(j.Result), "the task is told its params hold a secret")
+		require.Equal(t, "result: no secret secret_params=false", deref(waitOutcome(t, e, st, plain, models.JobSucceeded).Result))
 		var stored string
 		require.NoError(t, db.Raw("SELECT default_params FROM job_definitions WHERE id = ?", j.JobDefinitionID).Scan(&stored).Error)
 		require.Contains(t, stored, `"$secret"`, "the row keeps the reference")

@@ -31,7 +31,12 @@ type Job struct {
 	ShardIndex int
 	ShardTotal int
 	Params     json.RawMessage // definition defaults merged with schedule params
-	Notify     NotifySpec
+	// SecretParams says Params hold values the engine resolved from
+	// secrets (docs/security.md): the task may use them for this run and
+	// must keep nothing of Params past it (no cache keyed or filled by
+	// them), so that a secret lives only in its run's memory.
+	SecretParams bool
+	Notify       NotifySpec
 
 	// RunID, StepID, Step, RunParams and Upstream are set for the job of a
 	// workflow step (docs/workflows.md), zero otherwise. RunParams are

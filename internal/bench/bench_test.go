@@ -2,6 +2,9 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +17,25 @@ import (
 	"github.com/chimesched/chime/internal/testsupport/testdb"
 	"github.com/chimesched/chime/store"
 )
+
+// TestMain lets the httpcall scenario's server process be this test
+// binary: serverCommand starts it again with CHIME_BENCH_TEST_HTTPCALL_SERVER
+// set, and it serves instead of running the tests.
+func TestMain(m *testing.M) {
+	if os.Getenv("CHIME_BENCH_TEST_HTTPCALL_SERVER") == "1" {
+		if err := ServeArrivals(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	serverCommand = func() (*exec.Cmd, error) {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "CHIME_BENCH_TEST_HTTPCALL_SERVER=1")
+		return cmd, nil
+	}
+	os.Exit(m.Run())
+}
 
 // The lateness run on a real SQLite file: every second of the window has
 // one job per schedule, each started, and the report says so.
@@ -64,7 +86,8 @@ func TestScenariosOnSQLite(t *testing.T) {
 		{"burst", Options{Jobs: 20}, map[string]string{"schedules": "20", "jobs": "20", "missed": "0", "duplicates": "0"}, []string{"fire_last_ms", "start_p99_ms", "exec_p50_ms", "exec_p99_ms", "exec_max_ms", "exec_after_started_p99_ms"}},
 		{"steady", Options{Schedules: 3, Duration: 2 * time.Second}, map[string]string{"schedules": "3", "missed": "0", "duplicates": "0"}, []string{"fire_p99_ms", "commit_p99_ms", "start_p99_ms", "exec_p50_ms", "exec_p99_ms", "exec_max_ms", "exec_after_started_p99_ms"}},
 		{"continuous", Options{Schedules: 3, Duration: 2 * time.Second}, map[string]string{"missed": "0", "unfinished": "0"}, []string{"jobs_per_s", "exec_p50_ms", "exec_p99_ms", "exec_max_ms", "exec_after_started_p99_ms"}},
-		{"httpcall", Options{Schedules: 3, Duration: 2 * time.Second}, map[string]string{"schedules": "3", "missed": "0", "not_succeeded": "0", "doubled": "0"}, []string{"arrived", "server_conns", "server_closed", "start_p99_ms", "arrive_p50_ms", "arrive_p99_ms", "arrive_max_ms"}},
+		{"httpcall", Options{Schedules: 3, Duration: 2 * time.Second}, map[string]string{"schedules": "3", "missed": "0", "not_succeeded": "0", "doubled": "0", "server": "in_process"}, []string{"arrived", "server_conns", "server_closed", "start_p99_ms", "arrive_first_p50_ms", "arrive_p50_ms", "arrive_p99_ms", "arrive_max_ms", "cpu_s", "cpu_us_per_request", "gc_cycles", "gc_cpu_s"}},
+		{"httpcall", Options{Schedules: 3, Duration: 2 * time.Second, ServerProcess: true}, map[string]string{"schedules": "3", "missed": "0", "not_succeeded": "0", "doubled": "0", "server": "process"}, []string{"arrived", "server_conns", "server_closed", "arrive_p50_ms", "arrive_p99_ms"}},
 		{"restart", Options{Schedules: 30, Duration: 2 * time.Second}, map[string]string{"schedules": "30", "probe_missed": "0"}, []string{"restore_ms", "first_peak_rss_mb", "peak_rss_mb", "peak_reset", "probe_commit_p99_ms", "probe_start_p99_ms"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

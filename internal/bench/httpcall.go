@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -88,6 +90,33 @@ func (s *httpServer) close() error {
 	return s.closeErr
 }
 
+// startServer starts the scenario's server, in this process or in one of
+// its own, and returns its URL and the function that stops it and returns
+// what it noted.
+func startServer(ownProcess bool) (url string, finish func() (*serverRecord, error), err error) {
+	if ownProcess {
+		p, err := startProcessServer()
+		if err != nil {
+			return "", nil, err
+		}
+		return p.url, p.finish, nil
+	}
+	srv, err := startHTTPServer()
+	if err != nil {
+		return "", nil, err
+	}
+	return srv.url, func() (*serverRecord, error) {
+		if err := srv.close(); err != nil {
+			return nil, fmt.Errorf("bench: local HTTP server: %w", err)
+		}
+		// Shutdown returns once the connections are closed, not once
+		// their goroutines have reported it: read under the lock.
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return &serverRecord{Arrivals: srv.arrivals, Conns: slices.Clone(srv.conns), Closed: slices.Clone(srv.closed)}, nil
+	}, nil
+}
+
 // httpcallScenario runs o.Schedules schedules firing every second of an
 // httpcall definition against a local HTTP server, each schedule calling a
 // path of its own, and reports how long after each second its requests
@@ -104,36 +133,41 @@ func httpcallScenario(ctx context.Context, cfg *configs.Config, log *logrus.Logg
 		return nil, err
 	}
 	defer e.st.Close()
-	srv, err := startHTTPServer()
+	srvURL, finish, err := startServer(o.ServerProcess)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = srv.close() }()
+	finished := false
+	defer func() {
+		if !finished {
+			_, _ = finish()
+		}
+	}()
 	if err := e.db.Model(&models.JobDefinition{}).Where("id = ?", e.def).Updates(map[string]any{
 		"task_type":      httpcall.Kind,
-		"default_params": models.JSON(fmt.Sprintf(`{"url":%q,"timeout":"10s"}`, srv.url+"/")),
+		"default_params": models.JSON(fmt.Sprintf(`{"url":%q,"timeout":"10s"}`, srvURL+"/")),
 	}).Error; err != nil {
 		return nil, err
 	}
 	if err := insertRows(e.db, "INSERT INTO schedules (name, job_definition_id, schedule_type, cron_expr, params) VALUES ",
 		"(?, ?, 'cron', '* * * * * *', ?)", o.Schedules, func(i int) []any {
 			name := fmt.Sprintf("bench-%05d", i)
-			return []any{name, e.def, models.JSON(fmt.Sprintf(`{"url":%q}`, srv.url+"/s/"+name))}
+			return []any{name, e.def, models.JSON(fmt.Sprintf(`{"url":%q}`, srvURL+"/s/"+name))}
 		}); err != nil {
 		return nil, fmt.Errorf("bench: insert schedules: %w", err)
 	}
+	gcBefore, cpuBefore := readGC(), processCPU()
 	from, until, err := runWindow(ctx, e, log, o.Duration)
 	if err != nil {
 		return nil, err
 	}
-	if err := srv.close(); err != nil {
-		return nil, fmt.Errorf("bench: local HTTP server: %w", err)
+	gc, cpu := readGC().since(gcBefore), processCPU()-cpuBefore
+	finished = true
+	rec, err := finish()
+	if err != nil {
+		return nil, err
 	}
-	// Shutdown returns once the connections are closed, not once their
-	// goroutines have reported it: read under the lock.
-	srv.mu.Lock()
-	arrivals, conns, closed := srv.arrivals, slices.Clone(srv.conns), slices.Clone(srv.closed)
-	srv.mu.Unlock()
+	arrivals, conns, closed := rec.Arrivals, rec.Conns, rec.Closed
 
 	var jobs []models.Job
 	if err := e.db.Select("id, schedule_id, status, scheduled_at, started_at").
@@ -157,9 +191,11 @@ func httpcallScenario(ctx context.Context, cfg *configs.Config, log *logrus.Logg
 	// every whole second, and a request a whole second late would show as
 	// a second request of one schedule in one second (doubled).
 	var late []float64
-	arrived, doubled := 0, 0
+	first := map[int64]float64{} // by second: the earliest request's lateness
+	arrived, doubled, requests := 0, 0, 0
 	for _, at := range arrivals {
 		last := time.Time{}
+		requests += len(at)
 		for _, a := range at {
 			due := a.UTC().Truncate(time.Second)
 			if due.Before(from) || due.After(until) {
@@ -170,7 +206,11 @@ func httpcallScenario(ctx context.Context, cfg *configs.Config, log *logrus.Logg
 			}
 			last = due
 			arrived++
-			late = append(late, ms(a.Sub(due)))
+			lateness := ms(a.Sub(due))
+			late = append(late, lateness)
+			if f, ok := first[due.Unix()]; !ok || lateness < f {
+				first[due.Unix()] = lateness
+			}
 		}
 	}
 	inWindow := func(ts []time.Time) int {
@@ -198,9 +238,61 @@ func httpcallScenario(ctx context.Context, cfg *configs.Config, log *logrus.Logg
 	l.add("server_closed", inWindow(closed))
 	l.add("start_p50_ms", s.P50)
 	l.add("start_p99_ms", s.P99)
+	var firsts []float64
+	for _, f := range first {
+		firsts = append(firsts, f)
+	}
+	// The herd's start: when each second's earliest request arrived.
+	l.add("arrive_first_p50_ms", percentiles(firsts).P50)
 	l.add("arrive_p50_ms", a.P50)
 	l.add("arrive_p90_ms", a.P90)
 	l.add("arrive_p99_ms", a.P99)
 	l.add("arrive_max_ms", a.Max)
+	if o.ServerProcess {
+		l.add("server", "process")
+	} else {
+		l.add("server", "in_process")
+	}
+	// The CPU this process used over the node's whole run (warm-up and
+	// stop included, the server's too when it runs here), by request the
+	// server got over that run.
+	l.add("cpu_s", round3(cpu.Seconds()))
+	if requests > 0 {
+		l.add("cpu_us_per_request", math.Round(float64(cpu.Microseconds())/float64(requests)))
+	}
+	l.add("gc_cycles", gc.cycles)
+	l.add("gc_cpu_s", round3(gc.cpu))
 	return l, nil
 }
+
+// gcReading is the Go runtime's count of GC cycles and its estimate of
+// the CPU time its Ps spent in the GC (runtime/metrics: time a P was
+// given, not measured CPU).
+type gcReading struct {
+	cycles uint64
+	cpu    float64 // seconds
+}
+
+var gcSamples = []metrics.Sample{
+	{Name: "/gc/cycles/total:gc-cycles"},
+	{Name: "/cpu/classes/gc/total:cpu-seconds"},
+}
+
+func readGC() gcReading {
+	s := slices.Clone(gcSamples)
+	metrics.Read(s)
+	var r gcReading
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		r.cycles = s[0].Value.Uint64()
+	}
+	if s[1].Value.Kind() == metrics.KindFloat64 {
+		r.cpu = s[1].Value.Float64()
+	}
+	return r
+}
+
+func (r gcReading) since(b gcReading) gcReading {
+	return gcReading{cycles: r.cycles - b.cycles, cpu: r.cpu - b.cpu}
+}
+
+func round3(f float64) float64 { return math.Round(f*1000) / 1000 }

@@ -40,6 +40,9 @@ type Options struct {
 	Duration time.Duration
 	// Timeout bounds the wait for drain and burst to finish.
 	Timeout time.Duration
+	// ServerProcess runs httpcall's server in a process of its own
+	// (`chime bench httpcall-server`) instead of in the node's.
+	ServerProcess bool
 }
 
 // Line is one scenario's result: key=value pairs in a fixed order, with no

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ErrTrailing is returned when data holds more than one JSON value.
@@ -145,10 +146,36 @@ var (
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
+// shape is structure's answer for one type.
+type shape struct {
+	fields   map[string]reflect.Type // read only once stored
+	elem     reflect.Type
+	isStruct bool
+}
+
+// shapes caches structure by type: every job's params are checked against
+// the same few types, and working a struct's fields out again by
+// reflection for each document cost a map and a walk of its fields per
+// object decoded.
+var shapes sync.Map // reflect.Type → shape
+
 // structure is what walk needs to know of t: a struct's fields by JSON
 // name, or the element type of a map, slice or array. A type with its own
 // decoder is opaque: only duplicates are checked inside it.
 func structure(t reflect.Type) (fields map[string]reflect.Type, elem reflect.Type, isStruct bool) {
+	if t == nil {
+		return nil, nil, false
+	}
+	if v, ok := shapes.Load(t); ok {
+		s := v.(shape)
+		return s.fields, s.elem, s.isStruct
+	}
+	fields, elem, isStruct = structureOf(t)
+	shapes.Store(t, shape{fields: fields, elem: elem, isStruct: isStruct})
+	return fields, elem, isStruct
+}
+
+func structureOf(t reflect.Type) (fields map[string]reflect.Type, elem reflect.Type, isStruct bool) {
 	for t != nil && t.Kind() == reflect.Pointer {
 		if t.Implements(unmarshalerType) || t.Implements(textUnmarshalerType) {
 			return nil, nil, false

@@ -1,6 +1,10 @@
 package httpcall
 
-import "time"
+import (
+	"time"
+
+	"github.com/chimesched/chime/tasks"
+)
 
 // SetDefaultTimeout lets a test shorten the default rather than wait for
 // it; it returns the function that restores it.
@@ -36,3 +40,20 @@ const MaxIdleConnsPerHost = maxIdleConnsPerHost
 // CloseIdleConnections closes the shared transport's idle connections, so
 // that goleak sees no connection goroutines left.
 func CloseIdleConnections() { shared.closeIdle() }
+
+// ParsedLen is how many params documents the cache holds.
+func ParsedLen() int { return parsed.len() }
+
+// Bounds of the params cache.
+const (
+	MaxParsed      = maxParsed
+	MaxParsedBytes = maxParsedBytes
+)
+
+// ParseCached reads raw through the cache as Execute does, for a job
+// whose params do or do not hold secrets; it returns the URL, the method
+// and the headers read.
+func ParseCached(raw string, secret bool) (url, method string, headers map[string]string, err error) {
+	p, err := parsed.get(&tasks.Job{Params: []byte(raw), SecretParams: secret})
+	return p.URL, p.Method, p.Headers, err
+}

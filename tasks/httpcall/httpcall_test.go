@@ -259,14 +259,20 @@ func TestHTTPCallQueryRedacted(t *testing.T) {
 	t.Parallel()
 	const secret = "s3cr3t-value"
 	var status atomic.Int32
-	srv := server(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(int(status.Load())) })
+	srv := server(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hop" {
+			http.Redirect(w, r, "/hook?token="+secret+"&page=2&flag", http.StatusFound)
+			return
+		}
+		w.WriteHeader(int(status.Load()))
+	})
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close()
 	for _, c := range []struct {
 		name, url string
 		status    int
 	}{
-		{"logged", srv.URL + "/hook?token=" + secret + "&page=2&flag#" + secret, http.StatusOK},
+		{"redirected, logged", srv.URL + "/hop?token=" + secret + "&page=2&flag#" + secret, http.StatusOK},
 		{"unexpected status", srv.URL + "/hook?token=" + secret + "&page=2&flag", http.StatusTeapot},
 		{"no answer", closed.URL + "/hook?token=" + secret + "&page=2&flag", 0},
 	} {
@@ -292,5 +298,56 @@ func TestHTTPCallQueryRedacted(t *testing.T) {
 			require.NotContains(t, line, secret, c.name)
 			require.Contains(t, line, "/hook?token=REDACTED&page=REDACTED&flag", "%s: the keys stay", c.name)
 		}
+	}
+}
+
+// A call is said by the job's row, not by a log line: its result starts
+// with the status line, an unexpected status is its error. Only a
+// redirect, which the row does not show, is logged, with where it ended.
+// Before, every call wrote a line, and a job_logs row per job.
+func TestLogLineOnlyForRedirects(t *testing.T) {
+	t.Parallel()
+	srv := server(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/a":
+			http.Redirect(w, r, "/b", http.StatusFound)
+		case "/b":
+			http.Redirect(w, r, "/c", http.StatusMovedPermanently)
+		case "/c":
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			http.Error(w, "no", http.StatusBadGateway)
+		}
+	})
+	for _, c := range []struct {
+		path, line, err string
+	}{
+		{path: "/c"},
+		{path: "/x", err: "httpcall: GET " + srv.URL + "/x: unexpected status 502 Bad Gateway (expected 2xx)"},
+		{path: "/a", line: "httpcall: GET " + srv.URL + "/a -> 204 No Content after 2 redirects, the last to " + srv.URL + "/c in "},
+	} {
+		raw, err := json.Marshal(map[string]any{"url": srv.URL + c.path})
+		require.NoError(t, err)
+		logger, hook := logtest.NewNullLogger()
+		logger.SetLevel(logrus.DebugLevel)
+		task := httpcall.New()
+		job := &tasks.Job{ID: 3, TaskType: httpcall.Kind, Params: raw, Logger: logrus.NewEntry(logger)}
+		ctx, cancel := tasks.Prepare(context.Background(), task, job)
+		err = task.Execute(ctx, job)
+		cancel()
+		if c.err == "" {
+			require.NoError(t, err, c.path)
+		} else {
+			require.EqualError(t, err, c.err)
+		}
+		entries := hook.AllEntries()
+		if c.line == "" {
+			require.Empty(t, entries, c.path)
+			continue
+		}
+		require.Len(t, entries, 1, c.path)
+		require.Equal(t, logrus.InfoLevel, entries[0].Level)
+		require.True(t, strings.HasPrefix(entries[0].Message, c.line), entries[0].Message)
+		require.Equal(t, "HTTP 204 No Content", job.Result())
 	}
 }

@@ -3,6 +3,7 @@ package httpcall_test
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -186,4 +187,54 @@ func TestRedirectCredentials(t *testing.T) {
 	require.Equal(t, "|", <-got)
 	require.NoError(t, run(t, map[string]any{"url": origin.URL + "/here", "headers": headers}))
 	require.Equal(t, "Bearer s3cret|session=s3cret", <-got)
+}
+
+// Jobs read their responses into shared buffers: a herd answered with
+// bodies of every length, the longest first, leaves each job with its own
+// body and nothing of another's (a short body after a long one would show
+// the long one's tail if a buffer were read past what this read filled).
+func TestResponseBuffersShareNothing(t *testing.T) {
+	t.Parallel()
+	body := func(i int) string {
+		return strings.Repeat(string(rune('a'+i%26)), (httpcall.ExcerptBytes+50)>>(i%14))
+	}
+	srv := server(t, func(w http.ResponseWriter, r *http.Request) {
+		var i int
+		_, _ = fmt.Sscanf(r.URL.Path, "/%d", &i)
+		_, _ = io.WriteString(w, body(i))
+	})
+	want := func(i int) string {
+		b := body(i)
+		if b == "" {
+			return "HTTP 200 OK"
+		}
+		if len(b) > httpcall.ExcerptBytes {
+			return "HTTP 200 OK\n" + b[:httpcall.ExcerptBytes] + "\n[... body truncated ...]"
+		}
+		return "HTTP 200 OK\n" + b
+	}
+	// One at a time, so each job takes the buffer the last one put back.
+	for i := range 14 {
+		b := setup(t, map[string]any{"url": fmt.Sprintf("%s/%d", srv.URL, i)})
+		require.NoError(t, b.task.Execute(b.ctx, b.job))
+		require.Equal(t, want(i), b.job.Result(), "job %d", i)
+	}
+	// And a herd at once.
+	const herd = 60
+	var wg sync.WaitGroup
+	results := make([]string, herd)
+	for i := range herd {
+		b := setup(t, map[string]any{"url": fmt.Sprintf("%s/%d", srv.URL, i)})
+		wg.Go(func() {
+			if err := b.task.Execute(b.ctx, b.job); err != nil {
+				results[i] = err.Error()
+				return
+			}
+			results[i] = b.job.Result()
+		})
+	}
+	wg.Wait()
+	for i := range herd {
+		require.Equal(t, want(i), results[i], "job %d", i)
+	}
 }
