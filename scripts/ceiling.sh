@@ -17,7 +17,7 @@
 #   PG_SERVER       postgres://postgres@127.0.0.1:5432 (sslmode=disable is added)
 #   CEILING_MYSQL, CEILING_POSTGRES
 #                   the ceiling's knobs on each (the best found, see
-#                   docs/benchmarks.md#the-servers-ceiling-issue-25); with
+#                   docs/benchmarks.md, "The server's ceiling"); with
 #                   lists the ceiling runs every combination and the best
 #                   line is its figure
 #   CPUPROFILE=1    chime's runs also write a CPU profile (named in the log)
