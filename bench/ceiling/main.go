@@ -65,6 +65,7 @@ type knobs struct {
 	Floor         bool   // claims start after where the last one ended
 	Form          string // "tx": SELECT … FOR UPDATE SKIP LOCKED then UPDATE; "stmt": one UPDATE … RETURNING (PostgreSQL)
 	Triggers      bool   // keep chime's UPDATE triggers on jobs
+	ChimeReads    bool   // add, in the claim's transaction, the three reads chime's claim makes beside the pick
 }
 
 func (k knobs) fields(l *line) {
@@ -75,6 +76,7 @@ func (k knobs) fields(l *line) {
 	l.add("complete_batch", k.CompleteBatch)
 	l.add("floor", k.Floor)
 	l.add("form", k.Form)
+	l.add("chime_reads", k.ChimeReads)
 }
 
 // options are the flags as given: lists for the knobs.
@@ -85,7 +87,7 @@ type options struct {
 	dropdb            string
 	timeout, pause    time.Duration
 	// The knobs' lists, as given.
-	claimers, claimBatch, claimMin, completers, completeBatch, floor, form, triggers string
+	claimers, claimBatch, claimMin, completers, completeBatch, floor, form, triggers, chimeReads string
 
 	out io.Writer
 	log *logrus.Logger
@@ -113,6 +115,8 @@ func main() {
 	fs.StringVar(&o.floor, "floor", "true", "claims start after where the last ended (list of true,false)")
 	fs.StringVar(&o.form, "form", "tx", "claim form: tx, or stmt on PostgreSQL (list)")
 	fs.StringVar(&o.triggers, "triggers", "false", "keep chime's UPDATE triggers on jobs (list of true,false)")
+	fs.StringVar(&o.chimeReads, "chime-reads", "false", "also read, in each claim's transaction, what chime's claim reads there:\n"+
+		"the queues, the definitions' limits and the definitions (list of true,false)")
 	_ = fs.Parse(os.Args[1:])
 	o.log = logrus.New()
 	o.log.SetLevel(logrus.WarnLevel)
@@ -177,6 +181,13 @@ func (o *options) grid() ([]knobs, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.chimeReads == "" {
+		o.chimeReads = "false"
+	}
+	reads, err := bools("chime-reads", o.chimeReads)
+	if err != nil {
+		return nil, err
+	}
 	var forms []string
 	for _, f := range strings.Split(o.form, ",") {
 		switch f = strings.TrimSpace(f); {
@@ -195,11 +206,13 @@ func (o *options) grid() ([]knobs, error) {
 						for _, fl := range floors {
 							for _, fo := range forms {
 								for _, t := range triggers {
-									// A claim never asks for more than
-									// its batch, nor waits for more
-									// slots than the pool has.
-									m := min(m, b, o.pool)
-									g = append(g, knobs{a, b, m, c, d, fl, fo, t})
+									for _, r := range reads {
+										// A claim never asks for more
+										// than its batch, nor waits for
+										// more slots than the pool has.
+										m := min(m, b, o.pool)
+										g = append(g, knobs{a, b, m, c, d, fl, fo, t, r})
+									}
 								}
 							}
 						}
@@ -406,6 +419,10 @@ func newDrainer(db *sql.DB, postgres bool, o *options, k knobs) *drainer {
 // ago, in multi-row INSERTs of 1,000. chime's BEFORE INSERT trigger
 // computes claim_key.
 func (d *drainer) fill(ctx context.Context) error {
+	// The jobs' definition, as the bench's: read by -chime-reads.
+	if _, err := d.db.ExecContext(ctx, "INSERT INTO job_definitions (id, name, task_type) VALUES (1, 'ceiling', 'noop')"); err != nil {
+		return err
+	}
 	due := time.Now().Add(-time.Second).UTC().Truncate(time.Microsecond)
 	for done := 0; done < d.o.jobs; {
 		n := min(1000, d.o.jobs-done)
@@ -595,6 +612,11 @@ func (d *drainer) claimTx(ctx context.Context, n int, now time.Time, due int64, 
 	if err != nil || len(ids) == 0 {
 		return nil, last, err
 	}
+	if d.k.ChimeReads {
+		if err := chimeReads(ctx, tx); err != nil {
+			return nil, last, err
+		}
+	}
 	if d.postgres {
 		_, err = tx.ExecContext(ctx, "UPDATE jobs SET status = 'running', node_id = $1, started_at = $2 WHERE id = ANY($3)", d.o.node, now, ids)
 	} else {
@@ -604,6 +626,29 @@ func (d *drainer) claimTx(ctx context.Context, n int, now time.Time, due int64, 
 		return nil, last, err
 	}
 	return ids, last, tx.Commit()
+}
+
+// chimeReads are the reads chime's claim makes in its transaction beside
+// the pick, for a drain of jobs of one definition (store: readQueues,
+// readDefLimits, readDefinitions), each read to its end. They ask what
+// the gap between the ceiling and chime's drain owes to them.
+func chimeReads(ctx context.Context, tx *sql.Tx) error {
+	for _, q := range []string{
+		"SELECT name, description, max_running, rate_limit, rate_period_ms, rate_tat_us, paused FROM queues ORDER BY name",
+		"SELECT id, queue, max_running, required_tags, broadcast, rate_limit, rate_period_ms, rate_tat_us FROM job_definitions WHERE id IN (1)",
+		"SELECT * FROM job_definitions WHERE id IN (1)",
+	} {
+		rows, err := tx.QueryContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("chime's reads: %w", err)
+		}
+		for rows.Next() {
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // claimStmt is the claim as one statement (PostgreSQL): no transaction

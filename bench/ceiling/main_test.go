@@ -15,9 +15,9 @@ func TestGrid(t *testing.T) {
 	g, err := o.grid()
 	require.NoError(t, err)
 	require.Len(t, g, 2*2*2*2)
-	require.Equal(t, knobs{1, 50, 1, 1, 250, true, "tx", false}, g[0])
-	require.Equal(t, knobs{1, 50, 50, 1, 250, true, "tx", false}, g[2], "claim-min 100 is capped to the batch")
-	require.Equal(t, knobs{1, 200, 100, 1, 250, true, "tx", false}, g[6], "and to the pool")
+	require.Equal(t, knobs{1, 50, 1, 1, 250, true, "tx", false, false}, g[0])
+	require.Equal(t, knobs{1, 50, 50, 1, 250, true, "tx", false, false}, g[2], "claim-min 100 is capped to the batch")
+	require.Equal(t, knobs{1, 200, 100, 1, 250, true, "tx", false, false}, g[6], "and to the pool")
 
 	o.claimMin = "50,60"
 	o.claimBatch = "50"
