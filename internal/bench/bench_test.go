@@ -170,3 +170,25 @@ func TestUnknownScenario(t *testing.T) {
 	_, err := Run(t.Context(), &configs.Config{}, logrus.New(), "nope", Options{})
 	require.ErrorContains(t, err, "unknown scenario")
 }
+
+// TestAfterExecutedWaitsForEveryExecute: drain's read of the database is
+// put off until every job has begun its Execute here, but for the first
+// ask (and one a second meanwhile, for a job that never runs).
+func TestAfterExecutedWaitsForEveryExecute(t *testing.T) {
+	l := newExecLog()
+	asked := 0
+	cond := afterExecuted(l, 2, func() (bool, error) { asked++; return asked > 2, nil })
+	ok, err := cond()
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.Equal(t, 1, asked, "the first ask reads")
+	l.record(1, time.Now())
+	_, _ = cond()
+	require.Equal(t, 1, asked, "one job of two has begun: no read")
+	l.record(2, time.Now())
+	_, _ = cond()
+	ok, err = cond()
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, 3, asked, "every job has begun: every ask reads")
+}

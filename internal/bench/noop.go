@@ -35,6 +35,13 @@ func (l *execLog) record(id int64, at time.Time) {
 	l.mu.Unlock()
 }
 
+// count is how many jobs' Execute began here.
+func (l *execLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.began)
+}
+
 // get returns when job id's Execute began, and whether it ran here.
 func (l *execLog) get(id int64) (time.Time, bool) {
 	l.mu.Lock()

@@ -291,6 +291,25 @@ func allFinished(db *gorm.DB, n int) func() (bool, error) {
 	}
 }
 
+// afterExecuted asks cond (a read of the database) only once n jobs have
+// begun their Execute in this process, and meanwhile once a second, for
+// a job that ends without one (failed before it ran). allFinished's read
+// is not the one index entry it looks like during a drain: the front of
+// the pending range is the entries the claims left delete-marked, which
+// it walks until purge removes them. Asked every 20 ms it was 482 reads
+// of 6.7 ms on average in a drain of 9.8 s (MariaDB, load 16), server time
+// the drain under measurement competed with.
+func afterExecuted(l *execLog, n int, cond func() (bool, error)) func() (bool, error) {
+	var asked time.Time
+	return func() (bool, error) {
+		if l.count() < n && time.Since(asked) < time.Second {
+			return false, nil
+		}
+		asked = time.Now()
+		return cond()
+	}
+}
+
 var liveStatuses = []models.JobStatus{models.JobPending, models.JobQueued, models.JobRunning, models.JobPaused}
 
 // drain inserts o.Jobs pending no-op jobs, runs a worker-only node
@@ -318,7 +337,7 @@ func drain(ctx context.Context, cfg *configs.Config, log *logrus.Logger, o Optio
 		return nil, err
 	}
 	n := startNode(ctx, e, log)
-	werr := n.waitFor(ctx, o.Timeout, "drain", allFinished(e.db, o.Jobs))
+	werr := n.waitFor(ctx, o.Timeout, "drain", afterExecuted(e.exec, o.Jobs, allFinished(e.db, o.Jobs)))
 	serr := n.stop()
 	if err := errors.Join(werr, serr); err != nil {
 		return nil, err
