@@ -269,9 +269,24 @@ func (s *Store) SetControlOutcome(ctx context.Context, p *chimedb.ControlOutcome
 }
 
 // HeartbeatJobs sets heartbeat_at on every job running or paused on nodeID.
+//
+// On PostgreSQL it passes over the rows another transaction holds, taking
+// the others in id order: a completion, a start or a control request
+// holding a row is writing it right now (an outcome ends the job; a start
+// writes heartbeat_at itself; every write moves updated_at, which the
+// stalled-job check reads too), and the next beat, an interval later,
+// reaches a row whose writer let go without ending it. Waiting made the
+// beat, which rewrites every running row of the node (1,000 rows at a
+// pool of 1,000), queue behind each outcome batch in flight, and each
+// later batch queue behind the beat's locks: beats of 0.2–1.9 s and
+// completions waiting on them (Lock:transactionid) in continuous runs.
+// MySQL keeps the plain UPDATE.
 func (s *Store) HeartbeatJobs(ctx context.Context, nodeID string, now time.Time) (int64, error) {
-	res := s.db.WithContext(ctx).Exec(`UPDATE jobs SET heartbeat_at = ? WHERE node_id = ? AND status IN ?`,
-		DBTime(now), nodeID, []models.JobStatus{models.JobRunning, models.JobPaused})
+	q := `UPDATE jobs SET heartbeat_at = ? WHERE node_id = ? AND status IN ?`
+	if s.dialect == Postgres {
+		q = `UPDATE jobs SET heartbeat_at = ? WHERE id IN (SELECT id FROM jobs WHERE node_id = ? AND status IN ? ORDER BY id FOR NO KEY UPDATE SKIP LOCKED)`
+	}
+	res := s.db.WithContext(ctx).Exec(q, DBTime(now), nodeID, []models.JobStatus{models.JobRunning, models.JobPaused})
 	if res.Error != nil {
 		return 0, fmt.Errorf("heartbeat jobs of node %s: %w", nodeID, res.Error)
 	}
