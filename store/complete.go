@@ -493,6 +493,61 @@ func (s *Store) writeTypedOutcomes(b *strings.Builder, args []any, outs []chimed
 	return args
 }
 
+// queryIDs runs q on the pool and returns the ids of its rows.
+func (s *Store) queryIDs(ctx context.Context, q string, args ...any) ([]int64, error) {
+	rows, err := s.sqlDB.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// pgFinalOutcomesSQL is outcomesSQL on PostgreSQL for a batch of final
+// outcomes only (no retry, snooze or hand-back), written from arrays: one
+// array per column that varies, joined to the rows by id. outcomesSQL's
+// CASE id WHEN … has a branch per outcome that every row walks (about a
+// quarter of the statement's CPU at 1,000 rows: the backend's CPU time
+// over 10 completions of 1,000 rows, 0.67–0.79 s against 0.49–0.59 s), and
+// its text, with a placeholder per id, changes with the batch's size, so
+// each size was prepared and planned anew. The ids are given twice: as
+// id = ANY(…) they keep the primary key's index scan whatever the
+// planner thinks of the unnest. The outs are unique by id (see
+// uniqueOutcomes), so each row joins one element. "" when the batch is
+// not all final: outcomesSQL writes it.
+func pgFinalOutcomesSQL(nodeID string, outs []chimedb.JobOutcome) (string, []any) {
+	n := len(outs)
+	ids := make([]int64, n)
+	statuses, outcomes := make([]string, n), make([]string, n)
+	finished := make([]time.Time, n)
+	results, errs := make([]*string, n), make([]*string, n)
+	for i := range outs {
+		o := &outs[i]
+		if !o.Status.Finished() || o.HandBack {
+			return "", nil
+		}
+		ids[i], statuses[i], finished[i], results[i], errs[i] = o.ID, string(o.Status), DBTime(o.FinishedAt), o.Result, o.Error
+		// As writeTypedOutcomes: a snooze is only a snooze with a retry.
+		if o.Outcome != models.OutcomeNone && o.Outcome != models.OutcomeSnoozed {
+			outcomes[i] = string(o.Outcome)
+		}
+	}
+	q := "UPDATE jobs SET status = v.st, finished_at = v.fin, result = v.res, error = v.err, node_id = ?, outcome = v.oc, control = ''" +
+		" FROM unnest(CAST(? AS BIGINT[]), CAST(? AS TEXT[]), CAST(? AS TIMESTAMPTZ[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]))" +
+		" AS v(id, st, fin, res, err, oc)" +
+		" WHERE jobs.id = ANY(CAST(? AS BIGINT[])) AND jobs.id = v.id AND jobs.node_id = ? AND jobs.status IN (?, ?, ?)"
+	return q, []any{nodeID, ids, statuses, finished, results, errs, outcomes, ids, nodeID,
+		string(models.JobQueued), string(models.JobRunning), string(models.JobPaused)}
+}
+
 // CompletionPaths counts the completion batches of this store written as
 // one statement (completeAlone) and those written in a transaction.
 func (s *Store) CompletionPaths() (oneStatement, transaction int64) {
@@ -515,9 +570,16 @@ func (s *Store) completeAlone(ctx context.Context, p *chimedb.CompleteJobsParams
 			return nil, false
 		}
 	}
-	q, args := s.outcomesSQL(p.NodeID, chunks[0])
 	var applied []int64
-	if err := s.db.WithContext(ctx).Raw(q+" RETURNING id", args...).Scan(&applied).Error; err != nil {
+	var err error
+	if q, args := pgFinalOutcomesSQL(p.NodeID, chunks[0]); q != "" {
+		// Straight to the driver: GORM would expand the arrays into lists.
+		applied, err = s.queryIDs(ctx, q+" RETURNING jobs.id", args...)
+	} else {
+		q, args = s.outcomesSQL(p.NodeID, chunks[0])
+		err = s.db.WithContext(ctx).Raw(q+" RETURNING id", args...).Scan(&applied).Error
+	}
+	if err != nil {
 		s.log.WithError(err).Debug("one-statement completion failed; completing in a transaction")
 		return nil, false
 	}

@@ -25,7 +25,8 @@ import (
 // the completion UPDATE. A batch
 // that hands jobs off to this node's task engine (p.HandoffSlots) adds
 // three: the definitions' read, the INSERT of the handed-off jobs and
-// their read back; the claim each of those jobs no longer needs costs more
+// their read back (two on PostgreSQL, whose INSERT returns the rows it
+// wrote); the claim each of those jobs no longer needs costs more
 // (four statements and a commit, after this commit). p.BeforeCommit, when
 // set, runs last inside the transaction: the schedule engine's fire-ahead
 // waits there for the batch's instant.
@@ -74,14 +75,20 @@ func (s *Store) WriteFires(ctx context.Context, p *chimedb.WriteFiresParams) (*c
 			return err
 		}
 		if len(handoff) > 0 {
-			n, err := s.insertJobs(tx, handoff, seen, p.Now, p.HandoffNode)
+			var got map[handedKey]int64
+			n := 0
+			if s.dialect == Postgres {
+				// RETURNING says which rows this INSERT wrote: no read back.
+				got, err = insertJobsReturning(tx, handoff, seen, p.Now, p.HandoffNode)
+				n = len(got)
+			} else if n, err = s.insertJobs(tx, handoff, seen, p.Now, p.HandoffNode); err == nil {
+				got, err = s.readHandedOff(tx, p, handoff)
+			}
 			if err != nil {
 				return err
 			}
 			res.Inserted += n
-			if res.HandedOff, err = s.readHandedOff(tx, p, handoff, seen, defs); err != nil {
-				return err
-			}
+			res.HandedOff = handedOffJobs(p, handoff, seen, defs, got)
 		}
 		normal = append(normal, handoff...)
 		if res.InsertedCatchUp, err = s.insertJobs(tx, catchUp, seen, p.Now, ""); err != nil {
@@ -211,7 +218,6 @@ func (s *Store) lockFireRows(tx *gorm.DB, p *chimedb.WriteFiresParams) (map[int6
 
 func (s *Store) lockFireChunk(tx *gorm.DB, chunk []int64, out map[int64]fireRow) error {
 	ctx, conn := tx.Statement.Context, tx.Statement.ConnPool
-	list := idList(chunk)
 	active := string(models.ScheduleActive)
 	// On MySQL a locking read locks every row it reads, matching or not,
 	// and waits for those another transaction holds: a read of the batch's
@@ -228,9 +234,10 @@ func (s *Store) lockFireChunk(tx *gorm.DB, chunk []int64, out map[int64]fireRow)
 	case Postgres:
 		lock, tlock = " FOR UPDATE OF s SKIP LOCKED", " FOR UPDATE"
 	}
+	in, inArgs := s.idIn("s.id", chunk)
 	rows, err := conn.QueryContext(ctx,
 		"SELECT s.id, s.name, s.concurrency, COALESCE(s.priority, (SELECT d.priority FROM job_definitions d WHERE d.id = s.job_definition_id)), s.queue, s.required_tags"+
-			" FROM "+sched+" WHERE s.status = ? AND s.id IN ("+list+") ORDER BY s.id"+lock, active)
+			" FROM "+sched+" WHERE s.status = ? AND "+in+" ORDER BY s.id"+lock, append([]any{active}, inArgs...)...)
 	if err != nil {
 		return err
 	}
@@ -264,15 +271,16 @@ func (s *Store) lockFireChunk(tx *gorm.DB, chunk []int64, out map[int64]fireRow)
 	if len(locked) == 0 {
 		return nil
 	}
-	return readFireTriggers(tx, trig, tlock, locked, out)
+	return s.readFireTriggers(tx, trig, tlock, locked, out)
 }
 
 // readFireTriggers reads (and, but on SQLite, locks: tlock) the trigger
 // rows of the schedules lockFireChunk locked into out.
-func readFireTriggers(tx *gorm.DB, trig, tlock string, locked []int64, out map[int64]fireRow) error {
+func (s *Store) readFireTriggers(tx *gorm.DB, trig, tlock string, locked []int64, out map[int64]fireRow) error {
+	in, args := s.idIn("schedule_id", locked)
 	rows, err := tx.Statement.ConnPool.QueryContext(tx.Statement.Context,
 		"SELECT schedule_id, next_fire_at, last_fire_at, fired_count, remaining_count, misfired_count FROM "+trig+
-			" WHERE schedule_id IN ("+idList(locked)+") ORDER BY schedule_id"+tlock)
+			" WHERE "+in+" ORDER BY schedule_id"+tlock, args...)
 	if err != nil {
 		return err
 	}
@@ -307,8 +315,9 @@ func (s *Store) markBusy(tx *gorm.DB, chunk []int64, out map[int64]fireRow) erro
 			rest = append(rest, id)
 		}
 	}
+	in, args := s.idIn("id", rest)
 	rows, err := tx.Statement.ConnPool.QueryContext(tx.Statement.Context,
-		"SELECT id FROM schedules WHERE status = ? AND id IN ("+idList(rest)+")", string(models.ScheduleActive))
+		"SELECT id FROM schedules WHERE status = ? AND "+in, append([]any{string(models.ScheduleActive)}, args...)...)
 	if err != nil {
 		return err
 	}
@@ -345,6 +354,21 @@ func sameTime(a, b *time.Time) bool {
 		return a == nil && b == nil
 	}
 	return DBTime(*a).Equal(DBTime(*b))
+}
+
+// idIn is the condition "col is one of ids" of a fire's statements, and
+// its arguments. On PostgreSQL it is col = ANY(?) with the ids as one array
+// parameter: the statement's text is then the same for every batch, so
+// pgx's statement cache prepares it once per connection and the server
+// neither parses a list of up to 500 literals nor plans the statement
+// afresh each time (a literal list made every batch's text new: a Parse
+// round trip and a custom plan each). Elsewhere a literal IN list, which
+// MySQL's range optimizer and SQLite take as they always did.
+func (s *Store) idIn(col string, ids []int64) (string, []any) {
+	if s.dialect == Postgres {
+		return col + " = ANY(CAST(? AS BIGINT[]))", []any{ids}
+	}
+	return col + " IN (" + idList(ids) + ")", nil
 }
 
 // idList renders ids as a literal IN list. They are int64s, so the literal
@@ -409,16 +433,23 @@ func (s *Store) pickHandoff(tx *gorm.DB, p *chimedb.WriteFiresParams, normal []c
 	return pending, handoff, defs, nil
 }
 
+// handedKey names a fire by its schedule and instant, as the unique key
+// uq_jobs_schedule_fire does.
+type handedKey struct {
+	schedule int64
+	at       time.Time
+}
+
 // readHandedOff reads back the ids of the rows the handed-off jobs became,
-// one statement: the INSERT returns no ids on every dialect (MySQL has no
-// RETURNING), and a fire written before (the unique key made this one a
-// no-op) is not this node's. Rows running on p.HandoffNode since p.Now are
-// the ones this transaction wrote. Only the ids are read: every other
-// column is what insertJobs wrote, so the jobs are built from handoff,
-// which saves the server sending, and gorm scanning, a few hundred whole
-// rows inside the fire's transaction.
-func (s *Store) readHandedOff(tx *gorm.DB, p *chimedb.WriteFiresParams, handoff []chimedb.FireJob, seen map[int64]fireRow,
-	defs map[int64]*models.JobDefinition) ([]chimedb.ClaimedJob, error) {
+// one statement: MySQL's INSERT returns no ids (SQLite's is read the same
+// way), and a fire written before (the unique key made this one a no-op)
+// is not this node's. Rows running on p.HandoffNode since p.Now are the
+// ones this transaction wrote. Only the ids are read: every other column
+// is what insertJobs wrote, so the jobs are built from handoff (see
+// handedOffJobs), which saves the server sending, and gorm scanning, a few
+// hundred whole rows inside the fire's transaction. PostgreSQL learns the
+// same from the INSERT's RETURNING (insertJobsReturning).
+func (s *Store) readHandedOff(tx *gorm.DB, p *chimedb.WriteFiresParams, handoff []chimedb.FireJob) (map[handedKey]int64, error) {
 	var ids []int64
 	var ats []time.Time
 	for _, j := range handoff {
@@ -444,26 +475,35 @@ func (s *Store) readHandedOff(tx *gorm.DB, p *chimedb.WriteFiresParams, handoff 
 	if err != nil {
 		return nil, fmt.Errorf("read jobs handed off: %w", err)
 	}
-	defer rows.Close()
-	type key struct {
-		schedule int64
-		at       time.Time
+	got, err := scanHanded(rows, len(handoff))
+	if err != nil {
+		return nil, fmt.Errorf("read jobs handed off: %w", err)
 	}
-	got := make(map[key]int64, len(handoff))
+	return got, nil
+}
+
+// scanHanded reads rows of (id, schedule_id, scheduled_at) and closes them.
+func scanHanded(rows *sql.Rows, n int) (map[handedKey]int64, error) {
+	defer rows.Close()
+	got := make(map[handedKey]int64, n)
 	for rows.Next() {
 		var id, sched int64
 		var at time.Time
 		if err := rows.Scan(&id, &sched, &at); err != nil {
-			return nil, fmt.Errorf("read jobs handed off: %w", err)
+			return nil, err
 		}
-		got[key{sched, at.UTC()}] = id
+		got[handedKey{sched, at.UTC()}] = id
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read jobs handed off: %w", err)
-	}
+	return got, rows.Err()
+}
+
+// handedOffJobs builds the jobs of handoff that got rows (got, by
+// schedule and instant), as the fire wrote them.
+func handedOffJobs(p *chimedb.WriteFiresParams, handoff []chimedb.FireJob, seen map[int64]fireRow,
+	defs map[int64]*models.JobDefinition, got map[handedKey]int64) []chimedb.ClaimedJob {
 	idOf := func(j chimedb.FireJob) (int64, bool) {
 		at := DBTime(j.ScheduledAt)
-		if id, ok := got[key{j.ScheduleID, at}]; ok {
+		if id, ok := got[handedKey{j.ScheduleID, at}]; ok {
 			return id, true
 		}
 		// SQLite keeps scheduled_at to the millisecond: match within one.
@@ -489,7 +529,7 @@ func (s *Store) readHandedOff(tx *gorm.DB, p *chimedb.WriteFiresParams, handoff 
 			Priority: r.priority}
 		out = append(out, chimedb.ClaimedJob{Job: job, Definition: defs[j.JobDefinitionID], ScheduleName: r.name, Started: true})
 	}
-	return out, nil
+	return out
 }
 
 // handoffInstants bounds the scheduled_at list of readHandedOff: past it,
@@ -502,6 +542,9 @@ const handoffInstants = 64
 func (s *Store) insertJobs(tx *gorm.DB, jobs []chimedb.FireJob, seen map[int64]fireRow, now time.Time, node string) (int, error) {
 	if len(jobs) == 0 {
 		return 0, nil
+	}
+	if s.dialect == Postgres {
+		return insertJobsPostgres(tx, jobs, seen, now, node)
 	}
 	cols, row := 13, "(?,?,?,?,?,?,?,?,?,?,?,?,?)"
 	var b strings.Builder
@@ -546,6 +589,79 @@ func (s *Store) insertJobs(tx *gorm.DB, jobs []chimedb.FireJob, seen map[int64]f
 		return 0, fmt.Errorf("insert jobs: %w", err)
 	}
 	return int(n), nil
+}
+
+// insertJobsPostgres is insertJobs on PostgreSQL (see pgInsertJobs).
+func insertJobsPostgres(tx *gorm.DB, jobs []chimedb.FireJob, seen map[int64]fireRow, now time.Time, node string) (int, error) {
+	q, args := pgInsertJobs(jobs, seen, now, node)
+	r, err := rawExec(tx, q, args...)
+	if err != nil {
+		return 0, fmt.Errorf("insert jobs: %w", err)
+	}
+	n, err := r.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("insert jobs: %w", err)
+	}
+	return int(n), nil
+}
+
+// insertJobsReturning is insertJobs of handed-off jobs on PostgreSQL: the
+// INSERT returns the rows it wrote (RETURNING leaves out those the unique
+// key turned away), which saves readHandedOff's read back, a round trip
+// inside the fire's transaction.
+func insertJobsReturning(tx *gorm.DB, jobs []chimedb.FireJob, seen map[int64]fireRow, now time.Time, node string) (map[handedKey]int64, error) {
+	q, args := pgInsertJobs(jobs, seen, now, node)
+	rows, err := tx.Statement.ConnPool.QueryContext(tx.Statement.Context, q+" RETURNING id, schedule_id, scheduled_at", args...)
+	if err != nil {
+		return nil, fmt.Errorf("insert jobs: %w", err)
+	}
+	got, err := scanHanded(rows, len(jobs))
+	if err != nil {
+		return nil, fmt.Errorf("insert jobs: %w", err)
+	}
+	return got, nil
+}
+
+// pgInsertJobs is insertJobs's statement on PostgreSQL: one INSERT …
+// SELECT over unnest of one array per column that varies, the rest bound
+// once. Its text does not depend on the batch, so it is prepared once per
+// connection; a VALUES list of 500 rows of 13 placeholders was parsed,
+// bound and planned for every batch, and cost about twice the server's CPU
+// of this form for the same 500 rows (the backend's CPU time over 10
+// inserts of 500 rows, literal values: 0.37–0.44 s against 0.18–0.20 s).
+// unnest returns the rows in the arrays' order, so they are inserted, and
+// numbered, in the batch's order as before.
+func pgInsertJobs(jobs []chimedb.FireJob, seen map[int64]fireRow, now time.Time, node string) (string, []any) {
+	n := len(jobs)
+	scheds, defs := make([]int64, n), make([]int64, n)
+	ats := make([]time.Time, n)
+	maxAttempts, missed, prios := make([]int32, n), make([]int32, n), make([]int32, n)
+	params := make([]*string, n)
+	catchUp := make([]bool, n)
+	for i, j := range jobs {
+		scheds[i], defs[i], ats[i] = j.ScheduleID, j.JobDefinitionID, DBTime(j.ScheduledAt)
+		maxAttempts[i], missed[i], prios[i] = int32(j.MaxAttempts), int32(j.MissedFires), int32(seen[j.ScheduleID].priority)
+		if len(j.Params) > 0 {
+			p := string(j.Params)
+			params[i] = &p
+		}
+		catchUp[i] = j.CatchUp
+	}
+	ts := DBTime(now)
+	status, attempt := models.JobPending, 0
+	cols, vals := "", ""
+	var extra []any
+	if node != "" {
+		status, attempt = models.JobRunning, 1
+		cols, vals = ", node_id, queued_at, started_at, heartbeat_at", ", ?, ?, ?, ?"
+		extra = []any{node, ts, ts, ts}
+	}
+	q := "INSERT INTO jobs (schedule_id, job_definition_id, scheduled_at, run_at, status, attempt, max_attempts, params, catch_up, missed_fires, priority, created_at, updated_at" + cols + ")" +
+		" SELECT f.s, f.d, f.a, f.a, ?, ?, f.m, CAST(f.p AS JSON), f.c, f.x, f.pr, ?, ?" + vals +
+		" FROM unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TIMESTAMPTZ[]), CAST(? AS INT[]), CAST(? AS TEXT[]), CAST(? AS BOOLEAN[]), CAST(? AS INT[]), CAST(? AS INT[]))" +
+		" AS f(s, d, a, m, p, c, x, pr) ON CONFLICT (schedule_id, scheduled_at) DO NOTHING"
+	args := append([]any{string(status), attempt, ts, ts}, extra...)
+	return q, append(args, scheds, defs, ats, maxAttempts, params, catchUp, missed, prios)
 }
 
 // insertRuns writes the fires of workflow schedules as pending runs, the

@@ -288,7 +288,11 @@ func (s *Store) SetControlOutcome(ctx context.Context, p *chimedb.ControlOutcome
 // deadlock. A skipped row is held by a writer right then (a completion, a
 // control outcome, a recovery, an admin): most write the row, which sets
 // its updated_at, and the stall check takes that for a beat too (see
-// RecoverStalledJobs); the next beat bumps it anyway.
+// RecoverStalledJobs); the next beat bumps it anyway. Waiting also made
+// the beat, which rewrites every running row of the node (1,000 rows at a
+// pool of 1,000), queue behind each outcome batch in flight, and later
+// batches queue behind the beat's locks: beats of 0.2–1.9 s in continuous
+// runs. The rows it takes, it takes in id order.
 func (s *Store) HeartbeatJobs(ctx context.Context, nodeID string, now time.Time) (int64, error) {
 	db := s.db.WithContext(ctx)
 	var n int64
@@ -299,7 +303,7 @@ func (s *Store) HeartbeatJobs(ctx context.Context, nodeID string, now time.Time)
 	case Postgres:
 		// NO KEY UPDATE: the lock the UPDATE takes anyway.
 		res := db.Exec(`UPDATE jobs SET heartbeat_at = ? WHERE id IN
-			(SELECT id FROM jobs WHERE node_id = ? AND status IN ? FOR NO KEY UPDATE SKIP LOCKED)`, DBTime(now), nodeID, stalledStatuses)
+			(SELECT id FROM jobs WHERE node_id = ? AND status IN ? ORDER BY id FOR NO KEY UPDATE SKIP LOCKED)`, DBTime(now), nodeID, stalledStatuses)
 		n, err = res.RowsAffected, res.Error
 	default:
 		// One writer at a time: no lock order to keep.

@@ -90,8 +90,9 @@ func (s *Store) advanceTriggers(tx *gorm.DB, rows []chimedb.TriggerRow, now time
 		slices.Sort(ids) // id order: concurrent writers lock rows in the same order
 		r := rowOf[ids[0]]
 		for chunk := range slices.Chunk(ids, scheduleInChunk) {
-			res, err := rawExec(tx, "UPDATE time_triggers SET next_fire_at = ?, last_fire_at = ?, fired_count = ?, remaining_count = ?, misfired_count = ?, updated_at = ? WHERE schedule_id IN ("+idList(chunk)+")",
-				dbTimeOrNil(r.NextFireAt), dbTimeOrNil(r.LastFireAt), r.FiredCount, int64OrNil(r.RemainingCount), r.MisfiredCount, DBTime(now))
+			in, inArgs := s.idIn("schedule_id", chunk)
+			res, err := rawExec(tx, "UPDATE time_triggers SET next_fire_at = ?, last_fire_at = ?, fired_count = ?, remaining_count = ?, misfired_count = ?, updated_at = ? WHERE "+in,
+				append([]any{dbTimeOrNil(r.NextFireAt), dbTimeOrNil(r.LastFireAt), r.FiredCount, int64OrNil(r.RemainingCount), r.MisfiredCount, DBTime(now)}, inArgs...)...)
 			if err != nil {
 				return err
 			}

@@ -85,7 +85,7 @@ func watch(ctx context.Context, dsn, name string, interval, limit time.Duration,
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for runCtx.Err() == nil {
-		rows, err := conn.Query(runCtx, `SELECT state, coalesce(wait_event_type, ''), coalesce(wait_event, ''), query
+		rows, err := conn.Query(runCtx, `SELECT coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, ''), query
 			FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
 			AND backend_type = 'client backend' AND state IS DISTINCT FROM 'idle'`)
 		if err != nil {
