@@ -66,6 +66,7 @@ func New(st chimedb.TaskStore, cfg *Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: c, st: st, workers: newWorkers(c.PoolSize), kinds: &kindCache{reg: c.Registry}}
+	e.workers.backlog.Store(int64(c.Backlog))
 	cf := &e.cfg
 	e.log = c.Logger.WithFields(logrus.Fields{"component": "taskengine", fieldNodeID: c.NodeID})
 	e.logs = newLogWriter(st, e.log, c.Clock, &e.signals)
