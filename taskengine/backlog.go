@@ -247,4 +247,10 @@ func (x *executor) giveBack(runs []*claimedRun, reason string) {
 	for _, cr := range runs {
 		x.jobDone(cr.job.ID, released)
 	}
+	if x.wake != nil {
+		// Pending again and due: a claim of this node (while it runs) takes
+		// them in order with the rest, and nothing else would wake it on
+		// MySQL or SQLite (the watch sees rows added, not released).
+		x.wake()
+	}
 }

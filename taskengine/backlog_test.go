@@ -33,6 +33,10 @@ func backlogEngine(t *testing.T, st *store.Store, fake bool) (e *Engine, clock *
 	}
 	e = startEngine(t, st, cfg)
 	waitStarted(t, e, hold)
+	// The claim of the held job filled the pool's one worker, so it says
+	// due jobs may be left; none are, and no claim runs to say so while
+	// the worker is held.
+	e.producer.dueLeft.Store(false)
 	return e, clock, open
 }
 
@@ -98,6 +102,12 @@ func TestBacklogReservation(t *testing.T) {
 		more, _ := e.ReserveHandoff(1)
 		require.Zero(t, more, "no free worker")
 		e.DeliverHandoff(nil, slots+queued)
+		// Due jobs left by a full claim come first: no backlog then.
+		e.producer.dueLeft.Store(true)
+		slots, queued, _ = e.reserveHandoff(10, true)
+		require.Equal(t, []int{2, 0}, []int{slots, queued}, "due jobs wait in the database")
+		e.DeliverHandoff(nil, slots+queued)
+		e.producer.dueLeft.Store(false)
 		// Runs that hold their worker 1 s: the pool starts none within the target.
 		e.workers.held.Store(int64(time.Second))
 		slots, queued, _ = e.reserveHandoff(10, true)

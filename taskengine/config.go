@@ -55,9 +55,11 @@ type Config struct {
 	// more jobs than the pool is expected to start within BacklogWait / 4,
 	// from how long its recent runs held their workers (a pool of long runs
 	// takes little or none; before any run has been timed, at most the pool
-	// size). A job waits at most BacklogWait; one still waiting then, or
-	// when the node stops or drains, goes back to pending without using an
-	// attempt. Claims take no backlog: never more than the free workers.
+	// size), and fires take none while the last claim came back full (due
+	// jobs wait in the database: they come first). A job waits at most
+	// BacklogWait; one still waiting then, or when the node stops or
+	// drains, goes back to pending without using an attempt. Claims take
+	// no backlog: never more than the free workers.
 	Backlog int
 	// BacklogWait bounds how long a job of the backlog waits for a worker
 	// (default 1s). When one waited that long, the node's workers are held

@@ -84,6 +84,7 @@ func New(st chimedb.TaskStore, cfg *Config) (*Engine, error) {
 		waiting: &waitNotes{st: st, cfg: cf, log: e.log, jobLog: jobLog, logged: map[int64]bool{}},
 		wake:    make(chan struct{}, 1), retune: make(chan struct{}, 1)}
 	e.producer.pollInterval.Store(int64(c.PollInterval))
+	e.exec.wake = e.producer.Wake
 	return e, nil
 }
 

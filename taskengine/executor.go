@@ -52,6 +52,8 @@ type executor struct {
 
 	qmu sync.Mutex // guards bl
 	bl  backlog
+	// wake asks the producer to claim (jobs given back from the backlog).
+	wake func()
 }
 
 // execRun is what one run of the executor hands every job it takes.

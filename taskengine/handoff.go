@@ -37,7 +37,7 @@ func (e *Engine) reserveHandoff(n int, backlog bool) (slots, queued int, kinds [
 	if len(kinds) == 0 {
 		return 0, 0, nil
 	}
-	backlog = backlog && e.workers.backlog.Load() > 0 && e.exec.backlogOpen()
+	backlog = backlog && e.workers.backlog.Load() > 0 && !e.producer.dueLeft.Load() && e.exec.backlogOpen()
 	if !e.handoff.admit(func() bool {
 		slots = e.workers.tryReserve(n)
 		if backlog && slots < n {
