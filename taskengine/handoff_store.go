@@ -56,5 +56,11 @@ func (h *HandoffStore) WriteFires(ctx context.Context, b *chimedb.WriteFiresPara
 		return nil, err
 	}
 	handed = res.HandedOff
+	if res.Inserted > len(handed) {
+		// Jobs of this fire wait in the database for a claim: the next
+		// fires take no backlog until a claim has taken them (a herd
+		// larger than the backlog is the claims' to start, in order).
+		h.e.producer.dueLeft.Store(true)
+	}
 	return res, nil
 }
