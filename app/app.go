@@ -435,6 +435,7 @@ func (n *node) buildEngines(ctx context.Context, reg *tasks.Registry, opts Optio
 			Watch:           watch,
 			WakeInterval:    cfg.TaskEngine.WakeInterval.D(),
 			PoolSize:        cfg.TaskEngine.PoolSize,
+			Backlog:         cfg.TaskEngine.Backlog,
 			ControlInterval: cfg.TaskEngine.ControlInterval.D(),
 			DrainTimeout:    cfg.TaskEngine.DrainTimeout.D(),
 			ShutdownGrace:   cfg.ShutdownGrace.D(),

@@ -126,6 +126,15 @@ type WriteFiresParams struct {
 	HandoffNode  string
 	HandoffKinds []string
 	HandoffSlots int
+	// HandoffQueued, with HandoffNode, has WriteFires write up to this many
+	// more such jobs, past the HandoffSlots written running, queued on
+	// that node (queued_at = Now, attempt 0): the node's task engine holds
+	// them in its backlog until a worker frees and starts them then, as it
+	// does a claimed job (taskengine.Config.Backlog). Queued, a job that
+	// never ran goes back to pending without using an attempt wherever it
+	// is given back: the node's Stop or drain, its restart, the reaper of a
+	// dead node, the reconciler of a job queued too long.
+	HandoffQueued int
 	// BeforeCommit, if set, is called inside the transaction after its
 	// last statement, just before COMMIT; an error rolls the batch back and
 	// is returned. The schedule engine's fire-ahead waits in it for the
@@ -180,9 +189,9 @@ type WriteFiresResult struct {
 	// had the batch's FromLastFireAt: nothing was written for it, and the
 	// writer should plan again from this state.
 	Stale []TriggerRow
-	// HandedOff are the jobs written as running on HandoffNode, with their
-	// definitions and schedule names, Started set: the node's task engine
-	// owns them from the commit on and must run or release them.
+	// HandedOff are the jobs written as running (Started set) or queued on
+	// HandoffNode, with their definitions and schedule names: the node's
+	// task engine owns them from the commit on and must run or release them.
 	HandedOff []ClaimedJob
 }
 

@@ -112,10 +112,14 @@ type ScheduleEngine struct {
 
 // TaskEngine configures the task engine.
 type TaskEngine struct {
-	Enabled         bool     `yaml:"enabled"`
-	PollInterval    Duration `yaml:"poll_interval"`
-	WakeInterval    Duration `yaml:"wake_interval"`
-	PoolSize        int      `yaml:"pool_size"`
+	Enabled      bool     `yaml:"enabled"`
+	PollInterval Duration `yaml:"poll_interval"`
+	WakeInterval Duration `yaml:"wake_interval"`
+	PoolSize     int      `yaml:"pool_size"`
+	// Backlog is how many jobs past its free workers a fire may hand this
+	// node, to wait in memory for a worker (taskengine.Config.Backlog; 0:
+	// none).
+	Backlog         int      `yaml:"backlog"`
 	ControlInterval Duration `yaml:"control_interval"`
 	// DrainTimeout is how long a draining node lets its running jobs
 	// finish before it hands them back to pending (0: it waits for them).
@@ -410,6 +414,7 @@ func (c *Config) problems() []problem {
 		}
 	}
 	between("taskengine.pool_size", c.TaskEngine.PoolSize, 1, MaxPoolSize)
+	between("taskengine.backlog", c.TaskEngine.Backlog, 0, MaxBacklog)
 	between("scheduleengine.batch_size", c.ScheduleEngine.BatchSize, 1, MaxBatchSize)
 	between("scheduleengine.fire_all_cap", c.ScheduleEngine.FireAllCap, 1, MaxFireAllCap)
 	// 0 keeps finished jobs forever; past the maximum, days × 24h

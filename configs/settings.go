@@ -21,6 +21,7 @@ const Redacted = "********"
 const (
 	MaxRetentionDays = 36500 // 100 years; cluster.MaxRetentionDays says the same
 	MaxPoolSize      = 10000
+	MaxBacklog       = 100000
 	MaxBatchSize     = 10000
 	MaxFireAllCap    = 100000
 )

@@ -102,7 +102,7 @@ type handoffNode struct {
 	defs   map[string]int64 // task kind → definition
 }
 
-func newHandoffNode(t *testing.T, st Store, pool int, gate <-chan struct{}, withTasks bool) *handoffNode {
+func newHandoffNode(t *testing.T, st Store, pool int, gate <-chan struct{}, withTasks bool, opts ...func(*taskengine.Config)) *handoffNode {
 	t.Helper()
 	db := dbOf(st)
 	reg := tasks.NewRegistry()
@@ -119,9 +119,13 @@ func newHandoffNode(t *testing.T, st Store, pool int, gate <-chan struct{}, with
 	node := "n-" + t.Name()
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
-	var opts []func(*Config)
+	var seOpts []func(*Config)
 	if withTasks {
-		te := startTaskEngine(t, n.claims, taskengine.Config{NodeID: node, Logger: log, PoolSize: pool, Registry: reg, Clock: clock})
+		cfg := taskengine.Config{NodeID: node, Logger: log, PoolSize: pool, Registry: reg, Clock: clock}
+		for _, o := range opts {
+			o(&cfg)
+		}
+		te := startTaskEngine(t, n.claims, cfg)
 		// The start's own claim, returned (it reserves the free workers
 		// while it runs): every claim after it is one a fire caused.
 		require.Eventually(t, func() bool { return n.claims.done.Load() == 1 }, 10*time.Second, time.Millisecond)
@@ -129,11 +133,11 @@ func newHandoffNode(t *testing.T, st Store, pool int, gate <-chan struct{}, with
 		// As app wires them: fires go through the task engine's
 		// decorator of the store, and nudge its claim.
 		st = te.HandoffStore(st)
-		opts = append(opts, func(c *Config) { c.OnFire = te.Wake })
+		seOpts = append(seOpts, func(c *Config) { c.OnFire = te.Wake })
 	}
 	// Registered after the task engine: its Stop runs first at cleanup,
 	// as in chime serve.
-	n.bundle = setupWithClock(t, st, node, clock, opts...)
+	n.bundle = setupWithClock(t, st, node, clock, seOpts...)
 	return n
 }
 
@@ -316,5 +320,59 @@ func TestHandoffSchedulerOnlyWritesPending(t *testing.T) {
 		require.Empty(t, j.NodeID)
 		require.Zero(t, j.Attempt)
 		require.Nil(t, j.StartedAt)
+	})
+}
+
+// With a backlog, a fire hands off past the free workers too: those jobs
+// are written queued on the node and wait there for a worker, then run
+// without any claim; before any run has been timed the backlog is no
+// larger than the pool, and the rest is written pending and claimed.
+func TestHandoffBacklogQueuesPastFreeWorkers(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		gate := make(chan struct{})
+		var once sync.Once
+		open := func() { once.Do(func() { close(gate) }) }
+		t.Cleanup(open)
+		n := newHandoffNode(t, st, 2, gate, true, func(c *taskengine.Config) { c.Backlog, c.BacklogWait = 10, time.Hour })
+		start := n.clock.Now()
+		var ids []int64
+		for _, name := range []string{"a", "b", "c", "d", "e"} {
+			ids = append(ids, n.schedule(t, name, gateKind, models.ConcurrencyAllow, start))
+		}
+		n.e.testSignals.fired.Init(t)
+		n.at(t, start)
+		require.Equal(t, firedBatch{jobs: 5, handedOff: 4}, n.e.testSignals.fired.WaitOrTimeout(),
+			"two jobs for the free workers, two for the backlog (no larger than the pool yet)")
+		var rows []models.Job
+		require.NoError(t, n.st.DB().Where("schedule_id IN ?", ids).Find(&rows).Error)
+		count := map[models.JobStatus]int{}
+		var queued []int64
+		for _, r := range rows {
+			count[r.Status]++
+			if r.Status == models.JobQueued {
+				require.Equal(t, n.e.cfg.NodeID, r.NodeID)
+				require.Zero(t, r.Attempt)
+				require.Nil(t, r.StartedAt)
+				queued = append(queued, r.ID)
+			}
+		}
+		require.Equal(t, map[models.JobStatus]int{models.JobRunning: 2, models.JobQueued: 2, models.JobPending: 1}, count)
+		open()
+		jobs := n.waitJobs(t, models.JobSucceeded, ids...)
+		claimed := 0
+		for _, j := range jobs {
+			if n.claims.wasClaimed(j.ID) {
+				claimed++
+				continue
+			}
+			require.Equal(t, 1, j.Attempt)
+			require.Equal(t, n.e.cfg.NodeID, j.NodeID)
+			require.NotNil(t, j.StartedAt)
+		}
+		require.Equal(t, 1, claimed, "only the job past the backlog was claimed")
+		for _, id := range queued {
+			require.False(t, n.claims.wasClaimed(id))
+		}
 	})
 }

@@ -65,33 +65,34 @@ func (s *Store) WriteFires(ctx context.Context, p *chimedb.WriteFiresParams) (*c
 				normal = append(normal, j)
 			}
 		}
-		normal, handoff, defs, err := s.pickHandoff(tx, p, normal, seen)
+		normal, handoff, running, defs, err := s.pickHandoff(tx, p, normal, seen)
 		if err != nil {
 			return err
 		}
 		// Two statements so the counts per kind are exact: a multi-row
 		// insert reports only how many rows it added in total.
-		if res.Inserted, err = s.insertJobs(tx, normal, seen, p.Now, ""); err != nil {
+		if res.Inserted, err = s.insertJobs(tx, normal, seen, p.Now, "", 0); err != nil {
 			return err
 		}
 		if len(handoff) > 0 {
 			var got map[handedKey]int64
 			n := 0
-			if s.dialect == Postgres {
+			if s.dialect == Postgres && running >= len(handoff) {
 				// RETURNING says which rows this INSERT wrote: no read back.
+				// (A backlog's queued rows take insertJobs's VALUES form.)
 				got, err = insertJobsReturning(tx, handoff, seen, p.Now, p.HandoffNode)
 				n = len(got)
-			} else if n, err = s.insertJobs(tx, handoff, seen, p.Now, p.HandoffNode); err == nil {
+			} else if n, err = s.insertJobs(tx, handoff, seen, p.Now, p.HandoffNode, running); err == nil {
 				got, err = s.readHandedOff(tx, p, handoff)
 			}
 			if err != nil {
 				return err
 			}
 			res.Inserted += n
-			res.HandedOff = handedOffJobs(p, handoff, seen, defs, got)
+			res.HandedOff = handedOffJobs(p, handoff, seen, defs, got, running)
 		}
 		normal = append(normal, handoff...)
-		if res.InsertedCatchUp, err = s.insertJobs(tx, catchUp, seen, p.Now, ""); err != nil {
+		if res.InsertedCatchUp, err = s.insertJobs(tx, catchUp, seen, p.Now, "", 0); err != nil {
 			return err
 		}
 		if err := s.insertRuns(tx, runs, seen, p.Now, res); err != nil {
@@ -385,14 +386,17 @@ func idList(ids []int64) string {
 }
 
 // pickHandoff splits the batch's on-time jobs into those written pending
-// and those handed off to p.HandoffNode (see chimedb.WriteFiresParams.HandoffNode).
+// and those handed off to p.HandoffNode (see chimedb.WriteFiresParams.HandoffNode):
+// the first running of handoff are written running, the rest queued
+// (p.HandoffQueued).
 // It reads the definitions of the batch's jobs, one statement, only when
 // there are slots: their task types decide which jobs may be handed off,
 // and the handed-off jobs carry them to the task engine.
 func (s *Store) pickHandoff(tx *gorm.DB, p *chimedb.WriteFiresParams, normal []chimedb.FireJob, seen map[int64]fireRow) (
-	pending, handoff []chimedb.FireJob, defs map[int64]*models.JobDefinition, err error) {
-	if p.HandoffNode == "" || p.HandoffSlots <= 0 || len(p.HandoffKinds) == 0 || len(normal) == 0 {
-		return normal, nil, nil, nil
+	pending, handoff []chimedb.FireJob, running int, defs map[int64]*models.JobDefinition, err error) {
+	slots, queued := max(p.HandoffSlots, 0), max(p.HandoffQueued, 0)
+	if p.HandoffNode == "" || slots+queued <= 0 || len(p.HandoffKinds) == 0 || len(normal) == 0 {
+		return normal, nil, 0, nil, nil
 	}
 	var ids []int64
 	for _, j := range normal {
@@ -401,11 +405,11 @@ func (s *Store) pickHandoff(tx *gorm.DB, p *chimedb.WriteFiresParams, normal []c
 		}
 	}
 	if len(ids) == 0 {
-		return normal, nil, nil, nil
+		return normal, nil, 0, nil, nil
 	}
 	rows, err := definitionsByID(tx, ids)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("read definitions of jobs to hand off: %w", err)
+		return nil, nil, 0, nil, fmt.Errorf("read definitions of jobs to hand off: %w", err)
 	}
 	defs = make(map[int64]*models.JobDefinition, len(rows))
 	for i := range rows {
@@ -413,7 +417,7 @@ func (s *Store) pickHandoff(tx *gorm.DB, p *chimedb.WriteFiresParams, normal []c
 	}
 	free, err := defaultQueueFree(tx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, 0, nil, err
 	}
 	pending = make([]chimedb.FireJob, 0, len(normal))
 	for _, j := range normal {
@@ -424,13 +428,13 @@ func (s *Store) pickHandoff(tx *gorm.DB, p *chimedb.WriteFiresParams, normal []c
 		// takes limits and placement (see limits.go, placement.go).
 		limited := !free || d == nil || d.MaxRunning != nil || (d.Queue != "" && d.Queue != models.DefaultQueue) || seen[j.ScheduleID].queue ||
 			d.RequiredTags != "" || seen[j.ScheduleID].tags || d.Broadcast || d.RateLimit != nil
-		if len(handoff) < p.HandoffSlots && d != nil && d.Unreadable == "" && !seen[j.ScheduleID].forbid && !limited && slices.Contains(p.HandoffKinds, d.TaskType) {
+		if len(handoff) < slots+queued && d != nil && d.Unreadable == "" && !seen[j.ScheduleID].forbid && !limited && slices.Contains(p.HandoffKinds, d.TaskType) {
 			handoff = append(handoff, j)
 			continue
 		}
 		pending = append(pending, j)
 	}
-	return pending, handoff, defs, nil
+	return pending, handoff, min(len(handoff), slots), defs, nil
 }
 
 // handedKey names a fire by its schedule and instant, as the unique key
@@ -443,8 +447,8 @@ type handedKey struct {
 // readHandedOff reads back the ids of the rows the handed-off jobs became,
 // one statement: MySQL's INSERT returns no ids (SQLite's is read the same
 // way), and a fire written before (the unique key made this one a no-op)
-// is not this node's. Rows running on p.HandoffNode since p.Now are the
-// ones this transaction wrote. Only the ids are read: every other column
+// is not this node's. Rows running or queued (a backlog's) on p.HandoffNode
+// since p.Now are the ones this transaction wrote. Only the ids are read: every other column
 // is what insertJobs wrote, so the jobs are built from handoff (see
 // handedOffJobs), which saves the server sending, and gorm scanning, a few
 // hundred whole rows inside the fire's transaction. PostgreSQL learns the
@@ -467,7 +471,8 @@ func (s *Store) readHandedOff(tx *gorm.DB, p *chimedb.WriteFiresParams, handoff 
 	// instants. SQLite rounds scheduled_at to the millisecond, so there the
 	// instants are not matched exactly.
 	q := tx.Model(&models.Job{}).Select("id, schedule_id, scheduled_at").
-		Where("schedule_id IN ? AND status = ? AND node_id = ? AND queued_at = ?", ids, models.JobRunning, p.HandoffNode, DBTime(p.Now))
+		Where("schedule_id IN ? AND status IN ? AND node_id = ? AND queued_at = ?", ids,
+			[]models.JobStatus{models.JobRunning, models.JobQueued}, p.HandoffNode, DBTime(p.Now))
 	if s.dialect != SQLite && len(ats) <= handoffInstants {
 		q = q.Where("scheduled_at IN ?", ats)
 	}
@@ -498,9 +503,10 @@ func scanHanded(rows *sql.Rows, n int) (map[handedKey]int64, error) {
 }
 
 // handedOffJobs builds the jobs of handoff that got rows (got, by
-// schedule and instant), as the fire wrote them.
+// schedule and instant), as the fire wrote them: the first running of
+// them running, the rest queued (see insertJobs).
 func handedOffJobs(p *chimedb.WriteFiresParams, handoff []chimedb.FireJob, seen map[int64]fireRow,
-	defs map[int64]*models.JobDefinition, got map[handedKey]int64) []chimedb.ClaimedJob {
+	defs map[int64]*models.JobDefinition, got map[handedKey]int64, running int) []chimedb.ClaimedJob {
 	idOf := func(j chimedb.FireJob) (int64, bool) {
 		at := DBTime(j.ScheduledAt)
 		if id, ok := got[handedKey{j.ScheduleID, at}]; ok {
@@ -516,7 +522,7 @@ func handedOffJobs(p *chimedb.WriteFiresParams, handoff []chimedb.FireJob, seen 
 	}
 	now := DBTime(p.Now)
 	out := make([]chimedb.ClaimedJob, 0, len(got))
-	for _, j := range handoff {
+	for i, j := range handoff {
 		id, ok := idOf(j)
 		if !ok {
 			continue
@@ -527,7 +533,11 @@ func handedOffJobs(p *chimedb.WriteFiresParams, handoff []chimedb.FireJob, seen 
 			Status: models.JobRunning, Attempt: 1, MaxAttempts: j.MaxAttempts, Params: j.Params, MissedFires: j.MissedFires,
 			NodeID: p.HandoffNode, QueuedAt: &now, StartedAt: &now, HeartbeatAt: &now, CreatedAt: now, UpdatedAt: now,
 			Priority: r.priority}
-		out = append(out, chimedb.ClaimedJob{Job: job, Definition: defs[j.JobDefinitionID], ScheduleName: r.name, Started: true})
+		started := i < running
+		if !started {
+			job.Status, job.Attempt, job.StartedAt, job.HeartbeatAt = models.JobQueued, 0, nil, nil
+		}
+		out = append(out, chimedb.ClaimedJob{Job: job, Definition: defs[j.JobDefinitionID], ScheduleName: r.name, Started: started})
 	}
 	return out
 }
@@ -537,24 +547,25 @@ func handedOffJobs(p *chimedb.WriteFiresParams, handoff []chimedb.FireJob, seen 
 const handoffInstants = 64
 
 // insertJobs writes the fires in jobs, each with its schedule's priority as
-// lockFireRows read it in seen: pending, or, with node set, running on node
-// as its first attempt (handed off, see chimedb.WriteFiresParams.HandoffNode).
-func (s *Store) insertJobs(tx *gorm.DB, jobs []chimedb.FireJob, seen map[int64]fireRow, now time.Time, node string) (int, error) {
+// lockFireRows read it in seen: pending, or, with node set, handed off to
+// node (see chimedb.WriteFiresParams.HandoffNode): the first running of
+// jobs running as their first attempt, the rest queued there.
+func (s *Store) insertJobs(tx *gorm.DB, jobs []chimedb.FireJob, seen map[int64]fireRow, now time.Time, node string, running int) (int, error) {
 	if len(jobs) == 0 {
 		return 0, nil
 	}
-	if s.dialect == Postgres {
+	if s.dialect == Postgres && (node == "" || running >= len(jobs)) {
+		// pgInsertJobs binds one status for every row: a backlog's queued
+		// rows take the VALUES form below.
 		return insertJobsPostgres(tx, jobs, seen, now, node)
 	}
 	cols, row := 13, "(?,?,?,?,?,?,?,?,?,?,?,?,?)"
 	var b strings.Builder
 	b.Grow(300 + len(jobs)*40)
 	b.WriteString("INSERT INTO jobs (schedule_id, job_definition_id, scheduled_at, run_at, status, attempt, max_attempts, params, catch_up, missed_fires, priority, created_at, updated_at")
-	status, attempt := models.JobPending, 0
 	if node != "" {
 		b.WriteString(", node_id, queued_at, started_at, heartbeat_at")
 		cols, row = 17, "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-		status, attempt = models.JobRunning, 1
 	}
 	b.WriteString(") VALUES ")
 	args := make([]any, 0, len(jobs)*cols)
@@ -569,10 +580,20 @@ func (s *Store) insertJobs(tx *gorm.DB, jobs []chimedb.FireJob, seen map[int64]f
 		if len(j.Params) > 0 {
 			params = string(j.Params)
 		}
+		status, attempt, started := models.JobPending, 0, any(nil)
+		switch {
+		case node == "":
+		case i < running:
+			status, attempt, started = models.JobRunning, 1, ts
+		default:
+			// Queued on node: its task engine starts it (attempt 1,
+			// started_at) when a worker takes it, as for a claimed job.
+			status = models.JobQueued
+		}
 		args = append(args, j.ScheduleID, j.JobDefinitionID, at, at, string(status), attempt, j.MaxAttempts, params, j.CatchUp, j.MissedFires,
 			seen[j.ScheduleID].priority, ts, ts)
 		if node != "" {
-			args = append(args, node, ts, ts, ts)
+			args = append(args, node, ts, started, started)
 		}
 	}
 	if s.dialect == MySQL {

@@ -170,3 +170,77 @@ func TestWriteFiresNoHandoff(t *testing.T) {
 		require.EqualValues(t, 2, n)
 	})
 }
+
+// With HandoffQueued, a fire writes past its running slots up to that many
+// more of its hand-off jobs queued on the node (attempt 0, no started_at),
+// returned not started; the rest stay pending. Given back (ReleaseJobs),
+// a queued one is pending again with no attempt used.
+func TestWriteFiresHandoffQueued(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		db := st.DB()
+		free := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "free", TaskType: "sleep", MaxAttempts: 3})
+		var ids []int64
+		at := time.Now().UTC().Truncate(time.Second)
+		now := at.Add(3 * time.Millisecond)
+		p := &chimedb.WriteFiresParams{Now: now, HandoffNode: "n1", HandoffKinds: []string{"sleep"}, HandoffSlots: 1, HandoffQueued: 2}
+		for _, name := range []string{"a", "b", "c", "d"} {
+			expr := "* * * * * *"
+			s := models.Schedule{Name: name, JobDefinitionID: free.ID, ScheduleType: models.ScheduleCron, CronExpr: &expr, Timezone: "UTC",
+				MisfirePolicy: models.MisfireFireOnce, Concurrency: models.ConcurrencyAllow, Status: models.ScheduleActive}
+			require.NoError(t, db.Create(&s).Error)
+			ids = append(ids, s.ID)
+			p.Jobs = append(p.Jobs, chimedb.FireJob{ScheduleID: s.ID, JobDefinitionID: free.ID, ScheduledAt: at, MaxAttempts: 3})
+			p.Triggers = append(p.Triggers, chimedb.TriggerRow{ScheduleID: s.ID, LastFireAt: &at})
+		}
+		res, err := st.WriteFires(ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, 4, res.Inserted)
+		require.Len(t, res.HandedOff, 3)
+
+		rows := map[int64]models.Job{}
+		var all []models.Job
+		require.NoError(t, db.Find(&all).Error)
+		for _, r := range all {
+			rows[*r.ScheduleID] = r
+		}
+		require.Equal(t, models.JobRunning, rows[ids[0]].Status)
+		require.Equal(t, 1, rows[ids[0]].Attempt)
+		for _, id := range ids[1:3] {
+			r := rows[id]
+			require.Equal(t, models.JobQueued, r.Status, "schedule %d queued on the node", id)
+			require.Equal(t, "n1", r.NodeID)
+			require.Zero(t, r.Attempt)
+			require.Nil(t, r.StartedAt)
+			require.Nil(t, r.HeartbeatAt)
+			require.NotNil(t, r.QueuedAt)
+			require.WithinDuration(t, now, *r.QueuedAt, time.Millisecond)
+		}
+		require.Equal(t, models.JobPending, rows[ids[3]].Status, "past the slots and the queued")
+		var queued []int64
+		for i, j := range res.HandedOff {
+			r := rows[*j.ScheduleID]
+			require.Equal(t, r.ID, j.ID)
+			require.Equal(t, r.Status, j.Status)
+			require.Equal(t, r.Attempt, j.Attempt)
+			require.Equal(t, i == 0, j.Started)
+			require.NotNil(t, j.Definition)
+			if !j.Started {
+				require.Nil(t, j.StartedAt)
+				queued = append(queued, j.ID)
+			}
+		}
+
+		// A queued job never started: given back, its attempt is not used.
+		got, err := st.ReleaseJobs(ctx, &chimedb.ReleaseJobsParams{NodeID: "n1", IDs: queued, Now: now, Reason: "test"})
+		require.NoError(t, err)
+		require.ElementsMatch(t, queued, got)
+		for _, id := range queued {
+			j := testdb.GetJob(t, st, id)
+			require.Equal(t, models.JobPending, j.Status)
+			require.Zero(t, j.Attempt)
+			require.Empty(t, j.NodeID)
+		}
+	})
+}

@@ -45,6 +45,27 @@ type Config struct {
 	WakeInterval time.Duration
 	// PoolSize is the number of jobs run at once (default 16).
 	PoolSize int
+	// Backlog is how many jobs past its free workers a fire on this node
+	// may hand to this engine (chimedb.WriteFiresParams.HandoffQueued):
+	// written queued here in the fire's transaction, they wait in memory
+	// for a worker instead of for a claim after the commit, so a burst
+	// larger than the pool starts at the pace the workers free, not at the
+	// claims'. 0 (the default): none, a fire hands off only what the free
+	// workers take. The backlog is bounded further by the pool's pace: no
+	// more jobs than the pool is expected to start within BacklogWait / 4,
+	// from how long its recent runs held their workers (a pool of long runs
+	// takes little or none; before any run has been timed, at most the pool
+	// size), and fires take none while the last claim came back full (due
+	// jobs wait in the database: they come first). A job waits at most
+	// BacklogWait; one still waiting then, or when the node stops or
+	// drains, goes back to pending without using an attempt. Claims take
+	// no backlog: never more than the free workers.
+	Backlog int
+	// BacklogWait bounds how long a job of the backlog waits for a worker
+	// (default 1s). When one waited that long, the node's workers are held
+	// by runs longer than expected: it goes back to pending for any node to
+	// claim, and the node's fires take no backlog for 10 × BacklogWait.
+	BacklogWait time.Duration
 	// ControlInterval is how often jobs.control is read (default 1s; a
 	// request is acted on within two intervals).
 	ControlInterval time.Duration
@@ -83,6 +104,7 @@ const (
 	DefaultShutdownGrace     = 30 * time.Second
 	DefaultMaxBackoff        = time.Hour
 	DefaultOnQueueTimeout    = 30 * time.Second
+	DefaultBacklogWait       = time.Second
 )
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -120,6 +142,9 @@ func (c Config) WithDefaults() Config {
 	if c.OnQueueTimeout == 0 {
 		c.OnQueueTimeout = DefaultOnQueueTimeout
 	}
+	if c.BacklogWait == 0 {
+		c.BacklogWait = DefaultBacklogWait
+	}
 	return c
 }
 
@@ -139,6 +164,12 @@ func (c Config) validate() error {
 	}
 	if c.PoolSize < 0 {
 		bad("PoolSize", "must be at least 1, got %d", c.PoolSize)
+	}
+	if c.Backlog < 0 {
+		bad("Backlog", "must not be negative, got %d", c.Backlog)
+	}
+	if c.BacklogWait < 0 {
+		bad("BacklogWait", "must be positive, got %v", c.BacklogWait)
 	}
 	if c.ControlInterval < 0 {
 		bad("ControlInterval", "must be positive, got %v", c.ControlInterval)

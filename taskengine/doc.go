@@ -65,6 +65,15 @@
 // job with the panic and its stack in job_logs; an unknown task_type fails
 // the job with an error naming the registered kinds.
 //
+// With Config.Backlog, a fire on this node may also hand off jobs past the
+// free workers, written queued here; they wait in the executor's backlog,
+// oldest first, and a worker that ends its run takes the next one on the
+// same goroutine and starts it through the starter, as a claimed queued
+// job. They hold their place in the worker count, so no claim runs while
+// the backlog is not empty. The backlog is bounded by the pool's pace (see
+// Config.Backlog); a job waits in it at most BacklogWait, and Stop, a drain
+// and the end of the wait give it back to pending without using an attempt.
+//
 // Every move out of queued, running or paused is guarded by the row's
 // status and node_id, so a late writer never overwrites a newer state.
 //

@@ -57,6 +57,14 @@ func (e *Engine) SetDrain(drain string) {
 		e.log.Info("undrained: this node claims jobs again")
 		e.producer.Wake()
 	}
+	if on {
+		// Jobs waiting for a worker have not begun: another node may run
+		// them. At every call, for a fire's hand-off reserved just before
+		// the drain began may deliver after it.
+		if n := e.exec.releaseBacklog("released to pending: node " + e.cfg.NodeID + " is draining and the job had not started"); n > 0 {
+			e.log.WithField("jobs", n).Info("draining: released the jobs waiting for a worker to pending")
+		}
+	}
 	if handBack {
 		if n := e.exec.handBack(); n > 0 {
 			e.log.WithField("jobs", n).Warn("drain_timeout over: handing the jobs still running back to pending")

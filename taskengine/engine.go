@@ -66,6 +66,7 @@ func New(st chimedb.TaskStore, cfg *Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: c, st: st, workers: newWorkers(c.PoolSize), kinds: &kindCache{reg: c.Registry}}
+	e.workers.backlog.Store(int64(c.Backlog))
 	cf := &e.cfg
 	e.log = c.Logger.WithFields(logrus.Fields{"component": "taskengine", fieldNodeID: c.NodeID})
 	e.logs = newLogWriter(st, e.log, c.Clock, &e.signals)
@@ -83,6 +84,7 @@ func New(st chimedb.TaskStore, cfg *Config) (*Engine, error) {
 		waiting: &waitNotes{st: st, cfg: cf, log: e.log, jobLog: jobLog, logged: map[int64]bool{}},
 		wake:    make(chan struct{}, 1), retune: make(chan struct{}, 1)}
 	e.producer.pollInterval.Store(int64(c.PollInterval))
+	e.exec.wake = e.producer.Wake
 	return e, nil
 }
 

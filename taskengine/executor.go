@@ -49,6 +49,11 @@ type executor struct {
 	lastJobs <-chan struct{}
 
 	jobs sync.WaitGroup // jobs taken and not yet done, of the current run
+
+	qmu sync.Mutex // guards bl
+	bl  backlog
+	// wake asks the producer to claim (jobs given back from the backlog).
+	wake func()
 }
 
 // execRun is what one run of the executor hands every job it takes.
@@ -124,7 +129,13 @@ func (x *executor) Start(ctx context.Context) error {
 		return fmt.Errorf("taskengine: start: create pool: %w", err)
 	}
 	// The drain begins when the run ends; nothing waits for that meanwhile.
-	context.AfterFunc(runCtx, func() { finished(x.drain(r)) })
+	// Jobs waiting for a worker have not begun: they go back at once.
+	context.AfterFunc(runCtx, func() {
+		if n := x.releaseBacklog("released to pending: node shutting down before the job started"); n > 0 {
+			x.log.WithField("jobs", n).Info("released the jobs waiting for a worker to pending")
+		}
+		finished(x.drain(r))
+	})
 	return nil
 }
 
@@ -133,6 +144,8 @@ func (x *executor) tuneLocked(n int) {
 	if x.cur != nil {
 		x.cur.pool.Tune(n)
 		metrics.PoolCapacity.Set(float64(n))
+		// Workers a larger pool has free take the jobs waiting for one.
+		go x.fill()
 	}
 }
 
@@ -147,6 +160,17 @@ func (x *executor) take(jobs []chimedb.ClaimedJob) {
 		r = stoppedRun
 	}
 	x.jobs.Add(len(jobs))
+	started := 0
+	for i := range jobs {
+		if jobs[i].Started {
+			started++
+		}
+	}
+	// Counted before any is dispatched: they go to workers before queued
+	// jobs (see dispatch).
+	x.qmu.Lock()
+	x.bl.started += started
+	x.qmu.Unlock()
 	for i := range jobs {
 		cj := &jobs[i]
 		if !cj.Started {

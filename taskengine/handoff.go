@@ -21,24 +21,40 @@ import (
 // An engine not running (not started, or stopping) reserves nothing, and
 // the fire writes its jobs pending as it does without a task engine.
 func (e *Engine) ReserveHandoff(n int) (slots int, kinds []string) {
-	if n <= 0 || e.producer.draining.Load() {
-		return 0, nil
-	}
-	kinds = e.kinds.startKinds()
-	if len(kinds) == 0 {
-		return 0, nil
-	}
-	if !e.handoff.admit(func() bool { slots = e.workers.tryReserve(n); return slots > 0 }) {
-		return 0, nil
-	}
-	e.workers.report()
+	slots, _, kinds = e.reserveHandoff(n, false)
 	return slots, kinds
 }
 
-// DeliverHandoff hands the jobs a fire wrote as running on this node
-// (chimedb.WriteFiresResult.HandedOff) to the executor, by the path of
-// jobs a claim started (ClaimedJob.Started), and gives back the slots of
-// ReserveHandoff that no job took. From here on they are the engine's like
+// reserveHandoff is ReserveHandoff, and with backlog also up to n − slots
+// places of the backlog (Config.Backlog) for jobs the fire writes queued
+// here (chimedb.WriteFiresParams.HandoffQueued); DeliverHandoff takes
+// slots + queued.
+func (e *Engine) reserveHandoff(n int, backlog bool) (slots, queued int, kinds []string) {
+	if n <= 0 || e.producer.draining.Load() {
+		return 0, 0, nil
+	}
+	kinds = e.kinds.startKinds()
+	if len(kinds) == 0 {
+		return 0, 0, nil
+	}
+	backlog = backlog && e.workers.backlog.Load() > 0 && !e.producer.dueLeft.Load() && e.exec.backlogOpen()
+	if !e.handoff.admit(func() bool {
+		slots = e.workers.tryReserve(n)
+		if backlog && slots < n {
+			queued = e.workers.tryReserveBacklog(n-slots, e.cfg.BacklogWait/backlogTarget)
+		}
+		return slots+queued > 0
+	}) {
+		return 0, 0, nil
+	}
+	e.workers.report()
+	return slots, queued, kinds
+}
+
+// DeliverHandoff hands the jobs a fire wrote as running (or queued) on
+// this node (chimedb.WriteFiresResult.HandedOff) to the executor, by the
+// path of jobs a claim started (ClaimedJob.Started) or queued, and gives
+// back the slots of ReserveHandoff that no job took. From here on they are the engine's like
 // claimed jobs: a job that cannot run (Stop has begun, the pool refuses
 // it) goes back to pending with its attempt given back.
 func (e *Engine) DeliverHandoff(jobs []chimedb.ClaimedJob, slots int) {

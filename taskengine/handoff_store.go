@@ -17,8 +17,10 @@ import (
 // lifetime.
 //
 // Its WriteFires reserves free workers (ReserveHandoff) for the batch's
-// on-time jobs, asks the store to write up to that many as running on this
-// node (chimedb.WriteFiresParams.HandoffNode, HandoffKinds, HandoffSlots),
+// on-time jobs, and places of the backlog (Config.Backlog) for those past
+// them, asks the store to write up to that many as running, and the
+// backlog's as queued, on this node (chimedb.WriteFiresParams.HandoffNode,
+// HandoffKinds, HandoffSlots, HandoffQueued),
 // and after the transaction delivers the jobs written so to the reserved
 // workers (DeliverHandoff), giving back every worker not used, also when
 // the write fails. Every other method is the wrapped store's.
@@ -41,18 +43,24 @@ func (h *HandoffStore) WriteFires(ctx context.Context, b *chimedb.WriteFiresPara
 			onTime++
 		}
 	}
-	slots, kinds := h.e.ReserveHandoff(onTime)
-	if slots == 0 {
-		b.HandoffNode, b.HandoffKinds, b.HandoffSlots = "", nil, 0
+	slots, queued, kinds := h.e.reserveHandoff(onTime, true)
+	if slots+queued == 0 {
+		b.HandoffNode, b.HandoffKinds, b.HandoffSlots, b.HandoffQueued = "", nil, 0, 0
 		return h.ScheduleStore.WriteFires(ctx, b)
 	}
-	b.HandoffNode, b.HandoffKinds, b.HandoffSlots = h.e.cfg.NodeID, kinds, slots
+	b.HandoffNode, b.HandoffKinds, b.HandoffSlots, b.HandoffQueued = h.e.cfg.NodeID, kinds, slots, queued
 	var handed []chimedb.ClaimedJob
-	defer func() { h.e.DeliverHandoff(handed, slots) }()
+	defer func() { h.e.DeliverHandoff(handed, slots+queued) }()
 	res, err := h.ScheduleStore.WriteFires(ctx, b)
 	if err != nil {
 		return nil, err
 	}
 	handed = res.HandedOff
+	if res.Inserted > len(handed) {
+		// Jobs of this fire wait in the database for a claim: the next
+		// fires take no backlog until a claim has taken them (a herd
+		// larger than the backlog is the claims' to start, in order).
+		h.e.producer.dueLeft.Store(true)
+	}
 	return res, nil
 }

@@ -103,6 +103,11 @@ type producer struct {
 	retune       chan struct{} // the poll interval changed: size 1
 	launched     atomic.Uint64 // claims begun, numbering them
 	draining     atomic.Bool   // the node is draining: no claims (see Engine.SetDrain)
+	// dueLeft says the last claim came back full: due jobs are waiting in
+	// the database. Fires then take no backlog (see Config.Backlog), which
+	// would keep this node's workers from claiming them, older and maybe
+	// of a higher priority, for as long as fires keep coming.
+	dueLeft atomic.Bool
 }
 
 // Wake asks for a look for due jobs now. It never blocks; calls while a
@@ -279,6 +284,7 @@ func (p *producer) claimed(ctx context.Context, s *pollState, r claimResult) boo
 	// A wake or tick that came while the claim ran has moved gen past
 	// seen, so a short claim does not swallow it.
 	s.backlog = r.selected >= r.asked
+	p.dueLeft.Store(s.backlog)
 	s.floor.note(r, s.backlog)
 	p.waiting.note(ctx, r.blocked)
 	s.limited = r.limited

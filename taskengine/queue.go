@@ -37,12 +37,14 @@ func (x *executor) enqueue(r *execRun, cj *chimedb.ClaimedJob, job *tasks.Job) {
 		if !cj.Started {
 			x.starter.withdraw()
 		}
+		x.undispatched(cj)
 		return
 	}
 	cr.ctx, cr.cancel = tasks.Prepare(r.work, cr.task, job)
-	if cj.Started {
+	if cj.Started || tasks.IsQueueFree(cr.task) {
 		// A tasks.QueueFree task: its OnQueue does nothing, and the claim
-		// has already moved the job to running.
+		// may have moved the job to running already (a fire's backlog
+		// hands such jobs off queued).
 		x.submit(cr)
 		return
 	}
@@ -118,19 +120,16 @@ func (x *executor) prepare(cr *claimedRun) bool {
 }
 
 // submit hands a job whose OnQueue has accepted it, or that the claim
-// moved straight to running, to the pool. Until a worker runs it, it has
-// not begun: when Stop has begun or the pool refuses it, it goes back to
+// moved straight to running, to a pool worker, or to the backlog while
+// every worker is busy (see dispatch). Until a worker runs it, it has not
+// begun: when Stop has begun or the pool refuses it, it goes back to
 // pending with its attempt given back.
 func (x *executor) submit(cr *claimedRun) {
 	reason := "released to pending: node shutting down before the job started"
+	if x.dispatch(cr) {
+		return
+	}
 	if cr.exec.queue.Err() == nil {
-		err := cr.exec.pool.Submit(func() { x.runJob(cr) })
-		if err == nil {
-			return
-		}
-		// Only a released pool refuses, and Stop waits for this goroutine
-		// before it releases the pool.
-		x.log.WithError(err).WithField(fieldJobID, cr.cj.ID).Error("pool refused a claimed job; releasing it")
 		reason = "released to pending: the worker pool refused it"
 	}
 	cr.cancel()

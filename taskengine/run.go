@@ -144,19 +144,22 @@ type claimedRun struct {
 	// timeout and backoff are the definition's timeout_seconds and
 	// retry_backoff_seconds, through their models.Bound.
 	timeout, backoff time.Duration
+	// since is when it began to wait in the backlog (engine clock).
+	since time.Time
 }
 
 // runJob drives one claimed job whose OnQueue has returned (see enqueue)
 // through the rest of its lifecycle on a pool worker: running → Execute
-// under the active timeout → OnComplete → outcome.
-func (x *executor) runJob(cr *claimedRun) {
+// under the active timeout → OnComplete → outcome, and returns the status
+// recorded. The job's time on this node ends with its caller (work), once
+// the worker is free again or has taken the next job.
+func (x *executor) runJob(cr *claimedRun) (status models.JobStatus) {
 	cj, job := cr.cj, cr.job
-	status := released
-	defer func() { x.jobDone(job.ID, status) }()
+	status = released
 	defer cr.cancel()
 	dbStartedAt, ok := x.begin(cr.exec, cj, job)
 	if !ok {
-		return
+		return status
 	}
 	// Secrets are read here, on the worker, once the job runs: their values
 	// live in this run's memory only. Before the run is registered, so
@@ -194,7 +197,7 @@ func (x *executor) runJob(cr *claimedRun) {
 		// and the database's guard (node_id, status) cannot tell the two
 		// runs apart. This run's outcome is dropped; the rerun's stands.
 		log.Warnf("this run's outcome is not recorded: the job was recovered during it and is running again on node %s", x.cfg.NodeID)
-		return
+		return status
 	}
 	if ar.paused.Load() && errors.Is(cause, errShutdown) {
 		log.Warnf("pause lost: the job was paused when node %s stopped; a retry runs unpaused (pause it again if needed)", x.cfg.NodeID)
@@ -207,7 +210,7 @@ func (x *executor) runJob(cr *claimedRun) {
 	res := tasks.Result{Status: v.resultStatus(), Err: v.err, Output: masker.Mask(job.Result()), StartedAt: startedAt, FinishedAt: finishedAt,
 		Retrying: v.outcome == models.OutcomeSnoozed || (v.status == models.JobFailed && v.outcome == models.OutcomeNone && job.Attempt < job.MaxAttempts)}
 	x.onComplete(cr.ctx, cr.task, job, res)
-	status = x.complete(job, v, res.Output, finishedAt, dbStartedAt, cr.backoff, errors.Is(cause, errShutdown))
+	return x.complete(job, v, res.Output, finishedAt, dbStartedAt, cr.backoff, errors.Is(cause, errShutdown))
 }
 
 // begin moves a job to running, unless the claim already has, and says

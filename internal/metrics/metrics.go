@@ -53,6 +53,9 @@ var (
 	})
 	// PoolBusy is the number of busy workers.
 	PoolBusy = prometheus.NewGauge(prometheus.GaugeOpts{Name: "chime_pool_busy", Help: "Busy workers in the task pool."})
+	// PoolBacklog is the jobs handed to this node past its free workers,
+	// waiting for one (taskengine.Config.Backlog).
+	PoolBacklog = prometheus.NewGauge(prometheus.GaugeOpts{Name: "chime_pool_backlog", Help: "Jobs queued on this node waiting for a free worker of the task pool."})
 	// PoolCapacity is the pool size.
 	PoolCapacity = prometheus.NewGauge(prometheus.GaugeOpts{Name: "chime_pool_capacity", Help: "Workers in the task pool."})
 	// ClaimDuration observes the claim transaction.
@@ -121,7 +124,7 @@ var (
 // chimeCollectors are chime's own metrics, as registered.
 var chimeCollectors = []prometheus.Collector{
 	Fires, DuplicateFires, MisfiresCollapsed, MisfiresDropped, FireLateness,
-	JobsFinished, JobDuration, JobStartLateness, PoolBusy, PoolCapacity,
+	JobsFinished, JobDuration, JobStartLateness, PoolBusy, PoolBacklog, PoolCapacity,
 	ClaimDuration, PollDuration, NotificationFailures, IsLeader, JobsWaiting,
 	AlertsSent, AlertsFailed, WorkflowRuns, JobsHeld, QueueJobs, TxRetries, SecretResolutions, Draining,
 }
