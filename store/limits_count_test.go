@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,17 +147,7 @@ func TestLimitThatNeverBindsCost(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		var n atomic.Int64
-		count := func(*gorm.DB) { n.Add(1) }
-		cb := st.DB().Callback()
-		require.NoError(t, cb.Query().Before("gorm:query").Register("test:cost_query", count))
-		require.NoError(t, cb.Row().Before("gorm:row").Register("test:cost_row", count))
-		require.NoError(t, cb.Raw().Before("gorm:raw").Register("test:cost_raw", count))
-		t.Cleanup(func() {
-			_ = cb.Query().Remove("test:cost_query")
-			_ = cb.Row().Remove("test:cost_row")
-			_ = cb.Raw().Remove("test:cost_raw")
-		})
+		n := countStatements(t, st)
 		def := testdb.Definition(t, st, nil)
 		claim := func() int64 {
 			limitJobs(t, st, def.ID, 5)

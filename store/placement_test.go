@@ -23,17 +23,7 @@ func TestPlacementCostsNoStatement(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
 		ctx := context.Background()
-		var n atomic.Int64
-		count := func(*gorm.DB) { n.Add(1) }
-		cb := st.DB().Callback()
-		require.NoError(t, cb.Query().Before("gorm:query").Register("test:count_query", count))
-		require.NoError(t, cb.Row().Before("gorm:row").Register("test:count_row", count))
-		require.NoError(t, cb.Raw().Before("gorm:raw").Register("test:count_raw", count))
-		t.Cleanup(func() {
-			_ = cb.Query().Remove("test:count_query")
-			_ = cb.Row().Remove("test:count_row")
-			_ = cb.Raw().Remove("test:count_raw")
-		})
+		n := countStatements(t, st)
 		require.NoError(t, st.RegisterNode(ctx, &chimedb.RegisterNodeParams{ID: "other", Roles: "worker", Tags: "ssd"}))
 		plain := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "plain"})
 		gpu := testdb.Definition(t, st, &testdb.DefinitionOpts{Name: "gpu"})
@@ -60,4 +50,22 @@ func TestPlacementCostsNoStatement(t *testing.T) {
 		require.Empty(t, res.Limited, "node other has ssd")
 		t.Logf("%s: %d statements for a claim that left its 5 jobs to another node", st.Dialect(), elsewhere)
 	})
+}
+
+// countStatements counts the statements st sends from now until the test
+// ends (gorm's query, row and raw callbacks: what a claim sends).
+func countStatements(t *testing.T, st *store.Store) *atomic.Int64 {
+	t.Helper()
+	n := new(atomic.Int64)
+	count := func(*gorm.DB) { n.Add(1) }
+	cb := st.DB().Callback()
+	require.NoError(t, cb.Query().Before("gorm:query").Register("test:count_query", count))
+	require.NoError(t, cb.Row().Before("gorm:row").Register("test:count_row", count))
+	require.NoError(t, cb.Raw().Before("gorm:raw").Register("test:count_raw", count))
+	t.Cleanup(func() {
+		_ = cb.Query().Remove("test:count_query")
+		_ = cb.Row().Remove("test:count_row")
+		_ = cb.Raw().Remove("test:count_raw")
+	})
+	return n
 }
