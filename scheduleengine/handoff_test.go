@@ -94,6 +94,27 @@ func (f *failFirstWrite) WriteFires(ctx context.Context, p *chimedb.WriteFiresPa
 }
 
 // handoffNode is a schedule engine (fake clock) and a task engine (real
+
+// fireFiveGated fires five allow-overlap schedules of gated tasks due at
+// the same instant on a node of two workers, and returns the node, the
+// instant, the schedules and what opens the gate (also opened at cleanup).
+func fireFiveGated(t *testing.T, st Store, opts ...func(*taskengine.Config)) (*handoffNode, time.Time, []int64, func()) {
+	t.Helper()
+	gate := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(open)
+	n := newHandoffNode(t, st, 2, gate, true, opts...)
+	start := n.clock.Now()
+	var ids []int64
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		ids = append(ids, n.schedule(t, name, gateKind, models.ConcurrencyAllow, start))
+	}
+	n.e.testSignals.fired.Init(t)
+	n.at(t, start)
+	return n, start, ids, open
+}
+
 // clock, a poll that never ticks) of one node on one database.
 type handoffNode struct {
 	*bundle
@@ -239,18 +260,7 @@ func TestHandoffSkipsForbidAndQueuedKinds(t *testing.T) {
 func TestHandoffBoundedByFreeWorkers(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		gate := make(chan struct{})
-		var once sync.Once
-		open := func() { once.Do(func() { close(gate) }) }
-		t.Cleanup(open)
-		n := newHandoffNode(t, st, 2, gate, true)
-		start := n.clock.Now()
-		var ids []int64
-		for _, name := range []string{"a", "b", "c", "d", "e"} {
-			ids = append(ids, n.schedule(t, name, gateKind, models.ConcurrencyAllow, start))
-		}
-		n.e.testSignals.fired.Init(t)
-		n.at(t, start)
+		n, start, ids, open := fireFiveGated(t, st)
 		require.Equal(t, firedBatch{jobs: 5, handedOff: 2}, n.e.testSignals.fired.WaitOrTimeout(),
 			"one batch, two of its jobs handed off")
 		// The fire's transaction wrote both states; the gate holds the two
@@ -330,18 +340,7 @@ func TestHandoffSchedulerOnlyWritesPending(t *testing.T) {
 func TestHandoffBacklogQueuesPastFreeWorkers(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, st *store.Store) {
-		gate := make(chan struct{})
-		var once sync.Once
-		open := func() { once.Do(func() { close(gate) }) }
-		t.Cleanup(open)
-		n := newHandoffNode(t, st, 2, gate, true, func(c *taskengine.Config) { c.Backlog, c.BacklogWait = 10, time.Hour })
-		start := n.clock.Now()
-		var ids []int64
-		for _, name := range []string{"a", "b", "c", "d", "e"} {
-			ids = append(ids, n.schedule(t, name, gateKind, models.ConcurrencyAllow, start))
-		}
-		n.e.testSignals.fired.Init(t)
-		n.at(t, start)
+		n, _, ids, open := fireFiveGated(t, st, func(c *taskengine.Config) { c.Backlog, c.BacklogWait = 10, time.Hour })
 		require.Equal(t, firedBatch{jobs: 5, handedOff: 4}, n.e.testSignals.fired.WaitOrTimeout(),
 			"two jobs for the free workers, two for the backlog (no larger than the pool yet)")
 		var rows []models.Job
