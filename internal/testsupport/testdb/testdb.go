@@ -89,7 +89,7 @@ func OpenConfig(t testing.TB, d store.Dialect) (*store.Store, store.Config) {
 
 func open(t testing.TB, d store.Dialect, log *logrus.Logger) (*store.Store, store.Config) {
 	t.Helper()
-	cfg := Config(t, d)
+	cfg := config(t, d, true)
 	if log != nil {
 		cfg.Logger = log
 	}
@@ -109,6 +109,13 @@ func open(t testing.TB, d store.Dialect, log *logrus.Logger) (*store.Store, stor
 // config that reaches it, for tests that start their own processes.
 func Config(t testing.TB, d store.Dialect) store.Config {
 	t.Helper()
+	return config(t, d, false)
+}
+
+// config is Config; with migrated, the database holds the fully migrated
+// schema (see migratedConfig).
+func config(t testing.TB, d store.Dialect, migrated bool) store.Config {
+	t.Helper()
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
 	if testing.Verbose() {
@@ -116,11 +123,23 @@ func Config(t testing.TB, d store.Dialect) store.Config {
 	}
 	switch d {
 	case store.SQLite:
-		return store.Config{Driver: store.SQLite, DSN: filepath.Join(t.TempDir(), "chime.db"), Logger: log}
+		cfg := store.Config{Driver: store.SQLite, DSN: filepath.Join(t.TempDir(), "chime.db"), Logger: log}
+		if migrated {
+			restoreSQLite(t, cfg.DSN)
+		}
+		return cfg
 	case store.MySQL:
-		return store.Config{Driver: store.MySQL, DSN: CreateMySQLDatabase(t), Logger: log}
+		cfg := store.Config{Driver: store.MySQL, DSN: CreateMySQLDatabase(t), Logger: log}
+		if migrated {
+			restoreMySQL(t, cfg.DSN)
+		}
+		return cfg
 	case store.Postgres:
-		return store.Config{Driver: store.Postgres, DSN: CreatePostgresDatabase(t), Logger: log}
+		template := ""
+		if migrated {
+			template = postgresTemplate(t)
+		}
+		return store.Config{Driver: store.Postgres, DSN: createPostgresDatabase(t, template), Logger: log}
 	}
 	t.Fatalf("testdb: unknown dialect %q", d)
 	return store.Config{}
@@ -198,6 +217,13 @@ func PostgresServerDSN(t testing.TB) string {
 // schema each keeps NOTIFY, which is per database, private to the test.
 func CreatePostgresDatabase(t testing.TB) string {
 	t.Helper()
+	return createPostgresDatabase(t, "")
+}
+
+// createPostgresDatabase is CreatePostgresDatabase cloning template, or
+// template1 (the server's default) when template is empty.
+func createPostgresDatabase(t testing.TB, template string) string {
+	t.Helper()
 	server := PostgresServerDSN(t)
 	u, err := url.Parse(server)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
@@ -210,7 +236,11 @@ func CreatePostgresDatabase(t testing.TB) string {
 	defer cancel()
 	admin, err := pgx.Connect(ctx, server)
 	if err == nil {
-		_, err = admin.Exec(ctx, "CREATE DATABASE "+name)
+		create := "CREATE DATABASE " + name
+		if template != "" {
+			create += " TEMPLATE " + template
+		}
+		err = execRetryInUse(ctx, admin, create)
 		_ = admin.Close(ctx)
 	}
 	if err != nil {
