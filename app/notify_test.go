@@ -55,7 +55,7 @@ type nodeEnv struct {
 // configuration that sends mail to smtpPort on loopback (0: no SMTP).
 func newNodeEnv(t *testing.T, d store.Dialect, smtpPort int) *nodeEnv {
 	t.Helper()
-	scfg := testdb.Config(t, d)
+	scfg := testdb.MigratedConfig(t, d)
 	ctx := context.Background()
 	st, err := store.Open(ctx, scfg)
 	require.NoError(t, err)

@@ -73,7 +73,7 @@ func serve(t *testing.T, d store.Dialect) (string, *store.Store) {
 // serveWith is serve with change applied to the node's configuration.
 func serveWith(t *testing.T, d store.Dialect, change func(*configs.Config)) (string, *store.Store) {
 	t.Helper()
-	scfg := testdb.Config(t, d)
+	scfg := testdb.MigratedConfig(t, d)
 	cfg, err := configs.Load("", func(string) string { return "" })
 	require.NoError(t, err)
 	cfg.Database.Driver, cfg.Database.DSN = string(d), scfg.DSN

@@ -64,7 +64,7 @@ func sessionCookie(t *testing.T, s *site, c *http.Client) string {
 // database that fn's nodes open themselves.
 func forEachDatabase(t *testing.T, fn func(t *testing.T, cfg store.Config)) {
 	for _, d := range testdb.Dialects {
-		t.Run(string(d), func(t *testing.T) { fn(t, testdb.Config(t, d)) })
+		t.Run(string(d), func(t *testing.T) { fn(t, testdb.MigratedConfig(t, d)) })
 	}
 }
 

@@ -57,7 +57,7 @@ func TestKilledAndRestarted(t *testing.T) {
 	for _, d := range testdb.Dialects {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			cfg := testdb.Config(t, d)
+			cfg := testdb.MigratedConfig(t, d)
 			ctx := context.Background()
 			st, err := store.Open(ctx, cfg)
 			require.NoError(t, err)

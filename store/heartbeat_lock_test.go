@@ -36,7 +36,7 @@ func TestHeartbeatAndCompletionsDoNotDeadlock(t *testing.T) {
 	for _, d := range testdb.ServerDialects {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			cfg := testdb.Config(t, d)
+			cfg := testdb.MigratedConfig(t, d)
 			log := logrus.New()
 			log.SetLevel(logrus.DebugLevel)
 			log.SetOutput(io.Discard)
@@ -72,7 +72,11 @@ func TestHeartbeatAndCompletionsDoNotDeadlock(t *testing.T) {
 			}
 			require.NoError(t, st.DB().CreateInBatches(&old, 500).Error)
 
-			const rounds, perRound = 15, 24
+			// Before the fix (cfa88fa) 15 rounds showed 33 deadlocks on
+			// MariaDB and 37 on PostgreSQL, more than two a round; one
+			// fails the test, so 10 rounds still catch the old lock order
+			// with near certainty, at two thirds of the time.
+			const rounds, perRound = 10, 24
 			for range rounds {
 				// Due at different times, some paused: an index on status
 				// and claim_key holds them in another order than their ids.

@@ -138,7 +138,7 @@ func TestJobsWatchCost(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			cfg := testdb.Config(t, d)
+			cfg := testdb.MigratedConfig(t, d)
 			// One connection: the counters below are the watch's session's.
 			cfg.MaxOpenConns = 1
 			st, err := store.Open(ctx, cfg)

@@ -28,7 +28,7 @@ func TestWatchStartsJobsAddedElsewhere(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			scfg := testdb.Config(t, d)
+			scfg := testdb.MigratedConfig(t, d)
 			st, err := store.Open(ctx, scfg)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = st.Close() })
