@@ -2,6 +2,10 @@
 // t.TempDir(), a fresh MariaDB/MySQL database created on the server named
 // by CHIME_TEST_MYSQL_DSN, and a fresh PostgreSQL database created on the
 // server named by CHIME_TEST_POSTGRES_DSN, each dropped when the test ends.
+// The migrations run once per test binary and dialect; each test gets a
+// copy (snapshot.go). On PostgreSQL the migrated template, named
+// chime_t_tmpl_<hash of the migrations>, stays on the server for the next
+// run.
 //
 // Without CHIME_TEST_MYSQL_DSN (CHIME_TEST_POSTGRES_DSN) the MySQL
 // (PostgreSQL) part of a test is skipped, unless CI=true, where a missing
