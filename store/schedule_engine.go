@@ -124,8 +124,11 @@ func (s *Store) LoadSchedules(ctx context.Context, p *chimedb.LoadSchedulesParam
 }
 
 // rowScan holds the scan targets of one LoadSchedules row, reused from
-// row to row.
+// row to row, with dest, the pointers to them that Scan takes: built
+// once, not per row (37 interfaces: 600 bytes a row, 600 MB of garbage
+// over a restore of a million schedules).
 type rowScan struct {
+	dest                                                                          []any
 	name, typ, cron, syntax, dst, tz, misfire, conc, params, status, reason, spec sql.RawBytes
 	queue, tags                                                                   sql.NullString
 	id                                                                            int64
@@ -136,10 +139,12 @@ type rowScan struct {
 }
 
 func (r *rowScan) scan(rows *sql.Rows, in *interner) (chimedb.ScheduleRow, error) {
-	*r = rowScan{}
-	dest := []any{&r.id, &r.name, &r.def, &r.typ, &r.cron, &r.syntax, &r.dst, &r.cal, &r.interval, &r.runAt, &r.tz,
-		&r.startAt, &r.endAt, &r.maxRuns, &r.misfire, &r.window, &r.conc, &r.params, &r.status, &r.reason, &r.created, &r.updated, &r.priority, &r.queue, &r.tags, &r.wf,
-		&r.tid, &r.tsid, &r.tnext, &r.tlast, &r.tfired, &r.trem, &r.tmissed, &r.tcreated, &r.tupdated, &r.spec, &r.tchanged}
+	if r.dest == nil {
+		// Scan sets every target each row (a NULL as nil or !Valid), so
+		// they need no clearing in between.
+		r.dest = r.targets()
+	}
+	dest := r.dest
 	bad, raw, err := scanChecked(rows, dest)
 	if err != nil {
 		return chimedb.ScheduleRow{}, err
@@ -185,6 +190,13 @@ func (r *rowScan) scan(rows *sql.Rows, in *interner) (chimedb.ScheduleRow, error
 			CreatedAt: r.tcreated.Time, UpdatedAt: r.tupdated.Time, SpecHash: in.str(r.spec), SpecChangedAt: nullTime(r.tchanged)}
 	}
 	return out, nil
+}
+
+// targets are the pointers Scan fills, in loadColumns' order.
+func (r *rowScan) targets() []any {
+	return []any{&r.id, &r.name, &r.def, &r.typ, &r.cron, &r.syntax, &r.dst, &r.cal, &r.interval, &r.runAt, &r.tz,
+		&r.startAt, &r.endAt, &r.maxRuns, &r.misfire, &r.window, &r.conc, &r.params, &r.status, &r.reason, &r.created, &r.updated, &r.priority, &r.queue, &r.tags, &r.wf,
+		&r.tid, &r.tsid, &r.tnext, &r.tlast, &r.tfired, &r.trem, &r.tmissed, &r.tcreated, &r.tupdated, &r.spec, &r.tchanged}
 }
 
 // interner shares the strings of one read: a column of a million rows
