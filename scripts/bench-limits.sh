@@ -13,10 +13,13 @@
 # alternate two builds: ROUNDS=1, one call each, in turn).
 # MySQL and PostgreSQL: the local servers as scripts/test.sh sets them up
 # (MySQL's user chime_test, PostgreSQL's postgres), a database
-# chime_t_limits_N created and dropped per run.
+# ${DB_PREFIX}_PID_N (DB_PREFIX=chime_t_limits) created and dropped per run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 driver="${1:?usage: $0 sqlite|mysql|postgres}"
+# The process id keeps two calls (or a database whose DROP failed: MariaDB
+# under load sometimes leaves a stray trigger file behind) apart.
+db="${DB_PREFIX:-chime_t_limits}_$$"
 rounds="${ROUNDS:-3}" jobs="${JOBS:-20000}" rate="${RATE:-200}" rate_jobs="${RATE_JOBS:-2000}"
 export CHIME_TASKENGINE_POOL_SIZE="${POOL:-100}" CHIME_LOG_LEVEL=warn
 work="$(mktemp -d)"
@@ -33,24 +36,24 @@ fresh() { # prints the DSN of a new empty database number n
   case "$driver" in
   sqlite) echo "$work/bench$n.db" ;;
   mysql)
-    mysql_cli -e "DROP DATABASE IF EXISTS chime_t_limits_$n; CREATE DATABASE chime_t_limits_$n"
-    echo "chime_test:chime_test@tcp(127.0.0.1:3306)/chime_t_limits_$n" ;;
+    mysql_cli -e "DROP DATABASE IF EXISTS ${db}_$n; CREATE DATABASE ${db}_$n"
+    echo "chime_test:chime_test@tcp(127.0.0.1:3306)/${db}_$n" ;;
   postgres)
-    psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS chime_t_limits_$n" -c "CREATE DATABASE chime_t_limits_$n"
-    echo "postgres://postgres@127.0.0.1:5432/chime_t_limits_$n?sslmode=disable" ;;
+    psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS ${db}_$n" -c "CREATE DATABASE ${db}_$n"
+    echo "postgres://postgres@127.0.0.1:5432/${db}_$n?sslmode=disable" ;;
   esac
 }
 run_sql() { # DSN SQL
   case "$driver" in
   sqlite) sqlite3 "$1" "$2" 2>/dev/null || python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.commit()' "$1" "$2" ;;
-  mysql) mysql_cli "chime_t_limits_$n" -e "$2" ;;
-  postgres) psql -h 127.0.0.1 -U postgres -d "chime_t_limits_$n" -qc "$2" ;;
+  mysql) mysql_cli "${db}_$n" -e "$2" ;;
+  postgres) psql -h 127.0.0.1 -U postgres -d "${db}_$n" -qc "$2" ;;
   esac
 }
 drop() {
   case "$driver" in
-  mysql) mysql_cli -e "DROP DATABASE IF EXISTS chime_t_limits_$n" ;;
-  postgres) psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS chime_t_limits_$n" ;;
+  mysql) mysql_cli -e "DROP DATABASE IF EXISTS ${db}_$n" || echo "could not drop ${db}_$n: drop it by hand" >&2 ;;
+  postgres) psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS ${db}_$n" || echo "could not drop ${db}_$n: drop it by hand" >&2 ;;
   esac
 }
 one() { # SETUP

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -50,16 +51,35 @@ func (s *Store) ClaimJobs(ctx context.Context, p *chimedb.ClaimParams) (*chimedb
 	schedNames := map[int64]string{}
 	var bad badJobs
 	committing := false
-	err := s.InTx(claimContext(ctx), func(tx *gorm.DB) error {
+	mayLate := s.rowLocks()
+	var path lateMode
+	claim := func(tx *gorm.DB) error {
 		*res, bad = chimedb.ClaimResult{}, badJobs{}
 		clear(schedNames)
 		committing = false
-		if err := s.claimTx(tx, p, res, schedNames, &bad); err != nil {
+		var err error
+		if path, err = s.claimTx(tx, p, res, schedNames, &bad, mayLate); err != nil {
 			return err
 		}
 		committing = true // an error from here on is the COMMIT's
 		return nil
-	})
+	}
+	err := s.InTx(claimContext(ctx), claim)
+	if errors.Is(err, errLateFallback) {
+		// A limit checked late was passed (see limits_late.go): rolled
+		// back, and claimed again with the limits' locks first.
+		s.limitPaths.fellBack.Add(1)
+		mayLate = false
+		err = s.InTx(claimContext(ctx), claim)
+	}
+	if err == nil {
+		switch path {
+		case lateOn:
+			s.limitPaths.late.Add(1)
+		case lateOff:
+			s.limitPaths.first.Add(1)
+		}
+	}
 	if err != nil && committing && len(res.Jobs) > 0 && s.claimCommitted(ctx, p, res, err) {
 		err = nil
 	}
@@ -164,11 +184,24 @@ const claimLoadTimeout = 10 * time.Second
 // claimTx picks and marks the rows of one claim inside tx (see ClaimJobs),
 // filling res and the names of the schedules it read, and fails the
 // picked rows that cannot be run, noting them in bad.
-func (s *Store) claimTx(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimResult, schedNames map[int64]string, bad *badJobs) error {
+//
+// With mayLate the limits that allow it are checked after the marks (see
+// limits_late.go). It returns how the claim's limits were checked.
+func (s *Store) claimTx(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimResult, schedNames map[int64]string, bad *badJobs,
+	mayLate bool) (lateMode, error) {
 	began := time.Now()
-	now := DBTime(p.Now)
 	lim := &claimLimits{defs: map[int64]*defLimit{}, schedQ: map[int64]string{}, decided: map[int64]bool{},
-		place: newPlacement(p.NodeID, p.NodeTags)}
+		place: newPlacement(p.NodeID, p.NodeTags), mayLate: mayLate}
+	if err := s.claimRounds(tx, p, res, schedNames, bad, began, lim); err != nil {
+		return lim.late, err
+	}
+	return lim.late, s.lateCheck(tx, lim)
+}
+
+// claimRounds picks, admits and marks the rows of one claim (see claimTx).
+func (s *Store) claimRounds(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.ClaimResult, schedNames map[int64]string, bad *badJobs,
+	began time.Time, lim *claimLimits) error {
+	now := DBTime(p.Now)
 	forbid := map[int64]bool{}
 	failed := map[int64]bool{}
 	taken := map[int64]bool{} // forbid schedules with a row admitted

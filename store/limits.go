@@ -91,6 +91,7 @@ type queueLimit struct {
 	q       models.Queue
 	invalid string // why the row cannot be used; "" when valid
 	locked  bool   // locked (and read again) by this claim
+	late    bool   // admitted by the last count, checked before the COMMIT (see lateCheck)
 	active  int64  // its active jobs, counted under the lock (see countLimits)
 	counted bool   // active is known
 	bound   bool   // active is every active job's count, an upper bound of its own
@@ -115,6 +116,7 @@ type defLimit struct {
 	max     *int64
 	invalid string
 	locked  bool
+	late    bool
 	active  int64 // as queueLimit's
 	counted bool
 	bound   bool
@@ -134,6 +136,8 @@ type claimLimits struct {
 	retryIn   time.Duration
 	excluded  claimExclude
 	decided   map[int64]bool // rows admitted or held by a round
+	late      lateMode       // whether this claim checks its limits late
+	mayLate   bool           // it may (MySQL, PostgreSQL; not when claiming again after a failed late check)
 }
 
 // rowQueue is the queue of job r and where it came from.
@@ -190,6 +194,11 @@ func (s *Store) prepareLimits(tx *gorm.DB, l *claimLimits, rows []models.Job) er
 		}
 	}
 	if err := s.preparePlacement(tx, l, rows); err != nil {
+		return err
+	}
+	// A claim that may check its limits late (see limits_late.go) admits
+	// without locks when they allow it, and so decides here.
+	if late, err := s.goLate(l, rows); late || err != nil {
 		return err
 	}
 	// What binds and is not locked yet.
@@ -442,12 +451,12 @@ func (l *claimLimits) holdsLocks() bool {
 // known, so r is neither admitted nor held: it stays pending, undecided,
 // for a later claim.
 func (l *claimLimits) unlocked(r *models.Job) bool {
-	if d := l.defs[r.JobDefinitionID]; d != nil && d.binds() && !d.locked {
+	if d := l.defs[r.JobDefinitionID]; d != nil && d.binds() && !d.locked && !d.late {
 		return true
 	}
 	name, _ := l.rowQueue(r)
 	q := l.queues[name]
-	return q != nil && q.binds() && !q.locked
+	return q != nil && q.binds() && !q.locked && !q.late
 }
 
 // check admits r or says why not, what kind of limit held it, and whether
@@ -786,24 +795,38 @@ func (s *Store) lockDefLimits(tx *gorm.DB, lock string, ids []int64, defs map[in
 		}
 		return nil
 	}
-	rows, err := tx.Raw(`SELECT `+defLimitColumns+` FROM job_definitions WHERE id IN ? ORDER BY id`+lock, ids).Rows()
+	fresh, err := lockedDefLimits(tx, lock, ids)
 	if err != nil {
-		return fmt.Errorf("lock definitions with max_running: %w", err)
+		return err
 	}
-	for rows.Next() {
-		id, d, err := scanDefLimit(rows)
-		if err != nil {
-			_ = rows.Close()
-			return fmt.Errorf("lock definitions with max_running: %w", err)
-		}
+	for id, d := range fresh {
 		d.locked = true
 		d.tat = d.tat0
 		defs[id] = d
 	}
-	if err := closeRows(rows); err != nil {
-		return fmt.Errorf("lock definitions with max_running: %w", err)
-	}
 	return nil
+}
+
+// lockedDefLimits locks the definitions ids (sorted) with lock and reads
+// their limits.
+func lockedDefLimits(tx *gorm.DB, lock string, ids []int64) (map[int64]*defLimit, error) {
+	rows, err := tx.Raw(`SELECT `+defLimitColumns+` FROM job_definitions WHERE id IN ? ORDER BY id`+lock, ids).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("lock definitions with max_running: %w", err)
+	}
+	out := make(map[int64]*defLimit, len(ids))
+	for rows.Next() {
+		id, d, err := scanDefLimit(rows)
+		if err != nil {
+			_ = rows.Close()
+			return nil, fmt.Errorf("lock definitions with max_running: %w", err)
+		}
+		out[id] = d
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, fmt.Errorf("lock definitions with max_running: %w", err)
+	}
+	return out, nil
 }
 
 // countActiveDefs counts the active jobs of the definitions ids exactly.

@@ -86,6 +86,9 @@ type Store struct {
 	// countLimits). Only a guess: a wrong one costs a statement, never a
 	// limit.
 	activeHint atomic.Int64
+	// limitPaths counts the claims a limit bound by how it was checked:
+	// locks first, late, and late checks that found a limit passed.
+	limitPaths struct{ first, late, fellBack atomic.Int64 }
 }
 
 // Open connects to the database in cfg and checks that it answers.
