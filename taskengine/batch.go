@@ -33,6 +33,9 @@ type batcher[T any] struct {
 
 	clock  clockwork.Clock
 	linger time.Duration // 0: never wait for more
+	// hold, when set, runs once an item has come and before the batch is
+	// gathered: what arrives meanwhile joins the batch.
+	hold func(ctx context.Context)
 	// coming counts the items announced and neither received nor
 	// withdrawn; gone says one was withdrawn (size 1).
 	coming atomic.Int64
@@ -87,6 +90,9 @@ func (b *batcher[T]) run(runCtx, workCtx context.Context) {
 	for {
 		select {
 		case item := <-b.in:
+			if b.hold != nil {
+				b.hold(runCtx)
+			}
 			b.flush(workCtx, b.gather(append(batch[:0], b.received(item))))
 		case <-runCtx.Done():
 			for {

@@ -127,9 +127,10 @@ type completer struct {
 	finished atomic.Int64
 }
 
-func newCompleter(st jobStore, cfg *Config, log logrus.FieldLogger, size int, logs *logWriter, signals *testSignals) *completer {
+func newCompleter(st jobStore, cfg *Config, log logrus.FieldLogger, size int, logs *logWriter, signals *testSignals, herd *herdWatch) *completer {
 	c := &completer{st: st, nodeID: cfg.NodeID, log: log, clock: cfg.Clock, logs: logs, signals: signals}
 	c.batcher = newBatcher(size, cfg.Clock, c.flush)
+	c.hold = herd.wait
 	return c
 }
 

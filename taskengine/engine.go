@@ -75,7 +75,7 @@ func New(st chimedb.TaskStore, cfg *Config) (*Engine, error) {
 	e.exec = newExecutor(st, cf, e.log, jobLog, e.workers, &e.signals)
 	// Batches of a pool's worth: every running job can finish in one flush.
 	size := max(c.PoolSize, 64)
-	e.completer = newCompleter(st, cf, e.log, size, e.logs, &e.signals)
+	e.completer = newCompleter(st, cf, e.log, size, e.logs, &e.signals, &e.exec.herd)
 	e.starter = newStarter(st, cf, e.log, size)
 	e.exec.starter, e.exec.completer = e.starter, e.completer
 	e.control = &controller{st: st, cfg: cf, log: e.log, exec: e.exec, signals: &e.signals}

@@ -41,6 +41,8 @@ type executor struct {
 	starter   *starter
 	completer *completer
 	signals   *testSignals
+	// herd tells the completer when a hand-off's jobs are starting.
+	herd herdWatch
 
 	mu   sync.Mutex
 	runs map[int64]*activeRun // jobs on a worker: control and Kill reach them
@@ -73,7 +75,7 @@ type execRun struct {
 
 func newExecutor(st jobStore, cfg *Config, log logrus.FieldLogger, jobLog *logrus.Logger, w *workers, signals *testSignals) *executor {
 	return &executor{st: st, cfg: cfg, log: log, jobLog: jobLog, workers: w, signals: signals,
-		runs: map[int64]*activeRun{}, lastJobs: closedCh}
+		runs: map[int64]*activeRun{}, lastJobs: closedCh, herd: newHerdWatch()}
 }
 
 var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

@@ -65,6 +65,9 @@ func (e *Engine) DeliverHandoff(jobs []chimedb.ClaimedJob, slots int) {
 		e.workers.add(extra)
 	}
 	e.workers.release(slots - len(jobs))
+	if len(jobs) > 0 {
+		e.exec.herd.handedOff()
+	}
 	e.exec.take(jobs)
 	e.workers.report()
 }

@@ -259,6 +259,7 @@ func (x *executor) execute(runCtx context.Context, ar *activeRun, timeout time.D
 		}
 	})
 	x.signals.started.Signal(ar.job.ID)
+	x.herd.starting()
 	execErr = safeCall(func() error { return ar.task.Execute(execCtx, ar.job) })
 	stopOnTimeout()
 	return execErr, context.Cause(execCtx)

@@ -1,6 +1,8 @@
 package httpcall
 
 import (
+	"context"
+	"net/http"
 	"time"
 
 	"github.com/chimesched/chime/tasks"
@@ -54,6 +56,19 @@ const (
 // whose params do or do not hold secrets; it returns the URL, the method
 // and the headers read.
 func ParseCached(raw string, secret bool) (url, method string, headers map[string]string, err error) {
-	p, err := parsed.get(&tasks.Job{Params: []byte(raw), SecretParams: secret})
-	return p.URL, p.Method, p.Headers, err
+	k, err := parsed.get(&tasks.Job{Params: []byte(raw), SecretParams: secret})
+	if err != nil {
+		return "", "", nil, err
+	}
+	return k.URL, k.Method, k.Headers, nil
+}
+
+// Request is the request a job with params raw (not secret) sends, built
+// as Execute builds it.
+func Request(raw string) (*http.Request, error) {
+	k, err := parsed.get(&tasks.Job{Params: []byte(raw)})
+	if err != nil {
+		return nil, err
+	}
+	return k.request(context.Background()), nil
 }

@@ -20,10 +20,12 @@
 //
 // The jobs of a process share idle keep-alive connections (transport.go):
 // a job calling a host another job called recently skips the TCP and TLS
-// handshakes. They share nothing else of a request: each has its own
-// request and client, with no cookie jar. What they share is read only:
-// params decoded once per document (parsed, never for params holding
-// secrets) and the buffers bodies are read into (excerptBufs).
+// handshakes, and one client, which has no cookie jar. They share nothing
+// of a request: each sends its own, with its own header map and URL. What
+// they share is read only: params decoded once per document, with the
+// request they make as a template each job copies (parsed, never for
+// params holding secrets), and the buffers bodies are read into
+// (excerptBufs).
 package httpcall
 
 import (
@@ -117,43 +119,106 @@ const (
 // parsed caches parse's answer by params document. A schedule's jobs
 // carry the same params every run, and their strict decode (a walk of
 // the document for duplicate keys, then encoding/json refusing unknown
-// fields) and URL checks cost each job about as much CPU as its request
-// (issue 25's profile: 15 µs a job). A document is the whole key, so two
-// jobs share an entry only when their params are the same bytes, and what
-// they share is read only. Params holding secret values
-// (tasks.Job.SecretParams) are never kept: a secret lives in its run's
-// memory only.
-var parsed = &paramsCache{m: make(map[string]Params)}
+// fields), URL checks and the request built from them cost each job about
+// as much CPU as its exchange (issue 25's profile: 15 µs a job), at the
+// instant a herd of them fires. A document is the whole key, so two jobs
+// share an entry only when their params are the same bytes, and what they
+// share is read only: each job's request is a clone of the entry's
+// (call.request), with a header map and URL of its own. Params holding
+// secret values (tasks.Job.SecretParams) are never kept: a secret lives in
+// its run's memory only.
+var parsed = &paramsCache{m: make(map[string]*call)}
 
 type paramsCache struct {
 	mu sync.RWMutex
-	m  map[string]Params
+	m  map[string]*call
 }
 
-// get returns job's params as parse reads them, from the cache when they
-// were read before.
-func (c *paramsCache) get(job *tasks.Job) (Params, error) {
+// call is a params document read: the params, and the request they make,
+// which no job sends: each sends a copy (request).
+type call struct {
+	Params
+	tmpl *http.Request // without a header: each request makes its own
+	// keys and values are the header's, keys canonical, in pairs.
+	keys, values []string
+}
+
+// prepare reads raw and builds the request it makes.
+func prepare(raw json.RawMessage) (*call, error) {
+	p, err := parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := http.NewRequest(p.Method, p.URL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	for k, v := range p.Headers {
+		tmpl.Header.Set(k, v)
+	}
+	// net/http ignores a Host entry in Header; honour it as users expect.
+	if h := tmpl.Header.Get("Host"); h != "" {
+		tmpl.Host = h
+	}
+	k := &call{Params: p, tmpl: tmpl}
+	for name, v := range tmpl.Header {
+		k.keys = append(k.keys, name)
+		k.values = append(k.values, v[0])
+	}
+	tmpl.Header = nil
+	return k, nil
+}
+
+// request is the job's own request: a copy of the template whose URL,
+// userinfo and header map are the job's alone, with the body, bound to
+// ctx.
+func (k *call) request(ctx context.Context) *http.Request {
+	req := k.tmpl.Clone(ctx)
+	req.Header = make(http.Header, len(k.keys))
+	if len(k.keys) > 0 {
+		// One backing array for the job's values, each entry a full
+		// slice of one, so that an append to one value cannot reach
+		// the next.
+		vals := slices.Clone(k.values)
+		for i, name := range k.keys {
+			req.Header[name] = vals[i : i+1 : i+1]
+		}
+	}
+	if k.Body != "" {
+		// As http.NewRequest sets them for a *strings.Reader: the length,
+		// and a fresh reader for a redirect that resends the body.
+		body := k.Body
+		req.ContentLength = int64(len(body))
+		req.Body = io.NopCloser(strings.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
+	}
+	return req
+}
+
+// get returns job's params as prepare reads them, from the cache when
+// they were read before.
+func (c *paramsCache) get(job *tasks.Job) (*call, error) {
 	raw := job.Params
 	keep := !job.SecretParams && len(raw) <= maxParsedBytes
 	if keep {
 		c.mu.RLock()
-		p, ok := c.m[string(raw)]
+		k, ok := c.m[string(raw)]
 		c.mu.RUnlock()
 		if ok {
-			return p, nil
+			return k, nil
 		}
 	}
-	p, err := parse(raw)
+	k, err := prepare(raw)
 	if err != nil || !keep {
-		return p, err
+		return k, err
 	}
 	c.mu.Lock()
 	if len(c.m) >= maxParsed {
 		clear(c.m)
 	}
-	c.m[string(raw)] = p
+	c.m[string(raw)] = k
 	c.mu.Unlock()
-	return p, nil
+	return k, nil
 }
 
 // len is how many documents the cache holds.
@@ -212,7 +277,7 @@ func (*Task) QueueFree() {}
 
 // Validate implements tasks.Validator.
 func (*Task) Validate(params json.RawMessage) error {
-	if _, err := parse(params); err != nil {
+	if _, err := prepare(params); err != nil {
 		return fmt.Errorf("httpcall: %w", err)
 	}
 	return nil
@@ -221,36 +286,23 @@ func (*Task) Validate(params json.RawMessage) error {
 // Execute implements tasks.Task.
 func (t *Task) Execute(ctx context.Context, job *tasks.Job) error {
 	defer t.RefusePauses(refusal)
-	p, err := parsed.get(job)
+	k, err := parsed.get(job)
 	if err != nil {
 		return fmt.Errorf("httpcall: %w", err)
 	}
+	p := &k.Params
 	if err := t.BeginUnpausable(ctx, job, refusal); err != nil {
 		return fmt.Errorf("httpcall: before the request: %w", tasks.ContextError(ctx))
 	}
 	timeout := p.timeout()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	req := k.request(ctx)
 
-	var body io.Reader
-	if p.Body != "" {
-		body = strings.NewReader(p.Body)
-	}
-	req, err := http.NewRequestWithContext(ctx, p.Method, p.URL, body)
-	if err != nil {
-		return fmt.Errorf("httpcall: build request: %w", err)
-	}
-	for k, v := range p.Headers {
-		req.Header.Set(k, v)
-	}
-	// net/http ignores a Host entry in Header; honour it as users expect.
-	if h := req.Header.Get("Host"); h != "" {
-		req.Host = h
-	}
-
-	// The jobs share connections (see shared), never a client: no cookie
-	// jar, and net/http's redirect policy per request.
-	client := &http.Client{Transport: shared.get()}
+	// The jobs share connections (see shared), never a request, and
+	// their client has no cookie jar; net/http's redirect policy applies
+	// per request.
+	client := shared.get()
 
 	start := time.Now()
 	resp, err := client.Do(req)

@@ -163,7 +163,7 @@ func TestTimeoutOnReusedConnection(t *testing.T) {
 }
 
 // A redirect to another host does not carry the job's Authorization or
-// cookies there (net/http's policy, kept by the per-job client); one to
+// cookies there (net/http's policy, applied per request); one to
 // the same host does.
 func TestRedirectCredentials(t *testing.T) {
 	t.Parallel()

@@ -3,6 +3,7 @@ package httpcall
 import (
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,45 +43,57 @@ const (
 // verified under one job's trust must not carry another job's request.
 var shared = newShared(maxIdleConnsPerHost, time.Now)
 
+// sharedTransport holds the transport and the client every job sends
+// with. A herd of jobs reaches get at once: it takes no lock once the
+// transport exists, only the clock and atomic reads.
 type sharedTransport struct {
 	perHost int // idle connections kept per host
 	now     func() time.Time
 
-	mu      sync.Mutex
-	t       *http.Transport
-	flushed time.Time // when the idle connections were last all dropped
+	mu sync.Mutex // makes the client, once
+	c  atomic.Pointer[http.Client]
+	// flushed is when the idle connections were last all dropped (Unix
+	// nanoseconds); whoever moves it on drops them.
+	flushed atomic.Int64
 }
 
 func newShared(perHost int, now func() time.Time) *sharedTransport {
 	return &sharedTransport{perHost: perHost, now: now}
 }
 
-// get returns the shared transport: net/http's default one (the
-// environment's proxy, its dial and TLS handshake timeouts, HTTP/2) with
-// the bounds above. It drops the idle connections first if idleConnMaxAge
-// has passed since they were last dropped.
-func (s *sharedTransport) get() *http.Transport {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	if s.t == nil {
-		s.t = http.DefaultTransport.(*http.Transport).Clone()
-		s.t.MaxIdleConns = maxIdleConns
-		s.t.MaxIdleConnsPerHost = s.perHost
-		s.t.IdleConnTimeout = idleConnTimeout
-		s.flushed = now
-	} else if now.Sub(s.flushed) >= idleConnMaxAge {
-		s.t.CloseIdleConnections()
-		s.flushed = now
+// get returns the jobs' client. It has no cookie jar, no timeout (each
+// job's context has its own) and net/http's redirect policy, and sends
+// through the shared transport: net/http's default one (the environment's
+// proxy, its dial and TLS handshake timeouts, HTTP/2) with the bounds
+// above. One client for all shares no more than the transport does: a
+// client without a jar keeps nothing of a request. get drops the idle
+// connections first if idleConnMaxAge has passed since they were last
+// dropped.
+func (s *sharedTransport) get() *http.Client {
+	now := s.now().UnixNano()
+	c := s.c.Load()
+	if c == nil {
+		s.mu.Lock()
+		if c = s.c.Load(); c == nil {
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			t.MaxIdleConns = maxIdleConns
+			t.MaxIdleConnsPerHost = s.perHost
+			t.IdleConnTimeout = idleConnTimeout
+			c = &http.Client{Transport: t}
+			s.flushed.Store(now)
+			s.c.Store(c)
+		}
+		s.mu.Unlock()
 	}
-	return s.t
+	if last := s.flushed.Load(); now-last >= int64(idleConnMaxAge) && s.flushed.CompareAndSwap(last, now) {
+		c.CloseIdleConnections()
+	}
+	return c
 }
 
 // closeIdle closes the idle connections now.
 func (s *sharedTransport) closeIdle() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.t != nil {
-		s.t.CloseIdleConnections()
+	if c := s.c.Load(); c != nil {
+		c.CloseIdleConnections()
 	}
 }
