@@ -314,9 +314,8 @@ func (s *Store) queueClaimed(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.C
 		return nil
 	}
 	// outcome describes the last run: cleared as the next one begins.
-	in, inArgs := s.idIn("id", queued)
-	if _, err := rawExec(tx, `UPDATE `+s.jobsByID()+` SET status = ?, node_id = ?, queued_at = ?, outcome = '' WHERE `+in,
-		append([]any{string(models.JobQueued), p.NodeID, now}, inArgs...)...); err != nil {
+	if err := tx.Exec(`UPDATE `+s.jobsByID()+` SET status = ?, node_id = ?, queued_at = ?, outcome = '' WHERE id IN ?`,
+		models.JobQueued, p.NodeID, now, queued).Error; err != nil {
 		return fmt.Errorf("mark jobs queued: %w", err)
 	}
 	return nil
@@ -375,13 +374,9 @@ func (s *Store) startClaimed(tx *gorm.DB, p *chimedb.ClaimParams, res *chimedb.C
 	if len(started) == 0 {
 		return queued, nil
 	}
-	// On PostgreSQL the ids are one array (idIn): the statement's text is
-	// the same for every claim, so it is parsed and planned once per
-	// connection rather than once per claim size.
-	in, inArgs := s.idIn("id", started)
-	if _, err := rawExec(tx, `UPDATE `+s.jobsByID()+` SET status = ?, node_id = ?, queued_at = ?, outcome = '',
-		attempt = attempt + 1, started_at = ?, heartbeat_at = ? WHERE `+in,
-		append([]any{string(models.JobRunning), p.NodeID, DBTime(p.Now), startAt, startAt}, inArgs...)...); err != nil {
+	if err := tx.Exec(`UPDATE `+s.jobsByID()+` SET status = ?, node_id = ?, queued_at = ?, outcome = '',
+		attempt = attempt + 1, started_at = ?, heartbeat_at = ? WHERE id IN ?`,
+		models.JobRunning, p.NodeID, DBTime(p.Now), startAt, startAt, started).Error; err != nil {
 		return nil, fmt.Errorf("mark jobs running: %w", err)
 	}
 	return queued, nil
