@@ -16,38 +16,31 @@ import (
 	"github.com/chimesched/chime/store"
 )
 
-// limitCounts records which counts of active jobs the claims of st run:
-// "total" (every active job, no join), "queues" (by queue, the exact
-// count) or "definitions" (by definition). Each call of the function it
-// returns gives those since the last call.
-func limitCounts(t *testing.T, st *store.Store) func() []string {
+// recordSQL records, in order, what classify makes of each statement the
+// claims of st send ("" leaves the statement out). Each call of the
+// function it returns gives those since the last call. name keeps the
+// callbacks of two recorders on one store apart.
+func recordSQL(t *testing.T, st *store.Store, name string, classify func(sql string) string) func() []string {
 	t.Helper()
 	var mu sync.Mutex
 	var seen []string
 	note := func(db *gorm.DB) {
-		sql := db.Statement.SQL.String()
-		if !strings.Contains(sql, "COUNT(*)") || !strings.Contains(sql, "FROM jobs") {
+		kind := classify(db.Statement.SQL.String())
+		if kind == "" {
 			return
-		}
-		kind := "total"
-		switch {
-		case strings.Contains(sql, "JOIN job_definitions"):
-			kind = "queues"
-		case strings.Contains(sql, "GROUP BY job_definition_id"):
-			kind = "definitions"
 		}
 		mu.Lock()
 		seen = append(seen, kind)
 		mu.Unlock()
 	}
 	cb := st.DB().Callback()
-	require.NoError(t, cb.Row().After("gorm:row").Register("test:limit_counts_row", note))
-	require.NoError(t, cb.Raw().After("gorm:raw").Register("test:limit_counts_raw", note))
-	require.NoError(t, cb.Query().After("gorm:query").Register("test:limit_counts_query", note))
+	require.NoError(t, cb.Row().After("gorm:row").Register("test:"+name+"_row", note))
+	require.NoError(t, cb.Raw().After("gorm:raw").Register("test:"+name+"_raw", note))
+	require.NoError(t, cb.Query().After("gorm:query").Register("test:"+name+"_query", note))
 	t.Cleanup(func() {
-		_ = cb.Row().Remove("test:limit_counts_row")
-		_ = cb.Raw().Remove("test:limit_counts_raw")
-		_ = cb.Query().Remove("test:limit_counts_query")
+		_ = cb.Row().Remove("test:" + name + "_row")
+		_ = cb.Raw().Remove("test:" + name + "_raw")
+		_ = cb.Query().Remove("test:" + name + "_query")
 	})
 	return func() []string {
 		mu.Lock()
@@ -56,6 +49,25 @@ func limitCounts(t *testing.T, st *store.Store) func() []string {
 		seen = nil
 		return out
 	}
+}
+
+// limitCounts records which counts of active jobs the claims of st run:
+// "total" (every active job, no join), "queues" (by queue, the exact
+// count) or "definitions" (by definition).
+func limitCounts(t *testing.T, st *store.Store) func() []string {
+	t.Helper()
+	return recordSQL(t, st, "limit_counts", func(sql string) string {
+		if !strings.Contains(sql, "COUNT(*)") || !strings.Contains(sql, "FROM jobs") {
+			return ""
+		}
+		switch {
+		case strings.Contains(sql, "JOIN job_definitions"):
+			return "queues"
+		case strings.Contains(sql, "GROUP BY job_definition_id"):
+			return "definitions"
+		}
+		return "total"
+	})
 }
 
 // A limited claim counts the jobs active anywhere (one index-only count)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"gorm.io/gorm"
 
 	"github.com/chimesched/chime/chimedb"
 	"github.com/chimesched/chime/internal/testsupport/testdb"
@@ -21,48 +20,23 @@ import (
 
 // claimSteps records what the claims of st send, as the steps
 // "lock-queues", "lock-definitions", "mark" (the UPDATE that queues the
-// claimed rows) and "count" (a count of active jobs), in order. Each call
-// of the function it returns gives those since the last call.
+// claimed rows) and "count" (a count of active jobs), in order.
 func claimSteps(t *testing.T, st *store.Store) func() []string {
 	t.Helper()
-	var mu sync.Mutex
-	var seen []string
-	note := func(db *gorm.DB) {
-		sql := db.Statement.SQL.String()
+	return recordSQL(t, st, "claim_steps", func(sql string) string {
 		locks := strings.Contains(sql, "FOR UPDATE") || strings.Contains(sql, "FOR NO KEY UPDATE")
-		var step string
 		switch {
 		case strings.Contains(sql, "FROM queues") && locks:
-			step = "lock-queues"
+			return "lock-queues"
 		case strings.Contains(sql, "FROM job_definitions") && locks:
-			step = "lock-definitions"
+			return "lock-definitions"
 		case strings.HasPrefix(sql, "UPDATE jobs") && strings.Contains(sql, "SET status"):
-			step = "mark"
+			return "mark"
 		case strings.Contains(sql, "COUNT(*)") && strings.Contains(sql, "FROM jobs"):
-			step = "count"
-		default:
-			return
+			return "count"
 		}
-		mu.Lock()
-		seen = append(seen, step)
-		mu.Unlock()
-	}
-	cb := st.DB().Callback()
-	require.NoError(t, cb.Row().After("gorm:row").Register("test:claim_steps_row", note))
-	require.NoError(t, cb.Raw().After("gorm:raw").Register("test:claim_steps_raw", note))
-	require.NoError(t, cb.Query().After("gorm:query").Register("test:claim_steps_query", note))
-	t.Cleanup(func() {
-		_ = cb.Row().Remove("test:claim_steps_row")
-		_ = cb.Raw().Remove("test:claim_steps_raw")
-		_ = cb.Query().Remove("test:claim_steps_query")
+		return ""
 	})
-	return func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		out := seen
-		seen = nil
-		return out
-	}
 }
 
 // limitPaths is st.LimitCheckPaths as one value, to compare.
