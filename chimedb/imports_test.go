@@ -69,7 +69,7 @@ var importRules = map[string][]string{
 	// on chime's own jobs table, which the store's migrations create.
 	"bench/ceiling": {"store"},
 	// Test support, imported only by _test.go files.
-	"internal/testsupport/testdb":      {"models", "store"},
+	"internal/testsupport/testdb":      {"models", "sql", "store"},
 	"internal/testsupport/clustertest": nil,
 	"internal/testsupport/faultproxy":  nil,
 	"internal/javaser/javasertest":     nil,

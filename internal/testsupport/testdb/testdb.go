@@ -9,8 +9,9 @@
 //
 // Without CHIME_TEST_MYSQL_DSN (CHIME_TEST_POSTGRES_DSN) the MySQL
 // (PostgreSQL) part of a test is skipped, unless CI=true, where a missing
-// database is a failure: CI must never pass by skipping. testdb imports store and test-only libraries; production code
-// never imports it.
+// database is a failure: CI must never pass by skipping. testdb imports
+// store, sql (the migrations, to name a migrated template by them) and
+// test-only libraries; production code never imports it.
 package testdb
 
 import (
