@@ -79,6 +79,14 @@ func parseStandard(expr string) (cron.Schedule, error) {
 	if q := quartzMarks(fields, names); q != nil {
 		return nil, q
 	}
+	// robfig/cron reads a field of commas alone as a list of no values
+	// and accepts it; its Next then walks second by second through its
+	// five-year limit looking for a match, minutes of CPU for one row.
+	for i, f := range fields {
+		if strings.Trim(f, ",") == "" {
+			return nil, fmt.Errorf("%s field %q: a list with no values", names[i], f)
+		}
+	}
 	sched, err := cronParser.Parse(expr)
 	if err != nil {
 		return nil, fieldError(fields, names, err)

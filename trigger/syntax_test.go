@@ -75,6 +75,10 @@ func TestStandardErrorsAreReadable(t *testing.T) {
 		{"0 0 * * mo", `day-of-week field "mo": "mo" is not a number or a day name (SUN-SAT)`},
 		{"0 0 1 janv *", `month field "janv": "janv" is not a number or a month name (JAN-DEC)`},
 		{"5- * * * *", `minute field "5-": "5-" has an empty part`},
+		// robfig took these as lists of no values, and Next then walked
+		// five years second by second (FuzzPlan hung on the first).
+		{", * * * * *", `second field ",": a list with no values`},
+		{"0 ,, * * *", `hour field ",,": a list with no values`},
 		{"61 * * * *", `minute field "61": end of range (61) above maximum (59)`},
 		{"0 0 0 * * *x", `day-of-week field "*x"`},
 		{"60 0 0 * * *", `second field "60"`}, // six fields: seconds first
