@@ -220,16 +220,16 @@ func TestLateClaimsRacingHoldTheLimit(t *testing.T) {
 				out <- claimed{n: len(res.Jobs)}
 			}()
 		}
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		// The lock waits are the server's: no signal of chime's says them,
+		// so the server's own view is polled.
+		require.Eventually(t, func() bool {
 			var waiting int
-			require.NoError(t, st.DB().Raw(lockWaitersSQL[st.Dialect()]).Scan(&waiting).Error)
-			if waiting >= 2 {
-				break
+			if err := st.DB().Raw(lockWaitersSQL[st.Dialect()]).Scan(&waiting).Error; err != nil {
+				t.Error(err)
+				return true
 			}
-			require.True(t, time.Now().Before(deadline), "the two claims never waited for the queue's row together")
-			time.Sleep(10 * time.Millisecond) // the poll step of a wait with a deadline
-		}
+			return waiting >= 2
+		}, 30*time.Second, 10*time.Millisecond, "the two claims never waited for the queue's row together")
 		var marked int64
 		require.NoError(t, hold.Raw(`SELECT COUNT(*) FROM jobs WHERE status = 'pending'`).Scan(&marked).Error)
 		require.Equal(t, int64(10), marked, "the marks are not committed while the claims wait")
