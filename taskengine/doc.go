@@ -22,7 +22,9 @@
 //     NodeID left behind; at Stop, after the completer, the jobs still
 //     queued here go back to pending;
 //   - the completer writes outcomes in batches, with the lines buffered
-//     until then, and the starter moves queued jobs to running in batches;
+//     until then (after a fire's hand-off it holds its next batch until the
+//     herd has started, at most 50 ms: herd.go), and the starter moves
+//     queued jobs to running in batches;
 //   - the controller acts on jobs.control and beats running jobs' heartbeat_at;
 //   - the executor runs jobs: OnQueue, the ants pool, the runs under way,
 //     and the graceful end of them all at Stop;
